@@ -1,0 +1,51 @@
+"""File writes that a crash cannot leave half done."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+
+def atomic_write_bytes(path: str | Path, data: bytes, mode: int = 0o600) -> None:
+    """Write to a temporary file in the same folder, fsync, then rename over ``path``."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(path.parent)
+
+
+def atomic_write_text(path: str | Path, text: str, mode: int = 0o600) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), mode)
+
+
+def append_line(path: str | Path, line: str) -> None:
+    """Append one line and fsync it, so a recorded fact survives a crash."""
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(line if line.endswith("\n") else line + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,199 @@
+"""Case scores from judge decisions, computed over polars frames.
+
+Decisions are joined to the rubric by ``item_id`` and aggregated per case in one
+pass for every grading method. The arithmetic follows the reference runner
+operation by operation (same sums, same division order, Python's ``round``), so
+every score is bit-identical to the reference's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from .errors import JudgeReplyError
+
+_CLASS_OF_POINTS = {3: 9, 2: 8, 1: 7, 0: 5, -1: 3, -2: 2, -3: 1}
+_WEIGHT_OF_CLASS = {1: 72, 9: 72, 2: 24, 8: 24, 3: 3, 7: 3}
+
+DECISIONS_SCHEMA = {"case_id": pl.String, "item_id": pl.String, "matched": pl.Boolean}
+
+
+def rubric_frame(cases: Iterable[dict[str, Any]]) -> pl.DataFrame:
+    """One row per rubric item: case_id, grading_method, idx, item_id, points."""
+    case_ids: list[str] = []
+    methods: list[str] = []
+    idx: list[int] = []
+    item_ids: list[str] = []
+    points: list[float] = []
+    for case in cases:
+        for i, item in enumerate(case["rubric_items"]):
+            case_ids.append(case["case_id"])
+            methods.append(case["grading_method"])
+            idx.append(i)
+            item_ids.append(item["item_id"])
+            points.append(float(item["points"]))
+    return pl.DataFrame(
+        {
+            "case_id": case_ids,
+            "grading_method": methods,
+            "idx": idx,
+            "item_id": item_ids,
+            "points": points,
+        },
+        schema={
+            "case_id": pl.String,
+            "grading_method": pl.String,
+            "idx": pl.Int64,
+            "item_id": pl.String,
+            "points": pl.Float64,
+        },
+    )
+
+
+def decisions_frame(decisions: dict[str, dict[str, bool]]) -> pl.DataFrame:
+    """Build a decisions frame from ``{case_id: {item_id: matched}}``."""
+    rows = [(c, i, m) for c, per in decisions.items() for i, m in per.items()]
+    return pl.DataFrame(rows, schema=DECISIONS_SCHEMA, orient="row")
+
+
+def _python_round4(values: np.ndarray) -> np.ndarray:
+    """Python's ``round(x, 4)``, vectorised: exact except near ties, which use Python."""
+    scaled = values * 1e4
+    out = np.rint(scaled) / 1e4
+    frac = scaled - np.floor(scaled)
+    near_tie = np.flatnonzero(np.abs(frac - 0.5) < 1e-6)
+    for i in near_tie:
+        out[i] = round(float(values[i]), 4)
+    return out
+
+
+def score_frame(rubric: pl.DataFrame, decisions: pl.DataFrame) -> pl.DataFrame:
+    """Per-case scores for every case in ``decisions``.
+
+    Each scored case must have exactly one decision per rubric item: protocol
+    checks happen before scoring, and this refuses anything that slipped past.
+    """
+    case_ids = decisions.select(pl.col("case_id").unique(maintain_order=True))
+    items = rubric.join(case_ids, on="case_id", how="semi")
+    joined = items.join(
+        decisions.select("item_id", pl.col("case_id").alias("decided_case"), "matched"),
+        on="item_id",
+        how="full",
+        coalesce=True,
+    )
+    bad = joined.filter(
+        pl.col("matched").is_null()
+        | pl.col("case_id").is_null()
+        | (pl.col("case_id") != pl.col("decided_case"))
+    )
+    if bad.height:
+        row = bad.row(0, named=True)
+        raise JudgeReplyError(
+            f"decisions do not match the rubric for case {row['case_id'] or row['decided_case']}"
+            f" (item {row['item_id']})"
+        )
+    if joined.height != decisions.height:
+        raise JudgeReplyError("duplicate decisions for an item")
+
+    cls = (
+        pl.col("points")
+        .cast(pl.Int64, strict=False)
+        .replace_strict(_CLASS_OF_POINTS, default=5, return_dtype=pl.Int64)
+    )
+    weight = cls.replace_strict(_WEIGHT_OF_CLASS, default=1, return_dtype=pl.Float64)
+    matched = pl.col("matched")
+    positive = cls >= 7
+    per_case = (
+        joined.sort("case_id", "idx")
+        .group_by("case_id", maintain_order=True)
+        .agg(
+            pl.col("grading_method").first(),
+            pl.col("points").clip(lower_bound=0).sum().alias("den"),
+            pl.col("points").filter(matched).sum().alias("num"),
+            matched.sum().alias("n_matched"),
+            weight.filter(matched & positive).sum().alias("tp_w"),
+            weight.filter(positive).sum().alias("pos_w"),
+            weight.filter(matched).sum().alias("matched_w"),
+            ((pl.col("points") == 3) & ~matched).any().alias("missed_severe"),
+            ((pl.col("points") == -3) & matched).any().alias("hit_severe"),
+        )
+    )
+    precision = pl.when(pl.col("matched_w") > 0).then(pl.col("tp_w") / pl.col("matched_w"))
+    recall = pl.when(pl.col("pos_w") > 0).then(pl.col("tp_w") / pl.col("pos_w")).otherwise(0.0)
+    scored = per_case.with_columns(
+        (pl.col("num") / pl.col("den")).alias("raw_score"),
+        precision.alias("precision"),
+        recall.alias("recall"),
+    ).with_columns(
+        pl.when(pl.col("precision").is_not_null() & ((pl.col("precision") + pl.col("recall")) > 0))
+        .then(2 * pl.col("precision") * pl.col("recall") / (pl.col("precision") + pl.col("recall")))
+        .otherwise(0.0)
+        .alias("f1"),
+        pl.when(pl.col("missed_severe") | pl.col("hit_severe"))
+        .then(1.0)
+        .otherwise(0.0)
+        .alias("severe_rate"),
+        pl.col("raw_score").clip(0.0, 1.0).alias("points_score"),
+    )
+    f1 = _python_round4(scored["f1"].to_numpy())
+    prec = _python_round4(scored["precision"].fill_null(np.nan).to_numpy())
+    rec = _python_round4(scored["recall"].to_numpy())
+    scored = scored.with_columns(
+        pl.Series("f1_weighted", f1),
+        pl.Series("precision_weighted", prec).fill_nan(None),
+        pl.Series("recall_weighted", rec),
+    )
+    is_f1 = pl.col("grading_method") == "f1_weighted_rubric"
+    bad_den = scored.filter(~is_f1 & (pl.col("den") <= 0))
+    if bad_den.height:
+        raise JudgeReplyError(f"case {bad_den['case_id'][0]} has no positive points")
+    return scored.with_columns(
+        pl.when(is_f1).then(pl.col("f1_weighted")).otherwise(pl.col("points_score")).alias("score")
+    ).select(
+        "case_id",
+        "grading_method",
+        "score",
+        pl.col("num").alias("matched_signed_points"),
+        pl.col("den").alias("available_positive_points"),
+        "raw_score",
+        "n_matched",
+        "f1_weighted",
+        "precision_weighted",
+        "recall_weighted",
+        "severe_rate",
+    )
+
+
+def score_records(scores: pl.DataFrame) -> dict[str, tuple[float, dict[str, Any]]]:
+    """``{case_id: (score, score_components)}`` with the reference's exact JSON types."""
+    out: dict[str, tuple[float, dict[str, Any]]] = {}
+    for row in scores.iter_rows(named=True):
+        if row["grading_method"] == "f1_weighted_rubric":
+            components: dict[str, Any] = {
+                "f1_weighted": row["f1_weighted"],
+                "precision_weighted": row["precision_weighted"],
+                "recall_weighted": row["recall_weighted"],
+                "severe_rate": row["severe_rate"],
+            }
+        else:
+            components = {
+                # Python's sum() over no matched items is the integer 0.
+                "matched_signed_points": row["matched_signed_points"] if row["n_matched"] else 0,
+                "available_positive_points": row["available_positive_points"],
+                "raw_score": row["raw_score"],
+            }
+        out[row["case_id"]] = (row["score"], components)
+    return out
+
+
+def score_cases(
+    cases: Sequence[dict[str, Any]], decisions: dict[str, dict[str, bool]]
+) -> dict[str, tuple[float, dict[str, Any]]]:
+    """Convenience: score ``{case_id: {item_id: matched}}`` against these cases."""
+    if not decisions:
+        return {}
+    return score_records(score_frame(rubric_frame(cases), decisions_frame(decisions)))

@@ -1,0 +1,77 @@
+"""Shared fixtures: where the public split and golden files are, and a CLI runner."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "data" / "sample"
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+
+def _dataset_dir() -> Path:
+    return Path(os.environ.get("BATCHBENCH_TEST_DATASET", REPO.parent / "shared" / "bedside-bench"))
+
+
+@pytest.fixture(scope="session")
+def dataset_dir() -> Path:
+    path = _dataset_dir()
+    if not (path / "registry.json").is_file():
+        pytest.fail(f"public split not found at {path}; set BATCHBENCH_TEST_DATASET")
+    return path
+
+
+@pytest.fixture(scope="session")
+def shared_dir(dataset_dir: Path) -> Path:
+    return dataset_dir.parent
+
+
+@pytest.fixture(scope="session")
+def golden_dir(shared_dir: Path) -> Path:
+    return shared_dir / "golden"
+
+
+@pytest.fixture(scope="session")
+def dataset(dataset_dir: Path):
+    from batchbench.dataset import load_dataset
+
+    return load_dataset(dataset_dir)
+
+
+@pytest.fixture
+def sample_copy(tmp_path: Path) -> Path:
+    """A writable copy of the bundled sample, for tests that break it."""
+    dest = tmp_path / "sample"
+    shutil.copytree(SAMPLE, dest)
+    return dest
+
+
+def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None, timeout: float = 300):
+    """Run ``python -m batchbench`` as a real subprocess."""
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "batchbench", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=cwd,
+        timeout=timeout,
+    )
+
+
+def assert_one_line_error(proc, *fragments: str) -> None:
+    """A failed command: non-zero exit, one line on stderr naming the culprit."""
+    assert proc.returncode != 0, proc.stdout
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]

@@ -1,0 +1,70 @@
+"""Case scores: equal to the reference's on every golden row, types included."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import plain_reference
+
+from batchbench.scoring import score_cases
+
+
+def _golden_decisions(golden_dir, dataset, pattern):
+    by_id = dataset.by_id()
+    rows = [
+        json.loads(line) for line in (golden_dir / "case_scores.jsonl").read_text().splitlines()
+    ]
+    rows = [r for r in rows if r["pattern"] == pattern]
+    decisions = {}
+    for r in rows:
+        matched = set(r["matched"])
+        items = by_id[r["case_id"]]["rubric_items"]
+        decisions[r["case_id"]] = {it["item_id"]: it["item_id"] in matched for it in items}
+    return rows, decisions
+
+
+def test_every_golden_case_score_is_identical(golden_dir, dataset):
+    checked = 0
+    for pattern in ("none", "all", "random"):
+        rows, decisions = _golden_decisions(golden_dir, dataset, pattern)
+        got = score_cases(dataset.cases, decisions)
+        for r in rows:
+            score, components = got[r["case_id"]]
+            # json.dumps distinguishes 0 from 0.0 and None from NaN, as the file does.
+            assert json.dumps([score, components]) == json.dumps(
+                [r["score"], r["score_components"]]
+            ), (pattern, r["case_id"])
+            checked += 1
+    assert checked == 750
+
+
+def test_scores_match_an_independent_implementation_on_odd_rubrics():
+    """Fractional and zero points, all-negative matches: checked against plain Python."""
+    rng = random.Random(3)
+    cases = []
+    for c in range(60):
+        method = "f1_weighted_rubric" if c % 2 else "points_rubric"
+        choices = (
+            [-3, -2, -1, 0, 1, 2, 3]
+            if method == "f1_weighted_rubric"
+            else [-2, -1.5, -0.25, 0, 0.5, 1, 1.75, 3]
+        )
+        items = [
+            {"item_id": f"h{c}_{i}", "text": "t", "points": rng.choice(choices)}
+            for i in range(rng.randint(1, 12))
+        ]
+        if method == "points_rubric":
+            items[0]["points"] = 1.5
+        cases.append({"case_id": f"c{c}", "grading_method": method, "rubric_items": items})
+    decisions = {
+        c["case_id"]: {it["item_id"]: rng.random() < 0.5 for it in c["rubric_items"]} for c in cases
+    }
+    got = score_cases(cases, decisions)
+    for case in cases:
+        matched = {i for i, m in decisions[case["case_id"]].items() if m}
+        expected = plain_reference.score_case(case, matched)
+        score, components = got[case["case_id"]]
+        assert score == expected[0]
+        for key, value in expected[1].items():
+            assert components[key] == value, (case["case_id"], key)
