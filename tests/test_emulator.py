@@ -1,0 +1,492 @@
+"""The Batch API emulator, driven through the real openai SDK over loopback HTTP."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import openai
+import pytest
+from openai import OpenAI
+
+pytest_plugins = ["batchbench.emulator.pytest_plugin"]
+
+TERMINAL = {"completed", "failed", "expired", "cancelled"}
+EP = "/v1/chat/completions"
+
+
+def client(emu, **kw) -> OpenAI:
+    kw.setdefault("max_retries", 0)
+    return OpenAI(api_key=kw.pop("api_key", "test-key"), base_url=emu.base_url, **kw)
+
+
+def line(i, model="m", **body):
+    body = {"model": model, "messages": [{"role": "user", "content": f"question {i}"}], **body}
+    return {"custom_id": f"req-{i}", "method": "POST", "url": EP, "body": body}
+
+
+def upload(c, lines, name="in.jsonl"):
+    data = "".join(json.dumps(x) + "\n" if isinstance(x, dict) else x + "\n" for x in lines)
+    return c.files.create(file=(name, data.encode()), purpose="batch")
+
+
+def submit(c, lines, **kw):
+    f = upload(c, lines)
+    return c.batches.create(input_file_id=f.id, endpoint=EP, completion_window="24h", **kw)
+
+
+def wait(c, batch_id, timeout=20.0, seen=None):
+    deadline = time.time() + timeout
+    while True:
+        b = c.batches.retrieve(batch_id)
+        if seen is not None and (not seen or seen[-1] != b.status):
+            seen.append(b.status)
+        if b.status in TERMINAL or time.time() > deadline:
+            return b
+        time.sleep(0.005)
+
+
+def records(c, file_id):
+    if file_id is None:
+        return []
+    return [json.loads(x) for x in c.files.content(file_id).text.splitlines()]
+
+
+def http(emu, path, method="GET", data=None, headers=None):
+    req = urllib.request.Request(emu.url + path, method=method, data=data, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+# files ----------------------------------------------------------------------
+
+
+def test_file_routes(batch_emulator):
+    c = client(batch_emulator)
+    f = upload(c, [line(1)])
+    assert f.purpose == "batch" and f.bytes > 0 and f.expires_at - f.created_at == 2_592_000
+    assert c.files.retrieve(f.id).filename == "in.jsonl"
+    g = c.files.create(
+        file=("b.jsonl", b"{}\n"),
+        purpose="batch",
+        expires_after={"anchor": "created_at", "seconds": 3600},
+    )
+    assert g.expires_at - g.created_at == 3600
+    listed = c.files.list(purpose="batch")
+    assert [x.id for x in listed.data] == [g.id, f.id]  # newest first by default
+    assert [x.id for x in c.files.list(order="asc").data] == [f.id, g.id]
+    assert json.loads(c.files.content(f.id).text) == line(1)
+    assert c.files.delete(f.id).deleted is True
+    with pytest.raises(openai.NotFoundError):
+        c.files.retrieve(f.id)
+
+
+def test_non_jsonl_upload_is_rejected(batch_emulator):
+    c = client(batch_emulator)
+    with pytest.raises(openai.BadRequestError) as err:
+        c.files.create(file=("in.csv", b"a,b\n"), purpose="batch")
+    assert "Must be .jsonl" in err.value.message
+    with pytest.raises(openai.BadRequestError):
+        c.files.create(file=("x.jsonl", b"{}"), purpose="nonsense")
+
+
+# lifecycle --------------------------------------------------------------------
+
+
+def test_lifecycle_statuses_timestamps_and_counts(batch_emulator):
+    c = client(batch_emulator)
+    b = submit(c, [line(i) for i in range(40)], metadata={"run": "r1"})
+    assert b.status == "validating" and b.in_progress_at is None
+    assert b.request_counts.total == 0 and b.expires_at - b.created_at == 86400
+    seen: list[str] = []
+    done = wait(c, b.id, seen=seen)
+    assert seen[0] == "validating" and seen[-1] == "completed"
+    assert seen == [
+        s for s in ["validating", "in_progress", "finalizing", "completed"] if s in seen
+    ]
+    assert "in_progress" in seen and "finalizing" in seen
+    assert done.in_progress_at and done.finalizing_at and done.completed_at
+    assert done.request_counts.total == 40 and done.request_counts.completed == 40
+    assert done.model == "m" and done.metadata == {"run": "r1"}
+    assert done.usage.input_tokens > 0 and done.usage.output_tokens > 0
+    assert done.error_file_id is None
+    out = records(c, done.output_file_id)
+    assert sorted(r["custom_id"] for r in out) == sorted(f"req-{i}" for i in range(40))
+    assert [r["custom_id"] for r in out] != [f"req-{i}" for i in range(40)]  # shuffled
+    for r in out:
+        assert r["error"] is None and r["response"]["status_code"] == 200
+        assert r["response"]["body"]["usage"]["total_tokens"] > 0
+
+
+def test_lines_execute_progressively(batch_emulator_factory):
+    emu = batch_emulator_factory(latency=0.6)
+    c = client(emu)
+    b = submit(c, [line(i) for i in range(200)])
+    counts = set()
+    while (cur := c.batches.retrieve(b.id)).status != "completed":
+        if cur.status == "in_progress":
+            counts.add(cur.request_counts.completed)
+        time.sleep(0.02)
+    assert len([n for n in counts if 0 < n < 200]) >= 2
+
+
+def test_create_checks(batch_emulator):
+    c = client(batch_emulator)
+    f = upload(c, [line(1)])
+    bad = [
+        {"endpoint": "/v1/nope"},
+        {"completion_window": "48h"},
+        {"metadata": {f"k{i}": "v" for i in range(17)}},
+        {"metadata": {"k": "v" * 513}},
+        {"metadata": {"k" * 65: "v"}},
+        {"input_file_id": "file-missing"},
+    ]
+    for change in bad:
+        args = {"input_file_id": f.id, "endpoint": EP, "completion_window": "24h", **change}
+        with pytest.raises(openai.BadRequestError):
+            c.batches.create(**args)
+    assert batch_emulator.ledger()["batches"] == []
+
+
+def test_list_pagination_newest_first(batch_emulator):
+    c = client(batch_emulator)
+    ids = [submit(c, [line(i)]).id for i in range(5)]
+    page = c.batches.list(limit=2)
+    assert [b.id for b in page.data] == ids[::-1][:2]
+    assert page.has_more is True and page.first_id == ids[4] and page.last_id == ids[3]
+    assert [b.id for b in c.batches.list(limit=2)] == ids[::-1]  # SDK auto-pagination
+    rest = c.batches.list(limit=100, after=ids[2])
+    assert [b.id for b in rest.data] == ids[1::-1] and rest.has_more is False
+
+
+def test_cancel_keeps_finished_lines(batch_emulator_factory):
+    emu = batch_emulator_factory(latency=1.0)
+    c = client(emu)
+    b = submit(c, [line(i) for i in range(100)])
+    while c.batches.retrieve(b.id).request_counts.completed < 10:
+        time.sleep(0.01)
+    cancelling = c.batches.cancel(b.id)
+    assert cancelling.status == "cancelling" and cancelling.cancelling_at
+    done = wait(c, b.id)
+    assert done.status == "cancelled" and done.cancelled_at
+    ok = records(c, done.output_file_id)
+    errors = records(c, done.error_file_id)
+    assert 10 <= len(ok) < 100 and len(ok) + len(errors) == 100
+    assert {e["error"]["code"] for e in errors} == {"batch_cancelled"}
+    assert all(e["response"] is None for e in errors)
+    executed = {x["custom_id"] for x in emu.ledger()["executions"]}
+    assert executed == {r["custom_id"] for r in ok}
+    with pytest.raises(openai.ConflictError) as err:
+        c.batches.cancel(b.id)
+    assert "Cannot cancel a batch with status 'cancelled'" in err.value.message
+
+
+def test_expiry_keeps_finished_lines(batch_emulator_factory):
+    emu = batch_emulator_factory(latency=0.2, completion_window=0.35)
+    c = client(emu)
+    b = submit(c, [line(i) for i in range(50)])
+    done = wait(c, b.id)
+    assert done.status == "expired" and done.expired_at
+    ok = records(c, done.output_file_id)
+    errors = records(c, done.error_file_id)
+    assert 0 < len(ok) < 50 and len(ok) + len(errors) == 50
+    assert {e["error"]["code"] for e in errors} == {"batch_expired"}
+    with pytest.raises(openai.ConflictError):
+        c.batches.cancel(b.id)
+
+
+# validation -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "lines,code,line_no",
+    [
+        ([line(1), "{not json"], "invalid_json_line", 2),
+        (
+            [line(1), {"custom_id": "x", "method": "POST", "url": EP}],
+            "missing_required_parameter",
+            2,
+        ),
+        ([line(1), line(2), line(1)], "duplicate_custom_id", 3),
+        ([line(1), dict(line(2), url="/v1/embeddings")], "invalid_url", 2),
+        ([line(1), line(2, model="other")], "mismatched_model", 2),
+        ([line(1, stream=True)], "streaming_unsupported", 1),
+        ([], "empty_file", None),
+    ],
+)
+def test_validation_failures(batch_emulator, lines, code, line_no):
+    c = client(batch_emulator)
+    done = wait(c, submit(c, lines).id)
+    assert done.status == "failed" and done.failed_at
+    assert len(done.errors.data) == 1
+    assert done.errors.data[0].code == code and done.errors.data[0].line == line_no
+    assert done.output_file_id is None and done.error_file_id is None
+    assert done.request_counts.total == 0
+    assert batch_emulator.ledger()["executions"] == []
+
+
+def test_line_and_size_limits(batch_emulator):
+    c = client(batch_emulator)
+    many = [line(i) for i in range(50_001)]
+    done = wait(c, submit(c, many).id, timeout=60)
+    assert done.status == "failed" and done.errors.data[0].code == "too_many_tasks"
+    http(
+        batch_emulator, "/_emulator/config", "POST", json.dumps({"max_batch_bytes": 1000}).encode()
+    )
+    done = wait(c, submit(c, [line(i) for i in range(30)]).id)
+    assert done.status == "failed" and done.errors.data[0].code == "file_too_large"
+
+
+def test_fifty_thousand_lines_complete(batch_emulator_factory):
+    emu = batch_emulator_factory(latency=0.5)
+    c = client(emu, timeout=120)
+    done = wait(c, submit(c, [line(i) for i in range(50_000)]).id, timeout=120)
+    assert done.status == "completed" and done.request_counts.completed == 50_000
+    assert len(emu.ledger()["executions"]) == 50_000
+
+
+def test_enqueued_token_limit(batch_emulator_factory):
+    emu = batch_emulator_factory(latency=2.0, enqueued_token_limit=60)
+    c = client(emu)
+    first = submit(c, [line(i) for i in range(10)])  # ~3 tokens a line
+    while c.batches.retrieve(first.id).status == "validating":
+        time.sleep(0.01)
+    second = submit(c, [line(i) for i in range(20)])
+    other_model = submit(c, [line(i, model="other") for i in range(10)])
+    http(emu, "/_emulator/config", "POST", json.dumps({"latency": 0.02}).encode())
+    failed = wait(c, second.id)
+    assert failed.status == "failed"
+    err = failed.errors.data[0]
+    assert err.code == "token_limit_exceeded" and err.line is None
+    assert "Enqueued token limit reached for m" in err.message
+    assert wait(c, other_model.id).status == "completed"
+    assert wait(c, first.id).status == "completed"
+
+
+# the simulated model and responders ---------------------------------------------
+
+
+def test_default_judge_follows_the_documented_rule(batch_emulator):
+    c = client(batch_emulator)
+    user = (
+        "CLINICAL PROMPT:\nQ\n\nANSWER:\nsome answer\n\nRUBRIC ITEMS:\n"
+        "[abc_0] points=+2 :: x\n[abc_1] points=-1 :: y\n[abc_2] points=+1 :: z"
+    )
+    body = {
+        "model": "j",
+        "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": user}],
+        "response_format": {"type": "json_object"},
+    }
+    done = wait(c, submit(c, [{"custom_id": "j1", "method": "POST", "url": EP, "body": body}]).id)
+    [rec] = records(c, done.output_file_id)
+    reply = json.loads(rec["response"]["body"]["choices"][0]["message"]["content"])
+    expected = [
+        {"item_id": i, "matched": hashlib.md5(f"{i}|some answer".encode()).hexdigest()[0] < "8"}
+        for i in ("abc_0", "abc_1", "abc_2")
+    ]
+    assert reply == {"decisions": expected}
+
+
+def test_responder_is_called_once_per_executed_line(batch_emulator_factory):
+    calls: list[str] = []
+
+    def responder(body):
+        text = body["messages"][-1]["content"]
+        calls.append(text)
+        n = int(text.split()[-1])
+        if n % 4 == 1:
+            return {
+                "status_code": 400,
+                "body": {
+                    "error": {
+                        "message": "Unsupported value: 'temperature' does not support 0.",
+                        "type": "invalid_request_error",
+                        "param": "temperature",
+                        "code": "unsupported_value",
+                    }
+                },
+            }
+        if n % 4 == 2:
+            return {"error": {"code": "request_timeout", "message": "timed out"}}
+        if n % 4 == 3:
+            return {"status_code": 500, "body": {"error": {"message": "boom"}}}
+        return f"answer {n}"
+
+    emu = batch_emulator_factory(responder=responder)
+    c = client(emu)
+    done = wait(c, submit(c, [line(i) for i in range(20)]).id)
+    assert sorted(calls) == sorted(f"question {i}" for i in range(20))
+    ok = records(c, done.output_file_id)
+    errors = {r["custom_id"]: r for r in records(c, done.error_file_id)}
+    assert sorted(r["custom_id"] for r in ok) == sorted(f"req-{i}" for i in range(0, 20, 4))
+    assert ok[0]["response"]["body"]["choices"][0]["message"]["content"].startswith("answer")
+    assert errors["req-1"]["response"]["status_code"] == 400 and errors["req-1"]["error"] is None
+    assert errors["req-2"]["response"] is None
+    assert errors["req-2"]["error"]["code"] == "request_timeout"
+    assert errors["req-3"]["response"]["status_code"] == 500
+    assert done.request_counts.completed == 5 and done.request_counts.failed == 15
+
+
+def test_all_failed_batch_has_null_output_file(batch_emulator_factory):
+    emu = batch_emulator_factory(responder=lambda body: {"status_code": 400, "body": {}})
+    c = client(emu)
+    done = wait(c, submit(c, [line(i) for i in range(3)]).id)
+    assert done.status == "completed"
+    assert done.output_file_id is None and done.error_file_id is not None
+
+
+# auth, errors, faults -----------------------------------------------------------
+
+
+def test_auth_and_unknown_ids(batch_emulator_factory):
+    emu = batch_emulator_factory(api_key="right")
+    status, body = http(emu, "/v1/batches")
+    assert status == 401 and set(body["error"]) == {"message", "type", "param", "code"}
+    with pytest.raises(openai.AuthenticationError):
+        client(emu, api_key="wrong").batches.list()
+    c = client(emu, api_key="right")
+    with pytest.raises(openai.NotFoundError) as err:
+        c.batches.retrieve("batch_nope")
+    assert err.value.body["message"] == "No batch found with id 'batch_nope'."
+    status, _ = http(emu, "/v1/nothing", headers={"Authorization": "Bearer right"})
+    assert status == 404
+
+
+def test_faults_are_seeded_and_retryable(batch_emulator_factory):
+    def outcomes(seed):
+        emu = batch_emulator_factory(fault_rate=0.5, seed=seed)
+        c = client(emu)
+        seen = []
+        for _ in range(30):
+            try:
+                c.batches.list()
+                seen.append(200)
+            except openai.RateLimitError as err:
+                assert err.response.headers.get("retry-after") == "0"
+                seen.append(429)
+            except openai.InternalServerError:
+                seen.append(500)
+        return seen
+
+    first = outcomes(5)
+    assert first == outcomes(5)
+    assert {200, 429, 500} <= set(first)
+    emu = batch_emulator_factory(fault_rate=0.3, seed=1)
+    c = client(emu, max_retries=8)
+    for _ in range(20):  # the SDK's own retries get through a 30% fault rate
+        c.batches.list()
+
+
+def test_truncated_download(batch_emulator_factory):
+    emu = batch_emulator_factory(truncate_rate=1.0)
+    c = client(emu)
+    f = upload(c, [line(i) for i in range(50)])
+    with pytest.raises(openai.APIConnectionError):
+        c.files.content(f.id).read()
+
+
+def test_slow_responses(batch_emulator_factory):
+    emu = batch_emulator_factory(slow_rate=1.0, slow_seconds=0.3)
+    c = client(emu)
+    start = time.monotonic()
+    c.batches.list()
+    assert time.monotonic() - start >= 0.3
+    with pytest.raises(openai.APITimeoutError):
+        client(emu, timeout=0.1).batches.list()
+
+
+def test_ledger_and_flush(batch_emulator_factory):
+    emu = batch_emulator_factory(latency=3600)
+    c = client(emu)
+    b = submit(c, [line(i) for i in range(3)], metadata={"batchbench_run": "x"})
+    status, ledger = http(emu, "/_emulator/ledger")
+    assert status == 200
+    assert ledger["batches"] == [
+        {
+            "id": b.id,
+            "status": "validating",
+            "metadata": {"batchbench_run": "x"},
+            "input_file_id": b.input_file_id,
+            "created_at": b.created_at,
+        }
+    ]
+    assert http(emu, "/_emulator/flush", "POST", b"")[0] == 200
+    assert c.batches.retrieve(b.id).status == "completed"
+    _, ledger = http(emu, "/_emulator/ledger")
+    assert [e["custom_id"] for e in ledger["executions"]] == ["req-0", "req-1", "req-2"]
+
+
+def test_cli_emulator_with_file_responder(tmp_path):
+    responder = tmp_path / "resp.py"
+    responder.write_text("def reply(body):\n    return 'scripted ' + body['model']\n")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "batchbench",
+            "emulator",
+            "--port",
+            "0",
+            "--latency",
+            "0.05",
+            "--responder",
+            f"{responder}:reply",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        first = proc.stdout.readline()
+        base_url = first.strip().rsplit(" ", 1)[-1]
+        assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1")
+        c = OpenAI(api_key="k", base_url=base_url, max_retries=0)
+        f = upload(c, [line(1)])
+        b = c.batches.create(input_file_id=f.id, endpoint=EP, completion_window="24h")
+        done = wait(c, b.id)
+        [rec] = records(c, done.output_file_id)
+        assert rec["response"]["body"]["choices"][0]["message"]["content"] == "scripted m"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_cli_emulator_help_documents_every_option():
+    out = subprocess.run(
+        [sys.executable, "-m", "batchbench", "emulator", "--help"],
+        capture_output=True,
+        text=True,
+        env={"COLUMNS": "200", "PATH": ""},
+    ).stdout
+    for option in (
+        "--host",
+        "--port",
+        "--latency",
+        "--completion-window",
+        "--responder",
+        "--fault-rate",
+        "--seed",
+        "--enqueued-token-limit",
+        "--truncate-rate",
+        "--slow-rate",
+        "--api-key",
+    ):
+        assert option in out
+
+
+def test_cli_emulator_bad_responder(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "batchbench", "emulator", "--responder", "nofile.py:f"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert proc.returncode == 2 and "responder file not found" in proc.stderr
+    assert "Traceback" not in proc.stderr
