@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -188,6 +189,212 @@ def emulator(
     except OSError as exc:
         raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
     serve(emu, announce=lambda line: typer.echo(line))
+
+
+JobsDirOpt = Annotated[
+    Path, typer.Option("--jobs-dir", help="Folder holding one directory per run.")
+]
+
+
+class _Progress:
+    """Prints a progress line whenever it changes (and at most once a second)."""
+
+    def __init__(self) -> None:
+        self.start = time.monotonic()
+        self.last = ""
+        self.last_at = 0.0
+
+    def __call__(self, pipeline: Any) -> None:
+        from .report import progress_line
+
+        now = time.monotonic()
+        line = progress_line(pipeline.state, now - self.start)
+        body = line.rsplit(" | ", 1)[0]
+        if body != self.last and (now - self.last_at >= 1.0 or pipeline.done()):
+            typer.echo(line)
+            self.last, self.last_at = body, now
+
+
+@app.command()
+@friendly
+def run(
+    answer_model: Annotated[str, typer.Option(help="The model under test.")],
+    judge_model: Annotated[str, typer.Option(help="The judge model.")],
+    run_name: Annotated[
+        str | None,
+        typer.Option("--run", help="Run name [A-Za-z0-9._-]+ (default: from the answer model)."),
+    ] = None,
+    jobs_dir: JobsDirOpt = Path("jobs"),
+    dataset: DatasetOpt = DEFAULT_DATASET,
+    smoke: SmokeOpt = False,
+    limit: LimitOpt = None,
+    benchmark: Annotated[
+        list[str] | None, typer.Option("--benchmark", help="Only this benchmark (repeatable).")
+    ] = None,
+    reasoning_effort: Annotated[
+        str | None, typer.Option(help="reasoning_effort for the answer model (max → xhigh).")
+    ] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="API base URL (default: OPENAI_BASE_URL or OpenAI's).")
+    ] = None,
+    poll_interval: Annotated[float, typer.Option(help="Seconds between status polls.")] = 30.0,
+    max_requests_per_batch: Annotated[
+        int, typer.Option(help="Cap on requests per batch file (the API allows 50,000).")
+    ] = 50_000,
+    max_attempts: Annotated[
+        int, typer.Option(help="Judge attempts per answer before an invalid reply is an error.")
+    ] = 3,
+    no_wait: Annotated[
+        bool, typer.Option("--no-wait", help="Submit and collect what is ready, then exit.")
+    ] = False,
+) -> None:
+    """Start or resume a run: submit, poll, judge, collect and score, surviving restarts.
+
+    Exit status: 0 when every selected case is scored, 1 when some case ended in
+    an error, 3 when --no-wait leaves the run still in progress.
+    """
+    from .errors import ConfigError
+    from .pipeline import RunOptions, Settings, execute
+    from .report import summary_table
+
+    if poll_interval <= 0:
+        raise ConfigError(f"--poll-interval must be positive, got {poll_interval}")
+    if not 1 <= max_requests_per_batch <= 50_000:
+        raise ConfigError("--max-requests-per-batch must be between 1 and 50000")
+    if max_attempts < 1:
+        raise ConfigError(f"--max-attempts must be at least 1, got {max_attempts}")
+    options = RunOptions(
+        answer_model=answer_model,
+        judge_model=judge_model,
+        run=run_name,
+        jobs_dir=jobs_dir,
+        dataset=dataset,
+        smoke=smoke,
+        limit=limit,
+        benchmarks=tuple(benchmark or ()),
+        reasoning_effort=reasoning_effort,
+        base_url=base_url,
+        no_wait=no_wait,
+        settings=Settings(
+            max_requests_per_batch=max_requests_per_batch,
+            max_attempts=max_attempts,
+            poll_interval=poll_interval,
+            hold_seconds=max(60.0, poll_interval),
+        ),
+    )
+    _finish_run(
+        *execute(options, DEFAULT_DATASET, say=typer.echo, on_progress=_Progress()), summary_table
+    )
+
+
+def _finish_run(run_dir: Any, summary: Any, complete: bool, summary_table: Any) -> None:
+    if summary is not None and complete:
+        typer.echo(summary_table(summary))
+    typer.echo(f"results: {run_dir.results_path}")
+    if not complete:
+        typer.echo(
+            f"in progress: advance it again with the same command, or see"
+            f" `batchbench status {run_dir.name}`"
+        )
+        raise typer.Exit(3)
+    if (
+        summary is None
+        or summary["errors"]
+        or summary["completed_cases"] < len(run_dir.load_config().case_ids)
+    ):
+        raise typer.Exit(1)
+
+
+@app.command()
+@friendly
+def status(
+    name: Annotated[str | None, typer.Argument(help="Run name (default: every run).")] = None,
+    jobs_dir: JobsDirOpt = Path("jobs"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Show a run's progress from its journal (read-only, no API call)."""
+    import json
+
+    from .errors import ConfigError
+    from .report import run_status, status_text
+    from .runs import list_runs, open_run
+
+    runs = [open_run(jobs_dir, name)] if name else list_runs(jobs_dir)
+    if name and not runs[0].exists():
+        raise ConfigError(f"no run {name!r} in {jobs_dir}")
+    statuses = [run_status(r) for r in runs]
+    if as_json:
+        typer.echo(json.dumps(statuses[0] if name else statuses, indent=2))
+    elif not statuses:
+        typer.echo(f"no runs in {jobs_dir}")
+    else:
+        typer.echo("\n".join(status_text(s) for s in statuses))
+
+
+@app.command("list")
+@friendly
+def list_command(jobs_dir: JobsDirOpt = Path("jobs")) -> None:
+    """List the runs in the jobs directory."""
+    from .report import run_status
+    from .runs import list_runs
+
+    runs = list_runs(jobs_dir)
+    if not runs:
+        typer.echo(f"no runs in {jobs_dir}")
+    for r in runs:
+        s = run_status(r)
+        c = s["cases"]
+        typer.echo(
+            f"{s['run']}\t{s['status']}\t{c['scored']}/{c['total']} scored"
+            f"\t{s['answer_model']}\t{s['judge_model']}"
+        )
+
+
+@app.command()
+@friendly
+def cancel(
+    name: Annotated[str, typer.Argument(help="Run name.")],
+    jobs_dir: JobsDirOpt = Path("jobs"),
+    base_url: Annotated[str | None, typer.Option(help="API base URL.")] = None,
+) -> None:
+    """Cancel a run's in-flight batches and submit nothing more (until `run` resumes it)."""
+    from .pipeline import cancel_run
+
+    cancelled = cancel_run(jobs_dir, name, base_url)
+    typer.echo(f"cancelled {len(cancelled)} batch(es): {' '.join(cancelled) or '-'}")
+
+
+@app.command()
+@friendly
+def demo(
+    jobs_dir: Annotated[
+        Path | None, typer.Option(help="Keep the demo run here (default: a temporary folder).")
+    ] = None,
+    dataset: DatasetOpt = DEFAULT_DATASET,
+) -> None:
+    """Run the bundled sample end to end against the in-process emulator."""
+    import tempfile
+
+    from .emulator import Emulator
+    from .pipeline import RunOptions, Settings, execute
+    from .report import summary_table
+
+    with tempfile.TemporaryDirectory() as tmp, Emulator(latency=0.3) as emu:
+        typer.echo(f"emulator on {emu.base_url}; simulated models sim-answer and sim-judge")
+        options = RunOptions(
+            answer_model="sim-answer",
+            judge_model="sim-judge",
+            run="demo",
+            jobs_dir=jobs_dir or Path(tmp),
+            dataset=dataset,
+            base_url=emu.base_url,
+            api_key="demo-key-not-secret",
+            settings=Settings(max_requests_per_batch=5, poll_interval=0.2),
+        )
+        _finish_run(
+            *execute(options, DEFAULT_DATASET, say=typer.echo, on_progress=_Progress()),
+            summary_table,
+        )
 
 
 def main() -> None:

@@ -44,3 +44,11 @@ class ApiError(BatchbenchError):
 
 class RunLockedError(BatchbenchError):
     """Another process is advancing the same run."""
+
+
+class TransientApiError(ApiError):
+    """A call that may succeed if repeated (429, 5xx, timeouts, dropped connections)."""
+
+
+class ApiNotFoundError(ApiError):
+    """The API says an object (batch or file) does not exist."""

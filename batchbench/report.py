@@ -51,3 +51,146 @@ def summary_table(summary: dict[str, Any]) -> str:
         f"  bootstrap {summary['bootstrap_samples']} resamples, seed {summary['bootstrap_seed']}"
     )
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------
+# Run status: progress lines, `batchbench status`, and report.json.
+
+
+def stage_status(state: Any, stage: str) -> dict[str, Any]:
+    """Done/failed/total for one stage, counted from collected results only.
+
+    A batch that is still finalizing has collected nothing yet, so progress never
+    reaches 100% before the last result is in hand.
+    """
+    total = len(state.cases)
+    done = failed = 0
+    for case in state.cases.values():
+        st = case.stage(stage)
+        if stage == "answers" and st.status == "ok" or stage == "judges" and case.final == "scored":
+            done += 1
+        elif st.status == "failed":
+            failed += 1
+    batches: dict[str, int] = {}
+    running: list[str] = []
+    for sub in state.subs.values():
+        if sub.stage != stage:
+            continue
+        status = sub.status or ("created" if sub.batch_id else "not submitted")
+        batches[status] = batches.get(status, 0) + 1
+        counts = sub.counts or {}
+        if sub.in_flight and counts.get("total"):
+            done_lines = counts.get("completed", 0) + counts.get("failed", 0)
+            running.append(f"{sub.id} {status} {done_lines}/{counts['total']}")
+    return {
+        "done": done,
+        "failed": failed,
+        "total": total,
+        "batches": batches,
+        "running": running,
+        "usage": dict(state.usage.get(stage, {})),
+    }
+
+
+def progress_line(state: Any, elapsed: float) -> str:
+    parts = []
+    for stage in ("answers", "judges"):
+        s = stage_status(state, stage)
+        batches = ", ".join(f"{n} {k}" for k, n in sorted(s["batches"].items())) or "none yet"
+        parts.append(
+            f"{stage} {s['done']}/{s['total']} done, {s['failed']} failed [batches: {batches}]"
+        )
+    return " | ".join(parts) + f" | {elapsed:.0f}s"
+
+
+def run_status(run: Any) -> dict[str, Any]:
+    """Everything `batchbench status` shows, from the journal alone (no API call)."""
+    from .runs import fold
+
+    config = run.load_config()
+    state = fold(config.case_ids, run.events())
+    scored = sum(1 for c in state.cases.values() if c.final == "scored")
+    errors = sum(1 for c in state.cases.values() if c.final == "error")
+    status = (
+        "complete"
+        if scored + errors == len(state.cases)
+        else ("cancelled" if state.cancelled else "in progress" if state.subs else "not started")
+    )
+    out: dict[str, Any] = {
+        "run": config.name,
+        "status": status,
+        "answer_model": config.answer_model,
+        "judge_model": config.judge_model,
+        "dataset_sha256": config.dataset_sha256,
+        "cases": {
+            "total": len(state.cases),
+            "scored": scored,
+            "errors": errors,
+            "pending": len(state.cases) - scored - errors,
+        },
+        "stages": {stage: stage_status(state, stage) for stage in ("answers", "judges")},
+        "batches": [
+            {
+                "submission": s.id,
+                "batch_id": s.batch_id,
+                "status": s.status,
+                "requests": len(s.lines),
+                "adopted": s.adopted,
+            }
+            for s in state.subs.values()
+        ],
+        "anomalies": list(state.anomalies),
+    }
+    if run.summary_path.exists():
+        summary = json.loads(run.summary_path.read_text())
+        out["overall_macro_mean"] = summary.get("overall_macro_mean")
+        out["overall_ci95"] = summary.get("overall_ci95")
+    return out
+
+
+def status_text(status: dict[str, Any]) -> str:
+    c = status["cases"]
+    lines = [
+        f"{status['run']}: {status['status']}  ({status['answer_model']} judged by"
+        f" {status['judge_model']})",
+        f"  cases: {c['scored']} scored, {c['errors']} errors, {c['pending']} pending"
+        f" of {c['total']}",
+    ]
+    for stage, s in status["stages"].items():
+        batches = ", ".join(f"{n} {k}" for k, n in sorted(s["batches"].items())) or "none yet"
+        lines.append(
+            f"  {stage}: {s['done']}/{s['total']} done, {s['failed']} failed; batches: {batches}"
+        )
+        lines.extend(f"    {r}" for r in s["running"])
+    if "overall_macro_mean" in status:
+        lo, hi = status["overall_ci95"]
+        lines.append(
+            f"  overall macro mean {_num(status['overall_macro_mean'])}  95% CI {_ci([lo, hi])}"
+        )
+    for anomaly in status["anomalies"]:
+        lines.append(f"  anomaly: {anomaly}")
+    return "\n".join(lines)
+
+
+def write_report(run: Any, state: Any, config: Any) -> None:
+    """report.json: what the reference has no field for (counts, usage, batches)."""
+    report = {
+        "run": config.name,
+        "run_id": config.run_id,
+        "stages": {stage: stage_status(state, stage) for stage in ("answers", "judges")},
+        "batches": [
+            {
+                "submission": s.id,
+                "stage": s.stage,
+                "batch_id": s.batch_id,
+                "status": s.status,
+                "requests": len(s.lines),
+                "adopted": s.adopted,
+                "output_file_id": s.output_file_id,
+                "error_file_id": s.error_file_id,
+            }
+            for s in state.subs.values()
+        ],
+        "anomalies": list(state.anomalies),
+    }
+    atomic_write_text(run.report_path, json.dumps(report, indent=2) + "\n")

@@ -1,0 +1,676 @@
+"""The state machine that advances a run, one journaled action at a time.
+
+``Pipeline.step()`` reads the folded state, picks the single next useful action,
+journals the intent, does it, and journals the outcome. After a crash the loop
+repeats at most one action, and every action is safe to repeat: an upload is
+merely orphaned, a create is preceded by a look for a batch carrying this
+submission's metadata, a download rewrites the same bytes, and result rows for
+cases already written are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import protocol
+from .api import BatchApi
+from .errors import (
+    ApiError,
+    ApiNotFoundError,
+    BatchFileError,
+    ConfigError,
+    JudgeReplyError,
+    TransientApiError,
+)
+from .outputs import Collected, Outcome, TruncatedFileError, classify, parse_files
+from .report import write_summary
+from .requests import (
+    MAX_BYTES,
+    Request,
+    answer_request,
+    custom_id,
+    judge_request,
+    shard,
+    write_request_file,
+)
+from .results import dump_row, summary_path
+from .runs import Run, RunConfig, RunState, Submission, fold
+from .scoring import decisions_frame, rubric_frame, score_frame, score_records
+from .summary import summarize
+
+FREE_RETRY_CODES = ("token_limit_exceeded", "too_many_tasks", "file_too_large")
+
+
+@dataclass
+class Settings:
+    max_requests_per_batch: int = 50_000
+    max_bytes_per_batch: int = MAX_BYTES
+    max_attempts: int = 3
+    max_transient_attempts: int = 10
+    poll_interval: float = 30.0
+    hold_seconds: float = 60.0  # wait after token_limit_exceeded before creating again
+
+
+def _now_iso(t: float) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(int(t), tz=timezone.utc).isoformat()
+
+
+class Pipeline:
+    def __init__(
+        self,
+        run: Run,
+        config: RunConfig,
+        cases: dict[str, dict[str, Any]],
+        api: BatchApi | None,
+        settings: Settings,
+        *,
+        say: Callable[[str], None] = print,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.run = run
+        self.config = config
+        self.cases = cases
+        self.api = api
+        self.settings = settings
+        self.say = say
+        self.clock = clock
+        self.sleep = sleep
+        self.state: RunState = fold(config.case_ids, run.events())
+        self._last_poll = 0.0
+        self._answers: dict[str, dict[str, str]] = {}
+        self._written: set[str] | None = None
+        self._create_failures = 0
+
+    # journal ----------------------------------------------------------------
+    def record(self, event: str, **data: Any) -> None:
+        entry = self.run.record(event, **data)
+        self.state.apply(entry)
+
+    # decisions --------------------------------------------------------------
+    def done(self) -> bool:
+        return all(c.final for c in self.state.cases.values())
+
+    def step(self) -> str | None:
+        """Do the next action that needs no waiting; None when only waiting remains."""
+        st = self.state
+        for sub in st.subs.values():
+            if sub.file_id is None:
+                return self._upload(sub)
+        for sub in st.subs.values():
+            if sub.batch_id is None and not st.cancelled:
+                if st.holds.get(sub.stage, 0) > self.clock():
+                    continue
+                return self._create(sub)
+        for sub in st.subs.values():
+            if sub.terminal and not sub.collected:
+                missing = [f for f in sub.result_files() if f not in sub.downloaded]
+                if missing:
+                    return self._download(sub, missing[0])
+                return self._collect(sub)
+        if not st.cancelled:
+            for stage in ("answers", "judges"):
+                if self._pending(stage):
+                    return self._plan(stage)
+        return None
+
+    def _pending(self, stage: str) -> list[str]:
+        out = []
+        for case_id in self.config.case_ids:
+            case = self.state.cases[case_id]
+            if case.final:
+                continue
+            if (
+                stage == "answers"
+                and case.answers.status == "pending"
+                or (
+                    stage == "judges"
+                    and case.answers.status == "ok"
+                    and case.judges.status == "pending"
+                )
+            ):
+                out.append(case_id)
+        return out
+
+    def in_flight(self) -> list[Submission]:
+        return [s for s in self.state.subs.values() if s.in_flight]
+
+    # planning -----------------------------------------------------------------
+    def _plan(self, stage: str) -> str:
+        requests: list[Request] = []
+        for case_id in self._pending(stage):
+            case = self.cases[case_id]
+            st = self.state.cases[case_id].stage(stage)
+            attempt = st.attempt + 1
+            if stage == "answers":
+                temperature = protocol.ANSWER_TEMPERATURE if st.temperature else None
+                requests.append(
+                    answer_request(
+                        case,
+                        self.config.answer_model,
+                        attempt,
+                        reasoning_effort=self.config.reasoning_effort,
+                        temperature=temperature,
+                    )
+                )
+            else:
+                temperature = protocol.JUDGE_TEMPERATURE if st.temperature else None
+                answer = self.answer_text(case_id)
+                requests.append(
+                    judge_request(
+                        case, answer, self.config.judge_model, attempt, temperature=temperature
+                    )
+                )
+        lines = [r.line() for r in requests]
+        cap = min(self.settings.max_requests_per_batch, self.state.caps.get(stage, 10**9))
+        groups = shard(lines, cap, self.settings.max_bytes_per_batch)
+        seq = self.state.next_seq(stage)
+        for offset, group in enumerate(groups):
+            sub_id = f"{stage}-{seq + offset:04d}"
+            path = self.run.requests_dir / f"{sub_id}.jsonl"
+            write_request_file(path, (lines[i] for i in group))
+            self.record(
+                "plan",
+                sub=sub_id,
+                stage=stage,
+                seq=seq + offset,
+                path=path.name,
+                lines=[
+                    [requests[i].case_id, requests[i].attempt, "temperature" in requests[i].body]
+                    for i in group
+                ],
+            )
+        return f"planned {len(requests)} {stage} request(s) in {len(groups)} file(s)"
+
+    # submitting ----------------------------------------------------------------
+    def _metadata(self, sub: Submission) -> dict[str, str]:
+        return {
+            "batchbench_run": self.config.name[:512],
+            "batchbench_run_id": self.config.run_id,
+            "batchbench_stage": sub.stage,
+            "batchbench_shard": str(sub.seq),
+            "batchbench_attempt": str(max(line[1] for line in sub.lines)),
+            "batchbench_sub": sub.id,
+        }
+
+    def _upload(self, sub: Submission) -> str:
+        assert self.api is not None
+        self.record("upload_started", sub=sub.id)
+        file_id = self.api.upload(self.run.requests_dir / sub.path)
+        self.record("uploaded", sub=sub.id, file_id=file_id)
+        return f"uploaded {sub.id} as {file_id}"
+
+    def _find_on_server(self, sub: Submission) -> dict[str, Any] | None:
+        """The batch an earlier, interrupted create may have made for this submission."""
+        assert self.api is not None
+        since = (sub.create_started or self.clock()) - 600
+        after = None
+        while True:
+            page, more = self.api.list_page(after=after, limit=100)
+            for batch in page:
+                meta = batch.get("metadata") or {}
+                if (
+                    meta.get("batchbench_run_id") == self.config.run_id
+                    and meta.get("batchbench_sub") == sub.id
+                ):
+                    return batch
+            if not more or not page or (page[-1].get("created_at") or 0) < since:
+                return None
+            after = page[-1]["id"]
+
+    def _create(self, sub: Submission) -> str:
+        assert self.api is not None and sub.file_id is not None
+        if sub.create_started is not None:
+            found = self._find_on_server(sub)
+            if found is not None:
+                self.record("created", sub=sub.id, batch_id=found["id"], adopted=True)
+                self._record_batch(sub, found)
+                return f"adopted {found['id']} for {sub.id}"
+        self.record("create_started", sub=sub.id, file_id=sub.file_id)
+        try:
+            batch = self.api.create(sub.file_id, self._metadata(sub))
+        except TransientApiError as exc:
+            self._create_failures += 1
+            self.sleep(min(0.1 * 2**self._create_failures, 10.0))
+            return f"create of {sub.id} failed ({exc}); will look for it, then retry"
+        self._create_failures = 0
+        self.record("created", sub=sub.id, batch_id=batch["id"])
+        self._record_batch(sub, batch)
+        return f"created {batch['id']} for {sub.id}"
+
+    def _record_batch(self, sub: Submission, batch: dict[str, Any]) -> None:
+        sub.counts = dict(batch.get("request_counts") or {})
+        status = batch.get("status")
+        if status not in (
+            "validating",
+            "in_progress",
+            "finalizing",
+            "completed",
+            "failed",
+            "expired",
+            "cancelling",
+            "cancelled",
+        ):
+            raise ApiError(f"batch {batch.get('id')} has an unknown status {status!r}")
+        if (status, batch.get("output_file_id"), batch.get("error_file_id")) == (
+            sub.status,
+            sub.output_file_id,
+            sub.error_file_id,
+        ):
+            return
+        errors = (batch.get("errors") or {}).get("data") if batch.get("errors") else None
+        self.record(
+            "batch",
+            sub=sub.id,
+            batch_id=batch["id"],
+            status=status,
+            output_file_id=batch.get("output_file_id"),
+            error_file_id=batch.get("error_file_id"),
+            errors=errors,
+        )
+
+    # polling -----------------------------------------------------------------
+    def poll(self) -> None:
+        """Refresh every in-flight batch, one list page per 100 batches when possible."""
+        assert self.api is not None
+        self._last_poll = self.clock()
+        waiting = {s.batch_id: s for s in self.in_flight()}
+        if not waiting:
+            return
+        oldest = min(s.planned_at for s in waiting.values()) - 600
+        after = None
+        while waiting:
+            page, more = self.api.list_page(after=after, limit=100)
+            for batch in page:
+                sub = waiting.pop(batch["id"], None)
+                if sub is not None:
+                    self._record_batch(sub, batch)
+            if not more or not page or (page[-1].get("created_at") or 0) < oldest:
+                break
+            after = page[-1]["id"]
+        for batch_id, sub in waiting.items():
+            try:
+                self._record_batch(sub, self.api.retrieve(batch_id))
+            except ApiNotFoundError:
+                raise ApiError(
+                    f"batch {batch_id} ({sub.id}) vanished from the API (404);"
+                    " its requests cannot be collected"
+                ) from None
+
+    def poll_due(self) -> bool:
+        return (
+            bool(self.in_flight()) and self.clock() - self._last_poll >= self.settings.poll_interval
+        )
+
+    # downloading and collecting ------------------------------------------------
+    def _download(self, sub: Submission, file_id: str) -> str:
+        assert self.api is not None
+        size = self.api.download(file_id, self.run.raw_path(file_id))
+        self.record("downloaded", sub=sub.id, file_id=file_id)
+        return f"downloaded {file_id} ({size} bytes) for {sub.id}"
+
+    def _collect(self, sub: Submission) -> str:
+        expected = {
+            custom_id(sub.stage, case_id, attempt): (case_id, bool(sent))
+            for case_id, attempt, sent in sub.lines
+        }
+        extra: dict[str, Any] = {}
+        if sub.status == "failed":
+            collected, extra = self._failed_batch(sub, expected)
+        else:
+            try:
+                frame = parse_files([self.run.raw_path(f) for f in sub.result_files()])
+            except TruncatedFileError as exc:
+                file_id = Path(str(exc).split(":")[0]).stem
+                if sub.discarded.get(file_id, 0) >= 3:
+                    raise BatchFileError(f"{exc}; three downloads were all truncated") from None
+                os.unlink(self.run.raw_path(file_id))
+                self.record("discarded", sub=sub.id, file_id=file_id)
+                return f"discarded truncated {file_id}; downloading it again"
+            collected = classify(frame, sub.stage, expected)
+        for line in collected.anomalies:
+            self.say(f"warning: {line}")
+        outcomes = self._finalise_outcomes(sub, collected)
+        self._write_rows(sub, outcomes)
+        self.record(
+            "collected",
+            sub=sub.id,
+            outcomes={
+                o.case_id: [o.kind, o.detail, _file_id(o.source), cid]
+                for cid, o in outcomes.items()
+            },
+            usage=collected.usage,
+            anomalies=collected.anomalies,
+            **extra,
+        )
+        kinds: dict[str, int] = {}
+        for o in outcomes.values():
+            kinds[o.kind] = kinds.get(o.kind, 0) + 1
+        return f"collected {sub.id}: " + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+
+    def _failed_batch(
+        self, sub: Submission, expected: dict[str, tuple[str, bool]]
+    ) -> tuple[Collected, dict[str, Any]]:
+        error = (sub.errors or [{}])[0] or {}
+        code, message = error.get("code"), error.get("message")
+        extra: dict[str, Any] = {}
+        if code == "token_limit_exceeded" or (code in FREE_RETRY_CODES and len(sub.lines) > 1):
+            # Not the requests' fault: send them again later, in smaller files. A
+            # single request that still does not fit counts against its retries.
+            kind, detail = "transient", f"batch failed: {code}"
+            extra["free_retry"] = len(sub.lines) > 1
+            extra["cap"] = max(1, len(sub.lines) // 2)
+            if code == "token_limit_exceeded":
+                extra["hold_until"] = self.clock() + self.settings.hold_seconds
+            self.say(
+                f"{sub.id}: {code}; resubmitting in files of at most {extra['cap']}"
+                " requests"
+                + (f" after {self.settings.hold_seconds:g}s" if "hold_until" in extra else "")
+            )
+        else:
+            kind, detail = "failed", f"BatchValidationError: {code}: {message}"
+        outcomes = {cid: Outcome(case_id, kind, detail) for cid, (case_id, _) in expected.items()}
+        return Collected(outcomes, {}, []), extra
+
+    def _finalise_outcomes(self, sub: Submission, collected: Collected) -> dict[str, Outcome]:
+        """Apply retry caps and, for judges, strict reply parsing."""
+        out: dict[str, Outcome] = {}
+        for cid, o in collected.outcomes.items():
+            st = self.state.cases[o.case_id].stage(sub.stage)
+            if o.kind == "transient" and st.transients + 1 >= self.settings.max_transient_attempts:
+                o = Outcome(
+                    o.case_id,
+                    "failed",
+                    f"BatchLineError: gave up after {st.transients + 1} attempts: {o.detail}",
+                )
+            if o.kind == "ok" and sub.stage == "judges":
+                item_ids = [it["item_id"] for it in self.cases[o.case_id]["rubric_items"]]
+                try:
+                    protocol.parse_judge_reply(o.content, item_ids)
+                except JudgeReplyError as exc:
+                    if st.invalid + 1 >= self.settings.max_attempts:
+                        o = Outcome(o.case_id, "failed", protocol.error_text(exc, "ValueError"))
+                    else:
+                        o = Outcome(o.case_id, "invalid", str(exc))
+            out[cid] = o
+        return out
+
+    # results -------------------------------------------------------------------
+    def answer_text(self, case_id: str) -> str:
+        st = self.state.cases[case_id].answers
+        if st.source is None or st.custom_id is None:
+            raise BatchFileError(f"no answer recorded for case {case_id}")
+        if st.source not in self._answers:
+            frame = parse_files([self.run.raw_path(st.source)])
+            self._answers[st.source] = dict(
+                zip(frame["custom_id"].to_list(), frame["content"].to_list())
+            )
+        return self._answers[st.source][st.custom_id]
+
+    def _written_cases(self) -> set[str]:
+        """Case ids that already have a row; repairs a row torn by a crash first."""
+        if self._written is None:
+            path = self.run.results_path
+            self._written = set()
+            if path.exists():
+                data = path.read_bytes()
+                if data and not data.endswith(b"\n"):
+                    with open(path, "r+b") as fh:
+                        fh.truncate(data.rfind(b"\n") + 1)
+                    data = data[: data.rfind(b"\n") + 1]
+                for line in data.decode("utf-8").splitlines():
+                    if line.strip():
+                        self._written.add(json.loads(line)["case_id"])
+        return self._written
+
+    def _write_rows(self, sub: Submission, outcomes: dict[str, Outcome]) -> None:
+        written = self._written_cases()
+        now = self.clock()
+        rows: list[dict[str, Any]] = []
+        scored: dict[str, dict[str, bool]] = {}
+        sent = {line[0]: bool(line[2]) for line in sub.lines}
+        for o in outcomes.values():
+            if o.case_id in written:
+                continue
+            if o.kind == "failed":
+                rows.append(self._error_row(o.case_id, o.detail or "Error: failed", now))
+            elif o.kind == "ok" and sub.stage == "judges":
+                item_ids = [it["item_id"] for it in self.cases[o.case_id]["rubric_items"]]
+                scored[o.case_id] = protocol.parse_judge_reply(o.content, item_ids)
+        if scored:
+            chosen = [self.cases[c] for c in scored]
+            records = score_records(score_frame(rubric_frame(chosen), decisions_frame(scored)))
+            for case_id, (score, components) in records.items():
+                rows.append(
+                    self._score_row(case_id, scored[case_id], score, components, now, sent[case_id])
+                )
+        if not rows:
+            return
+        order = {cid: i for i, cid in enumerate(self.config.case_ids)}
+        rows.sort(key=lambda r: order[r["case_id"]])
+        data = "".join(dump_row(r) + "\n" for r in rows)
+        with open(self.run.results_path, "a", encoding="utf-8") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        written.update(r["case_id"] for r in rows)
+
+    def _base_row(self, case_id: str) -> dict[str, Any]:
+        case = self.cases[case_id]
+        return {
+            "protocol_version": protocol.PROTOCOL_VERSION,
+            "case_id": case_id,
+            "benchmark": case["benchmark"],
+            "grading_method": case["grading_method"],
+            "answer_model": self.config.answer_model,
+            "judge_model": self.config.judge_model,
+        }
+
+    def _error_row(self, case_id: str, error: str, now: float) -> dict[str, Any]:
+        return {**self._base_row(case_id), "finished_at": _now_iso(now), "error": error[:2000]}
+
+    def _score_row(
+        self,
+        case_id: str,
+        decisions: dict[str, bool],
+        score: float,
+        components: dict[str, Any],
+        now: float,
+        judge_sent: bool,
+    ) -> dict[str, Any]:
+        state = self.state.cases[case_id]
+        started = state.started or now
+        items = self.cases[case_id]["rubric_items"]
+        answer_temp = protocol.ANSWER_TEMPERATURE if state.answers.used_temperature else None
+        return {
+            **self._base_row(case_id),
+            "answer_reasoning_effort": self.config.reasoning_effort,
+            "answer_temperature": answer_temp,
+            "judge_temperature": protocol.JUDGE_TEMPERATURE if judge_sent else None,
+            "started_at": _now_iso(started),
+            "finished_at": _now_iso(now),
+            "elapsed_seconds": round(float(int(now) - int(started)), 3),
+            "answer": self.answer_text(case_id),
+            "decisions": [
+                {
+                    "item_id": it["item_id"],
+                    "points": it["points"],
+                    "matched": decisions[it["item_id"]],
+                }
+                for it in items
+            ],
+            "score": score,
+            "score_components": components,
+        }
+
+    def write_summary(self) -> dict[str, Any]:
+        from .results import read_rows
+
+        rows = read_rows(self.run.results_path) if self.run.results_path.exists() else []
+        summary = summarize(
+            rows, expected_case_ids=self.config.case_ids, dataset_sha256=self.config.dataset_sha256
+        )
+        write_summary(summary_path(self.run.results_path), summary)
+        return summary
+
+    # the loop --------------------------------------------------------------------
+    def advance(self, *, wait: bool, on_progress: Callable[[Pipeline], None] | None = None) -> bool:
+        """Steps and polls until every case is final; without ``wait``, until only waiting is left.
+
+        Returns whether every case is final.
+        """
+        assert self.api is not None
+        polled = False
+        streak = 0
+        while True:
+            try:
+                action = self.step()
+                if action is None and self.in_flight() and (self.poll_due() or not polled):
+                    self.poll()
+                    polled = True
+                    action = "polled"
+                streak = 0
+            except TransientApiError as exc:
+                streak += 1
+                if streak >= 20:
+                    raise
+                self.say(f"warning: {exc}; retrying")
+                self.sleep(min(self.settings.poll_interval, 0.5 * streak))
+                continue
+            if on_progress is not None:
+                on_progress(self)
+            if action is not None:
+                continue
+            if self.done():
+                return True
+            if not wait or (self.state.cancelled and not self.in_flight()):
+                return False
+            now = self.clock()
+            wake = [self._last_poll + self.settings.poll_interval] if self.in_flight() else []
+            wake += [t for t in self.state.holds.values() if t > now]
+            self.sleep(max(0.01, min(wake, default=now + self.settings.poll_interval) - now))
+
+
+def _file_id(source: str | None) -> str | None:
+    return None if source is None else Path(source).stem
+
+
+# ---------------------------------------------------------------------------
+# Starting or resuming a run from command-line options.
+
+
+@dataclass
+class RunOptions:
+    answer_model: str
+    judge_model: str
+    run: str | None = None
+    jobs_dir: Path = Path("jobs")
+    dataset: Path | None = None
+    smoke: bool = False
+    limit: int | None = None
+    benchmarks: tuple[str, ...] = ()
+    reasoning_effort: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    no_wait: bool = False
+    settings: Settings = field(default_factory=Settings)
+
+
+def prepare(options: RunOptions, default_dataset: Path) -> tuple[Run, RunConfig, dict]:
+    """Validate everything, then create the run directory or check it matches."""
+    from .dataset import load_dataset, select_cases
+    from .runs import check_name, config_conflicts, default_name
+
+    name = check_name(options.run or default_name(options.answer_model))
+    for label, value in (
+        ("--answer-model", options.answer_model),
+        ("--judge-model", options.judge_model),
+    ):
+        if not value.strip():
+            raise ConfigError(f"{label} must not be empty")
+    dataset_path = Path(options.dataset or default_dataset)
+    ds = load_dataset(dataset_path)
+    selected = select_cases(
+        ds, smoke=options.smoke, limit=options.limit, benchmarks=options.benchmarks
+    )
+    config = RunConfig(
+        name=name,
+        answer_model=options.answer_model,
+        judge_model=options.judge_model,
+        reasoning_effort=options.reasoning_effort,
+        protocol_version=protocol.PROTOCOL_VERSION,
+        dataset=str(dataset_path.resolve()),
+        dataset_sha256=ds.sha256,
+        selection={
+            "smoke": options.smoke,
+            "limit": options.limit,
+            "benchmarks": sorted(options.benchmarks),
+        },
+        case_ids=[c["case_id"] for c in selected],
+    )
+    run = Run(Path(options.jobs_dir) / name)
+    if run.exists():
+        existing = run.load_config()
+        diffs = config_conflicts(existing, config)
+        if diffs:
+            raise ConfigError(
+                f"run {name!r} exists with another configuration: {'; '.join(diffs)}"
+                " (use another --run name)"
+            )
+        config = existing
+    return run, config, {c["case_id"]: c for c in selected}
+
+
+def execute(
+    options: RunOptions,
+    default_dataset: Path,
+    *,
+    say: Callable[[str], None] = print,
+    on_progress: Callable[[Pipeline], None] | None = None,
+) -> tuple[Run, dict[str, Any] | None, bool]:
+    """Start or resume a run; returns the run, its summary (when written) and completeness."""
+    from .api import make_client
+
+    run, config, cases = prepare(options, default_dataset)
+    client = make_client(options.base_url, api_key=options.api_key)
+    if not run.exists():
+        run.create(config)
+    with run.lock():
+        pipeline = Pipeline(run, config, cases, BatchApi(client), options.settings, say=say)
+        if pipeline.state.cancelled:
+            pipeline.record("resumed")
+        complete = pipeline.advance(wait=not options.no_wait, on_progress=on_progress)
+        summary = pipeline.write_summary() if run.results_path.exists() else None
+        from .report import write_report
+
+        write_report(run, pipeline.state, config)
+    return run, summary, complete
+
+
+def cancel_run(
+    jobs_dir: Path, name: str, base_url: str | None = None, api_key: str | None = None
+) -> list[str]:
+    """Stop a run: no new batches, and every in-flight batch cancelled. Returns their ids."""
+    from .api import make_client
+    from .runs import open_run
+
+    run = open_run(jobs_dir, name)
+    config = run.load_config()
+    client = make_client(base_url, api_key=api_key)
+    with run.lock():
+        api = BatchApi(client)
+        pipeline = Pipeline(run, config, {}, api, Settings())
+        pipeline.record("cancel_requested")
+        cancelled = []
+        for sub in pipeline.in_flight():
+            if api.cancel(sub.batch_id) is not None:
+                cancelled.append(sub.batch_id)
+    return cancelled
