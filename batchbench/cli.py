@@ -391,6 +391,8 @@ def demo(
             api_key="demo-key-not-secret",
             settings=Settings(max_requests_per_batch=5, poll_interval=0.2),
         )
+        if jobs_dir is None:
+            typer.echo("(the run lives in a temporary folder; pass --jobs-dir to keep it)")
         _finish_run(
             *execute(options, DEFAULT_DATASET, say=typer.echo, on_progress=_Progress()),
             summary_table,

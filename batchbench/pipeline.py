@@ -110,16 +110,18 @@ class Pipeline:
                 if st.holds.get(sub.stage, 0) > self.clock():
                     continue
                 return self._create(sub)
+        # Plan before collecting the next file: the judges of a collected answer
+        # file go out at once, not after every answer file is in.
+        if not st.cancelled:
+            for stage in ("answers", "judges"):
+                if self._pending(stage):
+                    return self._plan(stage)
         for sub in st.subs.values():
             if sub.terminal and not sub.collected:
                 missing = [f for f in sub.result_files() if f not in sub.downloaded]
                 if missing:
                     return self._download(sub, missing[0])
                 return self._collect(sub)
-        if not st.cancelled:
-            for stage in ("answers", "judges"):
-                if self._pending(stage):
-                    return self._plan(stage)
         return None
 
     def _pending(self, stage: str) -> list[str]:

@@ -1,0 +1,421 @@
+"""`batchbench run` end to end: the real CLI as a subprocess, the emulator over HTTP."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import plain_reference
+import pytest
+from conftest import REPO, assert_one_line_error, run_cli
+
+pytest_plugins = ["batchbench.emulator.pytest_plugin"]
+
+KEY = "sk-test-marker-7f3a9c"
+ROW_KEYS = [
+    "protocol_version",
+    "case_id",
+    "benchmark",
+    "grading_method",
+    "answer_model",
+    "judge_model",
+    "answer_reasoning_effort",
+    "answer_temperature",
+    "judge_temperature",
+    "started_at",
+    "finished_at",
+    "elapsed_seconds",
+    "answer",
+    "decisions",
+    "score",
+    "score_components",
+]
+ERROR_KEYS = [
+    "protocol_version",
+    "case_id",
+    "benchmark",
+    "grading_method",
+    "answer_model",
+    "judge_model",
+    "finished_at",
+    "error",
+]
+
+
+def run_args(emu, tmp_path, dataset_dir, *extra, cap=40):
+    return [
+        "run",
+        "--answer-model",
+        "ans-model",
+        "--judge-model",
+        "judge-model",
+        "--jobs-dir",
+        str(tmp_path / "jobs"),
+        "--dataset",
+        str(dataset_dir),
+        "--base-url",
+        emu.base_url,
+        "--poll-interval",
+        "0.05",
+        "--max-requests-per-batch",
+        str(cap),
+        *extra,
+    ]
+
+
+def env():
+    return {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": ""}
+
+
+def rows_of(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def journal(run_dir: Path) -> list[dict]:
+    return [json.loads(x) for x in (run_dir / "journal.jsonl").read_text().splitlines()]
+
+
+def judge_replies(run_dir: Path) -> dict[str, dict[str, bool]]:
+    """The decisions the emulator returned, read back from the raw judge files."""
+    out = {}
+    for path in (run_dir / "raw").glob("*.jsonl"):
+        for line in path.read_text().splitlines():
+            rec = json.loads(line)
+            if not rec["custom_id"].startswith("judge:") or rec["error"] is not None:
+                continue
+            if rec["response"]["status_code"] != 200:
+                continue
+            content = rec["response"]["body"]["choices"][0]["message"]["content"]
+            try:
+                reply = json.loads(content)
+                decisions = {d["item_id"]: d["matched"] for d in reply["decisions"]}
+            except (ValueError, KeyError, TypeError):
+                continue
+            out[rec["custom_id"].split(":")[1]] = decisions
+    return out
+
+
+def assert_no_duplicates(emu) -> None:
+    ledger = emu.ledger()
+    subs = Counter(b["metadata"]["batchbench_sub"] for b in ledger["batches"])
+    assert max(subs.values()) == 1, [s for s, n in subs.items() if n > 1]
+    lines = Counter(e["custom_id"] for e in ledger["executions"])
+    assert max(lines.values()) == 1, [c for c, n in lines.items() if n > 1]
+
+
+def test_full_run_on_the_public_split(batch_emulator_factory, tmp_path, dataset_dir, dataset):
+    emu = batch_emulator_factory(latency=0.15)
+    proc = run_cli(*run_args(emu, tmp_path, dataset_dir), env=env())
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert "overall (macro)" in proc.stdout
+    run_dir = tmp_path / "jobs" / "ans-model"
+    rows = rows_of(run_dir / "results.jsonl")
+    assert sorted(r["case_id"] for r in rows) == sorted(c["case_id"] for c in dataset.cases)
+    by_id = dataset.by_id()
+    replies = judge_replies(run_dir)
+    for row in rows:
+        assert list(row) == ROW_KEYS
+        case = by_id[row["case_id"]]
+        assert row["answer_temperature"] == 1 and row["judge_temperature"] == 0
+        assert row["answer"].startswith("Simulated answer (ans-model): ")
+        # The decisions are the ones the emulator returned, in rubric order...
+        assert [d["item_id"] for d in row["decisions"]] == [
+            it["item_id"] for it in case["rubric_items"]
+        ]
+        returned = replies[row["case_id"]]
+        assert {d["item_id"]: d["matched"] for d in row["decisions"]} == returned
+        for d in row["decisions"]:  # ...which follow the emulator's documented rule
+            digit = hashlib.md5(f"{d['item_id']}|{row['answer']}".encode()).hexdigest()[0]
+            assert d["matched"] == (digit < "8")
+        # ...and the score is an independent implementation's score of them.
+        matched = {i for i, m in returned.items() if m}
+        score, components = plain_reference.score_case(case, matched)
+        assert row["score"] == score
+        assert json.dumps(row["score_components"]) == json.dumps(components)
+    # The summary is byte-identical to `batchbench summarize` of the same file.
+    written = (run_dir / "results.summary.json").read_bytes()
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes((run_dir / "results.jsonl").read_bytes())
+    proc = run_cli("summarize", str(copy), "--dataset", str(dataset_dir))
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "copy.summary.json").read_bytes() == written
+    # Sharding honoured the cap: 250 answers in files of at most 40 lines.
+    ledger = emu.ledger()
+    answer_batches = [
+        b for b in ledger["batches"] if b["metadata"]["batchbench_stage"] == "answers"
+    ]
+    assert len(answer_batches) == 7
+    for b in ledger["batches"]:
+        assert b["metadata"]["batchbench_run"] == "ans-model"
+        assert set(b["metadata"]) >= {"batchbench_stage", "batchbench_shard", "batchbench_attempt"}
+    assert len(ledger["executions"]) == 500
+    assert_no_duplicates(emu)
+    # Judges started per answer file, before the last answer file was collected.
+    events = journal(run_dir)
+    first_judge_plan = next(
+        i for i, e in enumerate(events) if e["ev"] == "plan" and e["stage"] == "judges"
+    )
+    last_answer_collect = max(
+        i for i, e in enumerate(events) if e["ev"] == "collected" and e["sub"].startswith("answers")
+    )
+    assert first_judge_plan < last_answer_collect
+    assert os.stat(run_dir).st_mode & 0o077 == 0
+
+
+RESPONDER = """
+import json, re
+
+seen = {}
+
+def reply(body):
+    user = body["messages"][-1]["content"]
+    judge = body["model"] == "judge-model"
+    key = ("j" if judge else "a") + user[:200]
+    seen[key] = seen.get(key, 0) + 1
+    n = seen[key]
+    digest = sum(map(ord, user)) % 10
+    if judge:
+        if "temperature" in body:
+            return {"status_code": 400, "body": {"error": {
+                "message": "Unsupported value: 'temperature' does not support 0 with this model.",
+                "type": "invalid_request_error", "param": "temperature",
+                "code": "unsupported_value"}}}
+        ids = re.findall(r"^\\[([^\\]]+)\\] points=", user, re.M)
+        if digest == 3 and n == 1:
+            return "this is not json"
+        if digest == 4:
+            return json.dumps({"decisions": [{"item_id": i, "matched": "true"} for i in ids]})
+        return json.dumps({"decisions": [{"item_id": i, "matched": k % 2 == 0}
+                                         for k, i in enumerate(ids)]})
+    if digest == 1 and n == 1:
+        return {"status_code": 500, "body": {"error": {"message": "overloaded"}}}
+    if digest == 2 and n == 1:
+        return {"error": {"code": "request_timeout", "message": "timed out"}}
+    if digest == 5:
+        return ""
+    return "An answer."
+"""
+
+
+def _load_responder(tmp_path):
+    from batchbench.emulator import load_responder
+
+    path = tmp_path / "responder.py"
+    path.write_text(RESPONDER)
+    return load_responder(f"{path}:reply")
+
+
+def test_retries_temperature_and_invalid_judges(batch_emulator_factory, tmp_path, dataset_dir):
+    emu = batch_emulator_factory(latency=0.1, responder=_load_responder(tmp_path))
+    proc = run_cli(
+        *run_args(
+            emu,
+            tmp_path,
+            dataset_dir,
+            "--benchmark",
+            "drug_safety",
+            "--benchmark",
+            "safety_therapeutic",
+            cap=15,
+        ),
+        env=env(),
+    )
+    assert proc.returncode == 1, proc.stderr  # some cases end in errors, by design
+    run_dir = tmp_path / "jobs" / "ans-model"
+    rows = rows_of(run_dir / "results.jsonl")
+    assert len(rows) == 50 and len({r["case_id"] for r in rows}) == 50
+    ok = [r for r in rows if "score" in r]
+    errors = [r for r in rows if "error" in r]
+    assert len(ok) > 25 and any("empty answer" in r["error"] for r in errors)
+    assert any("must be a boolean" in r["error"] for r in errors)
+    for r in ok:
+        assert r["judge_temperature"] is None and r["answer_temperature"] == 1
+    for r in errors:
+        assert list(r) == ERROR_KEYS
+        assert ("empty answer" in r["error"]) or ("must be a boolean" in r["error"])
+    ledger = emu.ledger()
+    runs = Counter(
+        e["custom_id"].split(":")[1]
+        for e in ledger["executions"]
+        if e["custom_id"].startswith("answer:")
+    )
+    statuses = {}
+    for e in ledger["executions"]:
+        statuses.setdefault(e["custom_id"].split(":")[1] + e["custom_id"][:1], []).append(
+            e["status_code"]
+        )
+    # Only the lines that failed were sent again.
+    for case_id, n in runs.items():
+        first = statuses[case_id + "a"][0]
+        assert n == (1 if first == 200 else 2), (case_id, statuses[case_id + "a"])
+    assert any(n == 2 for n in runs.values())
+    judged_again = [
+        e
+        for e in ledger["executions"]
+        if e["custom_id"].startswith("judge:") and e["custom_id"].count(":") == 2
+    ]
+    assert judged_again  # temperature rejections and invalid replies were judged again
+    assert max(Counter(e["custom_id"] for e in ledger["executions"]).values()) == 1
+    # An invalid reply is judged at most --max-attempts times (3) after the temperature retry.
+    judge_runs = Counter(
+        e["custom_id"].split(":")[1]
+        for e in ledger["executions"]
+        if e["custom_id"].startswith("judge:")
+    )
+    assert max(judge_runs.values()) <= 4
+
+
+def test_no_wait_status_and_resume(batch_emulator_factory, tmp_path, dataset_dir):
+    emu = batch_emulator_factory(latency=0.5)
+    args = run_args(emu, tmp_path, dataset_dir, "--smoke", "--no-wait", cap=4)
+    proc = run_cli(*args, env=env())
+    assert proc.returncode == 3, proc.stderr
+    status = run_cli("status", "ans-model", "--jobs-dir", str(tmp_path / "jobs"), "--json")
+    data = json.loads(status.stdout)
+    assert data["status"] == "in progress" and data["cases"]["total"] == 10
+    assert len(data["batches"]) == 3
+    listing = run_cli("list", "--jobs-dir", str(tmp_path / "jobs"))
+    assert "ans-model\tin progress" in listing.stdout
+    for _ in range(100):
+        proc = run_cli(*args, env=env())
+        if proc.returncode != 3:
+            break
+        time.sleep(0.2)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(run_cli("status", "--jobs-dir", str(tmp_path / "jobs"), "--json").stdout)
+    assert data[0]["status"] == "complete" and data[0]["cases"]["scored"] == 10
+    assert_no_duplicates(emu)
+
+
+def test_conflicting_resume_and_bad_names(batch_emulator_factory, tmp_path, dataset_dir):
+    emu = batch_emulator_factory(latency=0.05)
+    proc = run_cli(*run_args(emu, tmp_path, dataset_dir, "--smoke"), env=env())
+    assert proc.returncode == 0, proc.stderr
+    before = (tmp_path / "jobs" / "ans-model" / "journal.jsonl").read_bytes()
+    args = run_args(emu, tmp_path, dataset_dir, "--smoke")
+    args[args.index("judge-model")] = "other-judge"
+    proc = run_cli(*args, env=env())
+    assert_one_line_error(proc, "judge_model", "other-judge")
+    proc = run_cli(*run_args(emu, tmp_path, dataset_dir, "--limit", "3"), env=env())
+    assert_one_line_error(proc, "selection")
+    assert (tmp_path / "jobs" / "ans-model" / "journal.jsonl").read_bytes() == before
+    proc = run_cli(*run_args(emu, tmp_path, dataset_dir, "--run", "../x"), env=env())
+    assert_one_line_error(proc, "'../x'", "[A-Za-z0-9._-]+")
+    assert not (tmp_path / "x").exists()
+
+
+def test_cancel_then_resume(batch_emulator_factory, tmp_path, dataset_dir):
+    emu = batch_emulator_factory(latency=2.0)
+    args = run_args(emu, tmp_path, dataset_dir, "--limit", "30", "--no-wait", cap=10)
+    assert run_cli(*args, env=env()).returncode == 3
+    proc = run_cli(
+        "cancel",
+        "ans-model",
+        "--jobs-dir",
+        str(tmp_path / "jobs"),
+        "--base-url",
+        emu.base_url,
+        env=env(),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "cancelled 3 batch(es)" in proc.stdout
+    status = json.loads(
+        run_cli("status", "ans-model", "--jobs-dir", str(tmp_path / "jobs"), "--json").stdout
+    )
+    assert status["status"] == "cancelled"
+    http_config(emu, latency=0.05)
+    args.remove("--no-wait")
+    proc = run_cli(*args, env=env())
+    assert proc.returncode == 0, proc.stderr
+    rows = rows_of(tmp_path / "jobs" / "ans-model" / "results.jsonl")
+    assert len(rows) == 30 and all("score" in r for r in rows)
+    assert_no_duplicates(emu)
+
+
+def http_config(emu, **settings):
+    import urllib.request
+
+    req = urllib.request.Request(
+        emu.url + "/_emulator/config", method="POST", data=json.dumps(settings).encode()
+    )
+    urllib.request.urlopen(req, timeout=10).read()
+
+
+def _spawn(args):
+    return subprocess.Popen(
+        [sys.executable, "-m", "batchbench", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **env()},
+        cwd=REPO,
+    )
+
+
+def test_killed_and_restarted_run_pays_once(batch_emulator_factory, tmp_path, dataset_dir):
+    emu = batch_emulator_factory(latency=0.3)
+    args = run_args(emu, tmp_path, dataset_dir, "--limit", "120", cap=20)
+    journal_path = tmp_path / "jobs" / "ans-model" / "journal.jsonl"
+    kills = 0
+    for wanted in ("created", "batch", "downloaded", "collected"):
+        proc = _spawn(args)
+        deadline = time.time() + 60
+        while time.time() < deadline and proc.poll() is None:
+            if journal_path.exists() and any(
+                json.loads(x)["ev"] == wanted and "judges" in x
+                for x in journal_path.read_text().splitlines()[-5:]
+                if x.strip()
+            ):
+                break
+            time.sleep(0.01)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kills += 1
+        proc.wait()
+    assert kills >= 2
+    proc = run_cli(*args, env=env())
+    assert proc.returncode == 0, proc.stderr
+    rows = rows_of(tmp_path / "jobs" / "ans-model" / "results.jsonl")
+    assert len(rows) == 120 and len({r["case_id"] for r in rows}) == 120
+    assert_no_duplicates(emu)
+
+
+def test_missing_key_is_a_clear_error(tmp_path, dataset_dir):
+    proc = run_cli(
+        "run",
+        "--answer-model",
+        "a",
+        "--judge-model",
+        "j",
+        "--jobs-dir",
+        str(tmp_path / "jobs"),
+        "--dataset",
+        str(dataset_dir),
+        "--smoke",
+        env={"OPENAI_API_KEY": "", "OPENAI_ACCESS_TOKEN": ""},
+    )
+    assert_one_line_error(proc, "OPENAI_API_KEY")
+    assert not (tmp_path / "jobs").exists()
+
+
+def test_demo_runs_the_sample():
+    proc = run_cli("demo", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "overall (macro)" in proc.stdout and "completed 12  errors 0" in proc.stdout
+
+
+@pytest.mark.parametrize("variable", ["OPENAI_API_KEY", "OPENAI_ACCESS_TOKEN"])
+def test_key_variables(batch_emulator_factory, tmp_path, dataset_dir, variable):
+    emu = batch_emulator_factory(latency=0.05, api_key=KEY)
+    proc = run_cli(
+        *run_args(emu, tmp_path, dataset_dir, "--limit", "2"),
+        env={"OPENAI_API_KEY": "", "OPENAI_ACCESS_TOKEN": "", variable: KEY},
+    )
+    assert proc.returncode == 0, proc.stderr
