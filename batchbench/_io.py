@@ -30,12 +30,20 @@ def atomic_write_text(path: str | Path, text: str, mode: int = 0o600) -> None:
     atomic_write_bytes(path, text.encode("utf-8"), mode)
 
 
-def append_line(path: str | Path, line: str) -> None:
+def append_line(path: str | Path, line: str, mode: int = 0o600) -> None:
     """Append one line and fsync it, so a recorded fact survives a crash."""
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(line if line.endswith("\n") else line + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
+    from . import _failpoints
+
+    data = (line if line.endswith("\n") else line + "\n").encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
+    try:
+        half = len(data) // 2
+        os.write(fd, data[:half])
+        _failpoints.hit("journal_half_written")
+        os.write(fd, data[half:])
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _fsync_dir(folder: Path) -> None:

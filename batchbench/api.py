@@ -22,6 +22,7 @@ from urllib.parse import urlparse
 
 import openai
 
+from . import _failpoints
 from ._io import _fsync_dir
 from .errors import ApiError, ApiNotFoundError, ConfigError, TransientApiError
 
@@ -153,13 +154,15 @@ class BatchApi:
 
         def call() -> int:
             size = 0
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with (
                 self.client.files.with_streaming_response.content(file_id) as resp,
-                open(tmp, "wb") as fh,
+                os.fdopen(fd, "wb") as fh,
             ):
                 for chunk in resp.iter_bytes():
                     fh.write(chunk)
                     size += len(chunk)
+                    _failpoints.hit("downloading")
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, dest)

@@ -247,6 +247,10 @@ def run(
     no_wait: Annotated[
         bool, typer.Option("--no-wait", help="Submit and collect what is ready, then exit.")
     ] = False,
+    token_limit_wait: Annotated[
+        float,
+        typer.Option(help="Seconds to wait after a batch fails with token_limit_exceeded."),
+    ] = 60.0,
 ) -> None:
     """Start or resume a run: submit, poll, judge, collect and score, surviving restarts.
 
@@ -279,7 +283,7 @@ def run(
             max_requests_per_batch=max_requests_per_batch,
             max_attempts=max_attempts,
             poll_interval=poll_interval,
-            hold_seconds=max(60.0, poll_interval),
+            hold_seconds=token_limit_wait,
         ),
     )
     _finish_run(

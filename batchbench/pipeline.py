@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import protocol
+from . import _failpoints, protocol
 from .api import BatchApi
 from .errors import (
     ApiError,
@@ -84,6 +84,7 @@ class Pipeline:
         self.say = say
         self.clock = clock
         self.sleep = sleep
+        run.repair()  # the caller holds the run's lock
         self.state: RunState = fold(config.case_ids, run.events())
         self._last_poll = 0.0
         self._answers: dict[str, dict[str, str]] = {}
@@ -179,6 +180,7 @@ class Pipeline:
             sub_id = f"{stage}-{seq + offset:04d}"
             path = self.run.requests_dir / f"{sub_id}.jsonl"
             write_request_file(path, (lines[i] for i in group))
+            _failpoints.hit("planned")
             self.record(
                 "plan",
                 sub=sub_id,
@@ -207,6 +209,7 @@ class Pipeline:
         assert self.api is not None
         self.record("upload_started", sub=sub.id)
         file_id = self.api.upload(self.run.requests_dir / sub.path)
+        _failpoints.hit("uploaded")
         self.record("uploaded", sub=sub.id, file_id=file_id)
         return f"uploaded {sub.id} as {file_id}"
 
@@ -244,6 +247,7 @@ class Pipeline:
             self.sleep(min(0.1 * 2**self._create_failures, 10.0))
             return f"create of {sub.id} failed ({exc}); will look for it, then retry"
         self._create_failures = 0
+        _failpoints.hit("created")
         self.record("created", sub=sub.id, batch_id=batch["id"])
         self._record_batch(sub, batch)
         return f"created {batch['id']} for {sub.id}"
@@ -314,34 +318,67 @@ class Pipeline:
 
     # downloading and collecting ------------------------------------------------
     def _download(self, sub: Submission, file_id: str) -> str:
+        """Download to a staging name, check it, and only then keep and journal it.
+
+        A truncated transfer is fetched again; a file that breaks the format or
+        names requests this submission never sent stops the run with the
+        culprit named, leaving the run's state as it was.
+        """
         assert self.api is not None
-        size = self.api.download(file_id, self.run.raw_path(file_id))
+        final = self.run.raw_path(file_id)
+        staging = final.with_name(f".{final.name}.check")
+        try:
+            for attempt in range(1, 4):
+                size = self.api.download(file_id, staging)
+                try:
+                    self._check_file(sub, file_id, staging)
+                    break
+                except TruncatedFileError:
+                    if attempt == 3:
+                        raise BatchFileError(
+                            f"{file_id} (batch {sub.batch_id}): three downloads were all truncated"
+                        ) from None
+            os.replace(staging, final)
+        finally:
+            if staging.exists():
+                staging.unlink()
         self.record("downloaded", sub=sub.id, file_id=file_id)
         return f"downloaded {file_id} ({size} bytes) for {sub.id}"
 
-    def _collect(self, sub: Submission) -> str:
-        expected = {
+    def _expected(self, sub: Submission) -> dict[str, tuple[str, bool]]:
+        return {
             custom_id(sub.stage, case_id, attempt): (case_id, bool(sent))
             for case_id, attempt, sent in sub.lines
         }
+
+    def _check_file(self, sub: Submission, file_id: str, path: Path) -> None:
+        frame = parse_files([path])
+        expected = self._expected(sub)
+        where = f"{file_id} (batch {sub.batch_id})"
+        earlier: set[str] = set()
+        for other in sub.downloaded:
+            earlier.update(parse_files([self.run.raw_path(other)])["custom_id"].to_list())
+        seen: set[str] = set()
+        for lineno, cid in zip(frame["lineno"].to_list(), frame["custom_id"].to_list()):
+            if cid not in expected:
+                raise BatchFileError(f"{where}: line {lineno}: unknown custom_id {cid!r}")
+            if cid in seen or cid in earlier:
+                raise BatchFileError(f"{where}: line {lineno}: duplicate custom_id {cid!r}")
+            seen.add(cid)
+
+    def _collect(self, sub: Submission) -> str:
+        expected = self._expected(sub)
         extra: dict[str, Any] = {}
         if sub.status == "failed":
             collected, extra = self._failed_batch(sub, expected)
         else:
-            try:
-                frame = parse_files([self.run.raw_path(f) for f in sub.result_files()])
-            except TruncatedFileError as exc:
-                file_id = Path(str(exc).split(":")[0]).stem
-                if sub.discarded.get(file_id, 0) >= 3:
-                    raise BatchFileError(f"{exc}; three downloads were all truncated") from None
-                os.unlink(self.run.raw_path(file_id))
-                self.record("discarded", sub=sub.id, file_id=file_id)
-                return f"discarded truncated {file_id}; downloading it again"
+            frame = parse_files([self.run.raw_path(f) for f in sub.result_files()])
             collected = classify(frame, sub.stage, expected)
         for line in collected.anomalies:
             self.say(f"warning: {line}")
         outcomes = self._finalise_outcomes(sub, collected)
         self._write_rows(sub, outcomes)
+        _failpoints.hit("rows_written")
         self.record(
             "collected",
             sub=sub.id,
@@ -418,16 +455,12 @@ class Pipeline:
         return self._answers[st.source][st.custom_id]
 
     def _written_cases(self) -> set[str]:
-        """Case ids that already have a row; repairs a row torn by a crash first."""
+        """Case ids that already have a row (a torn last row was repaired at start)."""
         if self._written is None:
             path = self.run.results_path
             self._written = set()
             if path.exists():
                 data = path.read_bytes()
-                if data and not data.endswith(b"\n"):
-                    with open(path, "r+b") as fh:
-                        fh.truncate(data.rfind(b"\n") + 1)
-                    data = data[: data.rfind(b"\n") + 1]
                 for line in data.decode("utf-8").splitlines():
                     if line.strip():
                         self._written.add(json.loads(line)["case_id"])
@@ -458,11 +491,16 @@ class Pipeline:
             return
         order = {cid: i for i, cid in enumerate(self.config.case_ids)}
         rows.sort(key=lambda r: order[r["case_id"]])
-        data = "".join(dump_row(r) + "\n" for r in rows)
-        with open(self.run.results_path, "a", encoding="utf-8") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+        data = "".join(dump_row(r) + "\n" for r in rows).encode("utf-8")
+        fd = os.open(self.run.results_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            half = len(data) // 2
+            os.write(fd, data[:half])
+            _failpoints.hit("rows_half_written")
+            os.write(fd, data[half:])
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         written.update(r["case_id"] for r in rows)
 
     def _base_row(self, case_id: str) -> dict[str, Any]:
@@ -514,9 +552,23 @@ class Pipeline:
         }
 
     def write_summary(self) -> dict[str, Any]:
+        """Put the rows in registry order, then summarise them as the reference would.
+
+        Rows arrive in whatever order batches finish, but the bootstrap draws
+        cases by position, so the order changes the intervals. The reference
+        runner writes rows in registry order; so do we (stable, atomically),
+        which also makes an interrupted run's numbers equal an uninterrupted one's.
+        """
+        from ._io import atomic_write_bytes
         from .results import read_rows
 
         rows = read_rows(self.run.results_path) if self.run.results_path.exists() else []
+        order = {cid: i for i, cid in enumerate(self.config.case_ids)}
+        ordered = sorted(rows, key=lambda r: order.get(r["case_id"], len(order)))
+        if ordered != rows:
+            data = "".join(dump_row(r) + "\n" for r in ordered).encode("utf-8")
+            atomic_write_bytes(self.run.results_path, data)
+            rows = ordered
         summary = summarize(
             rows, expected_case_ids=self.config.case_ids, dataset_sha256=self.config.dataset_sha256
         )

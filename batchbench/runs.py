@@ -161,6 +161,23 @@ class Run:
             events.append(event)
         return events
 
+    def repair(self) -> None:
+        """Drop a line torn by a crash from the end of the journal and the results.
+
+        Only a line without its newline is dropped: the action it recorded is
+        repeated (journal) or its rows are written again (results).
+        """
+        for path in (self.journal_path, self.results_path):
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                continue
+            if data and not data.endswith(b"\n"):
+                with open(path, "r+b") as fh:
+                    fh.truncate(data.rfind(b"\n") + 1)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+
     # lock -----------------------------------------------------------------
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:

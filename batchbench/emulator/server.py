@@ -67,6 +67,7 @@ ROUTES: list[Route] = [
     ("GET", re.compile(r"^/_emulator/health$"), "health"),
     ("POST", re.compile(r"^/_emulator/flush$"), "flush"),
     ("POST", re.compile(r"^/_emulator/config$"), "config"),
+    ("POST", re.compile(r"^/_emulator/batches/([^/]+)$"), "tamper"),
 ]
 
 
@@ -80,6 +81,7 @@ def _route(method: str, path: str) -> tuple[str, re.Match[str]] | None:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out at once, no delayed-ACK stall
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet by default
@@ -265,6 +267,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.store.tick(flush=True)
         self._send(200, {"ok": True})
 
+    def _r_tamper(self, batch_id: str, *, query: dict, body: bytes) -> None:
+        change = _json(body)
+        if not isinstance(change, dict):
+            raise ApiFailure(400, "change must be a JSON object")
+        self.server.store.tamper(batch_id, change)
+        self._send(200, {"ok": True})
+
     def _r_config(self, *, query: dict, body: bytes) -> None:
         payload = _json(body)
         if not isinstance(payload, dict):
@@ -350,9 +359,10 @@ class Emulator:
         seed: int = 0,
         enqueued_token_limit: int | None = None,
         api_key: str | None = None,
+        mangle: Callable[[str, list[str]], list[str]] | None = None,
     ) -> None:
         settings = Settings(latency, completion_window, enqueued_token_limit)
-        self.store = Store(settings, seed=seed, responder=responder)
+        self.store = Store(settings, seed=seed, responder=responder, mangle=mangle)
         self.faults = Faults(fault_rate, slow_rate, slow_seconds, truncate_rate)
         self._server = _Server((host, port), _Handler)
         self._server.store = self.store

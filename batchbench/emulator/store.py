@@ -12,6 +12,7 @@ import json
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,6 +95,7 @@ class Batch:
     status: str = "validating"
     model: str | None = None
     lines: list[dict[str, Any]] = field(default_factory=list)
+    order: list[int] = field(default_factory=list)  # lines run in parallel: any order
     tokens: int = 0
     executed: int = 0
     results: list[tuple[str, dict | None, dict | None]] = field(default_factory=list)
@@ -164,9 +166,16 @@ class Batch:
 class Store:
     """The emulated service's state. All public methods take the lock."""
 
-    def __init__(self, settings: Settings, seed: int = 0, responder: Responder | None = None):
+    def __init__(
+        self,
+        settings: Settings,
+        seed: int = 0,
+        responder: Responder | None = None,
+        mangle: Callable[[str, list[str]], list[str]] | None = None,
+    ):
         self.settings = settings
         self.responder = responder
+        self.mangle = mangle
         self.lock = threading.RLock()
         self._rng = random.Random(seed)
         self.files: dict[str, StoredFile] = {}
@@ -306,13 +315,14 @@ class Store:
         if batch.status == "validating" and (flush or now >= batch.created + lat):
             self._validate(batch, min(now, deadline))
         if batch.status == "in_progress":
-            # Lines run evenly over one latency period, and never past the deadline.
+            # Line i runs at start + latency * i / total (the first at once), never
+            # past the deadline: a batch always makes progress, but not all at once.
             start = batch.stamps["in_progress"]
             total = len(batch.lines)
             t = min(now, deadline)
-            due = total if flush or lat <= 0 else min(total, int(total * (t - start) / lat))
+            due = total if flush or lat <= 0 else min(total, int(total * (t - start) / lat) + 1)
             while batch.executed < due:
-                self._execute(batch, batch.executed)
+                self._execute(batch, batch.order[batch.executed])
                 batch.executed += 1
             if batch.executed >= total:
                 batch.status = "finalizing"
@@ -448,6 +458,8 @@ class Store:
             lines.append(obj)
         batch.model = model
         batch.lines = lines
+        batch.order = list(range(len(lines)))
+        self._rng.shuffle(batch.order)
         batch.tokens = tokens
         return None
 
@@ -505,6 +517,9 @@ class Store:
             err_lines.append(json.dumps(record))
         self._rng.shuffle(out_lines)
         self._rng.shuffle(err_lines)
+        if self.mangle is not None:  # tests: a service that returns broken files
+            out_lines = self.mangle("output", out_lines)
+            err_lines = self.mangle("error", err_lines)
         batch.output_file_id = self._store_output(batch, "output", out_lines)
         batch.error_file_id = self._store_output(batch, "error", err_lines)
         batch.status = status
@@ -524,6 +539,15 @@ class Store:
         )
         self.files[f.id] = f
         return f.id
+
+    def tamper(self, batch_id: str, change: dict[str, Any]) -> None:
+        """Tests: make a batch vanish (``forget``) or report another ``status``."""
+        with self.lock:
+            batch = self.get_batch(batch_id)
+            if change.get("forget"):
+                del self.batches[batch_id]
+            if "status" in change:
+                batch.status = change["status"]
 
     def ledger(self) -> dict[str, Any]:
         with self.lock:

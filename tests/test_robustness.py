@@ -1,0 +1,419 @@
+"""Crash anywhere, lose nothing, pay once: kills, faults, bad input, locks and secrets."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import openai
+import pytest
+from conftest import REPO, assert_one_line_error, run_cli
+from test_run import KEY, assert_no_duplicates, env, rows_of, run_args
+
+pytest_plugins = ["batchbench.emulator.pytest_plugin"]
+
+FAILPOINTS = [
+    "planned",  # request file written, plan not journaled
+    "uploaded",  # file uploaded, id not journaled
+    "created",  # batch created (billable), id not journaled
+    "downloading",  # in the middle of a download
+    "rows_half_written",  # half of a collection's result rows appended
+    "rows_written",  # rows written, collection not journaled
+    "journal_half_written",  # a journal line torn in half
+]
+
+
+def normalised(run_dir: Path) -> tuple[list[dict], dict]:
+    """Results and summary without the wall-clock fields that differ between runs."""
+    rows = []
+    for row in rows_of(run_dir / "results.jsonl"):
+        rows.append(
+            {
+                k: v
+                for k, v in row.items()
+                if k not in ("started_at", "finished_at", "elapsed_seconds")
+            }
+        )
+    summary = json.loads((run_dir / "results.summary.json").read_text())
+    summary.pop("started_at")
+    summary.pop("finished_at")
+    return sorted(rows, key=lambda r: r["case_id"]), summary
+
+
+def spawn(args, extra_env=None):
+    return subprocess.Popen(
+        [sys.executable, "-m", "batchbench", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **env(), **(extra_env or {})},
+        cwd=REPO,
+    )
+
+
+def last_stage(journal: Path) -> str:
+    if not journal.exists():
+        return "answers"
+    for line in reversed(journal.read_text().splitlines()):
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if "sub" in event:
+            return event["sub"].split("-")[0]
+    return "answers"
+
+
+def kill_and_restart(args, journal: Path, rng: random.Random, kills_wanted: int) -> Counter:
+    kinds: Counter = Counter()
+    stages: Counter = Counter()
+    for _ in range(kills_wanted * 4):
+        if sum(kinds.values()) >= kills_wanted:
+            break
+        mode = rng.choice([*FAILPOINTS, "external", "external"])
+        if mode == "external":
+            proc = spawn(args)
+            time.sleep(rng.uniform(0.8, 2.5))  # after start-up, at any moment of the run
+            proc.send_signal(signal.SIGKILL)
+        else:
+            proc = spawn(args, {"BATCHBENCH_FAILPOINT": f"{mode}:{rng.randint(1, 2)}"})
+        rc = proc.wait(timeout=180)
+        err = proc.stderr.read()
+        if rc == -signal.SIGKILL:
+            kinds[mode] += 1
+            stages[last_stage(journal)] += 1
+        else:
+            assert rc in (0, 3), err
+            if rc == 0:
+                break
+    return kinds, stages
+
+
+def test_sigkill_at_twenty_seeded_moments(batch_emulator_factory, tmp_path, dataset_dir):
+    """Kill at 20+ seeded moments; each run ends equal to an uninterrupted one, paid once.
+
+    A run that completes before enough kills is followed by a fresh one (its own
+    emulator, so its ledger is its own), so every stage keeps being interrupted.
+    """
+    reference = batch_emulator_factory(latency=0.2)
+    select = ("--limit", "150")
+    proc = run_cli(*run_args(reference, tmp_path / "ref", dataset_dir, *select, cap=5), env=env())
+    assert proc.returncode == 0, proc.stderr
+    expected = normalised(tmp_path / "ref" / "jobs" / "ans-model")
+
+    rng = random.Random(20261202)
+    kinds: Counter = Counter()
+    stages: Counter = Counter()
+    for attempt in range(6):
+        if sum(kinds.values()) >= 20:
+            break
+        emu = batch_emulator_factory(latency=0.2)
+        base = tmp_path / f"crash{attempt}"
+        args = run_args(emu, base, dataset_dir, *select, cap=5)
+        journal = base / "jobs" / "ans-model" / "journal.jsonl"
+        k, st = kill_and_restart(args, journal, rng, 20 - sum(kinds.values()))
+        kinds += k
+        stages += st
+        proc = run_cli(*args, env=env())
+        assert proc.returncode == 0, proc.stderr
+        assert normalised(base / "jobs" / "ans-model") == expected
+        assert_no_duplicates(emu)
+    assert sum(kinds.values()) >= 20, kinds
+    assert stages["answers"] and stages["judges"], stages
+    assert len(kinds) >= 6, kinds  # spread over many kinds of moment
+
+
+def test_twenty_percent_faults_and_truncated_downloads(
+    batch_emulator_factory, tmp_path, dataset_dir
+):
+    reference = batch_emulator_factory(latency=0.1)
+    assert (
+        run_cli(
+            *run_args(reference, tmp_path / "ref", dataset_dir, "--limit", "60"), env=env()
+        ).returncode
+        == 0
+    )
+    emu = batch_emulator_factory(latency=0.1, fault_rate=0.2, truncate_rate=0.15, seed=3)
+    proc = run_cli(*run_args(emu, tmp_path / "f", dataset_dir, "--limit", "60", cap=10), env=env())
+    assert proc.returncode == 0, proc.stderr
+    assert normalised(tmp_path / "f" / "jobs" / "ans-model") == normalised(
+        tmp_path / "ref" / "jobs" / "ans-model"
+    )
+    assert_no_duplicates(emu)
+
+
+def test_expiry_resubmits_only_unfinished_lines(batch_emulator_factory, tmp_path, dataset_dir):
+    emu = batch_emulator_factory(latency=0.2, completion_window=0.33)
+    proc = run_cli(*run_args(emu, tmp_path, dataset_dir, "--limit", "30", cap=5), env=env())
+    assert proc.returncode == 0, proc.stderr
+    ledger = emu.ledger()
+    assert any(b["status"] == "expired" for b in ledger["batches"])
+    assert_no_duplicates(emu)  # an executed line is never sent again
+    rows = rows_of(tmp_path / "jobs" / "ans-model" / "results.jsonl")
+    assert len(rows) == 30 and all("score" in r for r in rows)
+
+
+def test_cancel_in_the_middle_resubmits_only_unfinished(
+    batch_emulator_factory, tmp_path, dataset_dir
+):
+    emu = batch_emulator_factory(latency=1.5)
+    proc = spawn(run_args(emu, tmp_path, dataset_dir, "--limit", "40", cap=40))
+    c = openai.OpenAI(api_key="k", base_url=emu.base_url, max_retries=0)
+    deadline = time.time() + 60
+    cancelled = None
+    while time.time() < deadline and cancelled is None:
+        for b in c.batches.list(limit=10):
+            if b.status == "in_progress" and 5 <= b.request_counts.completed < 30:
+                c.batches.cancel(b.id)
+                cancelled = b.id
+                break
+        time.sleep(0.02)
+    assert cancelled
+    assert proc.wait(timeout=120) == 0, proc.stderr.read()
+    ledger = emu.ledger()
+    first = [e for e in ledger["executions"] if e["batch_id"] == cancelled]
+    assert 5 <= len(first) < 40
+    assert_no_duplicates(emu)
+    rows = rows_of(tmp_path / "jobs" / "ans-model" / "results.jsonl")
+    assert len(rows) == 40 and all("score" in r for r in rows)
+
+
+def test_token_limit_waits_and_resubmits(batch_emulator_factory, tmp_path, dataset_dir):
+    emu = batch_emulator_factory(latency=0.3, enqueued_token_limit=6000)
+    proc = run_cli(
+        *run_args(emu, tmp_path, dataset_dir, "--limit", "40", "--token-limit-wait", "0.3", cap=10),
+        env=env(),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "token_limit_exceeded" in proc.stdout
+    ledger = emu.ledger()
+    assert any(b["status"] == "failed" for b in ledger["batches"])
+    assert_no_duplicates(emu)
+    rows = rows_of(tmp_path / "jobs" / "ans-model" / "results.jsonl")
+    assert len(rows) == 40 and all("score" in r for r in rows)
+
+
+# bad input ------------------------------------------------------------------------
+
+
+def _judge_reply(kind):
+    def reply(body):
+        if body["model"] != "judge-model":
+            return "An answer."
+        import re
+
+        ids = re.findall(r"^\[([^\]]+)\] points=", body["messages"][-1]["content"], re.M)
+        decisions = [{"item_id": i, "matched": True} for i in ids]
+        if kind == "not_json":
+            return "Sure! Here are my decisions."
+        if kind == "a_list":
+            return json.dumps(decisions)
+        if kind == "no_decisions":
+            return json.dumps({"items": decisions})
+        if kind == "matched_string":
+            decisions[0]["matched"] = "true"
+        if kind == "duplicate":
+            decisions.append(decisions[0])
+        if kind == "missing":
+            decisions.pop()
+        if kind == "extra":
+            decisions.append({"item_id": "made_up_9", "matched": False})
+        return json.dumps({"decisions": decisions})
+
+    return reply
+
+
+@pytest.mark.parametrize(
+    "kind,fragment",
+    [
+        ("not_json", "not JSON"),
+        ("a_list", "must be a JSON object, got list"),
+        ("no_decisions", "no 'decisions' list"),
+        ("matched_string", "matched must be a boolean, got 'true'"),
+        ("duplicate", "duplicate judge decision for item_id"),
+        ("missing", "missing=['"),
+        ("extra", "extra=['made_up_9']"),
+    ],
+)
+def test_bad_judge_replies_become_error_rows(
+    batch_emulator_factory, tmp_path, dataset_dir, kind, fragment
+):
+    emu = batch_emulator_factory(latency=0.05, responder=_judge_reply(kind))
+    proc = run_cli(
+        *run_args(emu, tmp_path, dataset_dir, "--limit", "1", "--max-attempts", "2"), env=env()
+    )
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    [row] = rows_of(tmp_path / "jobs" / "ans-model" / "results.jsonl")
+    assert "score" not in row and fragment in row["error"] and "\n" not in row["error"]
+    judged = [e for e in emu.ledger()["executions"] if e["custom_id"].startswith("judge:")]
+    assert len(judged) == 2  # judged again once, then an error row
+
+
+def _mangler(kind):
+    def mangle(which, lines):
+        if which != "output" or not lines:
+            return lines
+        first = json.loads(lines[0])
+        if kind == "garbage":
+            return [*lines, "<html>502 Bad Gateway</html>"]
+        if kind == "unknown":
+            return [*lines, json.dumps(dict(first, custom_id="answer:not-ours"))]
+        if kind == "duplicate":
+            return [*lines, lines[0]]
+        if kind == "neither":
+            return [*lines[1:], json.dumps(dict(first, response=None, error=None))]
+        return lines
+
+    return mangle
+
+
+@pytest.mark.parametrize(
+    "kind,fragments",
+    [
+        ("garbage", ["line 4", "not JSON"]),
+        ("unknown", ["line 4", "unknown custom_id 'answer:not-ours'"]),
+        ("duplicate", ["line 4", "duplicate custom_id"]),
+        ("neither", ["line 3", "neither response nor error"]),
+    ],
+)
+def test_broken_output_files_stop_with_the_culprit(
+    batch_emulator_factory, tmp_path, dataset_dir, kind, fragments
+):
+    emu = batch_emulator_factory(latency=0.05, mangle=_mangler(kind))
+    args = run_args(emu, tmp_path, dataset_dir, "--limit", "3")
+    proc = run_cli(*args, env=env())
+    assert_one_line_error(proc, *fragments)
+    run_dir = tmp_path / "jobs" / "ans-model"
+    events = [json.loads(x) for x in (run_dir / "journal.jsonl").read_text().splitlines()]
+    assert not any(e["ev"] in ("downloaded", "collected") for e in events)
+    assert list((run_dir / "raw").iterdir()) == []
+    assert not (run_dir / "results.jsonl").exists()
+    # Running again meets the same file and refuses again: nothing changes, nothing is paid.
+    before = (run_dir / "journal.jsonl").read_bytes()
+    proc = run_cli(*args, env=env())
+    assert_one_line_error(proc, *fragments)
+    assert (run_dir / "journal.jsonl").read_bytes() == before
+    assert len(emu.ledger()["batches"]) == 1
+
+
+@pytest.mark.parametrize(
+    "extra,fragments",
+    [
+        (["--benchmark", "cardiology"], ["unknown benchmark 'cardiology'"]),
+        (["--limit", "0"], ["--limit must be at least 1"]),
+        (["--max-requests-per-batch", "0"], ["--max-requests-per-batch"]),
+        (["--poll-interval", "0"], ["--poll-interval must be positive"]),
+        (["--max-attempts", "0"], ["--max-attempts must be at least 1"]),
+        (["--run", "a/b"], ["'a/b'", "[A-Za-z0-9._-]+"]),
+        (["--base-url", "ftp://x"], ["is not an http(s) URL"]),
+    ],
+)
+def test_bad_configuration(batch_emulator, tmp_path, dataset_dir, extra, fragments):
+    proc = run_cli(*run_args(batch_emulator, tmp_path, dataset_dir, *extra), env=env())
+    assert_one_line_error(proc, *fragments)
+    assert not (tmp_path / "jobs").exists()
+    assert batch_emulator.ledger()["batches"] == []
+
+
+def test_broken_dataset_changes_nothing(batch_emulator, tmp_path, sample_copy):
+    (sample_copy / "registry.json").write_text("{")
+    proc = run_cli(*run_args(batch_emulator, tmp_path, sample_copy), env=env())
+    assert_one_line_error(proc, "registry.json", "invalid JSON")
+    assert not (tmp_path / "jobs").exists()
+
+
+def test_wrong_key_is_refused_without_echoing_it(batch_emulator_factory, tmp_path, dataset_dir):
+    emu = batch_emulator_factory(latency=0.05, api_key="the-right-key")
+    proc = run_cli(*run_args(emu, tmp_path, dataset_dir, "--smoke"), env=env())
+    assert_one_line_error(proc, "refused the key", "401")
+    assert KEY not in proc.stderr + proc.stdout
+
+
+def _http(emu, path, payload):
+    import urllib.request
+
+    req = urllib.request.Request(emu.url + path, method="POST", data=json.dumps(payload).encode())
+    urllib.request.urlopen(req, timeout=10).read()
+
+
+@pytest.mark.parametrize(
+    "change,fragments",
+    [({"forget": True}, ["vanished", "404"]), ({"status": "paused"}, ["unknown status 'paused'"])],
+)
+def test_api_surprises(batch_emulator_factory, tmp_path, dataset_dir, change, fragments):
+    emu = batch_emulator_factory(latency=3600)
+    args = run_args(emu, tmp_path, dataset_dir, "--smoke", "--no-wait")
+    assert run_cli(*args, env=env()).returncode == 3
+    [batch] = emu.ledger()["batches"]
+    _http(emu, f"/_emulator/batches/{batch['id']}", change)
+    proc = run_cli(*args, env=env())
+    assert_one_line_error(proc, batch["id"], *fragments)
+
+
+# concurrency, secrets, files -------------------------------------------------------
+
+
+def test_second_process_is_refused(batch_emulator_factory, tmp_path, dataset_dir):
+    emu = batch_emulator_factory(latency=1.0)
+    args = run_args(emu, tmp_path, dataset_dir, "--limit", "20", cap=10)
+    first = spawn(args)
+    journal = tmp_path / "jobs" / "ans-model" / "journal.jsonl"
+    deadline = time.time() + 30
+    while not journal.exists() and time.time() < deadline:
+        time.sleep(0.02)
+    proc = run_cli(*args, env=env())
+    assert_one_line_error(proc, "being advanced by another process", f"pid {first.pid}")
+    assert first.wait(timeout=120) == 0
+    assert_no_duplicates(emu)
+
+
+def test_key_never_written_or_printed_and_files_are_private(
+    batch_emulator_factory, tmp_path, dataset_dir
+):
+    emu = batch_emulator_factory(latency=0.05)
+    outputs = []
+    proc = run_cli(*run_args(emu, tmp_path, dataset_dir, "--smoke"), env=env())
+    assert proc.returncode == 0
+    outputs.append(proc.stdout + proc.stderr)
+    for cmd in (["status"], ["list"], ["status", "ans-model", "--json"]):
+        p = run_cli(*cmd, "--jobs-dir", str(tmp_path / "jobs"), env=env())
+        outputs.append(p.stdout + p.stderr)
+    p = run_cli(
+        "cancel",
+        "ans-model",
+        "--jobs-dir",
+        str(tmp_path / "jobs"),
+        "--base-url",
+        emu.base_url,
+        env=env(),
+    )
+    outputs.append(p.stdout + p.stderr)
+    files = [p for p in (tmp_path / "jobs").rglob("*") if p.is_file()]
+    assert len(files) >= 8  # config, journal, lock, requests, raw files, results, reports
+    for path in files:
+        assert KEY.encode() not in path.read_bytes(), path
+    for text in outputs:
+        assert KEY not in text
+    run_dir = tmp_path / "jobs" / "ans-model"
+    for path in [run_dir, *run_dir.rglob("*")]:
+        if path.is_dir() or path.name != "results.summary.json":
+            assert path.stat().st_mode & 0o077 == 0, path
+
+
+def test_plain_http_to_a_non_loopback_host_warns(batch_emulator_factory, tmp_path, dataset_dir):
+    emu = batch_emulator_factory(latency=0.05)
+    port = emu.base_url.rsplit(":", 1)[1]
+    args = run_args(emu, tmp_path, dataset_dir, "--limit", "1")
+    args[args.index("--base-url") + 1] = f"http://0.0.0.0:{port}"
+    proc = run_cli(*args, env=env())
+    assert proc.returncode == 0, proc.stderr
+    assert "warning:" in proc.stderr and "plain http" in proc.stderr
+    proc = run_cli(*run_args(emu, tmp_path / "b", dataset_dir, "--limit", "1"), env=env())
+    assert "plain http" not in proc.stderr
