@@ -5,46 +5,21 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
 import time
 from collections import Counter
-from pathlib import Path
 
 import openai
 import pytest
 from conftest import REPO, assert_one_line_error, run_cli
+from crash_harness import kill_and_restart as _kill_and_restart
+from crash_harness import normalised
 from test_run import KEY, assert_no_duplicates, env, rows_of, run_args
 
-pytest_plugins = ["batchbench.emulator.pytest_plugin"]
 
-FAILPOINTS = [
-    "planned",  # request file written, plan not journaled
-    "uploaded",  # file uploaded, id not journaled
-    "created",  # batch created (billable), id not journaled
-    "downloading",  # in the middle of a download
-    "rows_half_written",  # half of a collection's result rows appended
-    "rows_written",  # rows written, collection not journaled
-    "journal_half_written",  # a journal line torn in half
-]
-
-
-def normalised(run_dir: Path) -> tuple[list[dict], dict]:
-    """Results and summary without the wall-clock fields that differ between runs."""
-    rows = []
-    for row in rows_of(run_dir / "results.jsonl"):
-        rows.append(
-            {
-                k: v
-                for k, v in row.items()
-                if k not in ("started_at", "finished_at", "elapsed_seconds")
-            }
-        )
-    summary = json.loads((run_dir / "results.summary.json").read_text())
-    summary.pop("started_at")
-    summary.pop("finished_at")
-    return sorted(rows, key=lambda r: r["case_id"]), summary
+def kill_and_restart(args, journal, rng, kills_wanted):
+    return _kill_and_restart(args, journal, rng, kills_wanted, env())
 
 
 def spawn(args, extra_env=None):
@@ -58,42 +33,7 @@ def spawn(args, extra_env=None):
     )
 
 
-def last_stage(journal: Path) -> str:
-    if not journal.exists():
-        return "answers"
-    for line in reversed(journal.read_text().splitlines()):
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if "sub" in event:
-            return event["sub"].split("-")[0]
-    return "answers"
-
-
-def kill_and_restart(args, journal: Path, rng: random.Random, kills_wanted: int) -> Counter:
-    kinds: Counter = Counter()
-    stages: Counter = Counter()
-    for _ in range(kills_wanted * 4):
-        if sum(kinds.values()) >= kills_wanted:
-            break
-        mode = rng.choice([*FAILPOINTS, "external", "external"])
-        if mode == "external":
-            proc = spawn(args)
-            time.sleep(rng.uniform(0.8, 2.5))  # after start-up, at any moment of the run
-            proc.send_signal(signal.SIGKILL)
-        else:
-            proc = spawn(args, {"BATCHBENCH_FAILPOINT": f"{mode}:{rng.randint(1, 2)}"})
-        rc = proc.wait(timeout=180)
-        err = proc.stderr.read()
-        if rc == -signal.SIGKILL:
-            kinds[mode] += 1
-            stages[last_stage(journal)] += 1
-        else:
-            assert rc in (0, 3), err
-            if rc == 0:
-                break
-    return kinds, stages
+pytest_plugins = ["batchbench.emulator.pytest_plugin"]
 
 
 def test_sigkill_at_twenty_seeded_moments(batch_emulator_factory, tmp_path, dataset_dir):

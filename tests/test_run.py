@@ -15,6 +15,7 @@ from pathlib import Path
 import plain_reference
 import pytest
 from conftest import REPO, assert_one_line_error, run_cli
+from crash_harness import duplicates
 
 pytest_plugins = ["batchbench.emulator.pytest_plugin"]
 
@@ -103,11 +104,8 @@ def judge_replies(run_dir: Path) -> dict[str, dict[str, bool]]:
 
 
 def assert_no_duplicates(emu) -> None:
-    ledger = emu.ledger()
-    subs = Counter(b["metadata"]["batchbench_sub"] for b in ledger["batches"])
-    assert max(subs.values()) == 1, [s for s, n in subs.items() if n > 1]
-    lines = Counter(e["custom_id"] for e in ledger["executions"])
-    assert max(lines.values()) == 1, [c for c, n in lines.items() if n > 1]
+    subs, lines = duplicates(emu.ledger())
+    assert subs == [] and lines == [], (subs, lines)
 
 
 def test_full_run_on_the_public_split(batch_emulator_factory, tmp_path, dataset_dir, dataset):

@@ -45,6 +45,12 @@ class _Server(ThreadingHTTPServer):
     rng_lock: threading.Lock
     api_key: str | None
 
+    injected: dict[str, int]
+
+    def count(self, kind: str) -> None:
+        with self.rng_lock:
+            self.injected[kind] = self.injected.get(kind, 0) + 1
+
     def roll(self, p: float) -> bool:
         if p <= 0:
             return False
@@ -175,6 +181,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not self.server.roll(faults.rate):
             return False
         if self.server.roll(0.5):
+            self.server.count("429")
             self._error(
                 429,
                 "Rate limit reached for requests. Please try again shortly.",
@@ -188,6 +195,7 @@ class _Handler(BaseHTTPRequestHandler):
         if name in ("upload", "create_batch", "cancel") and self.server.roll(0.5):
             with contextlib.suppress(ApiFailure):
                 getattr(self, f"_r_{name}")(*match.groups(), query=query, body=body, reply=False)
+        self.server.count("500")
         self._error(500, "The server had an error while processing your request.")
         return True
 
@@ -228,6 +236,7 @@ class _Handler(BaseHTTPRequestHandler):
         data = self.server.store.get_file(file_id).data
         if len(data) > 1 and self.server.roll(self.server.faults.truncate_rate):
             # Promise the whole file, send half, drop the connection.
+            self.server.count("truncated")
             self.send_response(200)
             self.send_header("Content-Type", "application/octet-stream")
             self.send_header("Content-Length", str(len(data)))
@@ -258,7 +267,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, obj)
 
     def _r_ledger(self, *, query: dict, body: bytes) -> None:
-        self._send(200, self.server.store.ledger())
+        self._send(200, {**self.server.store.ledger(), "faults": dict(self.server.injected)})
 
     def _r_health(self, *, query: dict, body: bytes) -> None:
         self._send(200, {"ok": True})
@@ -370,6 +379,7 @@ class Emulator:
         self._server.rng = random.Random(seed + 1)
         self._server.rng_lock = threading.Lock()
         self._server.api_key = api_key
+        self._server.injected = {}
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -409,7 +419,8 @@ class Emulator:
         self.stop()
 
     def ledger(self) -> dict[str, Any]:
-        return self.store.ledger()
+        """Every batch created and line executed, and the faults injected so far."""
+        return {**self.store.ledger(), "faults": dict(self._server.injected)}
 
     def flush(self) -> None:
         self.store.tick(flush=True)
