@@ -251,6 +251,27 @@ def run(
         float,
         typer.Option(help="Seconds to wait after a batch fails with token_limit_exceeded."),
     ] = 60.0,
+    max_enqueued_tokens: Annotated[
+        int | None,
+        typer.Option(help="Keep each model's estimated prompt tokens in flight under N."),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="Build and check every file, estimate tokens and cost; no API call."
+        ),
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="With --dry-run: print JSON.")] = False,
+    pricing: Annotated[
+        Path | None, typer.Option(help="Pricing JSON (the built-in table's layout).")
+    ] = None,
+    max_cost: Annotated[
+        float | None,
+        typer.Option(help="Refuse to submit when the estimated batch cost exceeds USD."),
+    ] = None,
+    assumed_answer_tokens: Annotated[
+        int, typer.Option(help="Answer length assumed when estimating the judge stage.")
+    ] = 800,
 ) -> None:
     """Start or resume a run: submit, poll, judge, collect and score, surviving restarts.
 
@@ -261,12 +282,20 @@ def run(
     from .pipeline import RunOptions, Settings, execute
     from .report import summary_table
 
+    if as_json and not dry_run:
+        raise ConfigError("--json goes with --dry-run (use `batchbench status --json`)")
     if poll_interval <= 0:
         raise ConfigError(f"--poll-interval must be positive, got {poll_interval}")
     if not 1 <= max_requests_per_batch <= 50_000:
         raise ConfigError("--max-requests-per-batch must be between 1 and 50000")
     if max_attempts < 1:
         raise ConfigError(f"--max-attempts must be at least 1, got {max_attempts}")
+    if max_enqueued_tokens is not None and max_enqueued_tokens < 1:
+        raise ConfigError("--max-enqueued-tokens must be at least 1")
+    if max_cost is not None and max_cost < 0:
+        raise ConfigError("--max-cost must not be negative")
+    if assumed_answer_tokens < 1:
+        raise ConfigError("--assumed-answer-tokens must be at least 1")
     options = RunOptions(
         answer_model=answer_model,
         judge_model=judge_model,
@@ -279,13 +308,26 @@ def run(
         reasoning_effort=reasoning_effort,
         base_url=base_url,
         no_wait=no_wait,
+        pricing=pricing,
+        max_cost=max_cost,
+        assumed_answer_tokens=assumed_answer_tokens,
         settings=Settings(
             max_requests_per_batch=max_requests_per_batch,
             max_attempts=max_attempts,
             poll_interval=poll_interval,
             hold_seconds=token_limit_wait,
+            max_enqueued_tokens=max_enqueued_tokens,
         ),
     )
+    if dry_run:
+        import json
+
+        from .dryrun import plan_text
+        from .pipeline import dry_run as make_dry_run
+
+        plan = make_dry_run(options, DEFAULT_DATASET)
+        typer.echo(json.dumps(plan, indent=2) if as_json else plan_text(plan))
+        return
     _finish_run(
         *execute(options, DEFAULT_DATASET, say=typer.echo, on_progress=_Progress()), summary_table
     )
@@ -315,10 +357,14 @@ def status(
     name: Annotated[str | None, typer.Argument(help="Run name (default: every run).")] = None,
     jobs_dir: JobsDirOpt = Path("jobs"),
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    pricing: Annotated[
+        Path | None, typer.Option(help="Pricing JSON for the cost lines (default built-in).")
+    ] = None,
 ) -> None:
-    """Show a run's progress from its journal (read-only, no API call)."""
+    """Show a run's progress, token usage and cost from its journal (read-only, no API call)."""
     import json
 
+    from .costs import load_pricing
     from .errors import ConfigError
     from .report import run_status, status_text
     from .runs import list_runs, open_run
@@ -326,7 +372,8 @@ def status(
     runs = [open_run(jobs_dir, name)] if name else list_runs(jobs_dir)
     if name and not runs[0].exists():
         raise ConfigError(f"no run {name!r} in {jobs_dir}")
-    statuses = [run_status(r) for r in runs]
+    prices = load_pricing(pricing)
+    statuses = [run_status(r, prices) for r in runs]
     if as_json:
         typer.echo(json.dumps(statuses[0] if name else statuses, indent=2))
     elif not statuses:

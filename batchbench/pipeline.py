@@ -20,6 +20,7 @@ from typing import Any
 
 from . import _failpoints, protocol
 from .api import BatchApi
+from .costs import prompt_tokens, token_counter
 from .errors import (
     ApiError,
     ApiNotFoundError,
@@ -55,6 +56,7 @@ class Settings:
     max_transient_attempts: int = 10
     poll_interval: float = 30.0
     hold_seconds: float = 60.0  # wait after token_limit_exceeded before creating again
+    max_enqueued_tokens: int | None = None  # estimated prompt tokens in flight per model
 
 
 def _now_iso(t: float) -> str:
@@ -108,7 +110,7 @@ class Pipeline:
                 return self._upload(sub)
         for sub in st.subs.values():
             if sub.batch_id is None and not st.cancelled:
-                if st.holds.get(sub.stage, 0) > self.clock():
+                if st.holds.get(sub.stage, 0) > self.clock() or not self._fits_budget(sub):
                     continue
                 return self._create(sub)
         # Plan before collecting the next file: the judges of a collected answer
@@ -124,6 +126,18 @@ class Pipeline:
                     return self._download(sub, missing[0])
                 return self._collect(sub)
         return None
+
+    def _model(self, stage: str) -> str:
+        return self.config.answer_model if stage == "answers" else self.config.judge_model
+
+    def _fits_budget(self, sub: Submission) -> bool:
+        """Release a file only while the model's estimated in-flight tokens stay in budget."""
+        budget = self.settings.max_enqueued_tokens
+        if budget is None:
+            return True
+        model = self._model(sub.stage)
+        flying = sum(s.tokens for s in self.in_flight() if self._model(s.stage) == model)
+        return flying == 0 or flying + sub.tokens <= budget
 
     def _pending(self, stage: str) -> list[str]:
         out = []
@@ -174,7 +188,16 @@ class Pipeline:
                 )
         lines = [r.line() for r in requests]
         cap = min(self.settings.max_requests_per_batch, self.state.caps.get(stage, 10**9))
-        groups = shard(lines, cap, self.settings.max_bytes_per_batch)
+        model = self.config.answer_model if stage == "answers" else self.config.judge_model
+        _, count = token_counter(model)
+        tokens = [prompt_tokens(r.body, count) for r in requests]
+        groups = shard(
+            lines,
+            cap,
+            self.settings.max_bytes_per_batch,
+            tokens=tokens,
+            max_tokens=self.settings.max_enqueued_tokens,
+        )
         seq = self.state.next_seq(stage)
         for offset, group in enumerate(groups):
             sub_id = f"{stage}-{seq + offset:04d}"
@@ -191,6 +214,7 @@ class Pipeline:
                     [requests[i].case_id, requests[i].attempt, "temperature" in requests[i].body]
                     for i in group
                 ],
+                tokens=sum(tokens[i] for i in group),
             )
         return f"planned {len(requests)} {stage} request(s) in {len(groups)} file(s)"
 
@@ -635,6 +659,9 @@ class RunOptions:
     base_url: str | None = None
     api_key: str | None = None
     no_wait: bool = False
+    pricing: Path | None = None
+    max_cost: float | None = None
+    assumed_answer_tokens: int = 800
     settings: Settings = field(default_factory=Settings)
 
 
@@ -692,8 +719,22 @@ def execute(
 ) -> tuple[Run, dict[str, Any] | None, bool]:
     """Start or resume a run; returns the run, its summary (when written) and completeness."""
     from .api import make_client
+    from .costs import load_pricing
 
     run, config, cases = prepare(options, default_dataset)
+    pricing = load_pricing(options.pricing)
+    if options.max_cost is not None:
+        estimate = make_plan(options, config, cases, pricing)["total"]["batch_usd"]
+        if estimate is None:
+            raise ConfigError(
+                f"--max-cost: no price for {config.answer_model!r} or {config.judge_model!r};"
+                " give one with --pricing FILE"
+            )
+        if estimate > options.max_cost:
+            raise ConfigError(
+                f"estimated cost ${estimate:,.4f} at batch price exceeds --max-cost"
+                f" ${options.max_cost:,.4f}; nothing was submitted"
+            )
     client = make_client(options.base_url, api_key=options.api_key)
     if not run.exists():
         run.create(config)
@@ -705,8 +746,32 @@ def execute(
         summary = pipeline.write_summary() if run.results_path.exists() else None
         from .report import write_report
 
-        write_report(run, pipeline.state, config)
+        write_report(run, pipeline.state, config, pricing)
     return run, summary, complete
+
+
+def make_plan(options: RunOptions, config: RunConfig, cases: dict, pricing: Any) -> dict:
+    from .dryrun import plan
+
+    return plan(
+        [cases[c] for c in config.case_ids],
+        answer_model=config.answer_model,
+        judge_model=config.judge_model,
+        reasoning_effort=config.reasoning_effort,
+        pricing=pricing,
+        max_requests=options.settings.max_requests_per_batch,
+        max_bytes=options.settings.max_bytes_per_batch,
+        max_tokens=options.settings.max_enqueued_tokens,
+        assumed_answer_tokens=options.assumed_answer_tokens,
+    )
+
+
+def dry_run(options: RunOptions, default_dataset: Path) -> dict[str, Any]:
+    """The run's full plan and estimated cost, with no API call and nothing written."""
+    from .costs import load_pricing
+
+    _, config, cases = prepare(options, default_dataset)
+    return make_plan(options, config, cases, load_pricing(options.pricing))
 
 
 def cancel_run(

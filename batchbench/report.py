@@ -57,6 +57,16 @@ def summary_table(summary: dict[str, Any]) -> str:
 # Run status: progress lines, `batchbench status`, and report.json.
 
 
+def stage_cost(state: Any, stage: str, model: str, pricing: Any) -> dict[str, Any]:
+    """Tokens used (from every collected output line's usage) and what they cost."""
+    from .costs import usage_cost
+
+    usage = dict(state.usage.get(stage, {}))
+    price = pricing.price(model) if pricing is not None else None
+    discount = pricing.batch_discount if pricing is not None else 0.5
+    return {"model": model, **usage, **usage_cost(usage, price, discount)}
+
+
 def stage_status(state: Any, stage: str) -> dict[str, Any]:
     """Done/failed/total for one stage, counted from collected results only.
 
@@ -103,7 +113,25 @@ def progress_line(state: Any, elapsed: float) -> str:
     return " | ".join(parts) + f" | {elapsed:.0f}s"
 
 
-def run_status(run: Any) -> dict[str, Any]:
+def _costs(state: Any, config: Any, pricing: Any) -> dict[str, Any]:
+    stages = {
+        "answers": stage_cost(state, "answers", config.answer_model, pricing),
+        "judges": stage_cost(state, "judges", config.judge_model, pricing),
+    }
+    both = [s["batch_usd"] for s in stages.values()]
+    sync = [s["sync_usd"] for s in stages.values()]
+    total = {
+        "batch_usd": None if None in both else round(sum(both), 6),
+        "sync_usd": None if None in sync else round(sum(sync), 6),
+    }
+    return {
+        "stages": stages,
+        "total": total,
+        "pricing": pricing.source if pricing is not None else None,
+    }
+
+
+def run_status(run: Any, pricing: Any = None) -> dict[str, Any]:
     """Everything `batchbench status` shows, from the journal alone (no API call)."""
     from .runs import fold
 
@@ -140,6 +168,7 @@ def run_status(run: Any) -> dict[str, Any]:
             for s in state.subs.values()
         ],
         "anomalies": list(state.anomalies),
+        "cost": _costs(state, config, pricing),
     }
     if run.summary_path.exists():
         summary = json.loads(run.summary_path.read_text())
@@ -167,13 +196,30 @@ def status_text(status: dict[str, Any]) -> str:
         lines.append(
             f"  overall macro mean {_num(status['overall_macro_mean'])}  95% CI {_ci([lo, hi])}"
         )
+    cost = status.get("cost")
+    if cost:
+        for stage, c in cost["stages"].items():
+            lines.append(
+                f"  {stage} usage: {c.get('requests', 0)} requests, {c.get('prompt_tokens', 0):,}"
+                f" input ({c.get('cached_tokens', 0):,} cached), {c.get('completion_tokens', 0):,}"
+                f" output ({c.get('reasoning_tokens', 0):,} reasoning) tokens;"
+                f" cost {_usd(c['batch_usd'])} (sync {_usd(c['sync_usd'])})"
+            )
+        lines.append(
+            f"  total cost {_usd(cost['total']['batch_usd'])} at batch price"
+            f" (sync {_usd(cost['total']['sync_usd'])})"
+        )
     for anomaly in status["anomalies"]:
         lines.append(f"  anomaly: {anomaly}")
     return "\n".join(lines)
 
 
-def write_report(run: Any, state: Any, config: Any) -> None:
-    """report.json: what the reference has no field for (counts, usage, batches)."""
+def _usd(value: Any) -> str:
+    return "n/a (no price)" if value is None else f"${value:,.4f}"
+
+
+def write_report(run: Any, state: Any, config: Any, pricing: Any = None) -> None:
+    """report.json: what the reference has no field for (counts, usage, cost, batches)."""
     report = {
         "run": config.name,
         "run_id": config.run_id,
@@ -192,5 +238,6 @@ def write_report(run: Any, state: Any, config: Any) -> None:
             for s in state.subs.values()
         ],
         "anomalies": list(state.anomalies),
+        "cost": _costs(state, config, pricing),
     }
     atomic_write_text(run.report_path, json.dumps(report, indent=2) + "\n")

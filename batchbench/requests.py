@@ -86,22 +86,35 @@ def judge_request(
 
 
 def shard(
-    lines: Sequence[bytes], max_lines: int = MAX_LINES, max_bytes: int = MAX_BYTES
+    lines: Sequence[bytes],
+    max_lines: int = MAX_LINES,
+    max_bytes: int = MAX_BYTES,
+    *,
+    tokens: Sequence[int] | None = None,
+    max_tokens: int | None = None,
 ) -> list[list[int]]:
-    """Indices of ``lines`` grouped in order so no group exceeds either limit."""
+    """Indices of ``lines`` grouped in order so no group exceeds any limit.
+
+    ``max_tokens`` (with per-line ``tokens``) keeps a file's estimated prompt
+    tokens under an enqueued-token budget; a single line over it goes alone.
+    """
     max_lines = min(max_lines, MAX_LINES)
     max_bytes = min(max_bytes, MAX_BYTES)
     groups: list[list[int]] = []
     current: list[int] = []
     size = 0
+    tok = 0
     for i, line in enumerate(lines):
         if len(line) > max_bytes:
             raise RunStateError(f"one request line is {len(line)} bytes, over the batch limit")
-        if current and (len(current) >= max_lines or size + len(line) > max_bytes):
+        t = tokens[i] if tokens is not None else 0
+        over_tokens = max_tokens is not None and tok + t > max_tokens
+        if current and (len(current) >= max_lines or size + len(line) > max_bytes or over_tokens):
             groups.append(current)
-            current, size = [], 0
+            current, size, tok = [], 0, 0
         current.append(i)
         size += len(line)
+        tok += t
     if current:
         groups.append(current)
     return groups

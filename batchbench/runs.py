@@ -266,6 +266,7 @@ class Submission:
     path: str
     lines: list[list[Any]]  # [case_id, attempt, sent_temperature]
     planned_at: float
+    tokens: int = 0  # estimated prompt tokens, for the enqueued-token budget
     upload_started: bool = False
     file_id: str | None = None
     create_started: float | None = None
@@ -315,7 +316,13 @@ class RunState:
         sub = self.subs.get(event.get("sub", ""))
         if kind == "plan":
             sub = Submission(
-                event["sub"], event["stage"], event["seq"], event["path"], event["lines"], t
+                event["sub"],
+                event["stage"],
+                event["seq"],
+                event["path"],
+                event["lines"],
+                t,
+                int(event.get("tokens", 0)),
             )
             self.subs[sub.id] = sub
             self.started = self.started or t

@@ -1,0 +1,157 @@
+"""Tokens and prices: what a run will cost before it is submitted, and what it did cost.
+
+Token counts use the model's real tokenizer when one can be loaded offline
+(``tiktoken`` with a locally cached encoding, or ``bpe-openai``, which carries
+its encodings), and otherwise a documented estimate: one token per four
+characters of message text, plus OpenAI's chat framing (3 tokens a message, 3
+to prime the reply). Prices come from ``pricing.json`` in this package, or a
+file of the same layout given with ``--pricing``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+TOKENS_PER_MESSAGE = 3
+TOKENS_PER_REPLY = 3
+
+
+def estimate_text_tokens(text: str) -> int:
+    """The fallback: one token per four characters, rounded up."""
+    return -(-len(text) // 4)
+
+
+def encoding_name(model: str) -> str | None:
+    """The tokenizer OpenAI documents for a model family, or None when unknown."""
+    m = model.lower()
+    if m.startswith(("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o")):
+        return "o200k_base"
+    if m.startswith(("gpt-4", "gpt-3.5")):
+        return "cl100k_base"
+    return None
+
+
+@lru_cache(maxsize=8)
+def _encoder(name: str) -> tuple[str, Callable[[str], int]] | None:
+    try:
+        import tiktoken
+
+        enc = tiktoken.get_encoding(name)  # fails offline unless the encoding is cached
+        return f"tiktoken {name}", lambda text: len(enc.encode(text, disallowed_special=()))
+    except Exception:
+        pass
+    try:
+        import bpe_openai
+
+        enc2 = bpe_openai.get_encoding(name)
+        return f"bpe-openai {name}", lambda text: len(enc2.encode(text))
+    except Exception:
+        return None
+
+
+def token_counter(model: str) -> tuple[str, Callable[[str], int]]:
+    """``(description, count)`` for this model: its tokenizer if offline, else the estimate."""
+    name = encoding_name(model)
+    found = _encoder(name) if name else None
+    if found is not None:
+        return found
+    return "estimate (4 characters a token)", estimate_text_tokens
+
+
+def prompt_tokens(body: dict[str, Any], count: Callable[[str], int]) -> int:
+    total = TOKENS_PER_REPLY
+    for message in body.get("messages") or []:
+        total += TOKENS_PER_MESSAGE + count(str(message.get("content", "")))
+    return total
+
+
+# ---------------------------------------------------------------------------
+# Prices
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per 1M tokens at the synchronous list price."""
+
+    input: float
+    cached_input: float
+    output: float
+
+
+@dataclass(frozen=True)
+class Pricing:
+    batch_discount: float
+    models: dict[str, Price]
+    source: str
+
+    def price(self, model: str) -> Price | None:
+        if model in self.models:
+            return self.models[model]
+        # Dated snapshots (gpt-4o-2024-08-06) are priced as their family.
+        best = max((m for m in self.models if model.startswith(m + "-")), key=len, default=None)
+        return self.models.get(best) if best else None
+
+
+def load_pricing(path: str | Path | None = None) -> Pricing:
+    if path is None:
+        text = resources.files("batchbench").joinpath("pricing.json").read_text("utf-8")
+        source = "built-in pricing.json"
+    else:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"--pricing {path}: cannot read ({exc.strerror})") from None
+        source = str(path)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{source}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("models"), dict):
+        raise ConfigError(f"{source}: needs a 'models' object")
+    discount = data.get("batch_discount", 0.5)
+    if not isinstance(discount, (int, float)) or not 0 <= discount < 1:
+        raise ConfigError(f"{source}: batch_discount must be a number in [0, 1)")
+    models = {}
+    for name, entry in data["models"].items():
+        try:
+            values = {k: float(entry[k]) for k in ("input", "output")}
+            values["cached_input"] = float(entry.get("cached_input", entry["input"]))
+        except (KeyError, TypeError, ValueError):
+            raise ConfigError(
+                f"{source}: models.{name} needs numeric 'input' and 'output' (USD per 1M tokens)"
+            ) from None
+        if min(values.values()) < 0:
+            raise ConfigError(f"{source}: models.{name} has a negative price")
+        models[name] = Price(**values)
+    return Pricing(float(discount), models, source)
+
+
+def cost(
+    price: Price | None, prompt: int, cached: int, completion: int, *, batch_discount: float
+) -> dict[str, float | None]:
+    """Batch and synchronous cost in USD of these token counts (None without a price)."""
+    if price is None:
+        return {"batch_usd": None, "sync_usd": None}
+    sync = (
+        (prompt - cached) * price.input + cached * price.cached_input + completion * price.output
+    ) / 1e6
+    return {"batch_usd": round(sync * (1 - batch_discount), 6), "sync_usd": round(sync, 6)}
+
+
+def usage_cost(usage: dict[str, int], price: Price | None, discount: float) -> dict[str, Any]:
+    """Cost of a stage's recorded usage (reasoning tokens are billed within completion)."""
+    return cost(
+        price,
+        int(usage.get("prompt_tokens", 0)),
+        int(usage.get("cached_tokens", 0)),
+        int(usage.get("completion_tokens", 0)),
+        batch_discount=discount,
+    )

@@ -1,0 +1,215 @@
+"""Plan before paying: every request file a run would submit, checked and priced, offline.
+
+The answer stage is built exactly as a run builds it. The judge stage needs
+answers that do not exist yet, so it is built from a placeholder answer of an
+assumed length; its replies are estimated as the exact JSON a judge would
+return for the case's items.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from . import protocol
+from .costs import Pricing, cost, prompt_tokens, token_counter
+from .errors import BatchbenchError
+from .requests import MAX_BYTES, MAX_LINES, Request, answer_request, judge_request, shard
+
+# Body fields the chat completions endpoint accepts; anything else fails a batch.
+ALLOWED_BODY_FIELDS = frozenset(
+    {
+        "model",
+        "messages",
+        "max_completion_tokens",
+        "max_tokens",
+        "temperature",
+        "top_p",
+        "n",
+        "stop",
+        "presence_penalty",
+        "frequency_penalty",
+        "logit_bias",
+        "logprobs",
+        "top_logprobs",
+        "response_format",
+        "seed",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
+        "user",
+        "reasoning_effort",
+        "metadata",
+        "store",
+        "service_tier",
+        "modalities",
+        "prediction",
+        "verbosity",
+        "stream",
+        "stream_options",
+    }
+)
+
+
+class PlanError(BatchbenchError):
+    """A request file that the Batch API would reject."""
+
+
+def check_file(lines: Sequence[bytes], where: str) -> None:
+    """The Batch API's file rules: size, line count, unique ids, one model, known fields."""
+    if len(lines) > MAX_LINES:
+        raise PlanError(f"{where}: {len(lines)} lines, over the {MAX_LINES} limit")
+    size = sum(len(x) for x in lines)
+    if size > MAX_BYTES:
+        raise PlanError(f"{where}: {size} bytes, over the {MAX_BYTES} limit")
+    seen: set[str] = set()
+    models: set[str] = set()
+    for n, raw in enumerate(lines, 1):
+        obj = json.loads(raw)
+        cid = obj["custom_id"]
+        if cid in seen:
+            raise PlanError(f"{where}: line {n}: duplicate custom_id {cid!r}")
+        seen.add(cid)
+        body = obj["body"]
+        models.add(body.get("model"))
+        unknown = sorted(set(body) - ALLOWED_BODY_FIELDS)
+        if unknown:
+            raise PlanError(f"{where}: line {n}: body fields not allowed: {unknown}")
+        if body.get("stream") is True:
+            raise PlanError(f"{where}: line {n}: stream=true is not allowed in a batch")
+        if obj.get("method") != "POST" or obj.get("url") != protocol.ENDPOINT:
+            raise PlanError(f"{where}: line {n}: method/url must be POST {protocol.ENDPOINT}")
+    if len(models) > 1:
+        raise PlanError(f"{where}: more than one model: {sorted(map(str, models))}")
+
+
+def _stage(
+    name: str,
+    requests: list[Request],
+    model: str,
+    output_tokens: Callable[[Request], int],
+    *,
+    max_requests: int,
+    max_bytes: int,
+    max_tokens: int | None,
+    pricing: Pricing,
+) -> dict[str, Any]:
+    described, count = token_counter(model)
+    lines = [r.line() for r in requests]
+    tokens = [prompt_tokens(r.body, count) for r in requests]
+    groups = shard(lines, max_requests, max_bytes, tokens=tokens, max_tokens=max_tokens)
+    for i, group in enumerate(groups, 1):
+        check_file([lines[j] for j in group], f"{name} file {i}")
+    prompt = sum(tokens)
+    output = sum(output_tokens(r) for r in requests)
+    price = pricing.price(model)
+    priced = cost(price, prompt, 0, output, batch_discount=pricing.batch_discount)
+    return {
+        "model": model,
+        "requests": len(requests),
+        "files": len(groups),
+        "file_sizes": [len(g) for g in groups],
+        "bytes": sum(len(x) for x in lines),
+        "input_tokens": prompt,
+        "output_tokens": output,
+        "tokenizer": described,
+        "priced": price is not None,
+        **priced,
+    }
+
+
+def plan(
+    cases: Sequence[dict[str, Any]],
+    *,
+    answer_model: str,
+    judge_model: str,
+    reasoning_effort: str | None,
+    pricing: Pricing,
+    max_requests: int = MAX_LINES,
+    max_bytes: int = MAX_BYTES,
+    max_tokens: int | None = None,
+    assumed_answer_tokens: int = 800,
+) -> dict[str, Any]:
+    """The full plan of a run: files, tokens and cost per stage, and the totals."""
+    answers = [
+        answer_request(
+            c,
+            answer_model,
+            1,
+            reasoning_effort=reasoning_effort,
+            temperature=protocol.ANSWER_TEMPERATURE,
+        )
+        for c in cases
+    ]
+    placeholder = ("answer " * assumed_answer_tokens).strip()
+    judges = [
+        judge_request(c, placeholder, judge_model, 1, temperature=protocol.JUDGE_TEMPERATURE)
+        for c in cases
+    ]
+    by_id = {c["case_id"]: c for c in cases}
+    _, judge_count = token_counter(judge_model)
+
+    def judge_reply_tokens(r: Request) -> int:
+        items = by_id[r.case_id]["rubric_items"]
+        reply = {"decisions": [{"item_id": it["item_id"], "matched": True} for it in items]}
+        return judge_count(json.dumps(reply, separators=(",", ":")))
+
+    common = {
+        "max_requests": max_requests,
+        "max_bytes": max_bytes,
+        "max_tokens": max_tokens,
+        "pricing": pricing,
+    }
+    stages = {
+        "answers": _stage(
+            "answers", answers, answer_model, lambda r: assumed_answer_tokens, **common
+        ),
+        "judges": _stage("judges", judges, judge_model, judge_reply_tokens, **common),
+    }
+    priced = all(s["priced"] for s in stages.values())
+    total = {
+        key: sum(s[key] for s in stages.values())
+        for key in ("requests", "files", "bytes", "input_tokens", "output_tokens")
+    }
+    for key in ("batch_usd", "sync_usd"):
+        total[key] = round(sum(s[key] for s in stages.values()), 6) if priced else None
+    return {
+        "cases": len(cases),
+        "assumed_answer_tokens": assumed_answer_tokens,
+        "pricing": pricing.source,
+        "batch_discount": pricing.batch_discount,
+        "stages": stages,
+        "total": total,
+        "note": "judge inputs assume answers of the assumed length; reasoning tokens are"
+        " billed as output and are not estimated",
+    }
+
+
+def _usd(value: float | None) -> str:
+    return "n/a" if value is None else f"${value:,.4f}"
+
+
+def plan_text(p: dict[str, Any]) -> str:
+    lines = [
+        f"dry run: {p['cases']} cases; prices from {p['pricing']}"
+        f" (batch discount {p['batch_discount']:.0%})"
+    ]
+    header = (
+        f"{'stage':<8} {'requests':>8} {'files':>5} {'MB':>8} {'input tok':>11}"
+        f" {'output tok':>11} {'batch':>12} {'sync':>12}"
+    )
+    lines.append(header)
+    for name, s in [*p["stages"].items(), ("total", p["total"])]:
+        lines.append(
+            f"{name:<8} {s['requests']:>8} {s['files']:>5} {s['bytes'] / 1e6:>8.2f}"
+            f" {s['input_tokens']:>11,} {s['output_tokens']:>11,} {_usd(s['batch_usd']):>12}"
+            f" {_usd(s['sync_usd']):>12}"
+        )
+    for name, s in p["stages"].items():
+        lines.append(
+            f"{name}: {s['model']}, files of {s['file_sizes']} requests,"
+            f" tokens by {s['tokenizer']}" + ("" if s["priced"] else "; no price")
+        )
+    lines.append(f"note: {p['note']} (answers assumed {p['assumed_answer_tokens']} tokens)")
+    return "\n".join(lines)
