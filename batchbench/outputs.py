@@ -2,8 +2,11 @@
 
 The raw files stay on disk verbatim; everything here is a pure function of
 their bytes and of the submission they answer, so it can be re-run at any time.
-Lines are read as strings and their fields picked with JSON paths, which copes
-with the very different shapes of success and error lines without a schema.
+Files are read with polars' NDJSON reader against a schema of just the fields
+we use; when a file does not fit (a garbage line), it is read again line by
+line only to name the culprit. Classification and judge-reply checking are
+frame operations; the strict Python parser only sees replies that are not in
+the canonical shape, so its verdicts and messages stay the reference's.
 """
 
 from __future__ import annotations
@@ -16,87 +19,146 @@ from pathlib import Path
 import polars as pl
 
 from . import protocol
-from .errors import BatchFileError
-from .requests import parse_custom_id
+from .errors import BatchFileError, JudgeReplyError
 
 TRANSIENT_CODES = ("batch_expired", "batch_cancelled", "request_timeout")
-
-_FIELDS = {
-    "custom_id": "$.custom_id",
-    "status_code": "$.response.status_code",
-    "response": "$.response",
-    "error": "$.error",
-    "error_code": "$.error.code",
-    "error_message": "$.error.message",
-    "body_message": "$.response.body.error.message",
-    "content": "$.response.body.choices[0].message.content",
-    "prompt_tokens": "$.response.body.usage.prompt_tokens",
-    "cached_tokens": "$.response.body.usage.prompt_tokens_details.cached_tokens",
-    "completion_tokens": "$.response.body.usage.completion_tokens",
-    "reasoning_tokens": "$.response.body.usage.completion_tokens_details.reasoning_tokens",
-}
 USAGE_COLUMNS = ("prompt_tokens", "cached_tokens", "completion_tokens", "reasoning_tokens")
+
+_RESULT_SCHEMA = {
+    "custom_id": pl.String,
+    "response": pl.Struct(
+        {
+            "status_code": pl.Int64,
+            "body": pl.Struct(
+                {
+                    "choices": pl.List(pl.Struct({"message": pl.Struct({"content": pl.String})})),
+                    "usage": pl.Struct(
+                        {
+                            "prompt_tokens": pl.Int64,
+                            "completion_tokens": pl.Int64,
+                            "prompt_tokens_details": pl.Struct({"cached_tokens": pl.Int64}),
+                            "completion_tokens_details": pl.Struct({"reasoning_tokens": pl.Int64}),
+                        }
+                    ),
+                    "error": pl.Struct({"message": pl.String}),
+                }
+            ),
+        }
+    ),
+    "error": pl.Struct({"code": pl.String, "message": pl.String}),
+}
+
+FRAME_SCHEMA = {
+    "file": pl.String,
+    "lineno": pl.Int64,
+    "custom_id": pl.String,
+    "status_code": pl.Int64,
+    "has_response": pl.Boolean,
+    "has_error": pl.Boolean,
+    "error_code": pl.String,
+    "error_message": pl.String,
+    "body_message": pl.String,
+    "content": pl.String,
+    **{c: pl.Int64 for c in USAGE_COLUMNS},
+}
 
 
 class TruncatedFileError(BatchFileError):
     """The file ends in the middle of a line: download it again."""
 
 
-def read_lines(path: Path) -> pl.DataFrame:
-    """One row per non-empty line: ``file``, ``lineno``, ``line``."""
-    data = path.read_bytes()
-    truncated = bool(data) and not data.endswith(b"\n")
+def _check_tail(path: Path) -> None:
+    with open(path, "rb") as fh:
+        fh.seek(0, 2)
+        size = fh.tell()
+        if size == 0:
+            return
+        fh.seek(max(0, size - 1))
+        if fh.read(1) == b"\n":
+            return
+        fh.seek(max(0, size - (1 << 20)))
+        last = fh.read().rsplit(b"\n", 1)[-1]
     try:
-        text = data.decode("utf-8")
+        json.loads(last)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise TruncatedFileError(f"{path}: ends mid-line (truncated download)") from None
+
+
+def _culprit(path: Path) -> BatchFileError:
+    """Read a file that polars refused line by line, to say which line is wrong."""
+    try:
+        text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
-        raise BatchFileError(f"{path}: not UTF-8 text") from None
-    lines = text.split("\n")
-    frame = pl.DataFrame(
-        {"lineno": range(1, len(lines) + 1), "line": lines},
-        schema={"lineno": pl.Int64, "line": pl.String},
-    ).filter(pl.col("line").str.strip_chars() != "")
-    frame = frame.with_columns(pl.lit(str(path)).alias("file"))
-    if truncated and frame.height:
-        last = frame["line"][-1]
+        return BatchFileError(f"{path}: not UTF-8 text")
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        where = f"{path}: line {lineno}"
         try:
-            json.loads(last)
-        except json.JSONDecodeError:
-            raise TruncatedFileError(f"{path}: ends mid-line (truncated download)") from None
-    return frame
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            return BatchFileError(f"{where}: not JSON ({exc.msg})")
+        if not isinstance(obj, dict):
+            return BatchFileError(f"{where}: expected a JSON object, got {type(obj).__name__}")
+        for key, kind in (("response", dict), ("error", dict)):
+            if obj.get(key) is not None and not isinstance(obj[key], kind):
+                return BatchFileError(f"{where}: '{key}' must be an object or null")
+    return BatchFileError(f"{path}: does not have the batch output line format")
+
+
+def _read_one(path: Path) -> pl.DataFrame:
+    _check_tail(path)
+    try:
+        raw = pl.read_ndjson(path, schema=_RESULT_SCHEMA)
+    except Exception:  # polars says little about where: find the line ourselves
+        raise _culprit(path) from None
+    response = pl.col("response")
+    body = response.struct.field("body")
+    usage = body.struct.field("usage")
+    return raw.select(
+        pl.lit(str(path)).alias("file"),
+        pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("lineno"),
+        "custom_id",
+        response.struct.field("status_code").alias("status_code"),
+        response.is_not_null().alias("has_response"),
+        pl.col("error").is_not_null().alias("has_error"),
+        pl.col("error").struct.field("code").alias("error_code"),
+        pl.col("error").struct.field("message").alias("error_message"),
+        body.struct.field("error").struct.field("message").alias("body_message"),
+        body.struct.field("choices")
+        .list.first()
+        .struct.field("message")
+        .struct.field("content")
+        .alias("content"),
+        usage.struct.field("prompt_tokens").fill_null(0).alias("prompt_tokens"),
+        usage.struct.field("prompt_tokens_details")
+        .struct.field("cached_tokens")
+        .fill_null(0)
+        .alias("cached_tokens"),
+        usage.struct.field("completion_tokens").fill_null(0).alias("completion_tokens"),
+        usage.struct.field("completion_tokens_details")
+        .struct.field("reasoning_tokens")
+        .fill_null(0)
+        .alias("reasoning_tokens"),
+    )
 
 
 def parse_files(paths: Sequence[Path]) -> pl.DataFrame:
-    """All lines of these files with their fields extracted, each line checked."""
-    frames = [read_lines(p) for p in paths]
-    if not frames:
-        frame = pl.DataFrame(schema={"lineno": pl.Int64, "line": pl.String, "file": pl.String})
-    else:
-        frame = pl.concat(frames)
-    line = pl.col("line")
-    frame = frame.with_columns(line.str.json_path_match(p).alias(k) for k, p in _FIELDS.items())
-    frame = frame.with_columns(
-        pl.col("status_code").cast(pl.Int64, strict=False),
-        *(pl.col(c).cast(pl.Int64, strict=False).fill_null(0) for c in USAGE_COLUMNS),
-    )
+    """All lines of these files with the fields we use, each line checked."""
+    frames = [_read_one(Path(p)) for p in paths]
+    frame = pl.concat(frames) if frames else pl.DataFrame(schema=FRAME_SCHEMA)
     bad = frame.filter(
-        pl.col("custom_id").is_null() | (pl.col("response").is_null() & pl.col("error").is_null())
+        pl.col("custom_id").is_null() | ~(pl.col("has_response") | pl.col("has_error"))
     )
     if bad.height:
-        _raise_bad_line(bad.row(0, named=True))
+        row = bad.row(0, named=True)
+        where = f"{row['file']}: line {row['lineno']}"
+        if row["custom_id"] is None:
+            raise BatchFileError(f"{where}: no string 'custom_id'")
+        raise BatchFileError(
+            f"{where}: custom_id {row['custom_id']!r} has neither response nor error"
+        )
     return frame
-
-
-def _raise_bad_line(row: dict) -> None:
-    where = f"{row['file']}: line {row['lineno']}"
-    try:
-        obj = json.loads(row["line"])
-    except json.JSONDecodeError as exc:
-        raise BatchFileError(f"{where}: not JSON ({exc.msg})") from None
-    if not isinstance(obj, dict):
-        raise BatchFileError(f"{where}: expected a JSON object, got {type(obj).__name__}")
-    if not isinstance(obj.get("custom_id"), str):
-        raise BatchFileError(f"{where}: no string 'custom_id'")
-    raise BatchFileError(f"{where}: custom_id {obj['custom_id']!r} has neither response nor error")
 
 
 @dataclass
@@ -117,74 +179,194 @@ class Collected:
     anomalies: list[str] = field(default_factory=list)
 
 
-def classify(
-    frame: pl.DataFrame,
-    stage: str,
-    expected: dict[str, tuple[str, bool]],
-) -> Collected:
-    """One outcome per expected custom id (``{custom_id: (case_id, sent_temperature)}``).
+def classify_frame(
+    frame: pl.DataFrame, stage: str, expected: pl.DataFrame
+) -> tuple[pl.DataFrame, dict[str, int], list[str]]:
+    """Outcome per expected request (``expected``: custom_id, case_id, sent_temperature).
 
     Ids the submission never sent are reported and ignored; an id that appears
     more than once is reported and its lines are not used (the request runs
     again); an id with no line at all is transient (it runs again).
     """
-    anomalies: list[str] = []
-    known = frame.filter(pl.col("custom_id").is_in(list(expected)))
-    unknown = frame.filter(~pl.col("custom_id").is_in(list(expected)))
-    for row in unknown.select("file", "lineno", "custom_id").iter_rows(named=True):
-        anomalies.append(
-            f"{row['file']}: line {row['lineno']}: unknown custom_id {row['custom_id']!r} (ignored)"
+    anomalies = [
+        f"{r['file']}: line {r['lineno']}: unknown custom_id {r['custom_id']!r} (ignored)"
+        for r in frame.join(expected, on="custom_id", how="anti").iter_rows(named=True)
+    ]
+    counts = frame.group_by("custom_id").len()
+    dups = counts.filter(pl.col("len") > 1)["custom_id"].sort().to_list()
+    anomalies += [f"custom_id {c!r} appears more than once (not used; resubmitted)" for c in dups]
+    usable = frame.filter(~pl.col("custom_id").is_in(dups))
+    ok = ~pl.col("has_error") & pl.col("status_code").is_between(200, 299)
+    used = usable.filter(ok)
+    usage = {c: int(used[c].sum()) for c in USAGE_COLUMNS}
+    usage["requests"] = used.height
+
+    status = pl.col("status_code")
+    message = pl.col("body_message").fill_null("")
+    empty = pl.col("content").is_null() | (pl.col("content").str.strip_chars() == "")
+    kind = (
+        pl.when(pl.col("file").is_null())
+        .then(pl.lit("transient"))
+        .when(pl.col("has_error") & pl.col("error_code").is_in(TRANSIENT_CODES))
+        .then(pl.lit("transient"))
+        .when(pl.col("has_error"))
+        .then(pl.lit("failed"))
+        .when(status.is_null())
+        .then(pl.lit("transient"))
+        .when(ok & empty & pl.lit(stage == "answers"))
+        .then(pl.lit("failed"))
+        .when(ok)
+        .then(pl.lit("ok"))
+        .when((status == 429) | (status >= 500) | (status == 0))
+        .then(pl.lit("transient"))
+        .when(
+            (status == 400)
+            & message.str.contains("temperature", literal=True)
+            & pl.col("sent_temperature")
         )
-    counts = known.group_by("custom_id").len()
-    dup_ids = set(counts.filter(pl.col("len") > 1)["custom_id"].to_list())
-    for cid in sorted(dup_ids):
-        anomalies.append(f"custom_id {cid!r} appears more than once (not used; resubmitted)")
-    usable = known.filter(~pl.col("custom_id").is_in(list(dup_ids)))
-    ok = pl.col("error").is_null() & pl.col("status_code").is_between(200, 299)
-    usage_rows = usable.filter(ok)
-    usage = {c: int(usage_rows[c].sum()) for c in USAGE_COLUMNS}
-    usage["requests"] = usage_rows.height
+        .then(pl.lit("no_temperature"))
+        .otherwise(pl.lit("failed"))
+    )
+    detail = (
+        pl.when(pl.col("file").is_null())
+        .then(
+            pl.when(pl.col("custom_id").is_in(dups))
+            .then(pl.lit("duplicated in the output"))
+            .otherwise(pl.lit("no result line"))
+        )
+        .when(pl.col("has_error") & pl.col("error_code").is_in(TRANSIENT_CODES))
+        .then(pl.col("error_code"))
+        .when(pl.col("has_error"))
+        .then(
+            pl.format(
+                "BatchLineError: {}: {}",
+                pl.col("error_code").fill_null("?"),
+                pl.col("error_message").fill_null(""),
+            )
+        )
+        .when(status.is_null())
+        .then(pl.lit("no status code"))
+        .when(ok & empty & pl.lit(stage == "answers"))
+        .then(pl.lit("ValueError: empty answer content"))
+        .when(ok)
+        .then(pl.lit(None, dtype=pl.String))
+        .when((status == 429) | (status >= 500) | (status == 0))
+        .then(pl.format("HTTP {}", status))
+        .when(pl.col("kind") == "no_temperature")
+        .then(message)
+        .otherwise(pl.format("HTTPError: {}: {}", status, message).str.slice(0, 2000))
+    )
+    joined = expected.join(usable, on="custom_id", how="left").with_columns(kind.alias("kind"))
+    outcomes = joined.with_columns(detail.alias("detail")).select(
+        "custom_id",
+        "case_id",
+        "kind",
+        "detail",
+        "content",
+        pl.col("file").alias("source"),
+    )
+    return outcomes, usage, anomalies
 
-    outcomes: dict[str, Outcome] = {}
-    for row in usable.iter_rows(named=True):
-        cid = row["custom_id"]
-        case_id, sent_temperature = expected[cid]
-        outcomes[cid] = _outcome(row, stage, case_id, sent_temperature)
-    for cid, (case_id, _) in expected.items():
-        if cid not in outcomes:
-            why = "duplicated in the output" if cid in dup_ids else "no result line"
-            outcomes[cid] = Outcome(case_id, "transient", why)
-    return Collected(outcomes, usage, anomalies)
+
+def classify(frame: pl.DataFrame, stage: str, expected: dict[str, tuple[str, bool]]) -> Collected:
+    """:func:`classify_frame` with Python dicts in and :class:`Outcome` objects out."""
+    exp = pl.DataFrame(
+        [(cid, case_id, sent) for cid, (case_id, sent) in expected.items()],
+        schema={"custom_id": pl.String, "case_id": pl.String, "sent_temperature": pl.Boolean},
+        orient="row",
+    )
+    outcomes, usage, anomalies = classify_frame(frame, stage, exp)
+    result = {}
+    for row in outcomes.iter_rows(named=True):
+        content = row["content"] if row["kind"] == "ok" else None
+        source = row["source"] if row["kind"] == "ok" else None
+        result[row["custom_id"]] = Outcome(
+            row["case_id"], row["kind"], row["detail"], content, source
+        )
+    return Collected(result, usage, anomalies)
 
 
-def _outcome(row: dict, stage: str, case_id: str, sent_temperature: bool) -> Outcome:
-    status = row["status_code"]
-    code = row["error_code"]
-    if row["error"] is not None and row["error"] != "null":
-        if code in TRANSIENT_CODES:
-            return Outcome(case_id, "transient", code)
-        return Outcome(case_id, "failed", f"BatchLineError: {code}: {row['error_message']}")
-    if status is None:
-        return Outcome(case_id, "transient", "no status code")
-    if 200 <= status < 300:
-        content = row["content"]
-        if stage == "answers" and (content is None or not content.strip()):
-            return Outcome(case_id, "failed", "ValueError: empty answer content")
-        return Outcome(case_id, "ok", None, content or "", row["file"])
-    message = row["body_message"] or ""
-    if status == 429 or status >= 500 or status == 0:
-        return Outcome(case_id, "transient", f"HTTP {status}")
-    body = {"error": {"message": message}}
-    if sent_temperature and protocol.rejects_temperature(status, body):
-        return Outcome(case_id, "no_temperature", message)
-    return Outcome(case_id, "failed", f"HTTPError: {status}: {message}"[:2000])
+# ---------------------------------------------------------------------------
+# Judge replies → decisions, checked as frames.
+
+# The canonical reply: exactly {"decisions": [{"item_id": "...", "matched": true|false}, ...]}
+# with plain ids. Replies in this shape are decoded by polars; any other reply goes
+# to the strict Python parser, which accepts or rejects it with the reference's message.
+_OBJ = r'\{\s*"item_id"\s*:\s*"[^"\\]*"\s*,\s*"matched"\s*:\s*(?:true|false)\s*\}'
+CANONICAL_REPLY = rf'^\s*\{{\s*"decisions"\s*:\s*\[\s*(?:{_OBJ}(?:\s*,\s*{_OBJ})*)?\s*\]\s*\}}\s*$'
+_DECISIONS = pl.Struct(
+    {"decisions": pl.List(pl.Struct({"item_id": pl.String, "matched": pl.Boolean}))}
+)
+DECISION_SCHEMA = {"case_id": pl.String, "item_id": pl.String, "matched": pl.Boolean}
 
 
-def expected_ids(custom_ids: Sequence[str]) -> dict[str, str]:
-    """``{custom_id: case_id}`` for ids batchbench made."""
-    out = {}
-    for cid in custom_ids:
-        parsed = parse_custom_id(cid)
-        if parsed is not None:
-            out[cid] = parsed[1]
-    return out
+def judge_decisions(
+    replies: pl.DataFrame, rubric: pl.DataFrame
+) -> tuple[pl.DataFrame, dict[str, str]]:
+    """``(decisions, invalid)`` from judge replies (``case_id``, ``content``).
+
+    ``decisions`` has one row per rubric item of every valid reply; ``invalid``
+    maps each rejected case to what was wrong (no partial credit, ever).
+    """
+    flagged = replies.with_columns(
+        pl.col("content").fill_null("").str.contains(CANONICAL_REPLY).alias("canonical")
+    )
+    canonical = flagged.filter("canonical")
+    decoded = (
+        canonical.select(
+            "case_id",
+            pl.col("content").str.json_decode(_DECISIONS).struct.field("decisions").alias("d"),
+        )
+        .explode("d")
+        .filter(pl.col("d").is_not_null())
+        .unnest("d")
+    )
+    items = rubric.select("case_id", "item_id")
+    expected = items.join(canonical.select("case_id"), on="case_id", how="semi")
+    suspects = pl.concat(
+        [
+            decoded.group_by("case_id", "item_id")
+            .len()
+            .filter(pl.col("len") > 1)
+            .select("case_id"),
+            expected.join(decoded, on=["case_id", "item_id"], how="anti").select("case_id"),
+            decoded.join(expected, on=["case_id", "item_id"], how="anti").select("case_id"),
+        ]
+    ).unique()
+    # Everything not certified here goes through the reference-strict parser.
+    recheck = pl.concat(
+        [
+            flagged.filter(~pl.col("canonical")).select("case_id", "content"),
+            canonical.join(suspects, on="case_id", how="semi").select("case_id", "content"),
+        ]
+    )
+    invalid: dict[str, str] = {}
+    rescued: list[tuple[str, str, bool]] = []
+    if recheck.height:
+        ids = dict(
+            items.join(recheck.select("case_id"), on="case_id", how="semi")
+            .group_by("case_id", maintain_order=True)
+            .agg("item_id")
+            .iter_rows()
+        )
+        for case_id, content in recheck.iter_rows():
+            try:
+                found = protocol.parse_judge_reply(content, ids.get(case_id, []))
+            except JudgeReplyError as exc:
+                invalid[case_id] = str(exc)
+                continue
+            rescued.extend((case_id, item, matched) for item, matched in found.items())
+    good = decoded.join(suspects, on="case_id", how="anti")
+    if rescued:
+        good = pl.concat([good, pl.DataFrame(rescued, schema=DECISION_SCHEMA, orient="row")])
+    return good.select(list(DECISION_SCHEMA)), invalid
+
+
+def decisions_lists(decisions: pl.DataFrame, rubric: pl.DataFrame) -> pl.DataFrame:
+    """Per case, the row's ``decisions`` list: ``{item_id, points, matched}`` in rubric order."""
+    return (
+        rubric.join(decisions, on=["case_id", "item_id"], how="inner")
+        .sort("case_id", "idx")
+        .group_by("case_id", maintain_order=True)
+        .agg(pl.struct("item_id", "points", "matched").alias("decisions"))
+    )

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 from . import _failpoints, protocol
 from .api import BatchApi
 from .costs import prompt_tokens, token_counter
@@ -26,10 +28,16 @@ from .errors import (
     ApiNotFoundError,
     BatchFileError,
     ConfigError,
-    JudgeReplyError,
     TransientApiError,
 )
-from .outputs import Collected, Outcome, TruncatedFileError, classify, parse_files
+from .outputs import (
+    Collected,
+    Outcome,
+    TruncatedFileError,
+    classify,
+    judge_decisions,
+    parse_files,
+)
 from .report import write_summary
 from .requests import (
     MAX_BYTES,
@@ -400,8 +408,8 @@ class Pipeline:
             collected = classify(frame, sub.stage, expected)
         for line in collected.anomalies:
             self.say(f"warning: {line}")
-        outcomes = self._finalise_outcomes(sub, collected)
-        self._write_rows(sub, outcomes)
+        outcomes, decisions = self._finalise_outcomes(sub, collected)
+        self._write_rows(sub, outcomes, decisions)
         _failpoints.hit("rows_written")
         self.record(
             "collected",
@@ -443,8 +451,25 @@ class Pipeline:
         outcomes = {cid: Outcome(case_id, kind, detail) for cid, (case_id, _) in expected.items()}
         return Collected(outcomes, {}, []), extra
 
-    def _finalise_outcomes(self, sub: Submission, collected: Collected) -> dict[str, Outcome]:
-        """Apply retry caps and, for judges, strict reply parsing."""
+    def _finalise_outcomes(
+        self, sub: Submission, collected: Collected
+    ) -> tuple[dict[str, Outcome], dict[str, dict[str, bool]]]:
+        """Apply retry caps and, for judges, check every reply strictly.
+
+        Returns the final outcomes and, for valid judge replies, the decisions.
+        """
+        decisions: dict[str, dict[str, bool]] = {}
+        invalid: dict[str, str] = {}
+        if sub.stage == "judges":
+            oks = [(o.case_id, o.content) for o in collected.outcomes.values() if o.kind == "ok"]
+            if oks:
+                replies = pl.DataFrame(
+                    oks, schema={"case_id": pl.String, "content": pl.String}, orient="row"
+                )
+                chosen = [self.cases[case_id] for case_id, _ in oks]
+                frame, invalid = judge_decisions(replies, rubric_frame(chosen))
+                for case_id, item_id, matched in frame.iter_rows():
+                    decisions.setdefault(case_id, {})[item_id] = matched
         out: dict[str, Outcome] = {}
         for cid, o in collected.outcomes.items():
             st = self.state.cases[o.case_id].stage(sub.stage)
@@ -454,17 +479,14 @@ class Pipeline:
                     "failed",
                     f"BatchLineError: gave up after {st.transients + 1} attempts: {o.detail}",
                 )
-            if o.kind == "ok" and sub.stage == "judges":
-                item_ids = [it["item_id"] for it in self.cases[o.case_id]["rubric_items"]]
-                try:
-                    protocol.parse_judge_reply(o.content, item_ids)
-                except JudgeReplyError as exc:
-                    if st.invalid + 1 >= self.settings.max_attempts:
-                        o = Outcome(o.case_id, "failed", protocol.error_text(exc, "ValueError"))
-                    else:
-                        o = Outcome(o.case_id, "invalid", str(exc))
+            if o.kind == "ok" and o.case_id in invalid:
+                message = invalid[o.case_id]
+                if st.invalid + 1 >= self.settings.max_attempts:
+                    o = Outcome(o.case_id, "failed", protocol.error_text(message, "ValueError"))
+                else:
+                    o = Outcome(o.case_id, "invalid", message)
             out[cid] = o
-        return out
+        return out, decisions
 
     # results -------------------------------------------------------------------
     def answer_text(self, case_id: str) -> str:
@@ -490,7 +512,12 @@ class Pipeline:
                         self._written.add(json.loads(line)["case_id"])
         return self._written
 
-    def _write_rows(self, sub: Submission, outcomes: dict[str, Outcome]) -> None:
+    def _write_rows(
+        self,
+        sub: Submission,
+        outcomes: dict[str, Outcome],
+        decisions: dict[str, dict[str, bool]],
+    ) -> None:
         written = self._written_cases()
         now = self.clock()
         rows: list[dict[str, Any]] = []
@@ -502,8 +529,7 @@ class Pipeline:
             if o.kind == "failed":
                 rows.append(self._error_row(o.case_id, o.detail or "Error: failed", now))
             elif o.kind == "ok" and sub.stage == "judges":
-                item_ids = [it["item_id"] for it in self.cases[o.case_id]["rubric_items"]]
-                scored[o.case_id] = protocol.parse_judge_reply(o.content, item_ids)
+                scored[o.case_id] = decisions[o.case_id]
         if scored:
             chosen = [self.cases[c] for c in scored]
             records = score_records(score_frame(rubric_frame(chosen), decisions_frame(scored)))

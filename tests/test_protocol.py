@@ -106,3 +106,58 @@ def test_temperature_rejection_rule():
     assert protocol.rejects_temperature(400, body)
     assert not protocol.rejects_temperature(500, body)
     assert not protocol.rejects_temperature(400, {"error": {"message": "bad max_tokens"}})
+
+
+def test_frame_judge_path_agrees_with_the_strict_parser():
+    """Canonical replies are decoded by polars, the rest by the parser: same verdicts."""
+    import json
+
+    import polars as pl
+
+    from batchbench.outputs import judge_decisions
+    from batchbench.scoring import rubric_frame
+
+    ids = ["h_0", "h_1", "h_2"]
+    good = [{"item_id": i, "matched": k % 2 == 0} for k, i in enumerate(ids)]
+    replies = {
+        "canonical": json.dumps({"decisions": good}),
+        "compact": json.dumps({"decisions": good}, separators=(",", ":")),
+        "reordered keys": json.dumps(
+            {"decisions": [{"matched": d["matched"], "item_id": d["item_id"]} for d in good]}
+        ),
+        "extra keys": json.dumps({"note": "x", "decisions": [dict(d, why="y") for d in good]}),
+        "shuffled": json.dumps({"decisions": good[::-1]}),
+        "not json": "{decisions:",
+        "list": json.dumps(good),
+        "no decisions": json.dumps({"d": good}),
+        "string bool": json.dumps({"decisions": [dict(good[0], matched="false"), *good[1:]]}),
+        "duplicate": json.dumps({"decisions": [*good, good[0]]}),
+        "missing": json.dumps({"decisions": good[:2]}),
+        "extra id": json.dumps({"decisions": [*good, {"item_id": "h_9", "matched": True}]}),
+        "other case's id": json.dumps(
+            {"decisions": [*good[:2], {"item_id": "g_2", "matched": True}]}
+        ),
+        "empty": "",
+        "empty list": json.dumps({"decisions": []}),
+    }
+    cases = [
+        {
+            "case_id": name,
+            "grading_method": "points_rubric",
+            "rubric_items": [{"item_id": i, "text": "t", "points": 1} for i in ids],
+        }
+        for name in replies
+    ]
+    frame = pl.DataFrame({"case_id": list(replies), "content": list(replies.values())})
+    decisions, invalid = judge_decisions(frame, rubric_frame(cases))
+    got = {}
+    for case_id, item_id, matched in decisions.iter_rows():
+        got.setdefault(case_id, {})[item_id] = matched
+    for name, content in replies.items():
+        try:
+            expected = protocol.parse_judge_reply(content, ids)
+        except JudgeReplyError as exc:
+            assert invalid.get(name) == str(exc), name
+            assert name not in got
+        else:
+            assert got.get(name) == expected and name not in invalid, name
