@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,12 +41,10 @@ from .outputs import (
 from .report import write_summary
 from .requests import (
     MAX_BYTES,
-    Request,
     answer_request,
     custom_id,
     judge_request,
-    shard,
-    write_request_file,
+    write_shards,
 )
 from .results import dump_row, summary_path
 from .runs import Run, RunConfig, RunState, Submission, fold
@@ -170,61 +168,57 @@ class Pipeline:
 
     # planning -----------------------------------------------------------------
     def _plan(self, stage: str) -> str:
-        requests: list[Request] = []
-        for case_id in self._pending(stage):
-            case = self.cases[case_id]
-            st = self.state.cases[case_id].stage(stage)
-            attempt = st.attempt + 1
-            if stage == "answers":
-                temperature = protocol.ANSWER_TEMPERATURE if st.temperature else None
-                requests.append(
-                    answer_request(
+        """Write the request files for every pending case of a stage, then journal them."""
+        model = self._model(stage)
+        budget = self.settings.max_enqueued_tokens
+        count = token_counter(model)[1] if budget is not None else None
+
+        def entries() -> Iterator[tuple[list[Any], bytes, int]]:
+            for case_id in self._pending(stage):
+                case = self.cases[case_id]
+                st = self.state.cases[case_id].stage(stage)
+                if stage == "answers":
+                    request = answer_request(
                         case,
-                        self.config.answer_model,
-                        attempt,
+                        model,
+                        st.attempt + 1,
                         reasoning_effort=self.config.reasoning_effort,
-                        temperature=temperature,
+                        temperature=protocol.ANSWER_TEMPERATURE if st.temperature else None,
                     )
-                )
-            else:
-                temperature = protocol.JUDGE_TEMPERATURE if st.temperature else None
-                answer = self.answer_text(case_id)
-                requests.append(
-                    judge_request(
-                        case, answer, self.config.judge_model, attempt, temperature=temperature
+                else:
+                    request = judge_request(
+                        case,
+                        self.answer_text(case_id),
+                        model,
+                        st.attempt + 1,
+                        temperature=protocol.JUDGE_TEMPERATURE if st.temperature else None,
                     )
-                )
-        lines = [r.line() for r in requests]
-        cap = min(self.settings.max_requests_per_batch, self.state.caps.get(stage, 10**9))
-        model = self.config.answer_model if stage == "answers" else self.config.judge_model
-        _, count = token_counter(model)
-        tokens = [prompt_tokens(r.body, count) for r in requests]
-        groups = shard(
-            lines,
-            cap,
-            self.settings.max_bytes_per_batch,
-            tokens=tokens,
-            max_tokens=self.settings.max_enqueued_tokens,
-        )
+                tokens = prompt_tokens(request.body, count) if count is not None else 0
+                meta = [case_id, request.attempt, "temperature" in request.body]
+                yield meta, request.line(), tokens
+
         seq = self.state.next_seq(stage)
-        for offset, group in enumerate(groups):
-            sub_id = f"{stage}-{seq + offset:04d}"
-            path = self.run.requests_dir / f"{sub_id}.jsonl"
-            write_request_file(path, (lines[i] for i in group))
+        cap = min(self.settings.max_requests_per_batch, self.state.caps.get(stage, 10**9))
+        files = write_shards(
+            entries(),
+            lambda k: self.run.requests_dir / f"{stage}-{seq + k:04d}.jsonl",
+            max_lines=cap,
+            max_bytes=self.settings.max_bytes_per_batch,
+            max_tokens=budget,
+        )
+        for offset, (path, metas, tokens) in enumerate(files):
             _failpoints.hit("planned")
             self.record(
                 "plan",
-                sub=sub_id,
+                sub=path.stem,
                 stage=stage,
                 seq=seq + offset,
                 path=path.name,
-                lines=[
-                    [requests[i].case_id, requests[i].attempt, "temperature" in requests[i].body]
-                    for i in group
-                ],
-                tokens=sum(tokens[i] for i in group),
+                lines=metas,
+                tokens=tokens,
             )
-        return f"planned {len(requests)} {stage} request(s) in {len(groups)} file(s)"
+        requests = sum(len(metas) for _, metas, _ in files)
+        return f"planned {requests} {stage} request(s) in {len(files)} file(s)"
 
     # submitting ----------------------------------------------------------------
     def _metadata(self, sub: Submission) -> dict[str, str]:

@@ -7,13 +7,13 @@ intended, and never changes: the file on disk is exactly what was submitted.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+import os
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import protocol
-from ._io import atomic_write_bytes
 from .errors import RunStateError
 
 MAX_LINES = 50_000
@@ -120,7 +120,64 @@ def shard(
     return groups
 
 
-def write_request_file(path: Path, lines: Iterable[bytes]) -> int:
-    data = b"".join(lines)
-    atomic_write_bytes(path, data)
-    return len(data)
+def write_shards(
+    entries: Iterable[tuple[Any, bytes, int]],
+    path_for: Callable[[int], Path],
+    *,
+    max_lines: int = MAX_LINES,
+    max_bytes: int = MAX_BYTES,
+    max_tokens: int | None = None,
+) -> list[tuple[Path, list[Any], int]]:
+    """Stream ``(meta, line, tokens)`` into request files, each within every limit.
+
+    Only the file being filled is open; a full one is fsynced and renamed into
+    place before the next starts, so memory stays flat however large the run.
+    Returns ``(path, metas, tokens)`` per file, in order.
+    """
+    max_lines = min(max_lines, MAX_LINES)
+    max_bytes = min(max_bytes, MAX_BYTES)
+    done: list[tuple[Path, list[Any], int]] = []
+    out: Any = None
+    tmp: Path | None = None
+    metas: list[Any] = []
+    size = tok = 0
+
+    def close() -> None:
+        nonlocal out, tmp
+        if out is None or tmp is None:
+            return
+        out.flush()
+        os.fsync(out.fileno())
+        out.close()
+        final = path_for(len(done))
+        os.replace(tmp, final)
+        done.append((final, metas, tok))
+        out, tmp = None, None
+
+    try:
+        for meta, line, t in entries:
+            if len(line) > max_bytes:
+                raise RunStateError(f"one request line is {len(line)} bytes, over the limit")
+            if out is not None and (
+                len(metas) >= max_lines
+                or size + len(line) > max_bytes
+                or (max_tokens is not None and tok + t > max_tokens)
+            ):
+                close()
+            if out is None:
+                final = path_for(len(done))
+                tmp = final.with_name(f".{final.name}.tmp")
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                out = open(fd, "wb")  # noqa: SIM115 - spans iterations; closed in close()
+                metas, size, tok = [], 0, 0
+            out.write(line)
+            metas.append(meta)
+            size += len(line)
+            tok += t
+        close()
+    finally:
+        if out is not None:
+            out.close()
+            if tmp is not None and tmp.exists():
+                tmp.unlink()
+    return done

@@ -1,0 +1,241 @@
+"""Reconcile and score 1,000,000 judge decisions: batchbench's frames vs a per-line baseline.
+
+Generates 40,000 cases of 25 rubric items and their judge output lines (the
+Batch API's line format, shuffled, in 4 files), then, each in its own process so
+peak memory is its own:
+
+* batchbench: ``parse_files`` → ``classify_frame`` → ``judge_decisions`` →
+  ``score_frame`` → per-case rows (score, components, decisions list);
+* baseline: per line ``json.loads`` of the line and of the reply, dict checks,
+  plain-Python scoring (``plain_reference.py``), a row dict per case.
+
+Prints both times, the ratio, each peak RSS, and checks the scores are equal.
+
+    python benchmarks/scale_judges.py [--cases 40000] [--items 25] [--files 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+POINTS = [3, 2, 1, 0, -1, -2, -3, 1, 2]
+
+
+def make_cases(n: int, items: int) -> list[dict]:
+    cases = []
+    for c in range(n):
+        case_id = f"{c:032x}"
+        digest = hashlib.md5(case_id.encode()).hexdigest()
+        method = "f1_weighted_rubric" if c % 5 == 0 else "points_rubric"
+        rubric = [
+            {"item_id": f"{digest}_{i}", "text": "t", "points": POINTS[(c + i) % 9]}
+            for i in range(items)
+        ]
+        if method == "points_rubric":
+            rubric[0]["points"] = 2
+        cases.append({"case_id": case_id, "grading_method": method, "rubric_items": rubric})
+    return cases
+
+
+def write_outputs(cases: list[dict], folder: Path, files: int, seed: int = 1) -> list[Path]:
+    rng = random.Random(seed)
+    lines = []
+    for case in cases:
+        decisions = [
+            {"item_id": it["item_id"], "matched": rng.random() < 0.5} for it in case["rubric_items"]
+        ]
+        body = {
+            "id": f"chatcmpl-{case['case_id'][:12]}",
+            "object": "chat.completion",
+            "created": 1796200000,
+            "model": "judge",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {
+                        "role": "assistant",
+                        "content": json.dumps({"decisions": decisions}),
+                        "refusal": None,
+                    },
+                    "finish_reason": "stop",
+                    "logprobs": None,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": 1500,
+                "completion_tokens": 300,
+                "total_tokens": 1800,
+                "prompt_tokens_details": {"cached_tokens": 0},
+                "completion_tokens_details": {"reasoning_tokens": 0},
+            },
+        }
+        lines.append(
+            json.dumps(
+                {
+                    "id": f"batch_req_{case['case_id'][:16]}",
+                    "custom_id": f"judge:{case['case_id']}",
+                    "response": {"status_code": 200, "request_id": "req_x", "body": body},
+                    "error": None,
+                }
+            )
+        )
+    rng.shuffle(lines)
+    paths = []
+    per = -(-len(lines) // files)
+    for f in range(files):
+        path = folder / f"file-{f}.jsonl"
+        path.write_text("".join(x + "\n" for x in lines[f * per : (f + 1) * per]))
+        paths.append(path)
+    return paths
+
+
+def run_batchbench(cases: list[dict], paths: list[Path]) -> dict[str, list]:
+    import polars as pl
+
+    from batchbench.outputs import classify_frame, decisions_lists, judge_decisions, parse_files
+    from batchbench.scoring import rubric_frame, score_frame
+
+    rubric = rubric_frame(cases)  # built when the run starts, not per collection
+    expected = pl.DataFrame(
+        {
+            "custom_id": [f"judge:{c['case_id']}" for c in cases],
+            "case_id": [c["case_id"] for c in cases],
+            "sent_temperature": [True] * len(cases),
+        }
+    )
+    start = time.perf_counter()
+    frame = parse_files(paths)
+    outcomes, _, anomalies = classify_frame(frame, "judges", expected)
+    ok = outcomes.filter(pl.col("kind") == "ok").select("case_id", "content")
+    decisions, invalid = judge_decisions(ok, rubric)
+    scores = score_frame(rubric, decisions)
+    rows = scores.join(decisions_lists(decisions, rubric), on="case_id")
+    elapsed = time.perf_counter() - start
+    assert not anomalies and not invalid and rows.height == len(cases)
+    return {
+        "seconds": elapsed,
+        "scores": sorted(zip(rows["case_id"].to_list(), rows["score"].to_list())),
+    }
+
+
+def run_baseline(cases: list[dict], paths: list[Path]) -> dict[str, list]:
+    import plain_reference
+
+    by_id = {c["case_id"]: c for c in cases}
+    start = time.perf_counter()
+    rows = []
+    for path in paths:
+        with open(path) as fh:
+            for line in fh:
+                rec = json.loads(line)
+                case = by_id[rec["custom_id"].split(":", 1)[1]]
+                if rec["error"] is not None or not 200 <= rec["response"]["status_code"] < 300:
+                    continue
+                reply = json.loads(rec["response"]["body"]["choices"][0]["message"]["content"])
+                found: dict[str, bool] = {}
+                for d in reply["decisions"]:
+                    if (
+                        not isinstance(d.get("item_id"), str)
+                        or not isinstance(d.get("matched"), bool)
+                        or d["item_id"] in found
+                    ):
+                        raise ValueError(case["case_id"])
+                    found[d["item_id"]] = d["matched"]
+                if set(found) != {it["item_id"] for it in case["rubric_items"]}:
+                    raise ValueError(case["case_id"])
+                score, components = plain_reference.score_case(
+                    case, {i for i, m in found.items() if m}
+                )
+                rows.append(
+                    {
+                        "case_id": case["case_id"],
+                        "score": score,
+                        "score_components": components,
+                        "decisions": [
+                            {
+                                "item_id": it["item_id"],
+                                "points": it["points"],
+                                "matched": found[it["item_id"]],
+                            }
+                            for it in case["rubric_items"]
+                        ],
+                    }
+                )
+    elapsed = time.perf_counter() - start
+    return {"seconds": elapsed, "scores": sorted((r["case_id"], r["score"]) for r in rows)}
+
+
+def child(which: str, folder: Path, n: int, items: int) -> None:
+    cases = make_cases(n, items)
+    paths = sorted(folder.glob("file-*.jsonl"))
+    result = (run_batchbench if which == "batchbench" else run_baseline)(cases, paths)
+    result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    (folder / f"{which}.json").write_text(json.dumps(result))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--cases", type=int, default=40_000)
+    ap.add_argument("--items", type=int, default=25)
+    ap.add_argument("--files", type=int, default=4)
+    ap.add_argument("--child", choices=["batchbench", "baseline"])
+    ap.add_argument("--folder", type=Path)
+    args = ap.parse_args()
+    if args.child:
+        child(args.child, args.folder, args.cases, args.items)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        paths = write_outputs(make_cases(args.cases, args.items), folder, args.files)
+        size = sum(p.stat().st_size for p in paths)
+        results = {}
+        for which in ("batchbench", "baseline"):
+            subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--child",
+                    which,
+                    "--folder",
+                    str(folder),
+                    "--cases",
+                    str(args.cases),
+                    "--items",
+                    str(args.items),
+                ],
+                check=True,
+            )
+            results[which] = json.loads((folder / f"{which}.json").read_text())
+    ours, base = results["batchbench"], results["baseline"]
+    print(
+        f"{args.cases:,} judge lines x {args.items} items = {args.cases * args.items:,}"
+        f" decisions in {args.files} files, {size / 1e6:.0f} MB"
+    )
+    print(
+        f"baseline (json.loads per line)  {base['seconds']:7.2f} s   peak RSS"
+        f" {base['peak_rss_mib']:6.0f} MiB"
+    )
+    print(
+        f"batchbench (frames)             {ours['seconds']:7.2f} s   peak RSS"
+        f" {ours['peak_rss_mib']:6.0f} MiB"
+    )
+    print(f"speed-up                        {base['seconds'] / ours['seconds']:7.1f} x")
+    same = ours["scores"] == base["scores"]
+    print(f"identical scores                {same}")
+    if not same:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

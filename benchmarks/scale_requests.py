@@ -1,0 +1,149 @@
+"""Build and shard the request files of 100,000 cases: MB/s and peak memory.
+
+Builds the judge stage (the larger one: prompt, a ~6,000-character answer and
+the rubric lines per request) for synthetic cases with batchbench's own
+request code, streams it into files under the Batch API's 200 MB / 50,000-line
+limits (each fsynced and renamed into place), as a run does; then the same lines with a naive
+baseline (``json.dumps`` per line, written sequentially, a new file whenever
+the next line would not fit). Each runs in its own process so peak RSS is its
+own.
+
+    python benchmarks/scale_requests.py [--cases 100000] [--answer-chars 6000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+MAX_BYTES = 200 * 1024 * 1024
+
+
+def make_case(i: int) -> dict:
+    import hashlib
+
+    prompt = f"Case {i}: a 64-year-old with chest pain and dyspnoea. " * 8
+    digest = hashlib.md5(prompt.encode()).hexdigest()
+    items = [
+        {
+            "item_id": f"{digest}_{k}",
+            "text": f"Criterion {k} for case {i}, stated fully.",
+            "points": (k % 5) - 1 or 1,
+        }
+        for k in range(20)
+    ]
+    return {
+        "case_id": f"{i:032x}",
+        "benchmark": "b",
+        "grading_method": "points_rubric",
+        "prompt": prompt,
+        "rubric_items": items,
+        "split": "train",
+    }
+
+
+def batchbench_build(n: int, answer: str, folder: Path) -> tuple[int, int]:
+    from batchbench.requests import judge_request, write_shards
+
+    total = 0
+
+    def entries():
+        nonlocal total
+        for i in range(n):
+            line = judge_request(make_case(i), answer, "judge", 1, temperature=0).line()
+            total += len(line)
+            yield i, line, 0
+
+    files = write_shards(entries(), lambda k: folder / f"judges-{k:04d}.jsonl")
+    return total, len(files)
+
+
+def baseline_build(n: int, answer: str, folder: Path) -> tuple[int, int]:
+    from batchbench import protocol
+
+    files, size, total, count = 0, 0, 0, 0
+    out = open(folder / "base-0000.jsonl", "wb")  # noqa: SIM115 - reopened per file
+    for i in range(n):
+        case = make_case(i)
+        line = (
+            json.dumps(
+                {
+                    "custom_id": f"judge:{case['case_id']}",
+                    "method": "POST",
+                    "url": "/v1/chat/completions",
+                    "body": protocol.judge_body(case, answer, "judge"),
+                }
+            )
+            + "\n"
+        ).encode()
+        if size + len(line) > MAX_BYTES or count == 50_000:
+            out.close()
+            files += 1
+            out = open(folder / f"base-{files:04d}.jsonl", "wb")  # noqa: SIM115
+            size = count = 0
+        out.write(line)
+        size += len(line)
+        count += 1
+        total += len(line)
+    out.close()
+    return total, files + 1
+
+
+def child(which: str, n: int, chars: int, folder: Path) -> None:
+    answer = ("The answer considers the differential diagnosis carefully. " * 200)[:chars]
+    start = time.perf_counter()
+    fn = batchbench_build if which == "batchbench" else baseline_build
+    size, files = fn(n, answer, folder)
+    seconds = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"seconds": seconds, "bytes": size, "files": files, "peak": peak}))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--cases", type=int, default=100_000)
+    ap.add_argument("--answer-chars", type=int, default=6000)
+    ap.add_argument("--child", choices=["batchbench", "baseline"])
+    ap.add_argument("--folder", type=Path)
+    args = ap.parse_args()
+    if args.child:
+        child(args.child, args.cases, args.answer_chars, args.folder)
+        return
+    results = {}
+    for which in ("batchbench", "baseline"):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--child",
+                    which,
+                    "--cases",
+                    str(args.cases),
+                    "--answer-chars",
+                    str(args.answer_chars),
+                    "--folder",
+                    tmp,
+                ],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
+            results[which] = json.loads(out)
+    for which, r in results.items():
+        print(
+            f"{which:<11} {r['bytes'] / 1e6:8.0f} MB in {r['files']} files  {r['seconds']:6.1f} s"
+            f"  {r['bytes'] / 1e6 / r['seconds']:6.0f} MB/s  peak RSS {r['peak']:6.0f} MiB"
+        )
+    ratio = results["baseline"]["seconds"] / results["batchbench"]["seconds"]
+    print(f"batchbench vs baseline: {ratio:.2f} x the speed")
+
+
+if __name__ == "__main__":
+    main()
