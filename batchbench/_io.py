@@ -30,20 +30,29 @@ def atomic_write_text(path: str | Path, text: str, mode: int = 0o600) -> None:
     atomic_write_bytes(path, text.encode("utf-8"), mode)
 
 
-def append_line(path: str | Path, line: str, mode: int = 0o600) -> None:
-    """Append one line and fsync it, so a recorded fact survives a crash."""
+def append_bytes(path: str | Path, data: bytes, failpoint: str, mode: int = 0o600) -> None:
+    """Append and fsync, so a recorded fact survives a crash (O_APPEND: one writer's tail).
+
+    The crash tests can kill the process half way through (``failpoint``): a
+    reader must then cope with a torn last line, which :meth:`Run.repair` drops.
+    """
     from . import _failpoints
 
-    data = (line if line.endswith("\n") else line + "\n").encode("utf-8")
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
     try:
         half = len(data) // 2
         os.write(fd, data[:half])
-        _failpoints.hit("journal_half_written")
+        _failpoints.hit(failpoint)
         os.write(fd, data[half:])
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def append_line(path: str | Path, line: str, mode: int = 0o600) -> None:
+    """Append one journal line."""
+    data = (line if line.endswith("\n") else line + "\n").encode("utf-8")
+    append_bytes(path, data, "journal_half_written", mode)
 
 
 def _fsync_dir(folder: Path) -> None:

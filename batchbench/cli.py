@@ -279,7 +279,7 @@ def run(
     an error, 3 when --no-wait leaves the run still in progress.
     """
     from .errors import ConfigError
-    from .pipeline import RunOptions, Settings, execute
+    from .jobs import RunOptions, Settings, execute
     from .report import summary_table
 
     if as_json and not dry_run:
@@ -323,7 +323,7 @@ def run(
         import json
 
         from .dryrun import plan_text
-        from .pipeline import dry_run as make_dry_run
+        from .jobs import dry_run as make_dry_run
 
         plan = make_dry_run(options, DEFAULT_DATASET)
         typer.echo(json.dumps(plan, indent=2) if as_json else plan_text(plan))
@@ -409,7 +409,7 @@ def cancel(
     base_url: Annotated[str | None, typer.Option(help="API base URL.")] = None,
 ) -> None:
     """Cancel a run's in-flight batches and submit nothing more (until `run` resumes it)."""
-    from .pipeline import cancel_run
+    from .jobs import cancel_run
 
     cancelled = cancel_run(jobs_dir, name, base_url)
     typer.echo(f"cancelled {len(cancelled)} batch(es): {' '.join(cancelled) or '-'}")
@@ -427,7 +427,7 @@ def demo(
     import tempfile
 
     from .emulator import Emulator
-    from .pipeline import RunOptions, Settings, execute
+    from .jobs import RunOptions, Settings, execute
     from .report import summary_table
 
     with tempfile.TemporaryDirectory() as tmp, Emulator(latency=0.3) as emu:

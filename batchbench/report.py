@@ -199,23 +199,28 @@ def status_text(status: dict[str, Any]) -> str:
     cost = status.get("cost")
     if cost:
         for stage, c in cost["stages"].items():
+            price = (
+                f"cost {_usd(c['batch_usd'])} (sync {_usd(c['sync_usd'])})"
+                if c["batch_usd"] is not None
+                else f"no price for {c['model']}"
+            )
             lines.append(
                 f"  {stage} usage: {c.get('requests', 0)} requests, {c.get('prompt_tokens', 0):,}"
                 f" input ({c.get('cached_tokens', 0):,} cached), {c.get('completion_tokens', 0):,}"
-                f" output ({c.get('reasoning_tokens', 0):,} reasoning) tokens;"
-                f" cost {_usd(c['batch_usd'])} (sync {_usd(c['sync_usd'])})"
+                f" output ({c.get('reasoning_tokens', 0):,} reasoning) tokens; {price}"
             )
-        lines.append(
-            f"  total cost {_usd(cost['total']['batch_usd'])} at batch price"
-            f" (sync {_usd(cost['total']['sync_usd'])})"
-        )
+        if cost["total"]["batch_usd"] is not None:
+            lines.append(
+                f"  total cost {_usd(cost['total']['batch_usd'])} at batch price"
+                f" (sync {_usd(cost['total']['sync_usd'])})"
+            )
     for anomaly in status["anomalies"]:
         lines.append(f"  anomaly: {anomaly}")
     return "\n".join(lines)
 
 
 def _usd(value: Any) -> str:
-    return "n/a (no price)" if value is None else f"${value:,.4f}"
+    return "n/a" if value is None else f"${value:,.4f}"
 
 
 def write_report(run: Any, state: Any, config: Any, pricing: Any = None) -> None:

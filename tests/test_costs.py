@@ -185,8 +185,12 @@ def test_usage_totals_and_cost_after_a_run(batch_emulator, dataset_dir, tmp_path
             assert got["prompt_tokens"] == prompt and got["completion_tokens"] == completion
             assert got["sync_usd"] == round((prompt + 2 * completion) / 1e6, 6)
             assert got["batch_usd"] == round((prompt + 2 * completion) / 2e6, 6)
+    text = run_cli(
+        "status", "ans-model", "--jobs-dir", str(tmp_path / "jobs"), "--pricing", str(prices)
+    ).stdout
+    assert "answers usage: 20 requests" in text and "total cost $" in text
     text = run_cli("status", "ans-model", "--jobs-dir", str(tmp_path / "jobs")).stdout
-    assert "answers usage: 20 requests" in text and "total cost" in text
+    assert "no price for ans-model" in text and "total cost" not in text
     summary = json.loads((run_dir / "results.summary.json").read_text())
     assert "cost" not in summary and "usage" not in summary
 

@@ -1,0 +1,171 @@
+"""Starting, resuming, pricing and cancelling runs from command-line options.
+
+The CLI parses options into a :class:`RunOptions` and calls one function here;
+everything that checks inputs before a run directory or an API call exists
+lives here too, so bad input never leaves a half-made run behind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import protocol
+from .api import BatchApi
+from .errors import ConfigError
+from .pipeline import Pipeline, Settings
+from .runs import Run, RunConfig
+
+__all__ = ["RunOptions", "Settings", "cancel_run", "dry_run", "execute", "prepare"]
+
+
+@dataclass
+class RunOptions:
+    answer_model: str
+    judge_model: str
+    run: str | None = None
+    jobs_dir: Path = Path("jobs")
+    dataset: Path | None = None
+    smoke: bool = False
+    limit: int | None = None
+    benchmarks: tuple[str, ...] = ()
+    reasoning_effort: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    no_wait: bool = False
+    pricing: Path | None = None
+    max_cost: float | None = None
+    assumed_answer_tokens: int = 800
+    settings: Settings = field(default_factory=Settings)
+
+
+def prepare(options: RunOptions, default_dataset: Path) -> tuple[Run, RunConfig, dict]:
+    """Validate everything, then create the run directory or check it matches."""
+    from .dataset import load_dataset, select_cases
+    from .runs import check_name, config_conflicts, default_name
+
+    name = check_name(options.run or default_name(options.answer_model))
+    for label, value in (
+        ("--answer-model", options.answer_model),
+        ("--judge-model", options.judge_model),
+    ):
+        if not value.strip():
+            raise ConfigError(f"{label} must not be empty")
+    dataset_path = Path(options.dataset or default_dataset)
+    ds = load_dataset(dataset_path)
+    selected = select_cases(
+        ds, smoke=options.smoke, limit=options.limit, benchmarks=options.benchmarks
+    )
+    config = RunConfig(
+        name=name,
+        answer_model=options.answer_model,
+        judge_model=options.judge_model,
+        reasoning_effort=options.reasoning_effort,
+        protocol_version=protocol.PROTOCOL_VERSION,
+        dataset=str(dataset_path.resolve()),
+        dataset_sha256=ds.sha256,
+        selection={
+            "smoke": options.smoke,
+            "limit": options.limit,
+            "benchmarks": sorted(options.benchmarks),
+        },
+        case_ids=[c["case_id"] for c in selected],
+    )
+    run = Run(Path(options.jobs_dir) / name)
+    if run.exists():
+        existing = run.load_config()
+        diffs = config_conflicts(existing, config)
+        if diffs:
+            raise ConfigError(
+                f"run {name!r} exists with another configuration: {'; '.join(diffs)}"
+                " (use another --run name)"
+            )
+        config = existing
+    return run, config, {c["case_id"]: c for c in selected}
+
+
+def execute(
+    options: RunOptions,
+    default_dataset: Path,
+    *,
+    say: Callable[[str], None] = print,
+    on_progress: Callable[[Pipeline], None] | None = None,
+) -> tuple[Run, dict[str, Any] | None, bool]:
+    """Start or resume a run; returns the run, its summary (when written) and completeness."""
+    from .api import make_client
+    from .costs import load_pricing
+
+    run, config, cases = prepare(options, default_dataset)
+    pricing = load_pricing(options.pricing)
+    if options.max_cost is not None:
+        estimate = make_plan(options, config, cases, pricing)["total"]["batch_usd"]
+        if estimate is None:
+            raise ConfigError(
+                f"--max-cost: no price for {config.answer_model!r} or {config.judge_model!r};"
+                " give one with --pricing FILE"
+            )
+        if estimate > options.max_cost:
+            raise ConfigError(
+                f"estimated cost ${estimate:,.4f} at batch price exceeds --max-cost"
+                f" ${options.max_cost:,.4f}; nothing was submitted"
+            )
+    client = make_client(options.base_url, api_key=options.api_key)
+    if not run.exists():
+        run.create(config)
+    with run.lock():
+        pipeline = Pipeline(run, config, cases, BatchApi(client), options.settings, say=say)
+        if pipeline.state.cancelled:
+            pipeline.record("resumed")
+        complete = pipeline.advance(wait=not options.no_wait, on_progress=on_progress)
+        summary = pipeline.write_summary() if run.results_path.exists() else None
+        from .report import write_report
+
+        write_report(run, pipeline.state, config, pricing)
+    return run, summary, complete
+
+
+def make_plan(options: RunOptions, config: RunConfig, cases: dict, pricing: Any) -> dict:
+    from .dryrun import plan
+
+    return plan(
+        [cases[c] for c in config.case_ids],
+        answer_model=config.answer_model,
+        judge_model=config.judge_model,
+        reasoning_effort=config.reasoning_effort,
+        pricing=pricing,
+        max_requests=options.settings.max_requests_per_batch,
+        max_bytes=options.settings.max_bytes_per_batch,
+        max_tokens=options.settings.max_enqueued_tokens,
+        assumed_answer_tokens=options.assumed_answer_tokens,
+    )
+
+
+def dry_run(options: RunOptions, default_dataset: Path) -> dict[str, Any]:
+    """The run's full plan and estimated cost, with no API call and nothing written."""
+    from .costs import load_pricing
+
+    _, config, cases = prepare(options, default_dataset)
+    return make_plan(options, config, cases, load_pricing(options.pricing))
+
+
+def cancel_run(
+    jobs_dir: Path, name: str, base_url: str | None = None, api_key: str | None = None
+) -> list[str]:
+    """Stop a run: no new batches, and every in-flight batch cancelled. Returns their ids."""
+    from .api import make_client
+    from .runs import open_run
+
+    run = open_run(jobs_dir, name)
+    config = run.load_config()
+    client = make_client(base_url, api_key=api_key)
+    with run.lock():
+        api = BatchApi(client)
+        pipeline = Pipeline(run, config, {}, api, Settings())
+        pipeline.record("cancel_requested")
+        cancelled = []
+        for sub in pipeline.in_flight():
+            if api.cancel(sub.batch_id) is not None:
+                cancelled.append(sub.batch_id)
+    return cancelled
