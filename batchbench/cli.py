@@ -35,6 +35,9 @@ def friendly(fn: F) -> F:
         except BatchbenchError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            typer.echo("interrupted: nothing is lost; run the same command to resume", err=True)
+            raise typer.Exit(130) from None
 
     return wrapper  # type: ignore[return-value]
 

@@ -41,8 +41,10 @@ class RunOptions:
     settings: Settings = field(default_factory=Settings)
 
 
-def prepare(options: RunOptions, default_dataset: Path) -> tuple[Run, RunConfig, dict]:
-    """Validate everything, then create the run directory or check it matches."""
+def prepare(
+    options: RunOptions, default_dataset: Path, *, check_existing: bool = True
+) -> tuple[Run, RunConfig, dict]:
+    """Check the options and the dataset, and that an existing run of this name matches."""
     from .dataset import load_dataset, select_cases
     from .runs import check_name, config_conflicts, default_name
 
@@ -74,7 +76,7 @@ def prepare(options: RunOptions, default_dataset: Path) -> tuple[Run, RunConfig,
         case_ids=[c["case_id"] for c in selected],
     )
     run = Run(Path(options.jobs_dir) / name)
-    if run.exists():
+    if check_existing and run.exists():
         existing = run.load_config()
         diffs = config_conflicts(existing, config)
         if diffs:
@@ -146,7 +148,7 @@ def dry_run(options: RunOptions, default_dataset: Path) -> dict[str, Any]:
     """The run's full plan and estimated cost, with no API call and nothing written."""
     from .costs import load_pricing
 
-    _, config, cases = prepare(options, default_dataset)
+    _, config, cases = prepare(options, default_dataset, check_existing=False)
     return make_plan(options, config, cases, load_pricing(options.pricing))
 
 

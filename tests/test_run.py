@@ -417,3 +417,25 @@ def test_key_variables(batch_emulator_factory, tmp_path, dataset_dir, variable):
         env={"OPENAI_API_KEY": "", "OPENAI_ACCESS_TOKEN": "", variable: KEY},
     )
     assert proc.returncode == 0, proc.stderr
+
+
+def test_ctrl_c_is_a_clean_exit(batch_emulator_factory, tmp_path, dataset_dir):
+    emu = batch_emulator_factory(latency=30)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "batchbench", *run_args(emu, tmp_path, dataset_dir, "--smoke")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **env()},
+        cwd=REPO,
+    )
+    journal_path = tmp_path / "jobs" / "ans-model" / "journal.jsonl"
+    deadline = time.time() + 30
+    while time.time() < deadline and not (
+        journal_path.exists() and '"created"' in journal_path.read_text()
+    ):
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert "Traceback" not in err and "run the same command to resume" in err
