@@ -84,7 +84,7 @@ def main() -> None:
         stages: Counter = Counter()
         runs = dup_subs = dup_lines = 0
         equal = True
-        faults = 0
+        faults: Counter = Counter()
         started = time.perf_counter()
         while sum(kinds.values()) < args.kills:
             with Emulator(
@@ -109,7 +109,7 @@ def main() -> None:
                 dup_subs += len(subs)
                 dup_lines += len(lines)
                 equal = equal and normalised(jobs / "ans") == expected
-                faults += int(len(emu.ledger()["batches"]) * 0)  # batches are not faults
+                faults += Counter(emu.ledger()["faults"])
             runs += 1
         soak_time = time.perf_counter() - started
     print(f"cases {args.limit}, shard cap {args.cap}, fault rate {args.fault_rate}")
@@ -118,6 +118,7 @@ def main() -> None:
     print(f"kills survived              {sum(kinds.values())}")
     print(f"  by kind                   {dict(sorted(kinds.items()))}")
     print(f"  by stage                  {dict(sorted(stages.items()))}")
+    print(f"faults injected             {dict(sorted(faults.items()))}")
     print(f"batches created twice       {dup_subs}")
     print(f"lines executed twice        {dup_lines}")
     print(f"results and summary equal   {equal}")
