@@ -275,6 +275,13 @@ def run(
     assumed_answer_tokens: Annotated[
         int, typer.Option(help="Answer length assumed when estimating the judge stage.")
     ] = 800,
+    delete_remote_files: Annotated[
+        bool,
+        typer.Option(
+            help="Delete each batch's input and result files on the server once"
+            " they are collected (the run folder keeps them)."
+        ),
+    ] = False,
 ) -> None:
     """Start or resume a run: submit, poll, judge, collect and score, surviving restarts.
 
@@ -320,6 +327,7 @@ def run(
             poll_interval=poll_interval,
             hold_seconds=token_limit_wait,
             max_enqueued_tokens=max_enqueued_tokens,
+            delete_remote_files=delete_remote_files,
         ),
     )
     if dry_run:

@@ -63,6 +63,7 @@ class Settings:
     poll_interval: float = 30.0
     hold_seconds: float = 60.0  # wait after token_limit_exceeded before creating again
     max_enqueued_tokens: int | None = None  # estimated prompt tokens in flight per model
+    delete_remote_files: bool = False  # delete a batch's files on the server once collected
 
 
 def _now_iso(t: float) -> str:
@@ -131,7 +132,20 @@ class Pipeline:
                 if missing:
                     return self._download(sub, missing[0])
                 return self._collect(sub)
+        if self.settings.delete_remote_files:
+            for sub in st.subs.values():
+                if sub.collected and not sub.remote_deleted:
+                    return self._delete_remote(sub)
         return None
+
+    def _delete_remote(self, sub: Submission) -> str:
+        """Free the project's file storage: the raw copies on disk are the source of truth."""
+        assert self.api is not None
+        files = [f for f in (sub.file_id, *sub.result_files()) if f]
+        for file_id in files:
+            self.api.delete_file(file_id)
+        self.record("remote_deleted", sub=sub.id, file_ids=files)
+        return f"deleted {len(files)} file(s) of {sub.id} on the server"
 
     def _model(self, stage: str) -> str:
         return self.config.answer_model if stage == "answers" else self.config.judge_model

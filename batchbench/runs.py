@@ -279,6 +279,7 @@ class Submission:
     downloaded: set[str] = field(default_factory=set)
     discarded: dict[str, int] = field(default_factory=dict)
     collected: bool = False
+    remote_deleted: bool = False
     counts: dict[str, int] = field(default_factory=dict)
 
     TERMINAL = ("completed", "failed", "expired", "cancelled")
@@ -354,6 +355,8 @@ class RunState:
             sub.discarded[event["file_id"]] = sub.discarded.get(event["file_id"], 0) + 1
         elif kind == "collected" and sub:
             self._apply_collected(sub, event)
+        elif kind == "remote_deleted" and sub:
+            sub.remote_deleted = True
         elif kind == "cancel_requested":
             self.cancelled = True
         elif kind == "resumed":

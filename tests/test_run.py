@@ -439,3 +439,17 @@ def test_ctrl_c_is_a_clean_exit(batch_emulator_factory, tmp_path, dataset_dir):
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130
     assert "Traceback" not in err and "run the same command to resume" in err
+
+
+def test_delete_remote_files_once_collected(batch_emulator_factory, tmp_path, dataset_dir):
+    emu = batch_emulator_factory(latency=0.05)
+    proc = run_cli(
+        *run_args(emu, tmp_path, dataset_dir, "--smoke", cap=4), "--delete-remote-files", env=env()
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert emu.store.files == {}  # inputs, outputs and error files all gone from the server
+    raw = list((tmp_path / "jobs" / "ans-model" / "raw").iterdir())
+    assert len(raw) == 6  # the run folder keeps every result file
+    copy = tmp_path / "again"
+    proc = run_cli(*run_args(emu, copy, dataset_dir, "--smoke", cap=4), env=env())
+    assert proc.returncode == 0 and len(emu.store.files) == 12  # kept without the flag
