@@ -15,7 +15,7 @@ import pytest
 from conftest import REPO, assert_one_line_error, run_cli
 from crash_harness import kill_and_restart as _kill_and_restart
 from crash_harness import normalised
-from test_run import KEY, assert_no_duplicates, env, rows_of, run_args
+from test_run import KEY, assert_no_duplicates, cancel_cli, env, rows_of, run_args
 
 
 def kill_and_restart(args, journal, rng, kills_wanted):
@@ -325,15 +325,7 @@ def test_key_never_written_or_printed_and_files_are_private(
     for cmd in (["status"], ["list"], ["status", "ans-model", "--json"]):
         p = run_cli(*cmd, "--jobs-dir", str(tmp_path / "jobs"), env=env())
         outputs.append(p.stdout + p.stderr)
-    p = run_cli(
-        "cancel",
-        "ans-model",
-        "--jobs-dir",
-        str(tmp_path / "jobs"),
-        "--base-url",
-        emu.base_url,
-        env=env(),
-    )
+    p = cancel_cli(emu, tmp_path)
     outputs.append(p.stdout + p.stderr)
     files = [p for p in (tmp_path / "jobs").rglob("*") if p.is_file()]
     assert len(files) >= 8  # config, journal, lock, requests, raw files, results, reports

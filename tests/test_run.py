@@ -75,6 +75,19 @@ def env():
     return {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": ""}
 
 
+def cancel_cli(emu, tmp_path: Path):
+    """``batchbench cancel ans-model`` for a run made with :func:`run_args`."""
+    return run_cli(
+        "cancel",
+        "ans-model",
+        "--jobs-dir",
+        str(tmp_path / "jobs"),
+        "--base-url",
+        emu.base_url,
+        env=env(),
+    )
+
+
 def rows_of(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
@@ -313,15 +326,7 @@ def test_cancel_then_resume(batch_emulator_factory, tmp_path, dataset_dir):
     emu = batch_emulator_factory(latency=2.0)
     args = run_args(emu, tmp_path, dataset_dir, "--limit", "30", "--no-wait", cap=10)
     assert run_cli(*args, env=env()).returncode == 3
-    proc = run_cli(
-        "cancel",
-        "ans-model",
-        "--jobs-dir",
-        str(tmp_path / "jobs"),
-        "--base-url",
-        emu.base_url,
-        env=env(),
-    )
+    proc = cancel_cli(emu, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "cancelled 3 batch(es)" in proc.stdout
     status = json.loads(
