@@ -278,6 +278,7 @@ def run(
     delete_remote_files: Annotated[
         bool,
         typer.Option(
+            "--delete-remote-files",
             help="Delete each batch's input and result files on the server once"
             " they are collected (the run folder keeps them)."
         ),
