@@ -280,7 +280,7 @@ def run(
         typer.Option(
             "--delete-remote-files",
             help="Delete each batch's input and result files on the server once"
-            " they are collected (the run folder keeps them)."
+            " they are collected (the run folder keeps them).",
         ),
     ] = False,
 ) -> None:

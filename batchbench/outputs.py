@@ -290,54 +290,80 @@ def classify(frame: pl.DataFrame, stage: str, expected: dict[str, tuple[str, boo
 # Judge replies → decisions, checked as frames.
 
 # The canonical reply: exactly {"decisions": [{"item_id": "...", "matched": true|false}, ...]}
-# with plain ids. Replies in this shape are decoded by polars; any other reply goes
+# with plain ids. Replies in this shape are read with regexes; any other reply goes
 # to the strict Python parser, which accepts or rejects it with the reference's message.
 _OBJ = r'\{\s*"item_id"\s*:\s*"[^"\\]*"\s*,\s*"matched"\s*:\s*(?:true|false)\s*\}'
 CANONICAL_REPLY = rf'^\s*\{{\s*"decisions"\s*:\s*\[\s*(?:{_OBJ}(?:\s*,\s*{_OBJ})*)?\s*\]\s*\}}\s*$'
-_DECISIONS = pl.Struct(
-    {"decisions": pl.List(pl.Struct({"item_id": pl.String, "matched": pl.Boolean}))}
-)
+_ID_KEY = r'"item_id"\s*:\s*"[^"\\]*"'
+_ID_PREFIX = r'^"item_id"\s*:\s*"'
+_MATCHED = r"(?:true|false)\s*\}"
 DECISION_SCHEMA = {"case_id": pl.String, "item_id": pl.String, "matched": pl.Boolean}
 
 
 def judge_decisions(
     replies: pl.DataFrame, rubric: pl.DataFrame
 ) -> tuple[pl.DataFrame, dict[str, str]]:
-    """``(decisions, invalid)`` from judge replies (``case_id``, ``content``).
+    """``(decided, invalid)`` from judge replies (``case_id``, ``content``).
 
-    ``decisions`` has one row per rubric item of every valid reply; ``invalid``
-    maps each rejected case to what was wrong (no partial credit, ever).
+    ``decided`` is the rubric rows of every valid reply's case, in rubric order,
+    each with its ``matched`` decision (ready for :func:`scoring.score_joined`);
+    ``invalid`` maps each rejected case to what was wrong (no partial credit).
+    A canonical reply is valid when its decisions, its distinct ids and its ids
+    found in the case's rubric all number exactly the rubric's items.
     """
-    flagged = replies.with_columns(
-        pl.col("content").fill_null("").str.contains(CANONICAL_REPLY).alias("canonical")
+    content = pl.col("content")
+    # In a canonical reply every object is "item_id" then "matched" then "}", and
+    # ids hold no quote or backslash: one id match and one true|false-before-}
+    # match per object. An id that itself contains "true}" adds a match, so the
+    # counts differ and the reply is left to the strict parser.
+    flagged = (
+        replies.with_columns(
+            content.fill_null("").str.contains(CANONICAL_REPLY).alias("canonical"),
+        )
+        .with_columns(
+            pl.when("canonical").then(content.str.extract_all(_ID_KEY)).alias("ids"),
+            pl.when("canonical").then(content.str.extract_all(_MATCHED)).alias("flags"),
+        )
+        .with_columns(
+            (pl.col("canonical") & (pl.col("ids").list.len() == pl.col("flags").list.len()))
+            .fill_null(False)
+            .alias("canonical")
+        )
     )
     canonical = flagged.filter("canonical")
     decoded = (
-        canonical.select(
+        canonical.select("case_id", "ids", "flags")
+        .explode("ids", "flags")
+        .filter(pl.col("ids").is_not_null())
+        .select(
             "case_id",
-            pl.col("content").str.json_decode(_DECISIONS).struct.field("decisions").alias("d"),
+            pl.col("ids").str.replace(_ID_PREFIX, "").str.head(-1).alias("item_id"),
+            pl.col("flags").str.starts_with("t").alias("matched"),
         )
-        .explode("d")
-        .filter(pl.col("d").is_not_null())
-        .unnest("d")
     )
-    items = rubric.select("case_id", "item_id")
-    expected = items.join(canonical.select("case_id"), on="case_id", how="semi")
-    suspects = pl.concat(
-        [
-            decoded.group_by("case_id", "item_id")
-            .len()
-            .filter(pl.col("len") > 1)
-            .select("case_id"),
-            expected.join(decoded, on=["case_id", "item_id"], how="anti").select("case_id"),
-            decoded.join(expected, on=["case_id", "item_id"], how="anti").select("case_id"),
-        ]
-    ).unique()
+    items = rubric.join(replies.select("case_id"), on="case_id", how="semi")
+    joined = items.join(decoded, on=["case_id", "item_id"], how="inner", maintain_order="left")
+    counts = (
+        canonical.select("case_id")
+        .join(items.group_by("case_id").len("n_items"), on="case_id", how="left")
+        .join(
+            decoded.group_by("case_id").agg(
+                pl.len().alias("n_decided"), pl.col("item_id").n_unique().alias("n_ids")
+            ),
+            on="case_id",
+            how="left",
+        )
+        .join(joined.group_by("case_id").len("n_found"), on="case_id", how="left")
+        .fill_null(0)
+    )
+    n = pl.col("n_items")
+    exact = (pl.col("n_decided") == n) & (pl.col("n_ids") == n) & (pl.col("n_found") == n)
+    good_ids = counts.filter(exact).select("case_id")
     # Everything not certified here goes through the reference-strict parser.
     recheck = pl.concat(
         [
             flagged.filter(~pl.col("canonical")).select("case_id", "content"),
-            canonical.join(suspects, on="case_id", how="semi").select("case_id", "content"),
+            canonical.join(good_ids, on="case_id", how="anti").select("case_id", "content"),
         ]
     )
     invalid: dict[str, str] = {}
@@ -356,17 +382,16 @@ def judge_decisions(
                 invalid[case_id] = str(exc)
                 continue
             rescued.extend((case_id, item, matched) for item, matched in found.items())
-    good = decoded.join(suspects, on="case_id", how="anti")
+    decided = joined.join(good_ids, on="case_id", how="semi", maintain_order="left")
     if rescued:
-        good = pl.concat([good, pl.DataFrame(rescued, schema=DECISION_SCHEMA, orient="row")])
-    return good.select(list(DECISION_SCHEMA)), invalid
+        extra = pl.DataFrame(rescued, schema=DECISION_SCHEMA, orient="row")
+        more = items.join(extra, on=["case_id", "item_id"], how="inner", maintain_order="left")
+        decided = pl.concat([decided, more])
+    return decided, invalid
 
 
-def decisions_lists(decisions: pl.DataFrame, rubric: pl.DataFrame) -> pl.DataFrame:
+def decisions_lists(decided: pl.DataFrame) -> pl.DataFrame:
     """Per case, the row's ``decisions`` list: ``{item_id, points, matched}`` in rubric order."""
-    return (
-        rubric.join(decisions, on=["case_id", "item_id"], how="inner")
-        .sort("case_id", "idx")
-        .group_by("case_id", maintain_order=True)
-        .agg(pl.struct("item_id", "points", "matched").alias("decisions"))
+    return decided.group_by("case_id", maintain_order=True).agg(
+        pl.struct("item_id", "points", "matched").alias("decisions")
     )

@@ -475,8 +475,10 @@ class Pipeline:
                     oks, schema={"case_id": pl.String, "content": pl.String}, orient="row"
                 )
                 chosen = [self.cases[case_id] for case_id, _ in oks]
-                frame, invalid = judge_decisions(replies, rubric_frame(chosen))
-                for case_id, item_id, matched in frame.iter_rows():
+                decided, invalid = judge_decisions(replies, rubric_frame(chosen))
+                for case_id, item_id, matched in decided.select(
+                    "case_id", "item_id", "matched"
+                ).iter_rows():
                     decisions.setdefault(case_id, {})[item_id] = matched
         out: dict[str, Outcome] = {}
         for cid, o in collected.outcomes.items():

@@ -98,7 +98,15 @@ def score_frame(rubric: pl.DataFrame, decisions: pl.DataFrame) -> pl.DataFrame:
         )
     if joined.height != decisions.height:
         raise JudgeReplyError("duplicate decisions for an item")
+    return score_joined(joined.sort("case_id", "idx"))
 
+
+def score_joined(joined: pl.DataFrame) -> pl.DataFrame:
+    """Per-case scores from rubric rows that already carry their ``matched`` decision.
+
+    Within a case the rows must be in rubric order: they are summed in that
+    order, as the reference sums them (it matters for fractional points).
+    """
     cls = (
         pl.col("points")
         .cast(pl.Int64, strict=False)
@@ -107,20 +115,16 @@ def score_frame(rubric: pl.DataFrame, decisions: pl.DataFrame) -> pl.DataFrame:
     weight = cls.replace_strict(_WEIGHT_OF_CLASS, default=1, return_dtype=pl.Float64)
     matched = pl.col("matched")
     positive = cls >= 7
-    per_case = (
-        joined.sort("case_id", "idx")
-        .group_by("case_id", maintain_order=True)
-        .agg(
-            pl.col("grading_method").first(),
-            pl.col("points").clip(lower_bound=0).sum().alias("den"),
-            pl.col("points").filter(matched).sum().alias("num"),
-            matched.sum().alias("n_matched"),
-            weight.filter(matched & positive).sum().alias("tp_w"),
-            weight.filter(positive).sum().alias("pos_w"),
-            weight.filter(matched).sum().alias("matched_w"),
-            ((pl.col("points") == 3) & ~matched).any().alias("missed_severe"),
-            ((pl.col("points") == -3) & matched).any().alias("hit_severe"),
-        )
+    per_case = joined.group_by("case_id", maintain_order=True).agg(
+        pl.col("grading_method").first(),
+        pl.col("points").clip(lower_bound=0).sum().alias("den"),
+        pl.col("points").filter(matched).sum().alias("num"),
+        matched.sum().alias("n_matched"),
+        weight.filter(matched & positive).sum().alias("tp_w"),
+        weight.filter(positive).sum().alias("pos_w"),
+        weight.filter(matched).sum().alias("matched_w"),
+        ((pl.col("points") == 3) & ~matched).any().alias("missed_severe"),
+        ((pl.col("points") == -3) & matched).any().alias("hit_severe"),
     )
     precision = pl.when(pl.col("matched_w") > 0).then(pl.col("tp_w") / pl.col("matched_w"))
     recall = pl.when(pl.col("pos_w") > 0).then(pl.col("tp_w") / pl.col("pos_w")).otherwise(0.0)

@@ -104,7 +104,7 @@ def run_batchbench(cases: list[dict], paths: list[Path]) -> dict[str, list]:
     import polars as pl
 
     from batchbench.outputs import classify_frame, decisions_lists, judge_decisions, parse_files
-    from batchbench.scoring import rubric_frame, score_frame
+    from batchbench.scoring import rubric_frame, score_joined
 
     rubric = rubric_frame(cases)  # built when the run starts, not per collection
     expected = pl.DataFrame(
@@ -118,9 +118,8 @@ def run_batchbench(cases: list[dict], paths: list[Path]) -> dict[str, list]:
     frame = parse_files(paths)
     outcomes, _, anomalies = classify_frame(frame, "judges", expected)
     ok = outcomes.filter(pl.col("kind") == "ok").select("case_id", "content")
-    decisions, invalid = judge_decisions(ok, rubric)
-    scores = score_frame(rubric, decisions)
-    rows = scores.join(decisions_lists(decisions, rubric), on="case_id")
+    decided, invalid = judge_decisions(ok, rubric)
+    rows = score_joined(decided).join(decisions_lists(decided), on="case_id")
     elapsed = time.perf_counter() - start
     assert not anomalies and not invalid and rows.height == len(cases)
     return {

@@ -137,6 +137,13 @@ def test_frame_judge_path_agrees_with_the_strict_parser():
         "other case's id": json.dumps(
             {"decisions": [*good[:2], {"item_id": "g_2", "matched": True}]}
         ),
+        "pretty": json.dumps({"decisions": good}, indent=2),
+        "id holding true}": json.dumps(
+            {"decisions": [*good, {"item_id": "x true} ", "matched": False}]}
+        ),
+        "only an id holding true}": json.dumps(
+            {"decisions": [*good[:2], {"item_id": "h_2 true}", "matched": True}]}
+        ),
         "empty": "",
         "empty list": json.dumps({"decisions": []}),
     }
@@ -151,7 +158,7 @@ def test_frame_judge_path_agrees_with_the_strict_parser():
     frame = pl.DataFrame({"case_id": list(replies), "content": list(replies.values())})
     decisions, invalid = judge_decisions(frame, rubric_frame(cases))
     got = {}
-    for case_id, item_id, matched in decisions.iter_rows():
+    for case_id, item_id, matched in decisions.select("case_id", "item_id", "matched").iter_rows():
         got.setdefault(case_id, {})[item_id] = matched
     for name, content in replies.items():
         try:
