@@ -167,6 +167,8 @@ def emulator(
     from .emulator import Emulator, load_responder, serve
     from .errors import ConfigError
 
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"--port must be between 0 and 65535, got {port}")
     for name, rate in (("fault", fault_rate), ("slow", slow_rate), ("truncate", truncate_rate)):
         if not 0 <= rate <= 1:
             raise ConfigError(f"--{name}-rate must be between 0 and 1, got {rate}")

@@ -481,6 +481,17 @@ def test_cli_emulator_help_documents_every_option():
         assert option in out
 
 
+def test_cli_emulator_bad_port():
+    proc = subprocess.run(
+        [sys.executable, "-m", "batchbench", "emulator", "--port", "99999"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert proc.returncode == 2 and "--port must be between 0 and 65535" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 def test_cli_emulator_bad_responder(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "batchbench", "emulator", "--responder", "nofile.py:f"],

@@ -38,16 +38,7 @@ ROW_KEYS = [
     "score",
     "score_components",
 ]
-ERROR_KEYS = [
-    "protocol_version",
-    "case_id",
-    "benchmark",
-    "grading_method",
-    "answer_model",
-    "judge_model",
-    "finished_at",
-    "error",
-]
+ERROR_KEYS = [*ROW_KEYS[:6], "finished_at", "error"]
 
 
 def run_args(emu, tmp_path, dataset_dir, *extra, cap=40):
