@@ -12,10 +12,14 @@ the canonical shape, so its verdicts and messages stay the reference's.
 from __future__ import annotations
 
 import json
+import mmap
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
+import numpy as np
 import polars as pl
 
 from . import protocol
@@ -24,33 +28,10 @@ from .errors import BatchFileError, JudgeReplyError
 TRANSIENT_CODES = ("batch_expired", "batch_cancelled", "request_timeout")
 USAGE_COLUMNS = ("prompt_tokens", "cached_tokens", "completion_tokens", "reasoning_tokens")
 
-_RESULT_SCHEMA = {
-    "custom_id": pl.String,
-    "response": pl.Struct(
-        {
-            "status_code": pl.Int64,
-            "body": pl.Struct(
-                {
-                    "choices": pl.List(pl.Struct({"message": pl.Struct({"content": pl.String})})),
-                    "usage": pl.Struct(
-                        {
-                            "prompt_tokens": pl.Int64,
-                            "completion_tokens": pl.Int64,
-                            "prompt_tokens_details": pl.Struct({"cached_tokens": pl.Int64}),
-                            "completion_tokens_details": pl.Struct({"reasoning_tokens": pl.Int64}),
-                        }
-                    ),
-                    "error": pl.Struct({"message": pl.String}),
-                }
-            ),
-        }
-    ),
-    "error": pl.Struct({"code": pl.String, "message": pl.String}),
-}
-
 FRAME_SCHEMA = {
     "file": pl.String,
     "lineno": pl.Int64,
+    "row": pl.Int64,
     "custom_id": pl.String,
     "status_code": pl.Int64,
     "has_response": pl.Boolean,
@@ -58,95 +39,197 @@ FRAME_SCHEMA = {
     "error_code": pl.String,
     "error_message": pl.String,
     "body_message": pl.String,
-    "content": pl.String,
     **{c: pl.Int64 for c in USAGE_COLUMNS},
 }
+
+# The fields of an output line that batchbench reads, typed: msgspec checks every
+# line is JSON and these fields have these types, and skips everything else
+# without building it. ``content`` stays a zero-copy view of its JSON text (a
+# Raw): judge replies are checked on those bytes and most are never decoded.
+_NULL = msgspec.Raw(b"null")
+
+
+class _Message(msgspec.Struct, gc=False):
+    content: msgspec.Raw = _NULL
+
+
+class _Choice(msgspec.Struct, gc=False):
+    message: _Message | None = None
+
+
+class _PromptDetails(msgspec.Struct, gc=False):
+    cached_tokens: int | None = None
+
+
+class _CompletionDetails(msgspec.Struct, gc=False):
+    reasoning_tokens: int | None = None
+
+
+class _Usage(msgspec.Struct, gc=False):
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    prompt_tokens_details: _PromptDetails | None = None
+    completion_tokens_details: _CompletionDetails | None = None
+
+
+class _BodyError(msgspec.Struct, gc=False):
+    message: str | None = None
+
+
+class _Body(msgspec.Struct, gc=False):
+    choices: list[_Choice] | None = None
+    usage: _Usage | None = None
+    error: _BodyError | None = None
+
+
+class _Response(msgspec.Struct, gc=False):
+    status_code: int | None = None
+    body: _Body | str | None = None
+
+
+class _LineError(msgspec.Struct, gc=False):
+    code: str | None = None
+    message: str | None = None
+
+
+class _Line(msgspec.Struct, gc=False):
+    custom_id: str | None = None
+    response: _Response | None = None
+    error: _LineError | None = None
+
+
+_LINE = msgspec.json.Decoder(_Line)
+_CONTENT = msgspec.json.Decoder(str | None)
 
 
 class TruncatedFileError(BatchFileError):
     """The file ends in the middle of a line: download it again."""
 
 
-def _check_tail(path: Path) -> None:
-    with open(path, "rb") as fh:
-        fh.seek(0, 2)
-        size = fh.tell()
-        if size == 0:
-            return
-        fh.seek(max(0, size - 1))
-        if fh.read(1) == b"\n":
-            return
-        fh.seek(max(0, size - (1 << 20)))
-        last = fh.read().rsplit(b"\n", 1)[-1]
+def _check_tail(data: bytes | mmap.mmap, path: Path) -> None:
+    if not len(data) or data[-1:] == b"\n":
+        return
+    last = data[data.rfind(b"\n") + 1 :]
     try:
         json.loads(last)
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise TruncatedFileError(f"{path}: ends mid-line (truncated download)") from None
 
 
-def _culprit(path: Path) -> BatchFileError:
-    """Read a file that polars refused line by line, to say which line is wrong."""
+def _map(path: Path) -> bytes | mmap.mmap:
+    """The file's bytes without copying them (an empty file cannot be mapped)."""
+    with open(path, "rb") as fh:
+        if os.fstat(fh.fileno()).st_size == 0:
+            return b""
+        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def _decode_lines(data: bytes | mmap.mmap, path: Path) -> tuple[list[_Line], list[int]]:
+    """Every line decoded, and its line number; a bad line is named with what is wrong."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        return BatchFileError(f"{path}: not UTF-8 text")
-    for lineno, line in enumerate(text.split("\n"), 1):
+        lines = _LINE.decode_lines(data)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        lines = None
+    newlines = np.count_nonzero(np.frombuffer(data, np.uint8) == 10) if len(data) else 0
+    if lines is not None and len(lines) == newlines + (len(data) > 0 and data[-1:] != b"\n"):
+        return lines, list(range(1, len(lines) + 1))
+    # Blank lines, two values on a line, or a bad line: go line by line to say which.
+    lines, numbers = [], []
+    for lineno, line in enumerate(bytes(data).split(b"\n"), 1):
         if not line.strip():
             continue
         where = f"{path}: line {lineno}"
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            return BatchFileError(f"{where}: not JSON ({exc.msg})")
-        if not isinstance(obj, dict):
-            return BatchFileError(f"{where}: expected a JSON object, got {type(obj).__name__}")
-        for key, kind in (("response", dict), ("error", dict)):
-            if obj.get(key) is not None and not isinstance(obj[key], kind):
-                return BatchFileError(f"{where}: '{key}' must be an object or null")
-    return BatchFileError(f"{path}: does not have the batch output line format")
+            lines.append(_LINE.decode(line))
+        except msgspec.ValidationError as exc:
+            raise BatchFileError(f"{where}: {_field_problem(exc)}") from None
+        except msgspec.DecodeError:
+            try:
+                json.loads(line)
+                problem = "not a JSON object"
+            except json.JSONDecodeError as exc:
+                problem = f"not JSON ({exc.msg})"
+            except UnicodeDecodeError:
+                problem = "not UTF-8 text"
+            raise BatchFileError(f"{where}: {problem}") from None
+        numbers.append(lineno)
+    return lines, numbers
 
 
-def _read_one(path: Path) -> pl.DataFrame:
-    _check_tail(path)
-    try:
-        raw = pl.read_ndjson(path, schema=_RESULT_SCHEMA)
-    except Exception:  # polars says little about where: find the line ourselves
-        raise _culprit(path) from None
-    response = pl.col("response")
-    body = response.struct.field("body")
-    usage = body.struct.field("usage")
-    return raw.select(
-        pl.lit(str(path)).alias("file"),
-        pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("lineno"),
-        "custom_id",
-        response.struct.field("status_code").alias("status_code"),
-        response.is_not_null().alias("has_response"),
-        pl.col("error").is_not_null().alias("has_error"),
-        pl.col("error").struct.field("code").alias("error_code"),
-        pl.col("error").struct.field("message").alias("error_message"),
-        body.struct.field("error").struct.field("message").alias("body_message"),
-        body.struct.field("choices")
-        .list.first()
-        .struct.field("message")
-        .struct.field("content")
-        .alias("content"),
-        usage.struct.field("prompt_tokens").fill_null(0).alias("prompt_tokens"),
-        usage.struct.field("prompt_tokens_details")
-        .struct.field("cached_tokens")
-        .fill_null(0)
-        .alias("cached_tokens"),
-        usage.struct.field("completion_tokens").fill_null(0).alias("completion_tokens"),
-        usage.struct.field("completion_tokens_details")
-        .struct.field("reasoning_tokens")
-        .fill_null(0)
-        .alias("reasoning_tokens"),
-    )
+def _field_problem(exc: msgspec.ValidationError) -> str:
+    text = str(exc)
+    if text.startswith("Expected `object`, got") and "- at" not in text:
+        return f"expected a JSON object, got {text.split('got `', 1)[1].rstrip('`')}"
+    return text.replace("`$.", "`").replace(" - at ", " at ")
 
 
-def parse_files(paths: Sequence[Path]) -> pl.DataFrame:
+class Outputs:
+    """Downloaded output/error files read once: one row per line, contents still encoded."""
+
+    def __init__(self, frame: pl.DataFrame, raws: list[msgspec.Raw]):
+        self.frame = frame  # FRAME_SCHEMA; ``row`` indexes ``raws``
+        self.raws = raws  # each line's message content as JSON text (``null`` if none)
+
+    def contents(self, rows: Sequence[int]) -> list[str | None]:
+        """Decoded message contents; anything but a string reads as no content."""
+        out: list[str | None] = []
+        for i in rows:
+            try:
+                out.append(_CONTENT.decode(self.raws[i]))
+            except msgspec.ValidationError:
+                out.append(None)
+        return out
+
+    def with_content(self) -> pl.DataFrame:
+        """The frame with a decoded ``content`` column (for answers and small files)."""
+        content = pl.Series("content", self.contents(range(len(self.raws))), dtype=pl.String)
+        return self.frame.with_columns(content)
+
+
+def read_outputs(paths: Sequence[Path]) -> Outputs:
     """All lines of these files with the fields we use, each line checked."""
-    frames = [_read_one(Path(p)) for p in paths]
-    frame = pl.concat(frames) if frames else pl.DataFrame(schema=FRAME_SCHEMA)
+    files: list[str] = []
+    numbers: list[int] = []
+    lines: list[_Line] = []
+    for p in paths:
+        path = Path(p)
+        data = _map(path)
+        _check_tail(data, path)
+        got, nums = _decode_lines(data, path)
+        files.extend([str(path)] * len(got))
+        numbers.extend(nums)
+        lines.extend(got)
+    responses = [ln.response for ln in lines]
+    errors = [ln.error for ln in lines]
+    bodies = [r.body if r is not None and not isinstance(r.body, str) else None for r in responses]
+    usages = [b.usage if b is not None else None for b in bodies]
+    messages = [
+        b.choices[0].message if b is not None and b.choices else None for b in bodies
+    ]
+    prompt = [u.prompt_tokens_details if u is not None else None for u in usages]
+    completion = [u.completion_tokens_details if u is not None else None for u in usages]
+    frame = pl.DataFrame(
+        {
+            "file": files,
+            "lineno": numbers,
+            "row": range(len(lines)),
+            "custom_id": [ln.custom_id for ln in lines],
+            "status_code": [r.status_code if r is not None else None for r in responses],
+            "has_response": [r is not None for r in responses],
+            "has_error": [e is not None for e in errors],
+            "error_code": [e.code if e is not None else None for e in errors],
+            "error_message": [e.message if e is not None else None for e in errors],
+            "body_message": [
+                b.error.message if b is not None and b.error is not None else None for b in bodies
+            ],
+            "prompt_tokens": [u.prompt_tokens if u is not None else None for u in usages],
+            "cached_tokens": [d.cached_tokens if d is not None else None for d in prompt],
+            "completion_tokens": [u.completion_tokens if u is not None else None for u in usages],
+            "reasoning_tokens": [d.reasoning_tokens if d is not None else None for d in completion],
+        },
+        schema=FRAME_SCHEMA,
+    ).with_columns(pl.col(c).fill_null(0) for c in USAGE_COLUMNS)
+    raws = [m.content if m is not None else _NULL for m in messages]
     bad = frame.filter(
         pl.col("custom_id").is_null() | ~(pl.col("has_response") | pl.col("has_error"))
     )
@@ -158,7 +241,12 @@ def parse_files(paths: Sequence[Path]) -> pl.DataFrame:
         raise BatchFileError(
             f"{where}: custom_id {row['custom_id']!r} has neither response nor error"
         )
-    return frame
+    return Outputs(frame, raws)
+
+
+def parse_files(paths: Sequence[Path]) -> pl.DataFrame:
+    """All lines of these files with the fields we use and the decoded content."""
+    return read_outputs(paths).with_content()
 
 
 @dataclass
@@ -170,6 +258,7 @@ class Outcome:
     detail: str | None = None
     content: str | None = None
     source: str | None = None  # the raw file the successful line came from
+    row: int | None = None  # the line's index in the Outputs it was read from
 
 
 @dataclass
@@ -203,7 +292,12 @@ def classify_frame(
 
     status = pl.col("status_code")
     message = pl.col("body_message").fill_null("")
-    empty = pl.col("content").is_null() | (pl.col("content").str.strip_chars() == "")
+    if "content" in frame.columns:
+        empty = pl.col("content").is_null() | (pl.col("content").str.strip_chars() == "")
+    elif stage == "answers":
+        raise ValueError("classifying answers needs the decoded content")
+    else:
+        empty = pl.lit(False)
     kind = (
         pl.when(pl.col("file").is_null())
         .then(pl.lit("transient"))
@@ -262,7 +356,7 @@ def classify_frame(
         "case_id",
         "kind",
         "detail",
-        "content",
+        *(c for c in ("content", "row") if c in frame.columns),
         pl.col("file").alias("source"),
     )
     return outcomes, usage, anomalies
@@ -278,10 +372,14 @@ def classify(frame: pl.DataFrame, stage: str, expected: dict[str, tuple[str, boo
     outcomes, usage, anomalies = classify_frame(frame, stage, exp)
     result = {}
     for row in outcomes.iter_rows(named=True):
-        content = row["content"] if row["kind"] == "ok" else None
-        source = row["source"] if row["kind"] == "ok" else None
+        ok = row["kind"] == "ok"
         result[row["custom_id"]] = Outcome(
-            row["case_id"], row["kind"], row["detail"], content, source
+            row["case_id"],
+            row["kind"],
+            row["detail"],
+            row.get("content") if ok else None,
+            row["source"] if ok else None,
+            row.get("row") if ok else None,
         )
     return Collected(result, usage, anomalies)
 
