@@ -68,3 +68,24 @@ def test_scores_match_an_independent_implementation_on_odd_rubrics():
         assert score == expected[0]
         for key, value in expected[1].items():
             assert components[key] == value, (case["case_id"], key)
+
+
+def test_fractional_points_are_summed_in_rubric_order_like_the_reference():
+    """Points such as 0.1 do not add exactly: any order but left to right changes the
+    last bit of a sum, so each sum must be the reference's own, bit for bit."""
+    rng = random.Random(11)
+    cases = []
+    for c in range(40):
+        items = [
+            {"item_id": f"f{c}_{i}", "text": "t", "points": rng.choice([0.1, 0.7, 1.3, -0.3, 2.9])}
+            for i in range(rng.randint(60, 200))
+        ]
+        cases.append({"case_id": f"f{c}", "grading_method": "points_rubric", "rubric_items": items})
+    decisions = {
+        c["case_id"]: {it["item_id"]: rng.random() < 0.6 for it in c["rubric_items"]} for c in cases
+    }
+    got = score_cases(cases, decisions)
+    for case in cases:
+        matched = {i for i, m in decisions[case["case_id"]].items() if m}
+        score, components = plain_reference.score_case(case, matched)
+        assert json.dumps(got[case["case_id"]]) == json.dumps([score, components]), case["case_id"]
