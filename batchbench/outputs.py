@@ -2,11 +2,11 @@
 
 The raw files stay on disk verbatim; everything here is a pure function of
 their bytes and of the submission they answer, so it can be re-run at any time.
-Files are read with polars' NDJSON reader against a schema of just the fields
-we use; when a file does not fit (a garbage line), it is read again line by
-line only to name the culprit. Classification and judge-reply checking are
-frame operations; the strict Python parser only sees replies that are not in
-the canonical shape, so its verdicts and messages stay the reference's.
+Files are read over a memory map with msgspec against a typed schema of just
+the fields we use; when a file does not decode (a garbage line), it is read
+again line by line only to name the line and the field. Message contents stay
+encoded until something needs their text: judge replies are checked on their
+JSON bytes (:mod:`batchbench.decisions`). Classification is frame operations.
 """
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ import msgspec
 import numpy as np
 import polars as pl
 
-from . import protocol
-from .errors import BatchFileError, JudgeReplyError
+from .errors import BatchFileError
 
 TRANSIENT_CODES = ("batch_expired", "batch_cancelled", "request_timeout")
 USAGE_COLUMNS = ("prompt_tokens", "cached_tokens", "completion_tokens", "reasoning_tokens")
@@ -203,9 +202,7 @@ def read_outputs(paths: Sequence[Path]) -> Outputs:
     errors = [ln.error for ln in lines]
     bodies = [r.body if r is not None and not isinstance(r.body, str) else None for r in responses]
     usages = [b.usage if b is not None else None for b in bodies]
-    messages = [
-        b.choices[0].message if b is not None and b.choices else None for b in bodies
-    ]
+    messages = [b.choices[0].message if b is not None and b.choices else None for b in bodies]
     prompt = [u.prompt_tokens_details if u is not None else None for u in usages]
     completion = [u.completion_tokens_details if u is not None else None for u in usages]
     frame = pl.DataFrame(
@@ -382,114 +379,3 @@ def classify(frame: pl.DataFrame, stage: str, expected: dict[str, tuple[str, boo
             row.get("row") if ok else None,
         )
     return Collected(result, usage, anomalies)
-
-
-# ---------------------------------------------------------------------------
-# Judge replies → decisions, checked as frames.
-
-# The canonical reply: exactly {"decisions": [{"item_id": "...", "matched": true|false}, ...]}
-# with plain ids. Replies in this shape are read with regexes; any other reply goes
-# to the strict Python parser, which accepts or rejects it with the reference's message.
-_OBJ = r'\{\s*"item_id"\s*:\s*"[^"\\]*"\s*,\s*"matched"\s*:\s*(?:true|false)\s*\}'
-CANONICAL_REPLY = rf'^\s*\{{\s*"decisions"\s*:\s*\[\s*(?:{_OBJ}(?:\s*,\s*{_OBJ})*)?\s*\]\s*\}}\s*$'
-_ID_KEY = r'"item_id"\s*:\s*"[^"\\]*"'
-_ID_PREFIX = r'^"item_id"\s*:\s*"'
-_MATCHED = r"(?:true|false)\s*\}"
-DECISION_SCHEMA = {"case_id": pl.String, "item_id": pl.String, "matched": pl.Boolean}
-
-
-def judge_decisions(
-    replies: pl.DataFrame, rubric: pl.DataFrame
-) -> tuple[pl.DataFrame, dict[str, str]]:
-    """``(decided, invalid)`` from judge replies (``case_id``, ``content``).
-
-    ``decided`` is the rubric rows of every valid reply's case, in rubric order,
-    each with its ``matched`` decision (ready for :func:`scoring.score_joined`);
-    ``invalid`` maps each rejected case to what was wrong (no partial credit).
-    A canonical reply is valid when its decisions, its distinct ids and its ids
-    found in the case's rubric all number exactly the rubric's items.
-    """
-    content = pl.col("content")
-    # In a canonical reply every object is "item_id" then "matched" then "}", and
-    # ids hold no quote or backslash: one id match and one true|false-before-}
-    # match per object. An id that itself contains "true}" adds a match, so the
-    # counts differ and the reply is left to the strict parser.
-    flagged = (
-        replies.with_columns(
-            content.fill_null("").str.contains(CANONICAL_REPLY).alias("canonical"),
-        )
-        .with_columns(
-            pl.when("canonical").then(content.str.extract_all(_ID_KEY)).alias("ids"),
-            pl.when("canonical").then(content.str.extract_all(_MATCHED)).alias("flags"),
-        )
-        .with_columns(
-            (pl.col("canonical") & (pl.col("ids").list.len() == pl.col("flags").list.len()))
-            .fill_null(False)
-            .alias("canonical")
-        )
-    )
-    canonical = flagged.filter("canonical")
-    decoded = (
-        canonical.select("case_id", "ids", "flags")
-        .explode("ids", "flags")
-        .filter(pl.col("ids").is_not_null())
-        .select(
-            "case_id",
-            pl.col("ids").str.replace(_ID_PREFIX, "").str.head(-1).alias("item_id"),
-            pl.col("flags").str.starts_with("t").alias("matched"),
-        )
-    )
-    items = rubric.join(replies.select("case_id"), on="case_id", how="semi")
-    joined = items.join(decoded, on=["case_id", "item_id"], how="inner", maintain_order="left")
-    counts = (
-        canonical.select("case_id")
-        .join(items.group_by("case_id").len("n_items"), on="case_id", how="left")
-        .join(
-            decoded.group_by("case_id").agg(
-                pl.len().alias("n_decided"), pl.col("item_id").n_unique().alias("n_ids")
-            ),
-            on="case_id",
-            how="left",
-        )
-        .join(joined.group_by("case_id").len("n_found"), on="case_id", how="left")
-        .fill_null(0)
-    )
-    n = pl.col("n_items")
-    exact = (pl.col("n_decided") == n) & (pl.col("n_ids") == n) & (pl.col("n_found") == n)
-    good_ids = counts.filter(exact).select("case_id")
-    # Everything not certified here goes through the reference-strict parser.
-    recheck = pl.concat(
-        [
-            flagged.filter(~pl.col("canonical")).select("case_id", "content"),
-            canonical.join(good_ids, on="case_id", how="anti").select("case_id", "content"),
-        ]
-    )
-    invalid: dict[str, str] = {}
-    rescued: list[tuple[str, str, bool]] = []
-    if recheck.height:
-        ids = dict(
-            items.join(recheck.select("case_id"), on="case_id", how="semi")
-            .group_by("case_id", maintain_order=True)
-            .agg("item_id")
-            .iter_rows()
-        )
-        for case_id, content in recheck.iter_rows():
-            try:
-                found = protocol.parse_judge_reply(content, ids.get(case_id, []))
-            except JudgeReplyError as exc:
-                invalid[case_id] = str(exc)
-                continue
-            rescued.extend((case_id, item, matched) for item, matched in found.items())
-    decided = joined.join(good_ids, on="case_id", how="semi", maintain_order="left")
-    if rescued:
-        extra = pl.DataFrame(rescued, schema=DECISION_SCHEMA, orient="row")
-        more = items.join(extra, on=["case_id", "item_id"], how="inner", maintain_order="left")
-        decided = pl.concat([decided, more])
-    return decided, invalid
-
-
-def decisions_lists(decided: pl.DataFrame) -> pl.DataFrame:
-    """Per case, the row's ``decisions`` list: ``{item_id, points, matched}`` in rubric order."""
-    return decided.group_by("case_id", maintain_order=True).agg(
-        pl.struct("item_id", "points", "matched").alias("decisions")
-    )

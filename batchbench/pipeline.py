@@ -24,6 +24,7 @@ from . import _failpoints, protocol
 from ._io import append_bytes
 from .api import BatchApi
 from .costs import prompt_tokens, token_counter
+from .decisions import JudgeKey, judge_decisions
 from .errors import (
     ApiError,
     ApiNotFoundError,
@@ -33,10 +34,11 @@ from .errors import (
 from .outputs import (
     Collected,
     Outcome,
+    Outputs,
     TruncatedFileError,
     classify,
-    judge_decisions,
     parse_files,
+    read_outputs,
 )
 from .report import write_summary
 from .requests import (
@@ -48,7 +50,7 @@ from .requests import (
 )
 from .results import dump_row, summary_path
 from .runs import Run, RunConfig, RunState, Submission, fold
-from .scoring import decisions_frame, rubric_frame, score_frame, score_records
+from .scoring import score_joined, score_records
 from .summary import summarize
 
 FREE_RETRY_CODES = ("token_limit_exceeded", "too_many_tasks", "file_too_large")
@@ -99,6 +101,14 @@ class Pipeline:
         self._answers: dict[str, dict[str, str]] = {}
         self._written: set[str] | None = None
         self._create_failures = 0
+        self._key: JudgeKey | None = None
+
+    @property
+    def key(self) -> JudgeKey:
+        """The run's rubric, ready for checking judge replies (built on first use)."""
+        if self._key is None:
+            self._key = JudgeKey([self.cases[c] for c in self.config.case_ids])
+        return self._key
 
     # journal ----------------------------------------------------------------
     def record(self, event: str, **data: Any) -> None:
@@ -392,12 +402,12 @@ class Pipeline:
         }
 
     def _check_file(self, sub: Submission, file_id: str, path: Path) -> None:
-        frame = parse_files([path])
+        frame = read_outputs([path]).frame
         expected = self._expected(sub)
         where = f"{file_id} (batch {sub.batch_id})"
         earlier: set[str] = set()
         for other in sub.downloaded:
-            earlier.update(parse_files([self.run.raw_path(other)])["custom_id"].to_list())
+            earlier.update(read_outputs([self.run.raw_path(other)]).frame["custom_id"].to_list())
         seen: set[str] = set()
         for lineno, cid in zip(frame["lineno"].to_list(), frame["custom_id"].to_list()):
             if cid not in expected:
@@ -409,15 +419,18 @@ class Pipeline:
     def _collect(self, sub: Submission) -> str:
         expected = self._expected(sub)
         extra: dict[str, Any] = {}
+        outputs = None
         if sub.status == "failed":
             collected, extra = self._failed_batch(sub, expected)
         else:
-            frame = parse_files([self.run.raw_path(f) for f in sub.result_files()])
+            outputs = read_outputs([self.run.raw_path(f) for f in sub.result_files()])
+            # Judge replies are checked on their JSON bytes; answers are read as text.
+            frame = outputs.frame if sub.stage == "judges" else outputs.with_content()
             collected = classify(frame, sub.stage, expected)
         for line in collected.anomalies:
             self.say(f"warning: {line}")
-        outcomes, decisions = self._finalise_outcomes(sub, collected)
-        self._write_rows(sub, outcomes, decisions)
+        outcomes, decided = self._finalise_outcomes(sub, collected, outputs)
+        self._write_rows(sub, outcomes, decided)
         _failpoints.hit("rows_written")
         self.record(
             "collected",
@@ -460,26 +473,20 @@ class Pipeline:
         return Collected(outcomes, {}, []), extra
 
     def _finalise_outcomes(
-        self, sub: Submission, collected: Collected
-    ) -> tuple[dict[str, Outcome], dict[str, dict[str, bool]]]:
+        self, sub: Submission, collected: Collected, outputs: Outputs | None
+    ) -> tuple[dict[str, Outcome], pl.DataFrame | None]:
         """Apply retry caps and, for judges, check every reply strictly.
 
-        Returns the final outcomes and, for valid judge replies, the decisions.
+        Returns the final outcomes and, for valid judge replies, their decisions
+        (rubric rows with ``matched``).
         """
-        decisions: dict[str, dict[str, bool]] = {}
+        decided = None
         invalid: dict[str, str] = {}
-        if sub.stage == "judges":
-            oks = [(o.case_id, o.content) for o in collected.outcomes.values() if o.kind == "ok"]
-            if oks:
-                replies = pl.DataFrame(
-                    oks, schema={"case_id": pl.String, "content": pl.String}, orient="row"
-                )
-                chosen = [self.cases[case_id] for case_id, _ in oks]
-                decided, invalid = judge_decisions(replies, rubric_frame(chosen))
-                for case_id, item_id, matched in decided.select(
-                    "case_id", "item_id", "matched"
-                ).iter_rows():
-                    decisions.setdefault(case_id, {})[item_id] = matched
+        if sub.stage == "judges" and outputs is not None:
+            oks = [o for o in collected.outcomes.values() if o.kind == "ok"]
+            decided, invalid = judge_decisions(
+                [o.case_id for o in oks], [outputs.raws[o.row] for o in oks], self.key
+            )
         out: dict[str, Outcome] = {}
         for cid, o in collected.outcomes.items():
             st = self.state.cases[o.case_id].stage(sub.stage)
@@ -496,7 +503,7 @@ class Pipeline:
                 else:
                     o = Outcome(o.case_id, "invalid", message)
             out[cid] = o
-        return out, decisions
+        return out, decided
 
     # results -------------------------------------------------------------------
     def answer_text(self, case_id: str) -> str:
@@ -526,12 +533,12 @@ class Pipeline:
         self,
         sub: Submission,
         outcomes: dict[str, Outcome],
-        decisions: dict[str, dict[str, bool]],
+        decided: pl.DataFrame | None,
     ) -> None:
         written = self._written_cases()
         now = self.clock()
         rows: list[dict[str, Any]] = []
-        scored: dict[str, dict[str, bool]] = {}
+        scored: list[str] = []
         sent = {line[0]: bool(line[2]) for line in sub.lines}
         for o in outcomes.values():
             if o.case_id in written:
@@ -539,13 +546,20 @@ class Pipeline:
             if o.kind == "failed":
                 rows.append(self._error_row(o.case_id, o.detail or "Error: failed", now))
             elif o.kind == "ok" and sub.stage == "judges":
-                scored[o.case_id] = decisions[o.case_id]
-        if scored:
-            chosen = [self.cases[c] for c in scored]
-            records = score_records(score_frame(rubric_frame(chosen), decisions_frame(scored)))
+                scored.append(o.case_id)
+        if scored and decided is not None:
+            chosen = decided.filter(pl.col("case_id").is_in(scored))
+            records = score_records(score_joined(chosen))
+            decisions: dict[str, dict[str, bool]] = {}
+            for case_id, item_id, matched in chosen.select(
+                "case_id", "item_id", "matched"
+            ).iter_rows():
+                decisions.setdefault(case_id, {})[item_id] = matched
             for case_id, (score, components) in records.items():
                 rows.append(
-                    self._score_row(case_id, scored[case_id], score, components, now, sent[case_id])
+                    self._score_row(
+                        case_id, decisions[case_id], score, components, now, sent[case_id]
+                    )
                 )
         if not rows:
             return

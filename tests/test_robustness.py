@@ -209,6 +209,13 @@ def _mangler(kind):
             return [*lines, lines[0]]
         if kind == "neither":
             return [*lines[1:], json.dumps(dict(first, response=None, error=None))]
+        if kind == "mistyped":
+            response = dict(first["response"], status_code="200")
+            return [*lines[1:], json.dumps(dict(first, response=response))]
+        if kind == "two on a line":
+            return [*lines[:2], lines[2] + " " + lines[2]]
+        if kind == "array":
+            return [*lines[:1], "[1, 2]", *lines[2:]]
         return lines
 
     return mangle
@@ -221,6 +228,9 @@ def _mangler(kind):
         ("unknown", ["line 4", "unknown custom_id 'answer:not-ours'"]),
         ("duplicate", ["line 4", "duplicate custom_id"]),
         ("neither", ["line 3", "neither response nor error"]),
+        ("mistyped", ["line 3", "Expected `int | null`, got `str`", "response.status_code"]),
+        ("two on a line", ["line 3", "not JSON (Extra data)"]),
+        ("array", ["line 2", "expected a JSON object, got array"]),
     ],
 )
 def test_broken_output_files_stop_with_the_culprit(
