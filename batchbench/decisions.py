@@ -152,9 +152,7 @@ def _certify(
     active = np.arange(maxn)[:, None] < n[None, :]
     _, reply = np.nonzero(active & false_at)
     at = flag_at[active & false_at]
-    spelt = np.ones(at.size, dtype=bool)
-    for i, letter in enumerate(b"alse", 1):
-        spelt &= data[at + i] == letter
+    spelt = (words[at] & np.uint64(0xFF_FFFF_FFFF)) == _word(b"false\0\0\0", 0)
     good[reply[~spelt]] = False
     # Spell every false as true (drop its "f", write "true" over "alse"), drop the
     # replies whose shape is already wrong, and compare with the all-matched text.
@@ -214,7 +212,11 @@ def judge_decisions(
         rows = np.repeat(key.base[positions[chosen]] - np.cumsum(n) + n, n) + np.arange(n.sum())
         live = np.arange(matched_at.shape[0])[:, None] < key.count[positions[chunk]][None, :]
         matched = matched_at.T[ok][live.T[ok]]
-        parts.append(key.frame[rows].with_columns(pl.Series("matched", matched)))
+        if rows.size and rows[-1] - rows[0] + 1 == rows.size:  # all of a run of cases
+            picked = key.frame.slice(int(rows[0]), rows.size)
+        else:
+            picked = key.frame[rows]
+        parts.append(picked.with_columns(pl.Series("matched", matched)))
     invalid: dict[str, str] = {}
     rescued: list[tuple[str, str, bool]] = []
     for i in np.flatnonzero(~certified):
@@ -237,7 +239,11 @@ def judge_decisions(
         )
     if not parts:
         return key.frame.clear().with_columns(pl.Series("matched", [], dtype=pl.Boolean)), invalid
-    return pl.concat(parts), invalid
+    decided = pl.concat(parts)
+    # Certified rows are already in rubric order; rescued ones are put in place.
+    if rescued:
+        return decided.sort("case", maintain_order=True), invalid
+    return decided.with_columns(pl.col("case").set_sorted()), invalid
 
 
 def decisions_lists(decided: pl.DataFrame) -> pl.DataFrame:

@@ -112,21 +112,24 @@ _CLASS_TABLE = np.array([_CLASS_OF_POINTS.get(v, 5) for v in range(-4, 5)], dtyp
 _WEIGHT_TABLE = np.array([_WEIGHT_OF_CLASS.get(c, 1) for c in range(10)], dtype=np.float64)
 
 
+def _case_key(rows: pl.DataFrame) -> pl.Series:
+    """The integer ``case`` when present: comparing it is much cheaper than ``case_id``."""
+    return rows["case"] if "case" in rows.columns else rows["case_id"]
+
+
 def _run_starts(rows: pl.DataFrame) -> np.ndarray:
-    """Where each run of one case's rows begins (by the integer ``case`` when present)."""
-    key = rows["case"] if "case" in rows.columns else rows["case_id"]
-    runs = key.rle_id().to_numpy()
+    """Where each run of one case's rows begins."""
+    runs = _case_key(rows).rle_id().to_numpy()
     return np.flatnonzero(np.diff(runs, prepend=-1)).astype(np.int64)
 
 
-def _per_case(joined: pl.DataFrame) -> pl.DataFrame:
+def _per_case(joined: pl.DataFrame, starts: np.ndarray) -> pl.DataFrame:
     """Each case's sums, from rows that are contiguous per case and in rubric order.
 
     The points sums run item after item, left to right, as Python's ``sum`` does
     in the reference: with fractional points another order changes the last
     bit. Weights are whole numbers, so their sums are exact in any order.
     """
-    starts = _run_starts(joined)
     counts = np.diff(np.append(starts, joined.height))
     points = joined["points"].to_numpy().astype(np.float64)
     matched = joined["matched"].to_numpy().astype(bool)
@@ -169,10 +172,12 @@ def score_joined(joined: pl.DataFrame) -> pl.DataFrame:
     order, as the reference sums them (it matters for fractional points). A
     case's rows that are not together are brought together first.
     """
-    if _run_starts(joined).size != joined["case_id"].n_unique():
+    starts = _run_starts(joined)
+    if starts.size != _case_key(joined).n_unique():
         first = pl.int_range(pl.len()).min().over("case_id")
         joined = joined.sort(first, maintain_order=True)
-    per_case = _per_case(joined)
+        starts = _run_starts(joined)
+    per_case = _per_case(joined, starts)
     precision = pl.when(pl.col("matched_w") > 0).then(pl.col("tp_w") / pl.col("matched_w"))
     recall = pl.when(pl.col("pos_w") > 0).then(pl.col("tp_w") / pl.col("pos_w")).otherwise(0.0)
     scored = per_case.with_columns(
