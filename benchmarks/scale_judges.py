@@ -198,7 +198,7 @@ def main() -> None:
     ap.add_argument("--cases", type=int, default=40_000)
     ap.add_argument("--items", type=int, default=25)
     ap.add_argument("--files", type=int, default=4)
-    ap.add_argument("--repeat", type=int, default=3, help="best of N, each side")
+    ap.add_argument("--repeat", type=int, default=5, help="best of N, each side")
     ap.add_argument("--child", choices=["batchbench", "baseline"])
     ap.add_argument("--folder", type=Path)
     args = ap.parse_args()
@@ -223,6 +223,8 @@ def main() -> None:
                     str(args.cases),
                     "--items",
                     str(args.items),
+                    "--repeat",
+                    str(args.repeat),
                 ],
                 check=True,
             )
