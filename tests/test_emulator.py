@@ -481,23 +481,19 @@ def test_cli_emulator_help_documents_every_option():
         assert option in out
 
 
-def test_cli_emulator_bad_port():
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--port", "99999"], "--port must be between 0 and 65535"),
+        (["--responder", "nofile.py:f"], "responder file not found"),
+    ],
+)
+def test_cli_emulator_bad_option(args, message):
     proc = subprocess.run(
-        [sys.executable, "-m", "batchbench", "emulator", "--port", "99999"],
+        [sys.executable, "-m", "batchbench", "emulator", *args],
         capture_output=True,
         text=True,
         timeout=30,
     )
-    assert proc.returncode == 2 and "--port must be between 0 and 65535" in proc.stderr
-    assert "Traceback" not in proc.stderr
-
-
-def test_cli_emulator_bad_responder(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-m", "batchbench", "emulator", "--responder", "nofile.py:f"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert proc.returncode == 2 and "responder file not found" in proc.stderr
+    assert proc.returncode == 2 and message in proc.stderr
     assert "Traceback" not in proc.stderr
