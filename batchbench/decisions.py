@@ -102,7 +102,7 @@ def _word(text: bytes, offset: int) -> np.uint64:
     return np.uint64(int.from_bytes(text[offset : offset + 8], "little"))
 
 
-def _offsets(length: int) -> range | list[int]:
+def _offsets(length: int) -> list[int]:
     """Offsets of 8-byte words that cover ``length`` bytes (the last one overlapping)."""
     return [min(o, length - 8) for o in range(0, length, 8)]
 
