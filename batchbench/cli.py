@@ -249,6 +249,13 @@ def run(
     max_attempts: Annotated[
         int, typer.Option(help="Judge attempts per answer before an invalid reply is an error.")
     ] = 3,
+    max_retries: Annotated[
+        int,
+        typer.Option(
+            help="Attempts per request for 408/409/429/5xx replies, empty messages, expired"
+            " lines and temperature refusals (the reference's --max-retries)."
+        ),
+    ] = 6,
     no_wait: Annotated[
         bool, typer.Option("--no-wait", help="Submit and collect what is ready, then exit.")
     ] = False,
@@ -303,6 +310,8 @@ def run(
         raise ConfigError("--max-requests-per-batch must be between 1 and 50000")
     if max_attempts < 1:
         raise ConfigError(f"--max-attempts must be at least 1, got {max_attempts}")
+    if max_retries < 1:
+        raise ConfigError(f"--max-retries must be at least 1, got {max_retries}")
     if max_enqueued_tokens is not None and max_enqueued_tokens < 1:
         raise ConfigError("--max-enqueued-tokens must be at least 1")
     if max_cost is not None and max_cost < 0:
@@ -327,6 +336,7 @@ def run(
         settings=Settings(
             max_requests_per_batch=max_requests_per_batch,
             max_attempts=max_attempts,
+            max_retries=max_retries,
             poll_interval=poll_interval,
             hold_seconds=token_limit_wait,
             max_enqueued_tokens=max_enqueued_tokens,

@@ -16,7 +16,10 @@ from . import protocol
 from .api import BatchApi
 from .errors import ConfigError
 from .pipeline import Pipeline, Settings
+from .report import write_report, write_summary
+from .results import rows_in_registry_order
 from .runs import Run, RunConfig
+from .summary import summarize
 
 __all__ = ["RunOptions", "Settings", "cancel_run", "dry_run", "execute", "prepare"]
 
@@ -120,12 +123,26 @@ def execute(
         pipeline = Pipeline(run, config, cases, BatchApi(client), options.settings, say=say)
         if pipeline.state.cancelled:
             pipeline.record("resumed")
+        failed = [c for c in config.case_ids if pipeline.state.cases[c].final == "error"]
+        if failed:  # rerunning the same command redoes them, as the reference does
+            pipeline.record("redo", cases=failed)
+            say(f"redoing {len(failed)} case(s) that ended in an error")
         complete = pipeline.advance(wait=not options.no_wait, on_progress=on_progress)
-        summary = pipeline.write_summary() if run.results_path.exists() else None
-        from .report import write_report
-
+        summary = write_run_summary(run, config)
         write_report(run, pipeline.state, config, pricing)
     return run, summary, complete
+
+
+def write_run_summary(run: Run, config: RunConfig) -> dict[str, Any] | None:
+    """Summarise a run's rows as the reference would, into its private summary file."""
+    if not run.results_path.exists():
+        return None
+    rows = rows_in_registry_order(run.results_path, config.case_ids)
+    summary = summarize(
+        rows, expected_case_ids=config.case_ids, dataset_sha256=config.dataset_sha256
+    )
+    write_summary(run.summary_path, summary, mode=0o600)
+    return summary
 
 
 def make_plan(options: RunOptions, config: RunConfig, cases: dict, pricing: Any) -> dict:

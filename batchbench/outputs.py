@@ -4,9 +4,9 @@ The raw files stay on disk verbatim; everything here is a pure function of
 their bytes and of the submission they answer, so it can be re-run at any time.
 Files are read over a memory map with msgspec against a typed schema of just
 the fields we use; when a file does not decode (a garbage line), it is read
-again line by line only to name the line and the field. Message contents stay
-encoded until something needs their text: judge replies are checked on their
-JSON bytes (:mod:`batchbench.decisions`). Classification is frame operations.
+again line by line only to name the line and the field. Classification is
+frame operations; the protocol's rules (what is retried, what a temperature
+refusal is, what an error row says) come from :mod:`batchbench.protocol`.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ import msgspec
 import numpy as np
 import polars as pl
 
+from . import protocol
+from ._io import jsonl_lines
 from .errors import BatchFileError
 
 TRANSIENT_CODES = ("batch_expired", "batch_cancelled", "request_timeout")
@@ -37,14 +39,16 @@ FRAME_SCHEMA = {
     "has_error": pl.Boolean,
     "error_code": pl.String,
     "error_message": pl.String,
-    "body_message": pl.String,
+    "body_text": pl.String,
+    "content": pl.String,
     **{c: pl.Int64 for c in USAGE_COLUMNS},
 }
 
 # The fields of an output line that batchbench reads, typed: msgspec checks every
 # line is JSON and these fields have these types, and skips everything else
-# without building it. ``content`` stays a zero-copy view of its JSON text (a
-# Raw): judge replies are checked on those bytes and most are never decoded.
+# without building it. ``content`` and ``body`` are kept as their JSON text (a
+# Raw): a content that is not a string reads as none, and a failed reply's body
+# is wanted as text (the temperature rule and error rows read it so).
 _NULL = msgspec.Raw(b"null")
 
 
@@ -71,19 +75,14 @@ class _Usage(msgspec.Struct, gc=False):
     completion_tokens_details: _CompletionDetails | None = None
 
 
-class _BodyError(msgspec.Struct, gc=False):
-    message: str | None = None
-
-
 class _Body(msgspec.Struct, gc=False):
     choices: list[_Choice] | None = None
     usage: _Usage | None = None
-    error: _BodyError | None = None
 
 
 class _Response(msgspec.Struct, gc=False):
     status_code: int | None = None
-    body: _Body | str | None = None
+    body: msgspec.Raw = _NULL
 
 
 class _LineError(msgspec.Struct, gc=False):
@@ -98,6 +97,7 @@ class _Line(msgspec.Struct, gc=False):
 
 
 _LINE = msgspec.json.Decoder(_Line)
+_BODY = msgspec.json.Decoder(_Body | str | None)
 _CONTENT = msgspec.json.Decoder(str | None)
 
 
@@ -134,9 +134,7 @@ def _decode_lines(data: bytes | mmap.mmap, path: Path) -> tuple[list[_Line], lis
         return lines, list(range(1, len(lines) + 1))
     # Blank lines, two values on a line, or a bad line: go line by line to say which.
     lines, numbers = [], []
-    for lineno, line in enumerate(bytes(data).split(b"\n"), 1):
-        if not line.strip():
-            continue
+    for lineno, line in jsonl_lines(bytes(data)):
         where = f"{path}: line {lineno}"
         try:
             lines.append(_LINE.decode(line))
@@ -162,31 +160,16 @@ def _field_problem(exc: msgspec.ValidationError) -> str:
     return text.replace("`$.", "`").replace(" - at ", " at ")
 
 
-class Outputs:
-    """Downloaded output/error files read once: one row per line, contents still encoded."""
-
-    def __init__(self, frame: pl.DataFrame, raws: list[msgspec.Raw]):
-        self.frame = frame  # FRAME_SCHEMA; ``row`` indexes ``raws``
-        self.raws = raws  # each line's message content as JSON text (``null`` if none)
-
-    def contents(self, rows: Sequence[int]) -> list[str | None]:
-        """Decoded message contents; anything but a string reads as no content."""
-        out: list[str | None] = []
-        for i in rows:
-            try:
-                out.append(_CONTENT.decode(self.raws[i]))
-            except msgspec.ValidationError:
-                out.append(None)
-        return out
-
-    def with_content(self) -> pl.DataFrame:
-        """The frame with a decoded ``content`` column (for answers and small files)."""
-        content = pl.Series("content", self.contents(range(len(self.raws))), dtype=pl.String)
-        return self.frame.with_columns(content)
+def _content(raw: msgspec.Raw) -> str | None:
+    """A message content's text; anything but a string reads as no content."""
+    try:
+        return _CONTENT.decode(raw)
+    except msgspec.ValidationError:
+        return None
 
 
-def read_outputs(paths: Sequence[Path]) -> Outputs:
-    """All lines of these files with the fields we use, each line checked."""
+def read_outputs(paths: Sequence[Path]) -> pl.DataFrame:
+    """All lines of these files with the fields we use (``FRAME_SCHEMA``), each checked."""
     files: list[str] = []
     numbers: list[int] = []
     lines: list[_Line] = []
@@ -200,7 +183,20 @@ def read_outputs(paths: Sequence[Path]) -> Outputs:
         lines.extend(got)
     responses = [ln.response for ln in lines]
     errors = [ln.error for ln in lines]
-    bodies = [r.body if r is not None and not isinstance(r.body, str) else None for r in responses]
+    bodies: list[_Body | None] = []
+    texts: list[str | None] = []
+    for file, lineno, r in zip(files, numbers, responses):
+        body = None
+        if r is not None:
+            try:
+                decoded = _BODY.decode(r.body)
+            except msgspec.ValidationError as exc:
+                where = f"{file}: line {lineno}"
+                raise BatchFileError(f"{where}: {_field_problem(exc)} in response.body") from None
+            body = decoded if isinstance(decoded, _Body) else None
+        ok = r is not None and r.status_code is not None and 200 <= r.status_code < 300
+        bodies.append(body)
+        texts.append(None if r is None or ok else bytes(r.body).decode("utf-8", "replace"))
     usages = [b.usage if b is not None else None for b in bodies]
     messages = [b.choices[0].message if b is not None and b.choices else None for b in bodies]
     prompt = [u.prompt_tokens_details if u is not None else None for u in usages]
@@ -216,9 +212,8 @@ def read_outputs(paths: Sequence[Path]) -> Outputs:
             "has_error": [e is not None for e in errors],
             "error_code": [e.code if e is not None else None for e in errors],
             "error_message": [e.message if e is not None else None for e in errors],
-            "body_message": [
-                b.error.message if b is not None and b.error is not None else None for b in bodies
-            ],
+            "body_text": texts,
+            "content": [_content(m.content) if m is not None else None for m in messages],
             "prompt_tokens": [u.prompt_tokens if u is not None else None for u in usages],
             "cached_tokens": [d.cached_tokens if d is not None else None for d in prompt],
             "completion_tokens": [u.completion_tokens if u is not None else None for u in usages],
@@ -226,7 +221,6 @@ def read_outputs(paths: Sequence[Path]) -> Outputs:
         },
         schema=FRAME_SCHEMA,
     ).with_columns(pl.col(c).fill_null(0) for c in USAGE_COLUMNS)
-    raws = [m.content if m is not None else _NULL for m in messages]
     bad = frame.filter(
         pl.col("custom_id").is_null() | ~(pl.col("has_response") | pl.col("has_error"))
     )
@@ -238,12 +232,7 @@ def read_outputs(paths: Sequence[Path]) -> Outputs:
         raise BatchFileError(
             f"{where}: custom_id {row['custom_id']!r} has neither response nor error"
         )
-    return Outputs(frame, raws)
-
-
-def parse_files(paths: Sequence[Path]) -> pl.DataFrame:
-    """All lines of these files with the fields we use and the decoded content."""
-    return read_outputs(paths).with_content()
+    return frame
 
 
 @dataclass
@@ -255,7 +244,6 @@ class Outcome:
     detail: str | None = None
     content: str | None = None
     source: str | None = None  # the raw file the successful line came from
-    row: int | None = None  # the line's index in the Outputs it was read from
 
 
 @dataclass
@@ -266,13 +254,16 @@ class Collected:
 
 
 def classify_frame(
-    frame: pl.DataFrame, stage: str, expected: pl.DataFrame
+    frame: pl.DataFrame, expected: pl.DataFrame
 ) -> tuple[pl.DataFrame, dict[str, int], list[str]]:
     """Outcome per expected request (``expected``: custom_id, case_id, sent_temperature).
 
     Ids the submission never sent are reported and ignored; an id that appears
     more than once is reported and its lines are not used (the request runs
-    again); an id with no line at all is transient (it runs again).
+    again); an id with no line at all is transient (it runs again). The rest
+    follows the reference: an empty content and the HTTP statuses it retries
+    are transient, a temperature refusal is resent without it, any other
+    failed reply fails the case with the reference's ``RuntimeError`` text.
     """
     anomalies = [
         f"{r['file']}: line {r['lineno']}: unknown custom_id {r['custom_id']!r} (ignored)"
@@ -287,34 +278,36 @@ def classify_frame(
     usage = {c: int(used[c].sum()) for c in USAGE_COLUMNS}
     usage["requests"] = used.height
 
+    codes, texts = usable["status_code"].to_list(), usable["body_text"].to_list()
+    usable = usable.with_columns(
+        pl.Series(
+            "refuses_temperature",
+            [protocol.rejects_temperature(c, t) for c, t in zip(codes, texts)],
+            dtype=pl.Boolean,
+        ),
+        pl.Series(
+            "http_error",
+            [None if t is None else protocol.http_error(c, t) for c, t in zip(codes, texts)],
+            dtype=pl.String,
+        ),
+    )
     status = pl.col("status_code")
-    message = pl.col("body_message").fill_null("")
-    if "content" in frame.columns:
-        empty = pl.col("content").is_null() | (pl.col("content").str.strip_chars() == "")
-    elif stage == "answers":
-        raise ValueError("classifying answers needs the decoded content")
-    else:
-        empty = pl.lit(False)
+    empty = pl.col("content").is_null() | (pl.col("content") == "")
+    retried = status.is_in(sorted(protocol.RETRIED_STATUSES)) | (status == 0)
+    line_transient = pl.col("has_error") & pl.col("error_code").is_in(TRANSIENT_CODES)
+    refused = pl.col("refuses_temperature") & pl.col("sent_temperature")
     kind = (
-        pl.when(pl.col("file").is_null())
-        .then(pl.lit("transient"))
-        .when(pl.col("has_error") & pl.col("error_code").is_in(TRANSIENT_CODES))
+        pl.when(pl.col("file").is_null() | line_transient | status.is_null())
         .then(pl.lit("transient"))
         .when(pl.col("has_error"))
         .then(pl.lit("failed"))
-        .when(status.is_null())
+        .when(ok & empty)
         .then(pl.lit("transient"))
-        .when(ok & empty & pl.lit(stage == "answers"))
-        .then(pl.lit("failed"))
         .when(ok)
         .then(pl.lit("ok"))
-        .when((status == 429) | (status >= 500) | (status == 0))
+        .when(retried)
         .then(pl.lit("transient"))
-        .when(
-            (status == 400)
-            & message.str.contains("temperature", literal=True)
-            & pl.col("sent_temperature")
-        )
+        .when(refused)
         .then(pl.lit("no_temperature"))
         .otherwise(pl.lit("failed"))
     )
@@ -325,7 +318,7 @@ def classify_frame(
             .then(pl.lit("duplicated in the output"))
             .otherwise(pl.lit("no result line"))
         )
-        .when(pl.col("has_error") & pl.col("error_code").is_in(TRANSIENT_CODES))
+        .when(line_transient)
         .then(pl.col("error_code"))
         .when(pl.col("has_error"))
         .then(
@@ -333,40 +326,42 @@ def classify_frame(
                 "BatchLineError: {}: {}",
                 pl.col("error_code").fill_null("?"),
                 pl.col("error_message").fill_null(""),
-            )
+            ).str.slice(0, protocol.ERROR_TEXT_LIMIT)
         )
         .when(status.is_null())
         .then(pl.lit("no status code"))
-        .when(ok & empty & pl.lit(stage == "answers"))
-        .then(pl.lit("ValueError: empty answer content"))
+        .when(ok & empty)
+        .then(pl.lit(protocol.EMPTY_MESSAGE))
         .when(ok)
         .then(pl.lit(None, dtype=pl.String))
-        .when((status == 429) | (status >= 500) | (status == 0))
-        .then(pl.format("HTTP {}", status))
-        .when(pl.col("kind") == "no_temperature")
-        .then(message)
-        .otherwise(pl.format("HTTPError: {}: {}", status, message).str.slice(0, 2000))
+        .when(retried | refused)
+        .then(pl.col("http_error"))
+        .otherwise(
+            pl.format("RuntimeError: {}", pl.col("http_error")).str.slice(
+                0, protocol.ERROR_TEXT_LIMIT
+            )
+        )
     )
-    joined = expected.join(usable, on="custom_id", how="left").with_columns(kind.alias("kind"))
-    outcomes = joined.with_columns(detail.alias("detail")).select(
+    joined = expected.join(usable, on="custom_id", how="left")
+    outcomes = joined.with_columns(kind.alias("kind"), detail.alias("detail")).select(
         "custom_id",
         "case_id",
         "kind",
         "detail",
-        *(c for c in ("content", "row") if c in frame.columns),
+        "content",
         pl.col("file").alias("source"),
     )
     return outcomes, usage, anomalies
 
 
-def classify(frame: pl.DataFrame, stage: str, expected: dict[str, tuple[str, bool]]) -> Collected:
+def classify(frame: pl.DataFrame, expected: dict[str, tuple[str, bool]]) -> Collected:
     """:func:`classify_frame` with Python dicts in and :class:`Outcome` objects out."""
     exp = pl.DataFrame(
         [(cid, case_id, sent) for cid, (case_id, sent) in expected.items()],
         schema={"custom_id": pl.String, "case_id": pl.String, "sent_temperature": pl.Boolean},
         orient="row",
     )
-    outcomes, usage, anomalies = classify_frame(frame, stage, exp)
+    outcomes, usage, anomalies = classify_frame(frame, exp)
     result = {}
     for row in outcomes.iter_rows(named=True):
         ok = row["kind"] == "ok"
@@ -374,8 +369,7 @@ def classify(frame: pl.DataFrame, stage: str, expected: dict[str, tuple[str, boo
             row["case_id"],
             row["kind"],
             row["detail"],
-            row.get("content") if ok else None,
+            row["content"] if ok else None,
             row["source"] if ok else None,
-            row.get("row") if ok else None,
         )
     return Collected(result, usage, anomalies)

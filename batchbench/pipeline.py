@@ -10,11 +10,12 @@ cases already written are skipped.
 
 from __future__ import annotations
 
-import json
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from . import _failpoints, protocol
 from ._io import append_bytes
 from .api import BatchApi
 from .costs import prompt_tokens, token_counter
-from .decisions import JudgeKey, judge_decisions
+from .decisions import judge_decisions
 from .errors import (
     ApiError,
     ApiNotFoundError,
@@ -34,13 +35,10 @@ from .errors import (
 from .outputs import (
     Collected,
     Outcome,
-    Outputs,
     TruncatedFileError,
     classify,
-    parse_files,
     read_outputs,
 )
-from .report import write_summary
 from .requests import (
     MAX_BYTES,
     answer_request,
@@ -48,10 +46,9 @@ from .requests import (
     judge_request,
     write_shards,
 )
-from .results import dump_row, summary_path
+from .results import dump_row, read_rows
 from .runs import Run, RunConfig, RunState, Submission, fold
-from .scoring import score_joined, score_records
-from .summary import summarize
+from .scoring import rubric_frame, score_joined, score_records
 
 FREE_RETRY_CODES = ("token_limit_exceeded", "too_many_tasks", "file_too_large")
 
@@ -60,18 +57,16 @@ FREE_RETRY_CODES = ("token_limit_exceeded", "too_many_tasks", "file_too_large")
 class Settings:
     max_requests_per_batch: int = 50_000
     max_bytes_per_batch: int = MAX_BYTES
-    max_attempts: int = 3
-    max_transient_attempts: int = 10
+    max_attempts: int = 3  # judge replies per answer before an invalid one is an error
+    max_retries: int = 6  # attempts per request, as the reference's --max-retries
     poll_interval: float = 30.0
     hold_seconds: float = 60.0  # wait after token_limit_exceeded before creating again
     max_enqueued_tokens: int | None = None  # estimated prompt tokens in flight per model
     delete_remote_files: bool = False  # delete a batch's files on the server once collected
 
 
-def _now_iso(t: float) -> str:
-    from datetime import datetime, timezone
-
-    return datetime.fromtimestamp(int(t), tz=timezone.utc).isoformat()
+def _utc(t: float) -> datetime:
+    return datetime.fromtimestamp(t, tz=timezone.utc)
 
 
 class Pipeline:
@@ -99,16 +94,16 @@ class Pipeline:
         self.state: RunState = fold(config.case_ids, run.events())
         self._last_poll = 0.0
         self._answers: dict[str, dict[str, str]] = {}
-        self._written: set[str] | None = None
+        self._rows_on_disk: Counter[str] | None = None
         self._create_failures = 0
-        self._key: JudgeKey | None = None
+        self._rubric: pl.DataFrame | None = None
 
     @property
-    def key(self) -> JudgeKey:
-        """The run's rubric, ready for checking judge replies (built on first use)."""
-        if self._key is None:
-            self._key = JudgeKey([self.cases[c] for c in self.config.case_ids])
-        return self._key
+    def rubric(self) -> pl.DataFrame:
+        """The run's rubric rows, for joining judge decisions (built on first use)."""
+        if self._rubric is None:
+            self._rubric = rubric_frame([self.cases[c] for c in self.config.case_ids])
+        return self._rubric
 
     # journal ----------------------------------------------------------------
     def record(self, event: str, **data: Any) -> None:
@@ -402,12 +397,12 @@ class Pipeline:
         }
 
     def _check_file(self, sub: Submission, file_id: str, path: Path) -> None:
-        frame = read_outputs([path]).frame
+        frame = read_outputs([path])
         expected = self._expected(sub)
         where = f"{file_id} (batch {sub.batch_id})"
         earlier: set[str] = set()
         for other in sub.downloaded:
-            earlier.update(read_outputs([self.run.raw_path(other)]).frame["custom_id"].to_list())
+            earlier.update(read_outputs([self.run.raw_path(other)])["custom_id"].to_list())
         seen: set[str] = set()
         for lineno, cid in zip(frame["lineno"].to_list(), frame["custom_id"].to_list()):
             if cid not in expected:
@@ -419,17 +414,14 @@ class Pipeline:
     def _collect(self, sub: Submission) -> str:
         expected = self._expected(sub)
         extra: dict[str, Any] = {}
-        outputs = None
         if sub.status == "failed":
             collected, extra = self._failed_batch(sub, expected)
         else:
-            outputs = read_outputs([self.run.raw_path(f) for f in sub.result_files()])
-            # Judge replies are checked on their JSON bytes; answers are read as text.
-            frame = outputs.frame if sub.stage == "judges" else outputs.with_content()
-            collected = classify(frame, sub.stage, expected)
+            frame = read_outputs([self.run.raw_path(f) for f in sub.result_files()])
+            collected = classify(frame, expected)
         for line in collected.anomalies:
             self.say(f"warning: {line}")
-        outcomes, decided = self._finalise_outcomes(sub, collected, outputs)
+        outcomes, decided = self._finalise_outcomes(sub, collected)
         self._write_rows(sub, outcomes, decided)
         _failpoints.hit("rows_written")
         self.record(
@@ -473,7 +465,7 @@ class Pipeline:
         return Collected(outcomes, {}, []), extra
 
     def _finalise_outcomes(
-        self, sub: Submission, collected: Collected, outputs: Outputs | None
+        self, sub: Submission, collected: Collected
     ) -> tuple[dict[str, Outcome], pl.DataFrame | None]:
         """Apply retry caps and, for judges, check every reply strictly.
 
@@ -482,24 +474,27 @@ class Pipeline:
         """
         decided = None
         invalid: dict[str, str] = {}
-        if sub.stage == "judges" and outputs is not None:
-            oks = [o for o in collected.outcomes.values() if o.kind == "ok"]
-            decided, invalid = judge_decisions(
-                [o.case_id for o in oks], [outputs.raws[o.row] for o in oks], self.key
-            )
+        if sub.stage == "judges":
+            replies = [
+                (o.case_id, o.content or "") for o in collected.outcomes.values() if o.kind == "ok"
+            ]
+            items = {
+                case_id: [it["item_id"] for it in self.cases[case_id]["rubric_items"]]
+                for case_id, _ in replies
+            }
+            decided, invalid = judge_decisions(replies, self.rubric, items)
         out: dict[str, Outcome] = {}
         for cid, o in collected.outcomes.items():
             st = self.state.cases[o.case_id].stage(sub.stage)
-            if o.kind == "transient" and st.transients + 1 >= self.settings.max_transient_attempts:
-                o = Outcome(
-                    o.case_id,
-                    "failed",
-                    f"BatchLineError: gave up after {st.transients + 1} attempts: {o.detail}",
-                )
+            # A temperature refusal uses up an attempt, as in the reference.
+            retry = o.kind in ("transient", "no_temperature")
+            if retry and st.transients + 1 >= self.settings.max_retries:
+                text = protocol.gave_up(st.transients + 1, o.detail or "")
+                o = Outcome(o.case_id, "failed", text)
             if o.kind == "ok" and o.case_id in invalid:
                 message = invalid[o.case_id]
                 if st.invalid + 1 >= self.settings.max_attempts:
-                    o = Outcome(o.case_id, "failed", protocol.error_text(message, "ValueError"))
+                    o = Outcome(o.case_id, "failed", message)
                 else:
                     o = Outcome(o.case_id, "invalid", message)
             out[cid] = o
@@ -511,23 +506,19 @@ class Pipeline:
         if st.source is None or st.custom_id is None:
             raise BatchFileError(f"no answer recorded for case {case_id}")
         if st.source not in self._answers:
-            frame = parse_files([self.run.raw_path(st.source)])
+            frame = read_outputs([self.run.raw_path(st.source)])
             self._answers[st.source] = dict(
                 zip(frame["custom_id"].to_list(), frame["content"].to_list())
             )
         return self._answers[st.source][st.custom_id]
 
-    def _written_cases(self) -> set[str]:
-        """Case ids that already have a row (a torn last row was repaired at start)."""
-        if self._written is None:
+    def _rows_written(self) -> Counter[str]:
+        """Rows per case in ``results.jsonl`` (a torn last row was repaired at start)."""
+        if self._rows_on_disk is None:
             path = self.run.results_path
-            self._written = set()
-            if path.exists():
-                data = path.read_bytes()
-                for line in data.decode("utf-8").splitlines():
-                    if line.strip():
-                        self._written.add(json.loads(line)["case_id"])
-        return self._written
+            rows = read_rows(path) if path.exists() else []
+            self._rows_on_disk = Counter(r["case_id"] for r in rows)
+        return self._rows_on_disk
 
     def _write_rows(
         self,
@@ -535,14 +526,14 @@ class Pipeline:
         outcomes: dict[str, Outcome],
         decided: pl.DataFrame | None,
     ) -> None:
-        written = self._written_cases()
+        written = self._rows_written()
         now = self.clock()
         rows: list[dict[str, Any]] = []
         scored: list[str] = []
         sent = {line[0]: bool(line[2]) for line in sub.lines}
         for o in outcomes.values():
-            if o.case_id in written:
-                continue
+            if written[o.case_id] > self.state.cases[o.case_id].rows:
+                continue  # written before a crash kept this collection out of the journal
             if o.kind == "failed":
                 rows.append(self._error_row(o.case_id, o.detail or "Error: failed", now))
             elif o.kind == "ok" and sub.stage == "judges":
@@ -581,7 +572,11 @@ class Pipeline:
         }
 
     def _error_row(self, case_id: str, error: str, now: float) -> dict[str, Any]:
-        return {**self._base_row(case_id), "finished_at": _now_iso(now), "error": error[:2000]}
+        return {
+            **self._base_row(case_id),
+            "finished_at": _utc(now).isoformat(),
+            "error": error[: protocol.ERROR_TEXT_LIMIT],
+        }
 
     def _score_row(
         self,
@@ -593,7 +588,7 @@ class Pipeline:
         judge_sent: bool,
     ) -> dict[str, Any]:
         state = self.state.cases[case_id]
-        started = state.started or now
+        started, finished = _utc(state.started or now), _utc(now)
         items = self.cases[case_id]["rubric_items"]
         answer_temp = protocol.ANSWER_TEMPERATURE if state.answers.used_temperature else None
         return {
@@ -601,9 +596,9 @@ class Pipeline:
             "answer_reasoning_effort": self.config.reasoning_effort,
             "answer_temperature": answer_temp,
             "judge_temperature": protocol.JUDGE_TEMPERATURE if judge_sent else None,
-            "started_at": _now_iso(started),
-            "finished_at": _now_iso(now),
-            "elapsed_seconds": round(float(int(now) - int(started)), 3),
+            "started_at": started.isoformat(),
+            "finished_at": finished.isoformat(),
+            "elapsed_seconds": (finished - started).total_seconds(),
             "answer": self.answer_text(case_id),
             "decisions": [
                 {
@@ -616,30 +611,6 @@ class Pipeline:
             "score": score,
             "score_components": components,
         }
-
-    def write_summary(self) -> dict[str, Any]:
-        """Put the rows in registry order, then summarise them as the reference would.
-
-        Rows arrive in whatever order batches finish, but the bootstrap draws
-        cases by position, so the order changes the intervals. The reference
-        runner writes rows in registry order; so do we (stable, atomically),
-        which also makes an interrupted run's numbers equal an uninterrupted one's.
-        """
-        from ._io import atomic_write_bytes
-        from .results import read_rows
-
-        rows = read_rows(self.run.results_path) if self.run.results_path.exists() else []
-        order = {cid: i for i, cid in enumerate(self.config.case_ids)}
-        ordered = sorted(rows, key=lambda r: order.get(r["case_id"], len(order)))
-        if ordered != rows:
-            data = "".join(dump_row(r) + "\n" for r in ordered).encode("utf-8")
-            atomic_write_bytes(self.run.results_path, data)
-            rows = ordered
-        summary = summarize(
-            rows, expected_case_ids=self.config.case_ids, dataset_sha256=self.config.dataset_sha256
-        )
-        write_summary(summary_path(self.run.results_path), summary)
-        return summary
 
     # the loop --------------------------------------------------------------------
     def advance(self, *, wait: bool, on_progress: Callable[[Pipeline], None] | None = None) -> bool:

@@ -109,48 +109,71 @@ def judge_body(
     return body
 
 
-def rejects_temperature(status_code: int, body: Any) -> bool:
-    """A 400 whose message names ``temperature``: resend without it (reference rule)."""
-    if status_code != 400 or not isinstance(body, dict):
-        return False
-    error = body.get("error")
-    message = error.get("message") if isinstance(error, dict) else None
-    return isinstance(message, str) and "temperature" in message
+# HTTP statuses the reference retries (with 429 and 5xx of the batch service's own
+# making); any other status fails the call at once.
+RETRIED_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
+EMPTY_MESSAGE = "API returned an empty message"
+BODY_TEXT_LIMIT = 1000
+ERROR_TEXT_LIMIT = 2000
 
 
-def parse_judge_reply(content: Any, item_ids: Sequence[str]) -> dict[str, bool]:
-    """Decisions by item id, or JudgeReplyError saying exactly what was wrong."""
-    if not isinstance(content, str) or not content.strip():
-        raise JudgeReplyError("judge reply is empty")
+def rejects_temperature(status_code: int | None, body_text: str | None) -> bool:
+    """The reference's rule: a 400 whose body, read as text, mentions ``temperature``.
+
+    The text is the whole error object (message, param, code), so a 400 saying
+    ``Temperature must be 1`` or one whose only mention is ``"param":
+    "temperature"`` both count; the request is then sent again without it.
+    """
+    return (
+        status_code == 400
+        and body_text is not None
+        and "temperature" in body_text[:BODY_TEXT_LIMIT].lower()
+    )
+
+
+def http_error(status_code: int, body_text: str | None) -> str:
+    """What the reference's ``RuntimeError`` says of a failed HTTP reply."""
+    return f"HTTP {status_code}: {(body_text or '')[:BODY_TEXT_LIMIT]}"
+
+
+def gave_up(attempts: int, last_error: str) -> str:
+    """The reference's error row once a call's retries are spent."""
+    return error_text(f"API request failed after {attempts} attempts: {last_error}", "RuntimeError")
+
+
+def parse_judge_reply(content: str, item_ids: Sequence[str]) -> dict[str, bool]:
+    """Decisions by item id, or JudgeReplyError carrying the reference's error text.
+
+    The steps, and so the first error met and its wording, are the reference
+    runner's: its row says ``Type: message`` of the exception it raised, and a
+    batch run's error rows must read the same.
+    """
     try:
-        data = json.loads(content)
-    except json.JSONDecodeError as exc:
-        raise JudgeReplyError(f"judge reply is not JSON: {exc.msg} at char {exc.pos}") from None
-    if not isinstance(data, dict):
-        raise JudgeReplyError(f"judge reply must be a JSON object, got {type(data).__name__}")
-    decisions = data.get("decisions")
-    if not isinstance(decisions, list):
-        raise JudgeReplyError("judge reply has no 'decisions' list")
+        payload = json.loads(content)
+        decisions = payload["decisions"]
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise JudgeReplyError(error_text(f"invalid judge JSON: {exc}", "ValueError")) from None
+    except (ValueError, RecursionError) as exc:  # huge integers, deep nesting
+        raise JudgeReplyError(error_text(exc)) from None
     found: dict[str, bool] = {}
-    for i, entry in enumerate(decisions):
-        if not isinstance(entry, dict):
-            raise JudgeReplyError(f"decisions[{i}] must be an object")
-        item_id = entry.get("item_id")
-        matched = entry.get("matched")
-        if not isinstance(item_id, str):
-            raise JudgeReplyError(f"decisions[{i}].item_id must be a string, got {item_id!r}")
-        if not isinstance(matched, bool):
-            raise JudgeReplyError(
-                f"decisions[{i}].matched must be a boolean, got {matched!r} for {item_id}"
-            )
-        if item_id in found:
-            raise JudgeReplyError(f"duplicate judge decision for item_id {item_id!r}")
-        found[item_id] = matched
+    try:
+        for entry in decisions:
+            item_id = entry.get("item_id")
+            matched = entry.get("matched")
+            if not isinstance(item_id, str) or not isinstance(matched, bool):
+                raise ValueError("each judge decision needs string item_id and bool matched")
+            if item_id in found:
+                raise ValueError(f"duplicate judge decision for {item_id}")
+            found[item_id] = matched
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise JudgeReplyError(error_text(exc)) from None
     expected = set(item_ids)
-    missing = [i for i in item_ids if i not in found]
-    extra = sorted(set(found) - expected)
-    if missing or extra:
-        raise JudgeReplyError(f"judge item mismatch; missing={missing}, extra={extra}")
+    if set(found) != expected:
+        missing = sorted(expected - set(found))
+        extra = sorted(set(found) - expected)
+        raise JudgeReplyError(
+            error_text(f"judge item mismatch; missing={missing}, extra={extra}", "ValueError")
+        )
     return found
 
 
@@ -160,4 +183,4 @@ def error_text(exc: BaseException | str, kind: str | None = None) -> str:
         text = f"{kind or type(exc).__name__}: {exc}"
     else:
         text = f"{kind or 'Error'}: {exc}"
-    return text[:2000]
+    return text[:ERROR_TEXT_LIMIT]

@@ -15,8 +15,8 @@ def summary_json(summary: dict[str, Any]) -> str:
     return json.dumps(summary, indent=2) + "\n"
 
 
-def write_summary(path: str | Path, summary: dict[str, Any]) -> None:
-    atomic_write_text(path, summary_json(summary), mode=0o644)
+def write_summary(path: str | Path, summary: dict[str, Any], mode: int = 0o644) -> None:
+    atomic_write_text(path, summary_json(summary), mode=mode)
 
 
 def _num(value: Any, width: int = 6) -> str:

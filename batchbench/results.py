@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ._io import atomic_write_bytes, jsonl_lines
 from .errors import ResultsError
 
 
@@ -40,26 +42,41 @@ def _check_row(row: Any, where: str) -> dict[str, Any]:
 def read_rows(path: str | Path) -> list[dict[str, Any]]:
     """Every row of a results file; a malformed line is an error naming its number."""
     path = Path(path)
-    rows: list[dict[str, Any]] = []
     try:
-        with open(path, encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                where = f"{path}: line {lineno}"
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ResultsError(f"{where}: invalid JSON ({exc.msg})") from None
-                rows.append(_check_row(row, where))
+        data = path.read_bytes()
     except FileNotFoundError:
         raise ResultsError(f"{path}: file not found") from None
-    except UnicodeDecodeError:
-        raise ResultsError(f"{path}: not UTF-8 text") from None
     except OSError as exc:
         raise ResultsError(f"{path}: cannot read: {exc.strerror}") from None
+    rows: list[dict[str, Any]] = []
+    for lineno, line in jsonl_lines(data):
+        where = f"{path}: line {lineno}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ResultsError(f"{where}: invalid JSON ({exc.msg})") from None
+        except UnicodeDecodeError:
+            raise ResultsError(f"{where}: not UTF-8 text") from None
+        rows.append(_check_row(row, where))
     return rows
 
 
 def dump_row(row: dict[str, Any]) -> str:
     return json.dumps(row, ensure_ascii=False)
+
+
+def rows_in_registry_order(path: Path, case_ids: Sequence[str]) -> list[dict[str, Any]]:
+    """A run's rows, put in registry order on disk (stably, atomically) and returned.
+
+    Rows arrive in whatever order batches finish, but the bootstrap draws cases
+    by position, so the order changes the intervals. The reference runner (one
+    worker) writes rows in registry order; so do we, which also makes an
+    interrupted run's numbers equal an uninterrupted one's. A redone case's rows
+    keep their order among themselves: its last row is the one that counts.
+    """
+    rows = read_rows(path) if path.exists() else []
+    order = {cid: i for i, cid in enumerate(case_ids)}
+    ordered = sorted(rows, key=lambda r: order.get(r["case_id"], len(order)))
+    if ordered != rows:
+        atomic_write_bytes(path, "".join(dump_row(r) + "\n" for r in ordered).encode("utf-8"))
+    return ordered

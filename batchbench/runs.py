@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._io import append_line, atomic_write_text
+from ._io import append_line, atomic_write_text, jsonl_lines
 from .errors import ConfigError, RunLockedError, RunStateError
 
 NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -144,20 +144,18 @@ class Run:
 
     def events(self) -> list[dict[str, Any]]:
         try:
-            text = self.journal_path.read_text(encoding="utf-8")
+            data = self.journal_path.read_bytes()
         except FileNotFoundError:
             return []
         events = []
-        lines = text.split("\n")
-        for i, line in enumerate(lines):
-            if not line:
-                continue
+        last = data.count(b"\n") + 1
+        for lineno, line in jsonl_lines(data):
             try:
                 event = json.loads(line)
-            except json.JSONDecodeError:
-                if i == len(lines) - 1:  # torn by a crash mid-append: the action repeats
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                if lineno == last:  # torn by a crash mid-append: the action repeats
                     continue
-                raise RunStateError(f"{self.journal_path}: line {i + 1} is corrupt") from None
+                raise RunStateError(f"{self.journal_path}: line {lineno} is corrupt") from None
             events.append(event)
         return events
 
@@ -251,6 +249,7 @@ class CaseState:
     started: float | None = None
     final: str | None = None  # "scored" or "error" once its row is written
     error: str | None = None
+    rows: int = 0  # result rows written for it so far (one per final outcome)
 
     def stage(self, name: str) -> StageState:
         return self.answers if name == "answers" else self.judges
@@ -357,10 +356,30 @@ class RunState:
             self._apply_collected(sub, event)
         elif kind == "remote_deleted" and sub:
             sub.remote_deleted = True
+        elif kind == "redo":
+            for case_id in event["cases"]:
+                self._reopen(self.cases[case_id])
         elif kind == "cancel_requested":
             self.cancelled = True
         elif kind == "resumed":
             self.cancelled = False
+
+    @staticmethod
+    def _reopen(case: CaseState) -> None:
+        """A case whose last row is an error is not done: a new invocation redoes it.
+
+        It restarts from the stage that failed (a failed judge judges the kept
+        answer again) with a fresh retry budget, as a new invocation of the
+        reference would; attempt numbers go on, so every ``custom_id`` stays new.
+        """
+        if case.final != "error":
+            return
+        case.final, case.error, case.started = None, None, None
+        for st in (case.answers, case.judges):
+            if st.status == "failed":
+                st.status = "pending"
+            st.transients = st.invalid = 0
+            st.temperature = True
 
     def _apply_collected(self, sub: Submission, event: dict[str, Any]) -> None:
         sub.collected = True
@@ -376,13 +395,16 @@ class RunState:
                 st.used_temperature = sent
                 if stage == "judges":
                     case.final = "scored"
+                    case.rows += 1
             elif kind == "failed":
                 st.status = "failed"
                 case.final, case.error = "error", detail
+                case.rows += 1
             else:
                 st.status = "pending"
                 if kind == "no_temperature":
                     st.temperature = False
+                    st.transients += 1  # the reference's drop uses up an attempt
                 elif kind == "invalid":
                     st.invalid += 1
                 elif kind == "transient" and not event.get("free_retry"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -66,43 +67,79 @@ def test_valid_reply_parses():
     assert protocol.parse_judge_reply(reply, IDS) == {"a_0": True, "a_1": False}
 
 
+IDS12 = [f"a_{i}" for i in range(12)]
+
+
 @pytest.mark.parametrize(
-    "reply,message",
+    "reply,error",
     [
-        ("", "empty"),
-        ("not json", "not JSON"),
-        ('[{"item_id":"a_0","matched":true}]', "must be a JSON object, got list"),
-        ('{"answers": []}', "no 'decisions' list"),
-        ('{"decisions": [1]}', "decisions[0] must be an object"),
+        # The reference's texts (reference-behaviour.md section 8): `Type: message`.
+        (
+            '{"decisions": [tru',
+            "ValueError: invalid judge JSON: Expecting value: line 1 column 16 (char 15)",
+        ),
+        ("not json", "ValueError: invalid judge JSON: Expecting value: line 1 column 1 (char 0)"),
+        ('{"answers": []}', "ValueError: invalid judge JSON: 'decisions'"),
+        (
+            '[{"item_id":"a_0","matched":true}]',
+            "ValueError: invalid judge JSON: list indices must be integers or slices, not str",
+        ),
+        ('{"decisions": [1]}', "AttributeError: 'int' object has no attribute 'get'"),
+        ('{"decisions": "ab"}', "AttributeError: 'str' object has no attribute 'get'"),
         (
             '{"decisions":[{"item_id":"a_0","matched":"true"},{"item_id":"a_1","matched":true}]}',
-            "matched must be a boolean, got 'true'",
+            "ValueError: each judge decision needs string item_id and bool matched",
         ),
         (
             '{"decisions":[{"item_id":"a_0","matched":1},{"item_id":"a_1","matched":true}]}',
-            "matched must be a boolean, got 1",
+            "ValueError: each judge decision needs string item_id and bool matched",
         ),
-        ('{"decisions":[{"item_id":0,"matched":true}]}', "item_id must be a string"),
+        (
+            '{"decisions":[{"item_id":0,"matched":true}]}',
+            "ValueError: each judge decision needs string item_id and bool matched",
+        ),
         (
             '{"decisions":[{"item_id":"a_0","matched":true},{"item_id":"a_0","matched":true}]}',
-            "duplicate judge decision for item_id 'a_0'",
+            "ValueError: duplicate judge decision for a_0",
         ),
-        ('{"decisions":[{"item_id":"a_0","matched":true}]}', "missing=['a_1'], extra=[]"),
+        (
+            '{"decisions":[{"item_id":"a_0","matched":true}]}',
+            "ValueError: judge item mismatch; missing=['a_1'], extra=[]",
+        ),
         (
             '{"decisions":[{"item_id":"a_0","matched":true},{"item_id":"a_1","matched":true},'
             '{"item_id":"zz","matched":false}]}',
-            "missing=[], extra=['zz']",
+            "ValueError: judge item mismatch; missing=[], extra=['zz']",
         ),
     ],
 )
-def test_invalid_replies_say_what_is_wrong(reply, message):
+def test_invalid_replies_say_what_the_reference_says(reply, error):
     with pytest.raises(JudgeReplyError) as err:
         protocol.parse_judge_reply(reply, IDS)
-    assert message in str(err.value)
+    assert str(err.value) == error
 
 
-def test_temperature_rejection_rule():
-    body = {"error": {"message": "Unsupported value: 'temperature' does not support 0"}}
-    assert protocol.rejects_temperature(400, body)
-    assert not protocol.rejects_temperature(500, body)
-    assert not protocol.rejects_temperature(400, {"error": {"message": "bad max_tokens"}})
+def test_a_mismatch_lists_ids_sorted_as_strings():
+    reply = json.dumps(
+        {"decisions": [{"item_id": "a_0", "matched": True}, {"item_id": "b", "matched": True}]}
+    )
+    with pytest.raises(JudgeReplyError) as err:
+        protocol.parse_judge_reply(reply, IDS12)
+    missing = sorted(IDS12[1:])  # strings: a_1, a_10, a_11, a_2, ...
+    assert missing[:3] == ["a_1", "a_10", "a_11"]
+    assert str(err.value) == f"ValueError: judge item mismatch; missing={missing}, extra=['b']"
+
+
+@pytest.mark.parametrize(
+    "status,body,refused",
+    [
+        (400, {"error": {"message": "Unsupported value: 'temperature' does not support 0"}}, True),
+        (400, {"error": {"message": "Temperature must be 1", "param": None}}, True),
+        (400, {"error": {"message": "Unsupported value", "param": "temperature"}}, True),
+        (400, {"error": {"message": "bad", "code": "TEMPERATURE_UNSUPPORTED"}}, True),
+        (500, {"error": {"message": "temperature"}}, False),
+        (400, {"error": {"message": "bad max_tokens"}}, False),
+    ],
+)
+def test_temperature_rejection_rule(status, body, refused):
+    assert protocol.rejects_temperature(status, json.dumps(body)) is refused

