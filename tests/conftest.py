@@ -6,7 +6,9 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,6 +44,29 @@ def fixture_dir() -> Path:
 @pytest.fixture(scope="session")
 def fixture_golden_dir() -> Path:
     return FIXTURE / "golden"
+
+
+@dataclass
+class GoldenSet:
+    """A dataset and the reference runner's golden files over it."""
+
+    dataset_dir: Path
+    golden_dir: Path
+    dataset: Any
+
+
+@pytest.fixture(scope="session", params=["fixture", "public-split"])
+def golden_set(request: pytest.FixtureRequest) -> GoldenSet:
+    """Exactness tests run on the in-repo fixture everywhere, and on the public split too
+    where it is found."""
+    from batchbench.dataset import load_dataset
+
+    if request.param == "fixture":
+        root, golden = FIXTURE / "dataset", FIXTURE / "golden"
+    else:
+        root = request.getfixturevalue("dataset_dir")
+        golden = root.parent / "golden"
+    return GoldenSet(root, golden, load_dataset(root))
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ from test_run import env, journal, run_args
 pytest_plugins = ["batchbench.emulator.pytest_plugin"]
 
 
-def dry(dataset_dir, *extra, answer="ans-model", judge="judge-model"):
+def dry(fixture_dir, *extra, answer="ans-model", judge="judge-model"):
     proc = run_cli(
         "run",
         "--answer-model",
@@ -19,7 +19,7 @@ def dry(dataset_dir, *extra, answer="ans-model", judge="judge-model"):
         "--judge-model",
         judge,
         "--dataset",
-        str(dataset_dir),
+        str(fixture_dir),
         "--dry-run",
         "--json",
         *extra,
@@ -29,23 +29,27 @@ def dry(dataset_dir, *extra, answer="ans-model", judge="judge-model"):
     return json.loads(proc.stdout)
 
 
-def test_dry_run_counts_and_shard_boundaries(dataset_dir, tmp_path):
-    plan = dry(dataset_dir, "--max-requests-per-batch", "40")
+def test_dry_run_counts_and_shard_boundaries(fixture_dir, fixture_dataset, tmp_path):
+    n = len(fixture_dataset.cases)
+    plan = dry(fixture_dir, "--max-requests-per-batch", "7")
     for stage in ("answers", "judges"):
         s = plan["stages"][stage]
-        assert s["requests"] == 250 and s["files"] == math.ceil(250 / 40)
-        assert s["file_sizes"] == [40] * 6 + [10]
-    plan = dry(dataset_dir, "--smoke", "--max-requests-per-batch", "3")
-    assert plan["stages"]["answers"]["file_sizes"] == [3, 3, 3, 1]
-    plan = dry(dataset_dir, "--benchmark", "drug_safety")
-    assert plan["stages"]["judges"]["file_sizes"] == [25]
+        assert s["requests"] == n and s["files"] == math.ceil(n / 7)
+        assert s["file_sizes"] == [7] * (n // 7) + ([n % 7] if n % 7 else [])
+    benchmarks = {c["benchmark"] for c in fixture_dataset.cases}
+    plan = dry(fixture_dir, "--smoke", "--max-requests-per-batch", "3")
+    sizes = [3] * (len(benchmarks) // 3) + ([len(benchmarks) % 3] if len(benchmarks) % 3 else [])
+    assert plan["stages"]["answers"]["file_sizes"] == sizes
+    plan = dry(fixture_dir, "--benchmark", "drug_safety")
+    drug_safety = sum(c["benchmark"] == "drug_safety" for c in fixture_dataset.cases)
+    assert plan["stages"]["judges"]["file_sizes"] == [drug_safety]
     assert not (tmp_path / "jobs").exists()
 
 
-def test_dry_run_bytes_equal_the_files_a_run_submits(batch_emulator, dataset_dir, tmp_path):
-    plan = dry(dataset_dir, "--limit", "30", "--max-requests-per-batch", "7")
+def test_dry_run_bytes_equal_the_files_a_run_submits(batch_emulator, fixture_dir, tmp_path):
+    plan = dry(fixture_dir, "--limit", "30", "--max-requests-per-batch", "7")
     proc = run_cli(
-        *run_args(batch_emulator, tmp_path, dataset_dir, "--limit", "30", cap=7), env=env()
+        *run_args(batch_emulator, tmp_path, fixture_dir, "--limit", "30", cap=7), env=env()
     )
     assert proc.returncode == 0, proc.stderr
     files = sorted((tmp_path / "jobs" / "ans-model" / "requests").glob("answers-*.jsonl"))
@@ -58,7 +62,7 @@ def _estimate(body):
     return 3 + sum(3 + math.ceil(len(m["content"]) / 4) for m in body["messages"])
 
 
-def test_cost_arithmetic_by_hand(dataset_dir, tmp_path, batch_emulator):
+def test_cost_arithmetic_by_hand(fixture_dir, tmp_path, batch_emulator):
     prices = tmp_path / "prices.json"
     prices.write_text(
         json.dumps(
@@ -72,10 +76,10 @@ def test_cost_arithmetic_by_hand(dataset_dir, tmp_path, batch_emulator):
         )
     )
     plan = dry(
-        dataset_dir, "--limit", "12", "--pricing", str(prices), "--assumed-answer-tokens", "100"
+        fixture_dir, "--limit", "12", "--pricing", str(prices), "--assumed-answer-tokens", "100"
     )
     # Rebuild the answer requests a run submits and count their tokens by hand.
-    proc = run_cli(*run_args(batch_emulator, tmp_path, dataset_dir, "--limit", "12"), env=env())
+    proc = run_cli(*run_args(batch_emulator, tmp_path, fixture_dir, "--limit", "12"), env=env())
     assert proc.returncode == 0
     bodies = [
         json.loads(x)["body"]
@@ -95,23 +99,23 @@ def test_cost_arithmetic_by_hand(dataset_dir, tmp_path, batch_emulator):
     assert plan["total"]["batch_usd"] == round(answers["batch_usd"] + judges["batch_usd"], 6)
 
 
-def test_real_tokenizer_when_available_offline(dataset_dir):
-    plan = dry(dataset_dir, "--smoke", answer="gpt-4o-mini", judge="gpt-4.1")
+def test_real_tokenizer_when_available_offline(fixture_dir):
+    plan = dry(fixture_dir, "--smoke", answer="gpt-4o-mini", judge="gpt-4.1")
     answers = plan["stages"]["answers"]
     assert answers["tokenizer"].endswith("o200k_base")
     assert answers["priced"] and answers["batch_usd"] > 0
-    estimate = dry(dataset_dir, "--smoke")["stages"]["answers"]
+    estimate = dry(fixture_dir, "--smoke")["stages"]["answers"]
     assert answers["input_tokens"] != estimate["input_tokens"]
 
 
-def test_max_cost_refuses_before_any_call(batch_emulator, dataset_dir, tmp_path):
-    args = run_args(batch_emulator, tmp_path, dataset_dir, "--smoke")
+def test_max_cost_refuses_before_any_call(batch_emulator, fixture_dir, tmp_path):
+    args = run_args(batch_emulator, tmp_path, fixture_dir, "--smoke")
     args[args.index("ans-model")] = "gpt-4o"
     args[args.index("judge-model")] = "gpt-4.1"
     proc = run_cli(*args, "--max-cost", "0.0001", env=env())
     assert_one_line_error(proc, "exceeds --max-cost $0.0001", "nothing was submitted")
     proc = run_cli(
-        *run_args(batch_emulator, tmp_path, dataset_dir, "--smoke"), "--max-cost", "5", env=env()
+        *run_args(batch_emulator, tmp_path, fixture_dir, "--smoke"), "--max-cost", "5", env=env()
     )
     assert_one_line_error(proc, "no price for 'ans-model'", "--pricing")
     assert batch_emulator.ledger()["batches"] == []
@@ -120,7 +124,7 @@ def test_max_cost_refuses_before_any_call(batch_emulator, dataset_dir, tmp_path)
     assert proc.returncode == 0, proc.stderr
 
 
-def test_bad_pricing_file(dataset_dir, tmp_path):
+def test_bad_pricing_file(fixture_dir, tmp_path):
     bad = tmp_path / "p.json"
     bad.write_text('{"models": {"m": {"input": "cheap"}}}')
     proc = run_cli(
@@ -130,7 +134,7 @@ def test_bad_pricing_file(dataset_dir, tmp_path):
         "--judge-model",
         "m",
         "--dataset",
-        str(dataset_dir),
+        str(fixture_dir),
         "--dry-run",
         "--pricing",
         str(bad),
@@ -138,7 +142,7 @@ def test_bad_pricing_file(dataset_dir, tmp_path):
     assert_one_line_error(proc, "p.json", "models.m")
 
 
-def test_usage_totals_and_cost_after_a_run(batch_emulator, dataset_dir, tmp_path):
+def test_usage_totals_and_cost_after_a_run(batch_emulator, fixture_dir, tmp_path):
     prices = tmp_path / "prices.json"
     prices.write_text(
         json.dumps(
@@ -151,7 +155,7 @@ def test_usage_totals_and_cost_after_a_run(batch_emulator, dataset_dir, tmp_path
         )
     )
     proc = run_cli(
-        *run_args(batch_emulator, tmp_path, dataset_dir, "--limit", "20"),
+        *run_args(batch_emulator, tmp_path, fixture_dir, "--limit", "20"),
         "--pricing",
         str(prices),
         env=env(),
@@ -196,12 +200,12 @@ def test_usage_totals_and_cost_after_a_run(batch_emulator, dataset_dir, tmp_path
 
 
 def test_enqueued_token_budget_releases_files_within_it(
-    batch_emulator_factory, dataset_dir, tmp_path
+    batch_emulator_factory, fixture_dir, tmp_path
 ):
     budget = 9000
     emu = batch_emulator_factory(latency=0.3, enqueued_token_limit=budget)
     proc = run_cli(
-        *run_args(emu, tmp_path, dataset_dir, "--limit", "60", cap=10),
+        *run_args(emu, tmp_path, fixture_dir, "--limit", "50", cap=10),
         "--max-enqueued-tokens",
         str(budget),
         env=env(),

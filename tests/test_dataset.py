@@ -13,12 +13,15 @@ from batchbench.dataset import load_dataset, select_cases
 from batchbench.errors import ConfigError
 
 
-def test_digest_equals_the_reference(dataset, golden_dir):
-    assert dataset.sha256 == (golden_dir / "dataset_sha256.txt").read_text().strip()
-    assert len(dataset.cases) == 250
+def test_digest_equals_the_reference(golden_set):
+    digest = (golden_set.golden_dir / "dataset_sha256.txt").read_text().strip()
+    assert golden_set.dataset.sha256 == digest
+    case_files = list(golden_set.dataset_dir.glob("data/*/cases/*.json"))
+    assert len(golden_set.dataset.cases) == len(case_files)
 
 
-def test_registry_order(dataset, dataset_dir):
+def test_registry_order(golden_set):
+    dataset, dataset_dir = golden_set.dataset, golden_set.dataset_dir
     registry = json.loads((dataset_dir / "registry.json").read_text())
     expected = []
     for panel in registry["panels"]:

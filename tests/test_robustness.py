@@ -36,15 +36,15 @@ def spawn(args, extra_env=None):
 pytest_plugins = ["batchbench.emulator.pytest_plugin"]
 
 
-def test_sigkill_at_twenty_seeded_moments(batch_emulator_factory, tmp_path, dataset_dir):
+def test_sigkill_at_twenty_seeded_moments(batch_emulator_factory, tmp_path, fixture_dir):
     """Kill at 20+ seeded moments; each run ends equal to an uninterrupted one, paid once.
 
     A run that completes before enough kills is followed by a fresh one (its own
     emulator, so its ledger is its own), so every stage keeps being interrupted.
     """
     reference = batch_emulator_factory(latency=0.2)
-    select = ("--limit", "150")
-    proc = run_cli(*run_args(reference, tmp_path / "ref", dataset_dir, *select, cap=5), env=env())
+    select = ("--limit", "50")
+    proc = run_cli(*run_args(reference, tmp_path / "ref", fixture_dir, *select, cap=5), env=env())
     assert proc.returncode == 0, proc.stderr
     expected = normalised(tmp_path / "ref" / "jobs" / "ans-model")
 
@@ -56,7 +56,7 @@ def test_sigkill_at_twenty_seeded_moments(batch_emulator_factory, tmp_path, data
             break
         emu = batch_emulator_factory(latency=0.2)
         base = tmp_path / f"crash{attempt}"
-        args = run_args(emu, base, dataset_dir, *select, cap=5)
+        args = run_args(emu, base, fixture_dir, *select, cap=5)
         journal = base / "jobs" / "ans-model" / "journal.jsonl"
         k, st = kill_and_restart(args, journal, rng, 20 - sum(kinds.values()))
         kinds += k
@@ -71,17 +71,17 @@ def test_sigkill_at_twenty_seeded_moments(batch_emulator_factory, tmp_path, data
 
 
 def test_twenty_percent_faults_and_truncated_downloads(
-    batch_emulator_factory, tmp_path, dataset_dir
+    batch_emulator_factory, tmp_path, fixture_dir
 ):
     reference = batch_emulator_factory(latency=0.1)
     assert (
         run_cli(
-            *run_args(reference, tmp_path / "ref", dataset_dir, "--limit", "60"), env=env()
+            *run_args(reference, tmp_path / "ref", fixture_dir, "--limit", "50"), env=env()
         ).returncode
         == 0
     )
     emu = batch_emulator_factory(latency=0.1, fault_rate=0.2, truncate_rate=0.15, seed=3)
-    proc = run_cli(*run_args(emu, tmp_path / "f", dataset_dir, "--limit", "60", cap=10), env=env())
+    proc = run_cli(*run_args(emu, tmp_path / "f", fixture_dir, "--limit", "50", cap=10), env=env())
     assert proc.returncode == 0, proc.stderr
     assert normalised(tmp_path / "f" / "jobs" / "ans-model") == normalised(
         tmp_path / "ref" / "jobs" / "ans-model"
@@ -89,9 +89,9 @@ def test_twenty_percent_faults_and_truncated_downloads(
     assert_no_duplicates(emu)
 
 
-def test_expiry_resubmits_only_unfinished_lines(batch_emulator_factory, tmp_path, dataset_dir):
+def test_expiry_resubmits_only_unfinished_lines(batch_emulator_factory, tmp_path, fixture_dir):
     emu = batch_emulator_factory(latency=0.2, completion_window=0.33)
-    proc = run_cli(*run_args(emu, tmp_path, dataset_dir, "--limit", "30", cap=5), env=env())
+    proc = run_cli(*run_args(emu, tmp_path, fixture_dir, "--limit", "30", cap=5), env=env())
     assert proc.returncode == 0, proc.stderr
     ledger = emu.ledger()
     assert any(b["status"] == "expired" for b in ledger["batches"])
@@ -101,10 +101,10 @@ def test_expiry_resubmits_only_unfinished_lines(batch_emulator_factory, tmp_path
 
 
 def test_cancel_in_the_middle_resubmits_only_unfinished(
-    batch_emulator_factory, tmp_path, dataset_dir
+    batch_emulator_factory, tmp_path, fixture_dir
 ):
     emu = batch_emulator_factory(latency=1.5)
-    proc = spawn(run_args(emu, tmp_path, dataset_dir, "--limit", "40", cap=40))
+    proc = spawn(run_args(emu, tmp_path, fixture_dir, "--limit", "40", cap=40))
     c = openai.OpenAI(api_key="k", base_url=emu.base_url, max_retries=0)
     deadline = time.time() + 60
     cancelled = None
@@ -125,10 +125,10 @@ def test_cancel_in_the_middle_resubmits_only_unfinished(
     assert len(rows) == 40 and all("score" in r for r in rows)
 
 
-def test_token_limit_waits_and_resubmits(batch_emulator_factory, tmp_path, dataset_dir):
+def test_token_limit_waits_and_resubmits(batch_emulator_factory, tmp_path, fixture_dir):
     emu = batch_emulator_factory(latency=0.3, enqueued_token_limit=6000)
     proc = run_cli(
-        *run_args(emu, tmp_path, dataset_dir, "--limit", "40", "--token-limit-wait", "0.3", cap=10),
+        *run_args(emu, tmp_path, fixture_dir, "--limit", "40", "--token-limit-wait", "0.3", cap=10),
         env=env(),
     )
     assert proc.returncode == 0, proc.stderr
@@ -183,11 +183,11 @@ def _judge_reply(kind):
     ],
 )
 def test_bad_judge_replies_become_error_rows(
-    batch_emulator_factory, tmp_path, dataset_dir, kind, fragment
+    batch_emulator_factory, tmp_path, fixture_dir, kind, fragment
 ):
     emu = batch_emulator_factory(latency=0.05, responder=_judge_reply(kind))
     proc = run_cli(
-        *run_args(emu, tmp_path, dataset_dir, "--limit", "1", "--max-attempts", "2"), env=env()
+        *run_args(emu, tmp_path, fixture_dir, "--limit", "1", "--max-attempts", "2"), env=env()
     )
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     [row] = rows_of(tmp_path / "jobs" / "ans-model" / "results.jsonl")
@@ -234,10 +234,10 @@ def _mangler(kind):
     ],
 )
 def test_broken_output_files_stop_with_the_culprit(
-    batch_emulator_factory, tmp_path, dataset_dir, kind, fragments
+    batch_emulator_factory, tmp_path, fixture_dir, kind, fragments
 ):
     emu = batch_emulator_factory(latency=0.05, mangle=_mangler(kind))
-    args = run_args(emu, tmp_path, dataset_dir, "--limit", "3")
+    args = run_args(emu, tmp_path, fixture_dir, "--limit", "3")
     proc = run_cli(*args, env=env())
     assert_one_line_error(proc, *fragments)
     run_dir = tmp_path / "jobs" / "ans-model"
@@ -265,8 +265,8 @@ def test_broken_output_files_stop_with_the_culprit(
         (["--base-url", "ftp://x"], ["is not an http(s) URL"]),
     ],
 )
-def test_bad_configuration(batch_emulator, tmp_path, dataset_dir, extra, fragments):
-    proc = run_cli(*run_args(batch_emulator, tmp_path, dataset_dir, *extra), env=env())
+def test_bad_configuration(batch_emulator, tmp_path, fixture_dir, extra, fragments):
+    proc = run_cli(*run_args(batch_emulator, tmp_path, fixture_dir, *extra), env=env())
     assert_one_line_error(proc, *fragments)
     assert not (tmp_path / "jobs").exists()
     assert batch_emulator.ledger()["batches"] == []
@@ -279,9 +279,9 @@ def test_broken_dataset_changes_nothing(batch_emulator, tmp_path, sample_copy):
     assert not (tmp_path / "jobs").exists()
 
 
-def test_wrong_key_is_refused_without_echoing_it(batch_emulator_factory, tmp_path, dataset_dir):
+def test_wrong_key_is_refused_without_echoing_it(batch_emulator_factory, tmp_path, fixture_dir):
     emu = batch_emulator_factory(latency=0.05, api_key="the-right-key")
-    proc = run_cli(*run_args(emu, tmp_path, dataset_dir, "--smoke"), env=env())
+    proc = run_cli(*run_args(emu, tmp_path, fixture_dir, "--smoke"), env=env())
     assert_one_line_error(proc, "refused the key", "401")
     assert KEY not in proc.stderr + proc.stdout
 
@@ -297,9 +297,9 @@ def _http(emu, path, payload):
     "change,fragments",
     [({"forget": True}, ["vanished", "404"]), ({"status": "paused"}, ["unknown status 'paused'"])],
 )
-def test_api_surprises(batch_emulator_factory, tmp_path, dataset_dir, change, fragments):
+def test_api_surprises(batch_emulator_factory, tmp_path, fixture_dir, change, fragments):
     emu = batch_emulator_factory(latency=3600)
-    args = run_args(emu, tmp_path, dataset_dir, "--smoke", "--no-wait")
+    args = run_args(emu, tmp_path, fixture_dir, "--smoke", "--no-wait")
     assert run_cli(*args, env=env()).returncode == 3
     [batch] = emu.ledger()["batches"]
     _http(emu, f"/_emulator/batches/{batch['id']}", change)
@@ -310,9 +310,9 @@ def test_api_surprises(batch_emulator_factory, tmp_path, dataset_dir, change, fr
 # concurrency, secrets, files -------------------------------------------------------
 
 
-def test_second_process_is_refused(batch_emulator_factory, tmp_path, dataset_dir):
+def test_second_process_is_refused(batch_emulator_factory, tmp_path, fixture_dir):
     emu = batch_emulator_factory(latency=1.0)
-    args = run_args(emu, tmp_path, dataset_dir, "--limit", "20", cap=10)
+    args = run_args(emu, tmp_path, fixture_dir, "--limit", "20", cap=10)
     first = spawn(args)
     journal = tmp_path / "jobs" / "ans-model" / "journal.jsonl"
     deadline = time.time() + 30
@@ -325,11 +325,11 @@ def test_second_process_is_refused(batch_emulator_factory, tmp_path, dataset_dir
 
 
 def test_key_never_written_or_printed_and_files_are_private(
-    batch_emulator_factory, tmp_path, dataset_dir
+    batch_emulator_factory, tmp_path, fixture_dir
 ):
     emu = batch_emulator_factory(latency=0.05)
     outputs = []
-    proc = run_cli(*run_args(emu, tmp_path, dataset_dir, "--smoke"), env=env())
+    proc = run_cli(*run_args(emu, tmp_path, fixture_dir, "--smoke"), env=env())
     assert proc.returncode == 0
     outputs.append(proc.stdout + proc.stderr)
     for cmd in (["status"], ["list"], ["status", "ans-model", "--json"]):
@@ -349,13 +349,13 @@ def test_key_never_written_or_printed_and_files_are_private(
             assert path.stat().st_mode & 0o077 == 0, path
 
 
-def test_plain_http_to_a_non_loopback_host_warns(batch_emulator_factory, tmp_path, dataset_dir):
+def test_plain_http_to_a_non_loopback_host_warns(batch_emulator_factory, tmp_path, fixture_dir):
     emu = batch_emulator_factory(latency=0.05)
     port = emu.base_url.rsplit(":", 1)[1]
-    args = run_args(emu, tmp_path, dataset_dir, "--limit", "1")
+    args = run_args(emu, tmp_path, fixture_dir, "--limit", "1")
     args[args.index("--base-url") + 1] = f"http://0.0.0.0:{port}"
     proc = run_cli(*args, env=env())
     assert proc.returncode == 0, proc.stderr
     assert "warning:" in proc.stderr and "plain http" in proc.stderr
-    proc = run_cli(*run_args(emu, tmp_path / "b", dataset_dir, "--limit", "1"), env=env())
+    proc = run_cli(*run_args(emu, tmp_path / "b", fixture_dir, "--limit", "1"), env=env())
     assert "plain http" not in proc.stderr

@@ -41,7 +41,7 @@ ROW_KEYS = [
 ERROR_KEYS = [*ROW_KEYS[:6], "finished_at", "error"]
 
 
-def run_args(emu, tmp_path, dataset_dir, *extra, cap=40):
+def run_args(emu, tmp_path, fixture_dir, *extra, cap=40):
     return [
         "run",
         "--answer-model",
@@ -51,7 +51,7 @@ def run_args(emu, tmp_path, dataset_dir, *extra, cap=40):
         "--jobs-dir",
         str(tmp_path / "jobs"),
         "--dataset",
-        str(dataset_dir),
+        str(fixture_dir),
         "--base-url",
         emu.base_url,
         "--poll-interval",
@@ -214,13 +214,15 @@ def _load_responder(tmp_path):
     return load_responder(f"{path}:reply")
 
 
-def test_retries_temperature_and_invalid_judges(batch_emulator_factory, tmp_path, dataset_dir):
+def test_retries_temperature_and_invalid_judges(
+    batch_emulator_factory, tmp_path, fixture_dir, fixture_dataset
+):
     emu = batch_emulator_factory(latency=0.1, responder=_load_responder(tmp_path))
     proc = run_cli(
         *run_args(
             emu,
             tmp_path,
-            dataset_dir,
+            fixture_dir,
             "--benchmark",
             "drug_safety",
             "--benchmark",
@@ -232,12 +234,15 @@ def test_retries_temperature_and_invalid_judges(batch_emulator_factory, tmp_path
     assert proc.returncode == 1, proc.stderr  # some cases end in errors, by design
     run_dir = tmp_path / "jobs" / "ans-model"
     rows = rows_of(run_dir / "results.jsonl")
-    assert len(rows) == 50 and len({r["case_id"] for r in rows}) == 50
+    selected = [
+        c for c in fixture_dataset.cases if c["benchmark"] in ("drug_safety", "safety_therapeutic")
+    ]
+    assert len(rows) == len(selected) == len({r["case_id"] for r in rows})
     ok = [r for r in rows if "score" in r]
     errors = [r for r in rows if "error" in r]
     empty = "RuntimeError: API request failed after 6 attempts: API returned an empty message"
     bad_flag = "ValueError: each judge decision needs string item_id and bool matched"
-    assert len(ok) > 25 and any(r["error"] == empty for r in errors)
+    assert len(ok) > len(rows) // 2 and any(r["error"] == empty for r in errors)
     assert any(r["error"] == bad_flag for r in errors)
     for r in ok:
         assert r["judge_temperature"] is None and r["answer_temperature"] == 1
@@ -278,9 +283,9 @@ def test_retries_temperature_and_invalid_judges(batch_emulator_factory, tmp_path
     assert max(judge_runs.values()) <= 4
 
 
-def test_no_wait_status_and_resume(batch_emulator_factory, tmp_path, dataset_dir):
+def test_no_wait_status_and_resume(batch_emulator_factory, tmp_path, fixture_dir):
     emu = batch_emulator_factory(latency=0.5)
-    args = run_args(emu, tmp_path, dataset_dir, "--smoke", "--no-wait", cap=4)
+    args = run_args(emu, tmp_path, fixture_dir, "--smoke", "--no-wait", cap=4)
     proc = run_cli(*args, env=env())
     assert proc.returncode == 3, proc.stderr
     status = run_cli("status", "ans-model", "--jobs-dir", str(tmp_path / "jobs"), "--json")
@@ -300,26 +305,26 @@ def test_no_wait_status_and_resume(batch_emulator_factory, tmp_path, dataset_dir
     assert_no_duplicates(emu)
 
 
-def test_conflicting_resume_and_bad_names(batch_emulator_factory, tmp_path, dataset_dir):
+def test_conflicting_resume_and_bad_names(batch_emulator_factory, tmp_path, fixture_dir):
     emu = batch_emulator_factory(latency=0.05)
-    proc = run_cli(*run_args(emu, tmp_path, dataset_dir, "--smoke"), env=env())
+    proc = run_cli(*run_args(emu, tmp_path, fixture_dir, "--smoke"), env=env())
     assert proc.returncode == 0, proc.stderr
     before = (tmp_path / "jobs" / "ans-model" / "journal.jsonl").read_bytes()
-    args = run_args(emu, tmp_path, dataset_dir, "--smoke")
+    args = run_args(emu, tmp_path, fixture_dir, "--smoke")
     args[args.index("judge-model")] = "other-judge"
     proc = run_cli(*args, env=env())
     assert_one_line_error(proc, "judge_model", "other-judge")
-    proc = run_cli(*run_args(emu, tmp_path, dataset_dir, "--limit", "3"), env=env())
+    proc = run_cli(*run_args(emu, tmp_path, fixture_dir, "--limit", "3"), env=env())
     assert_one_line_error(proc, "selection")
     assert (tmp_path / "jobs" / "ans-model" / "journal.jsonl").read_bytes() == before
-    proc = run_cli(*run_args(emu, tmp_path, dataset_dir, "--run", "../x"), env=env())
+    proc = run_cli(*run_args(emu, tmp_path, fixture_dir, "--run", "../x"), env=env())
     assert_one_line_error(proc, "'../x'", "[A-Za-z0-9._-]+")
     assert not (tmp_path / "x").exists()
 
 
-def test_cancel_then_resume(batch_emulator_factory, tmp_path, dataset_dir):
+def test_cancel_then_resume(batch_emulator_factory, tmp_path, fixture_dir):
     emu = batch_emulator_factory(latency=2.0)
-    args = run_args(emu, tmp_path, dataset_dir, "--limit", "30", "--no-wait", cap=10)
+    args = run_args(emu, tmp_path, fixture_dir, "--limit", "30", "--no-wait", cap=10)
     assert run_cli(*args, env=env()).returncode == 3
     proc = cancel_cli(emu, tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -357,9 +362,11 @@ def _spawn(args):
     )
 
 
-def test_killed_and_restarted_run_pays_once(batch_emulator_factory, tmp_path, dataset_dir):
+def test_killed_and_restarted_run_pays_once(
+    batch_emulator_factory, tmp_path, fixture_dir, fixture_dataset
+):
     emu = batch_emulator_factory(latency=0.3)
-    args = run_args(emu, tmp_path, dataset_dir, "--limit", "120", cap=20)
+    args = run_args(emu, tmp_path, fixture_dir, cap=8)
     journal_path = tmp_path / "jobs" / "ans-model" / "journal.jsonl"
     kills = 0
     for wanted in ("created", "batch", "downloaded", "collected"):
@@ -381,11 +388,12 @@ def test_killed_and_restarted_run_pays_once(batch_emulator_factory, tmp_path, da
     proc = run_cli(*args, env=env())
     assert proc.returncode == 0, proc.stderr
     rows = rows_of(tmp_path / "jobs" / "ans-model" / "results.jsonl")
-    assert len(rows) == 120 and len({r["case_id"] for r in rows}) == 120
+    n = len(fixture_dataset.cases)
+    assert len(rows) == n and len({r["case_id"] for r in rows}) == n
     assert_no_duplicates(emu)
 
 
-def test_missing_key_is_a_clear_error(tmp_path, dataset_dir):
+def test_missing_key_is_a_clear_error(tmp_path, fixture_dir):
     proc = run_cli(
         "run",
         "--answer-model",
@@ -395,7 +403,7 @@ def test_missing_key_is_a_clear_error(tmp_path, dataset_dir):
         "--jobs-dir",
         str(tmp_path / "jobs"),
         "--dataset",
-        str(dataset_dir),
+        str(fixture_dir),
         "--smoke",
         env={"OPENAI_API_KEY": "", "OPENAI_ACCESS_TOKEN": ""},
     )
@@ -410,19 +418,19 @@ def test_demo_runs_the_sample():
 
 
 @pytest.mark.parametrize("variable", ["OPENAI_API_KEY", "OPENAI_ACCESS_TOKEN"])
-def test_key_variables(batch_emulator_factory, tmp_path, dataset_dir, variable):
+def test_key_variables(batch_emulator_factory, tmp_path, fixture_dir, variable):
     emu = batch_emulator_factory(latency=0.05, api_key=KEY)
     proc = run_cli(
-        *run_args(emu, tmp_path, dataset_dir, "--limit", "2"),
+        *run_args(emu, tmp_path, fixture_dir, "--limit", "2"),
         env={"OPENAI_API_KEY": "", "OPENAI_ACCESS_TOKEN": "", variable: KEY},
     )
     assert proc.returncode == 0, proc.stderr
 
 
-def test_ctrl_c_is_a_clean_exit(batch_emulator_factory, tmp_path, dataset_dir):
+def test_ctrl_c_is_a_clean_exit(batch_emulator_factory, tmp_path, fixture_dir):
     emu = batch_emulator_factory(latency=30)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "batchbench", *run_args(emu, tmp_path, dataset_dir, "--smoke")],
+        [sys.executable, "-m", "batchbench", *run_args(emu, tmp_path, fixture_dir, "--smoke")],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -441,15 +449,15 @@ def test_ctrl_c_is_a_clean_exit(batch_emulator_factory, tmp_path, dataset_dir):
     assert "Traceback" not in err and "run the same command to resume" in err
 
 
-def test_delete_remote_files_once_collected(batch_emulator_factory, tmp_path, dataset_dir):
+def test_delete_remote_files_once_collected(batch_emulator_factory, tmp_path, fixture_dir):
     emu = batch_emulator_factory(latency=0.05)
     proc = run_cli(
-        *run_args(emu, tmp_path, dataset_dir, "--smoke", cap=4), "--delete-remote-files", env=env()
+        *run_args(emu, tmp_path, fixture_dir, "--smoke", cap=4), "--delete-remote-files", env=env()
     )
     assert proc.returncode == 0, proc.stderr
     assert emu.store.files == {}  # inputs, outputs and error files all gone from the server
     raw = list((tmp_path / "jobs" / "ans-model" / "raw").iterdir())
     assert len(raw) == 6  # the run folder keeps every result file
     copy = tmp_path / "again"
-    proc = run_cli(*run_args(emu, copy, dataset_dir, "--smoke", cap=4), env=env())
+    proc = run_cli(*run_args(emu, copy, fixture_dir, "--smoke", cap=4), env=env())
     assert proc.returncode == 0 and len(emu.store.files) == 12  # kept without the flag

@@ -19,7 +19,8 @@ GOLDEN = [("full", False), ("uneven", False), ("smoke", True)]
 
 
 @pytest.mark.parametrize("name,smoke", GOLDEN)
-def test_python_api_equals_golden(golden_dir, dataset, name, smoke):
+def test_python_api_equals_golden(golden_set, name, smoke):
+    golden_dir, dataset = golden_set.golden_dir, golden_set.dataset
     rows = [json.loads(line) for line in (golden_dir / f"{name}.jsonl").read_text().splitlines()]
     expected_ids = [c["case_id"] for c in select_cases(dataset, smoke=smoke)]
     got = summarize(rows, expected_case_ids=expected_ids, dataset_sha256=dataset.sha256)
@@ -33,7 +34,8 @@ def test_summarize_signature():
 
 
 @pytest.mark.parametrize("name,smoke", GOLDEN)
-def test_cli_writes_byte_identical_summary(tmp_path, golden_dir, dataset_dir, name, smoke):
+def test_cli_writes_byte_identical_summary(tmp_path, golden_set, name, smoke):
+    golden_dir, dataset_dir = golden_set.golden_dir, golden_set.dataset_dir
     results = tmp_path / f"{name}.jsonl"
     shutil.copy(golden_dir / f"{name}.jsonl", results)
     args = ["summarize", str(results), "--dataset", str(dataset_dir)]
