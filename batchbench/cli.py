@@ -6,6 +6,7 @@ import functools
 import sys
 import time
 from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -22,7 +23,8 @@ app = typer.Typer(
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-DEFAULT_DATASET = Path(__file__).resolve().parent.parent / "data" / "sample"
+# The bundled sample ships inside the package, so a wheel install can run the demo.
+SAMPLE_DATASET = Path(str(resources.files("batchbench").joinpath("sample")))
 
 
 def friendly(fn: F) -> F:
@@ -114,7 +116,7 @@ def summarize(
 
 @app.command()
 @friendly
-def validate(dataset: DatasetOpt = DEFAULT_DATASET) -> None:
+def validate(dataset: DatasetOpt = SAMPLE_DATASET) -> None:
     """Load and validate a dataset; print its case count and digest."""
     from .dataset import load_dataset
 
@@ -230,7 +232,14 @@ def run(
         typer.Option("--run", help="Run name [A-Za-z0-9._-]+ (default: from the answer model)."),
     ] = None,
     jobs_dir: JobsDirOpt = Path("jobs"),
-    dataset: DatasetOpt = DEFAULT_DATASET,
+    dataset: Annotated[
+        Path | None,
+        typer.Option(
+            "--dataset",
+            envvar="BATCHBENCH_DATASET",
+            help="BedsideBench checkout (registry.json at its root); required.",
+        ),
+    ] = None,
     smoke: SmokeOpt = False,
     limit: LimitOpt = None,
     benchmark: Annotated[
@@ -302,6 +311,11 @@ def run(
     from .jobs import RunOptions, Settings, execute
     from .report import summary_table
 
+    if dataset is None:
+        raise ConfigError(
+            "run needs --dataset DIR (or BATCHBENCH_DATASET): a BedsideBench checkout;"
+            " `batchbench demo` runs the bundled sample"
+        )
     if as_json and not dry_run:
         raise ConfigError("--json goes with --dry-run (use `batchbench status --json`)")
     if poll_interval <= 0:
@@ -349,11 +363,11 @@ def run(
         from .dryrun import plan_text
         from .jobs import dry_run as make_dry_run
 
-        plan = make_dry_run(options, DEFAULT_DATASET)
+        plan = make_dry_run(options)
         typer.echo(json.dumps(plan, indent=2) if as_json else plan_text(plan))
         return
     _finish_run(
-        *execute(options, DEFAULT_DATASET, say=typer.echo, on_progress=_Progress()), summary_table
+        *execute(options, say=typer.echo, on_progress=_Progress()), summary_table
     )
 
 
@@ -445,7 +459,7 @@ def demo(
     jobs_dir: Annotated[
         Path | None, typer.Option(help="Keep the demo run here (default: a temporary folder).")
     ] = None,
-    dataset: DatasetOpt = DEFAULT_DATASET,
+    dataset: DatasetOpt = SAMPLE_DATASET,
 ) -> None:
     """Run the bundled sample end to end against the in-process emulator."""
     import tempfile
@@ -469,7 +483,7 @@ def demo(
         if jobs_dir is None:
             typer.echo("(the run lives in a temporary folder; pass --jobs-dir to keep it)")
         _finish_run(
-            *execute(options, DEFAULT_DATASET, say=typer.echo, on_progress=_Progress()),
+            *execute(options, say=typer.echo, on_progress=_Progress()),
             summary_table,
         )
 

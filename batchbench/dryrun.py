@@ -155,17 +155,21 @@ def plan(
         reply = {"decisions": [{"item_id": it["item_id"], "matched": True} for it in items]}
         return judge_count(json.dumps(reply, separators=(",", ":")))
 
-    common = {
-        "max_requests": max_requests,
-        "max_bytes": max_bytes,
-        "max_tokens": max_tokens,
-        "pricing": pricing,
-    }
     stages = {
-        "answers": _stage(
-            "answers", answers, answer_model, lambda r: assumed_answer_tokens, **common
-        ),
-        "judges": _stage("judges", judges, judge_model, judge_reply_tokens, **common),
+        stage: _stage(
+            stage,
+            requests,
+            model,
+            replies,
+            max_requests=max_requests,
+            max_bytes=max_bytes,
+            max_tokens=max_tokens,
+            pricing=pricing,
+        )
+        for stage, requests, model, replies in (
+            ("answers", answers, answer_model, lambda r: assumed_answer_tokens),
+            ("judges", judges, judge_model, judge_reply_tokens),
+        )
     }
     priced = all(s["priced"] for s in stages.values())
     total = {

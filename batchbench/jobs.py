@@ -28,9 +28,9 @@ __all__ = ["RunOptions", "Settings", "cancel_run", "dry_run", "execute", "prepar
 class RunOptions:
     answer_model: str
     judge_model: str
+    dataset: Path
     run: str | None = None
     jobs_dir: Path = Path("jobs")
-    dataset: Path | None = None
     smoke: bool = False
     limit: int | None = None
     benchmarks: tuple[str, ...] = ()
@@ -45,7 +45,7 @@ class RunOptions:
 
 
 def prepare(
-    options: RunOptions, default_dataset: Path, *, check_existing: bool = True
+    options: RunOptions, *, check_existing: bool = True
 ) -> tuple[Run, RunConfig, dict]:
     """Check the options and the dataset, and that an existing run of this name matches."""
     from .dataset import load_dataset, select_cases
@@ -58,7 +58,7 @@ def prepare(
     ):
         if not value.strip():
             raise ConfigError(f"{label} must not be empty")
-    dataset_path = Path(options.dataset or default_dataset)
+    dataset_path = Path(options.dataset)
     ds = load_dataset(dataset_path)
     selected = select_cases(
         ds, smoke=options.smoke, limit=options.limit, benchmarks=options.benchmarks
@@ -93,7 +93,6 @@ def prepare(
 
 def execute(
     options: RunOptions,
-    default_dataset: Path,
     *,
     say: Callable[[str], None] = print,
     on_progress: Callable[[Pipeline], None] | None = None,
@@ -102,7 +101,7 @@ def execute(
     from .api import make_client
     from .costs import load_pricing
 
-    run, config, cases = prepare(options, default_dataset)
+    run, config, cases = prepare(options)
     pricing = load_pricing(options.pricing)
     if options.max_cost is not None:
         estimate = make_plan(options, config, cases, pricing)["total"]["batch_usd"]
@@ -161,11 +160,11 @@ def make_plan(options: RunOptions, config: RunConfig, cases: dict, pricing: Any)
     )
 
 
-def dry_run(options: RunOptions, default_dataset: Path) -> dict[str, Any]:
+def dry_run(options: RunOptions) -> dict[str, Any]:
     """The run's full plan and estimated cost, with no API call and nothing written."""
     from .costs import load_pricing
 
-    _, config, cases = prepare(options, default_dataset, check_existing=False)
+    _, config, cases = prepare(options, check_existing=False)
     return make_plan(options, config, cases, load_pricing(options.pricing))
 
 
@@ -183,8 +182,8 @@ def cancel_run(
         api = BatchApi(client)
         pipeline = Pipeline(run, config, {}, api, Settings())
         pipeline.record("cancel_requested")
-        cancelled = []
+        cancelled: list[str] = []
         for sub in pipeline.in_flight():
-            if api.cancel(sub.batch_id) is not None:
+            if sub.batch_id is not None and api.cancel(sub.batch_id) is not None:
                 cancelled.append(sub.batch_id)
     return cancelled

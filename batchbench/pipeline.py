@@ -333,7 +333,7 @@ class Pipeline:
         """Refresh every in-flight batch, one list page per 100 batches when possible."""
         assert self.api is not None
         self._last_poll = self.clock()
-        waiting = {s.batch_id: s for s in self.in_flight()}
+        waiting = {s.batch_id: s for s in self.in_flight() if s.batch_id is not None}
         if not waiting:
             return
         oldest = min(s.planned_at for s in waiting.values()) - 600

@@ -17,7 +17,7 @@ import queue
 import random
 import statistics
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -215,7 +215,7 @@ def _interval(means: np.ndarray) -> list[float]:
 
 
 def bootstrap(
-    scores_by_benchmark: dict[str, Sequence[float]], samples: int, seed: int
+    scores_by_benchmark: Mapping[str, Sequence[float]], samples: int, seed: int
 ) -> tuple[dict[str, list[float]], list[float]]:
     """Benchmark intervals (names sorted), then the stratified overall interval."""
     names = sorted(b for b, s in scores_by_benchmark.items() if len(s))

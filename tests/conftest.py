@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-SAMPLE = REPO / "data" / "sample"
+SAMPLE = REPO / "batchbench" / "sample"
 FIXTURE = REPO / "tests" / "fixtures"  # synthetic dataset + the reference's goldens over it
 sys.path.insert(0, str(REPO / "benchmarks"))
 

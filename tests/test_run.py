@@ -461,3 +461,17 @@ def test_delete_remote_files_once_collected(batch_emulator_factory, tmp_path, fi
     copy = tmp_path / "again"
     proc = run_cli(*run_args(emu, copy, fixture_dir, "--smoke", cap=4), env=env())
     assert proc.returncode == 0 and len(emu.store.files) == 12  # kept without the flag
+
+
+def test_run_needs_a_dataset_and_never_falls_back_to_the_sample(tmp_path, fixture_dir):
+    base = ["run", "--answer-model", "a", "--judge-model", "j", "--jobs-dir", str(tmp_path / "j")]
+    proc = run_cli(*base, env={"OPENAI_API_KEY": KEY, "BATCHBENCH_DATASET": ""})
+    assert_one_line_error(proc, "--dataset", "BATCHBENCH_DATASET")
+    assert not (tmp_path / "j").exists()
+    # The variable stands for the option (a dry run: no key, no call, nothing written).
+    proc = run_cli(*base, "--dry-run", "--json", env={"BATCHBENCH_DATASET": str(fixture_dir)})
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["stages"]["answers"]["requests"] == len(
+        list(fixture_dir.glob("data/*/cases/*.json"))
+    )
+    assert not (tmp_path / "j").exists()

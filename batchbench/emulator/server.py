@@ -343,9 +343,10 @@ def _multipart(
     files: dict[str, tuple[str, bytes]] = {}
     for part in message.iter_parts():
         name = part.get_param("name", header="content-disposition")
-        if not name:
+        if not isinstance(name, str) or not name:
             continue
-        payload = part.get_payload(decode=True) or b""
+        decoded = part.get_payload(decode=True)
+        payload = decoded if isinstance(decoded, bytes) else b""
         filename = part.get_filename()
         if filename is not None:
             files[name] = (filename, payload)
@@ -393,7 +394,7 @@ class Emulator:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     @property
     def base_url(self) -> str:
