@@ -1,11 +1,17 @@
-"""The only module that talks to the openai SDK.
+"""The only module that talks to the openai SDK, and the home of the one retry policy.
 
 Everything the pipeline needs from the Batch API is a method here returning
-plain dicts, so another OpenAI-compatible batch service (Azure OpenAI, a
-self-hosted gateway) can be added by building a different client in
-:func:`make_client` without touching the pipeline. Retries live here too: the
-SDK's own retries are off, because a blind retry of ``batches.create`` after an
-ambiguous 500 could pay for a batch twice.
+plain dicts, so another OpenAI-compatible batch service can be added by
+building a different client in :func:`make_client` without touching the
+pipeline.
+
+The retry policy is the SDK's own (it backs off, honours ``retry-after`` and
+retries 408/409/429/5xx, timeouts and dropped connections), bounded in count
+and, through the client's timeout, in time. The one exception is
+``batches.create``: it is made once, never retried blind, because a retry after
+an ambiguous failure could pay for a batch twice; the pipeline first looks for
+the batch that failure may have made (the domain rule). SDK errors become the
+typed errors of :mod:`batchbench.errors`, carrying the status and batch id.
 """
 
 from __future__ import annotations
@@ -14,8 +20,7 @@ import contextlib
 import ipaddress
 import os
 import sys
-import time
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlparse
@@ -24,7 +29,13 @@ import openai
 
 from . import _failpoints
 from ._io import _fsync_dir
-from .errors import ApiError, ApiNotFoundError, ConfigError, TransientApiError
+from .errors import (
+    ApiConflictError,
+    ApiError,
+    ApiNotFoundError,
+    ConfigError,
+    TransientApiError,
+)
 
 try:  # openai 3.x uses httpx2; 1.x/2.x use httpx. Streaming errors are theirs, unwrapped.
     import httpx2 as _httpx
@@ -60,93 +71,79 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+MAX_RETRIES = 4  # the SDK's: about 8 s of backoff, plus each attempt's timeout
+TIMEOUT = 60.0
+
+
 def make_client(
-    base_url: str | None = None, *, timeout: float = 120.0, api_key: str | None = None
+    base_url: str | None = None,
+    *,
+    timeout: float = TIMEOUT,
+    api_key: str | None = None,
+    max_retries: int = MAX_RETRIES,
 ) -> openai.OpenAI:
     """An SDK client from the environment; organisation/project come from the SDK's variables."""
     key = api_key or api_key_from_env()
     url = base_url or os.environ.get("OPENAI_BASE_URL") or None
     if url:
-        parsed = urlparse(url)
-        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        try:
+            parsed = urlparse(url)
+            host = parsed.hostname
+        except ValueError as exc:
+            raise ConfigError(f"--base-url {url!r} is not a valid URL ({exc})") from None
+        if parsed.scheme not in ("http", "https") or not host:
             raise ConfigError(f"--base-url {url!r} is not an http(s) URL")
-        if parsed.scheme == "http" and not _is_loopback(parsed.hostname):
+        if parsed.scheme == "http" and not _is_loopback(host):
             print(
                 f"warning: {url} is plain http to a host that is not loopback:"
                 " the API key would cross the network unencrypted",
                 file=sys.stderr,
             )
-    return openai.OpenAI(api_key=key, base_url=url, max_retries=0, timeout=timeout)
+    return openai.OpenAI(api_key=key, base_url=url, max_retries=max_retries, timeout=timeout)
 
 
 class BatchApi:
-    """Batch API calls with bounded, backed-off retries of transient failures."""
+    """Batch API calls with SDK errors turned into batchbench's typed errors."""
 
-    def __init__(
-        self,
-        client: openai.OpenAI,
-        *,
-        attempts: int = 8,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
+    def __init__(self, client: openai.OpenAI) -> None:
         self.client = client
-        self.attempts = attempts
-        self.sleep = sleep
-        self.calls = 0
+        self._once = client.with_options(max_retries=0)  # for the one call never retried
         self._secret = client.api_key or ""
-
-    def _scrub(self, text: str) -> str:
-        return text.replace(self._secret, "***") if self._secret else text
-
-    def _call(self, what: str, fn: Callable[[], T], *, retry: bool = True) -> T:
-        delay = 0.2
-        for attempt in range(1, self.attempts + 1):
-            self.calls += 1
-            try:
-                return fn()
-            except _TRANSIENT as exc:
-                if not retry or attempt == self.attempts:
-                    raise TransientApiError(
-                        f"{what}: {self._describe(exc)}"
-                        + ("" if not retry else f" (gave up after {attempt} attempts)")
-                    ) from None
-                self.sleep(self._retry_after(exc, delay))
-                delay = min(delay * 2, 10.0)
-            except openai.AuthenticationError as exc:
-                raise ApiError(
-                    f"{what}: the API refused the key (HTTP {exc.status_code});"
-                    " check OPENAI_API_KEY"
-                ) from None
-            except openai.NotFoundError as exc:
-                raise ApiNotFoundError(
-                    f"{what}: not found (HTTP 404): {self._describe(exc)}"
-                ) from None
-            except openai.APIStatusError as exc:
-                raise ApiError(f"{what}: HTTP {exc.status_code}: {self._describe(exc)}") from None
-        raise AssertionError("unreachable")
 
     def _describe(self, exc: BaseException) -> str:
         message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-        return self._scrub(" ".join(str(message).split()))[:300]
+        text = " ".join(str(message).split())
+        return (text.replace(self._secret, "***") if self._secret else text)[:300]
 
-    @staticmethod
-    def _retry_after(exc: BaseException, default: float) -> float:
-        response = getattr(exc, "response", None)
-        headers = getattr(response, "headers", None) or {}
-        with contextlib.suppress(TypeError, ValueError):
-            if "retry-after-ms" in headers:
-                return min(float(headers["retry-after-ms"]) / 1000, 30.0)
-            if "retry-after" in headers:
-                return min(float(headers["retry-after"]), 30.0)
-        return default
+    @contextlib.contextmanager
+    def _errors(self, what: str, batch_id: str | None = None) -> Iterator[None]:
+        """SDK exceptions (after the SDK's retries) → typed errors naming the call."""
+        try:
+            yield
+        except (openai.APIConnectionError, _httpx.TransportError) as exc:
+            raise TransientApiError(
+                f"{what}: {self._describe(exc)} ({self.client.base_url})", batch_id=batch_id
+            ) from None
+        except openai.APIStatusError as exc:
+            status = exc.status_code
+            detail = f"{what}: HTTP {status}: {self._describe(exc)}"
+            if isinstance(exc, openai.AuthenticationError):
+                detail = f"{what}: the API refused the key (HTTP {status}); check OPENAI_API_KEY"
+            kind: type[ApiError] = ApiError
+            if isinstance(exc, openai.NotFoundError):
+                kind = ApiNotFoundError
+            elif isinstance(exc, openai.ConflictError):
+                kind = ApiConflictError
+            elif status in (408, 429) or status >= 500:
+                kind = TransientApiError
+            raise kind(detail, status=status, batch_id=batch_id) from None
+        except openai.APIResponseValidationError as exc:
+            raise ApiError(f"{what}: the reply is not what the Batch API sends: {exc}") from None
 
     # files ------------------------------------------------------------------
     def upload(self, path: Path) -> str:
-        def call() -> str:
-            with open(path, "rb") as fh:
-                return self.client.files.create(file=(path.name, fh), purpose="batch").id
-
-        return self._call(f"upload {path.name}", call)
+        with self._errors(f"upload {path.name}"), open(path, "rb") as fh:
+            return self._reply(self.client.files.create(file=(path.name, fh), purpose="batch")).id
 
     def download(self, file_id: str, dest: Path) -> int:
         """Stream a file's bytes verbatim to ``dest`` (temporary name, fsync, rename)."""
@@ -170,53 +167,53 @@ class BatchApi:
             return size
 
         try:
-            return self._call(f"download {file_id}", call)
+            with self._errors(f"download {file_id}"):
+                return call()
         finally:
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
 
     def delete_file(self, file_id: str) -> None:
-        with contextlib.suppress(ApiNotFoundError):
-            self._call(f"delete {file_id}", lambda: self.client.files.delete(file_id))
+        with contextlib.suppress(ApiNotFoundError), self._errors(f"delete {file_id}"):
+            self.client.files.delete(file_id)
 
     # batches ----------------------------------------------------------------
     def create(self, file_id: str, metadata: dict[str, str]) -> dict[str, Any]:
         """One attempt only: after an ambiguous failure the caller must look before retrying."""
-        return self._call(
-            f"create batch for {file_id}",
-            lambda: self.client.batches.create(
+        with self._errors(f"create batch for {file_id}"):
+            batch = self._once.batches.create(
                 input_file_id=file_id,
                 endpoint="/v1/chat/completions",
                 completion_window="24h",
                 metadata=metadata,
-            ).model_dump(),
-            retry=False,
-        )
+            )
+            return self._reply(batch).model_dump()
 
     def list_page(self, after: str | None = None, limit: int = 100) -> tuple[list[dict], bool]:
-        def call() -> tuple[list[dict], bool]:
-            kwargs: dict[str, Any] = {"limit": limit}
-            if after:
-                kwargs["after"] = after
-            page = self.client.batches.list(**kwargs)
-            return [b.model_dump() for b in page.data], bool(page.has_more)
-
-        return self._call("list batches", call)
+        kwargs: dict[str, Any] = {"limit": limit}
+        if after:
+            kwargs["after"] = after
+        with self._errors("list batches"):
+            page = self._reply(self.client.batches.list(**kwargs))
+            return [self._reply(b).model_dump() for b in page.data], bool(page.has_more)
 
     def retrieve(self, batch_id: str) -> dict[str, Any]:
-        return self._call(
-            f"retrieve batch {batch_id}",
-            lambda: self.client.batches.retrieve(batch_id).model_dump(),
-        )
+        with self._errors(f"retrieve batch {batch_id}", batch_id):
+            return self._reply(self.client.batches.retrieve(batch_id)).model_dump()
 
     def cancel(self, batch_id: str) -> dict[str, Any] | None:
         """Cancel; None when the batch had already finished (HTTP 409)."""
         try:
-            return self._call(
-                f"cancel batch {batch_id}",
-                lambda: self.client.batches.cancel(batch_id).model_dump(),
+            with self._errors(f"cancel batch {batch_id}", batch_id):
+                return self._reply(self.client.batches.cancel(batch_id)).model_dump()
+        except ApiConflictError:
+            return None
+
+    def _reply(self, obj: T) -> T:
+        """A reply that is not JSON (an HTML page served with 200) reaches us as a str."""
+        if isinstance(obj, (str, bytes)):
+            raise ApiError(
+                f"{self.client.base_url} answered with something that is not the Batch API"
+                f" (not JSON: {str(obj)[:60]!r}...); check --base-url"
             )
-        except ApiError as exc:
-            if "HTTP 409" in str(exc):
-                return None
-            raise
+        return obj

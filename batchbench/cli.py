@@ -366,9 +366,7 @@ def run(
         plan = make_dry_run(options)
         typer.echo(json.dumps(plan, indent=2) if as_json else plan_text(plan))
         return
-    _finish_run(
-        *execute(options, say=typer.echo, on_progress=_Progress()), summary_table
-    )
+    _finish_run(*execute(options, say=typer.echo, on_progress=_Progress()), summary_table)
 
 
 def _finish_run(run_dir: Any, summary: Any, complete: bool, summary_table: Any) -> None:
@@ -405,7 +403,7 @@ def status(
     from .costs import load_pricing
     from .errors import ConfigError
     from .report import run_status, status_text
-    from .runs import list_runs, open_run
+    from .rundir import list_runs, open_run
 
     runs = [open_run(jobs_dir, name)] if name else list_runs(jobs_dir)
     if name and not runs[0].exists():
@@ -425,7 +423,7 @@ def status(
 def list_command(jobs_dir: JobsDirOpt = Path("jobs")) -> None:
     """List the runs in the jobs directory."""
     from .report import run_status
-    from .runs import list_runs
+    from .rundir import list_runs
 
     runs = list_runs(jobs_dir)
     if not runs:

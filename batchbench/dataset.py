@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from .errors import ConfigError, DatasetError
 
@@ -21,16 +21,33 @@ GRADING_METHODS = ("points_rubric", "f1_weighted_rubric")
 _REQUIRED_STR = ("case_id", "benchmark", "grading_method", "prompt", "split")
 
 
+class RubricItem(TypedDict):
+    item_id: str
+    text: str
+    points: float  # signed; an int in the JSON stays an int (it is hashed and echoed as read)
+
+
+class Case(TypedDict):
+    """A validated case, exactly as read (other fields the file holds are kept too)."""
+
+    case_id: str
+    benchmark: str
+    grading_method: str
+    prompt: str
+    rubric_items: list[RubricItem]
+    split: str
+
+
 @dataclass(frozen=True)
 class Dataset:
     """All loaded cases in registry order, plus the digest over all of them."""
 
     root: Path
-    cases: tuple[dict[str, Any], ...]
+    cases: tuple[Case, ...]
     benchmarks: tuple[str, ...]
     sha256: str
 
-    def by_id(self) -> dict[str, dict[str, Any]]:
+    def by_id(self) -> dict[str, Case]:
         return {c["case_id"]: c for c in self.cases}
 
 
@@ -58,7 +75,7 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def validate_case(case: Any, where: str) -> None:
+def validate_case(case: Any, where: str) -> Case:
     """Raise DatasetError naming ``where`` and the field when ``case`` is invalid."""
     if not isinstance(case, dict):
         raise DatasetError(f"{where}: expected a JSON object, got {type(case).__name__}")
@@ -105,6 +122,7 @@ def validate_case(case: Any, where: str) -> None:
             raise DatasetError(f"{at}.points: {points!r} is outside -3..3 for f1_weighted_rubric")
     if method == "points_rubric" and not any(it["points"] > 0 for it in items):
         raise DatasetError(f"{where}: field 'rubric_items': a points rubric needs positive points")
+    return cast(Case, case)
 
 
 def load_dataset(root: str | Path) -> Dataset:
@@ -118,7 +136,7 @@ def load_dataset(root: str | Path) -> Dataset:
     if not isinstance(panels, list) or not panels:
         raise DatasetError(f"{_rel(registry_path, root)}: field 'panels' must be a non-empty list")
 
-    cases: list[dict[str, Any]] = []
+    cases: list[Case] = []
     benchmarks: list[str] = []
     case_ids: dict[str, str] = {}
     item_ids: dict[str, str] = {}
@@ -137,8 +155,8 @@ def load_dataset(root: str | Path) -> Dataset:
         if not folder.is_dir():
             raise DatasetError(f"{at}: panel folder {panel['path']!r} is missing")
         benchmarks.append(panel["id"])
-        for where, case in _panel_cases(folder, root):
-            validate_case(case, where)
+        for where, raw in _panel_cases(folder, root):
+            case = validate_case(raw, where)
             if case["benchmark"] != panel["id"]:
                 raise DatasetError(
                     f"{where}: field 'benchmark': {case['benchmark']!r} is not the panel"
@@ -200,7 +218,7 @@ def _panel_cases(folder: Path, root: Path) -> Iterable[tuple[str, Any]]:
             yield _rel(path, root), case
 
 
-def dataset_sha256(cases: Sequence[dict[str, Any]]) -> str:
+def dataset_sha256(cases: Sequence[Case]) -> str:
     """The reference digest: compact, key-sorted, non-ASCII kept, over all cases."""
     blob = json.dumps(list(cases), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
@@ -212,7 +230,7 @@ def select_cases(
     smoke: bool = False,
     limit: int | None = None,
     benchmarks: Sequence[str] = (),
-) -> list[dict[str, Any]]:
+) -> list[Case]:
     """Benchmark filter, then smoke (first case per benchmark), then the first ``limit``."""
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit must be at least 1, got {limit}")
@@ -223,7 +241,7 @@ def select_cases(
         )
     chosen = [c for c in dataset.cases if not benchmarks or c["benchmark"] in benchmarks]
     if smoke:
-        first: dict[str, dict[str, Any]] = {}
+        first: dict[str, Case] = {}
         for case in chosen:
             first.setdefault(case["benchmark"], case)
         chosen = list(first.values())

@@ -14,74 +14,16 @@ from typing import Any
 
 from . import protocol
 from .costs import Pricing, cost, prompt_tokens, token_counter
-from .errors import BatchbenchError
-from .requests import MAX_BYTES, MAX_LINES, Request, answer_request, judge_request, shard
-
-# Body fields the chat completions endpoint accepts; anything else fails a batch.
-ALLOWED_BODY_FIELDS = frozenset(
-    {
-        "model",
-        "messages",
-        "max_completion_tokens",
-        "max_tokens",
-        "temperature",
-        "top_p",
-        "n",
-        "stop",
-        "presence_penalty",
-        "frequency_penalty",
-        "logit_bias",
-        "logprobs",
-        "top_logprobs",
-        "response_format",
-        "seed",
-        "tools",
-        "tool_choice",
-        "parallel_tool_calls",
-        "user",
-        "reasoning_effort",
-        "metadata",
-        "store",
-        "service_tier",
-        "modalities",
-        "prediction",
-        "verbosity",
-        "stream",
-        "stream_options",
-    }
+from .dataset import Case
+from .requests import (
+    MAX_BYTES,
+    MAX_LINES,
+    Request,
+    answer_request,
+    check_file,
+    judge_request,
+    shard,
 )
-
-
-class PlanError(BatchbenchError):
-    """A request file that the Batch API would reject."""
-
-
-def check_file(lines: Sequence[bytes], where: str) -> None:
-    """The Batch API's file rules: size, line count, unique ids, one model, known fields."""
-    if len(lines) > MAX_LINES:
-        raise PlanError(f"{where}: {len(lines)} lines, over the {MAX_LINES} limit")
-    size = sum(len(x) for x in lines)
-    if size > MAX_BYTES:
-        raise PlanError(f"{where}: {size} bytes, over the {MAX_BYTES} limit")
-    seen: set[str] = set()
-    models: set[str] = set()
-    for n, raw in enumerate(lines, 1):
-        obj = json.loads(raw)
-        cid = obj["custom_id"]
-        if cid in seen:
-            raise PlanError(f"{where}: line {n}: duplicate custom_id {cid!r}")
-        seen.add(cid)
-        body = obj["body"]
-        models.add(body.get("model"))
-        unknown = sorted(set(body) - ALLOWED_BODY_FIELDS)
-        if unknown:
-            raise PlanError(f"{where}: line {n}: body fields not allowed: {unknown}")
-        if body.get("stream") is True:
-            raise PlanError(f"{where}: line {n}: stream=true is not allowed in a batch")
-        if obj.get("method") != "POST" or obj.get("url") != protocol.ENDPOINT:
-            raise PlanError(f"{where}: line {n}: method/url must be POST {protocol.ENDPOINT}")
-    if len(models) > 1:
-        raise PlanError(f"{where}: more than one model: {sorted(map(str, models))}")
 
 
 def _stage(
@@ -120,7 +62,7 @@ def _stage(
 
 
 def plan(
-    cases: Sequence[dict[str, Any]],
+    cases: Sequence[Case],
     *,
     answer_model: str,
     judge_model: str,

@@ -1,8 +1,23 @@
-"""The exceptions batchbench raises on purpose.
+"""The exceptions batchbench raises on purpose, and the exit status each one means.
 
-Every error a user can cause (a broken file, a bad option, an API refusal) is a
-``BatchbenchError``: the CLI prints its message on one line and exits non-zero,
-so no traceback ever reaches the user for a foreseeable problem.
+Every error a user can meet (a broken file, a bad option, a damaged run, an API
+refusal) is a :class:`BatchbenchError`: the CLI prints its message on one line
+and exits with the class's ``exit_code``, so no traceback reaches the user for
+a foreseeable problem. The tree:
+
+- :class:`InputError` (exit 2): the user's own inputs — options, dataset,
+  results files, pricing, a resume with another configuration. Fix the input.
+- :class:`RunStateError` (exit 4): a run folder that cannot be advanced as it
+  is — locked by another process, a corrupt journal, a downloaded batch file
+  that breaks the Batch API's format. The run's state is left as it was.
+- :class:`ApiError` (exit 5): the Batch API refused or could not be reached
+  after the retry policy; carries the HTTP ``status`` and the ``batch_id`` when
+  known. Resuming later is safe.
+
+:class:`InvariantError` is not in the tree on purpose: it is a bug in
+batchbench (exit 70), never a user's or a judge's fault. A judge reply that
+breaks the protocol is not an exception at all for the user: it becomes the
+case's error row (:class:`JudgeReplyError` carries the reference's text).
 """
 
 from __future__ import annotations
@@ -14,41 +29,69 @@ class BatchbenchError(Exception):
     exit_code = 2
 
 
-class DatasetError(BatchbenchError):
+class InputError(BatchbenchError):
+    """An option, file or configuration the user gave is invalid."""
+
+    exit_code = 2
+
+
+class DatasetError(InputError):
     """A BedsideBench checkout is missing a file or holds an invalid case."""
 
 
-class ResultsError(BatchbenchError):
+class ResultsError(InputError):
     """A results JSONL file cannot be read as reference-format rows."""
 
 
-class JudgeReplyError(BatchbenchError):
-    """A judge reply breaks the protocol; the case gets no partial credit."""
-
-
-class ConfigError(BatchbenchError):
+class ConfigError(InputError):
     """An option or run configuration is invalid or conflicts with a run."""
 
 
 class RunStateError(BatchbenchError):
-    """A run directory is damaged or inconsistent (journal, raw files)."""
+    """A run directory cannot be advanced as it is (journal, raw files, lock)."""
+
+    exit_code = 4
 
 
-class BatchFileError(BatchbenchError):
+class RunLockedError(RunStateError):
+    """Another process is advancing the same run."""
+
+
+class BatchFileError(RunStateError):
     """A downloaded batch output or error file breaks the Batch API format."""
 
 
 class ApiError(BatchbenchError):
     """The Batch API refused a call in a way retries cannot fix."""
 
+    exit_code = 5
 
-class RunLockedError(BatchbenchError):
-    """Another process is advancing the same run."""
+    def __init__(
+        self, message: str, *, status: int | None = None, batch_id: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.batch_id = batch_id
 
 
 class TransientApiError(ApiError):
-    """A call that may succeed if repeated (429, 5xx, timeouts, dropped connections)."""
+    """A call that may succeed later (429, 5xx, timeouts, dropped connections),
+    still failing once the retry policy is spent."""
 
 
 class ApiNotFoundError(ApiError):
-    """The API says an object (batch or file) does not exist."""
+    """The API says an object (batch or file) does not exist (404)."""
+
+
+class ApiConflictError(ApiError):
+    """The API refused a change of state (409), e.g. cancelling a finished batch."""
+
+
+class JudgeReplyError(ValueError):
+    """A judge reply breaks the protocol; its message is the case's error-row text."""
+
+
+class InvariantError(RuntimeError):
+    """Something batchbench itself guarantees did not hold: a bug to report."""
+
+    exit_code = 70

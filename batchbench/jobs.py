@@ -14,11 +14,14 @@ from typing import Any
 
 from . import protocol
 from .api import BatchApi
+from .costs import Pricing
+from .dataset import Case
 from .errors import ConfigError
 from .pipeline import Pipeline, Settings
 from .report import write_report, write_summary
 from .results import rows_in_registry_order
-from .runs import Run, RunConfig
+from .rundir import Run, RunConfig
+from .runs import CancelRequested, Redo, Resumed
 from .summary import summarize
 
 __all__ = ["RunOptions", "Settings", "cancel_run", "dry_run", "execute", "prepare"]
@@ -46,10 +49,10 @@ class RunOptions:
 
 def prepare(
     options: RunOptions, *, check_existing: bool = True
-) -> tuple[Run, RunConfig, dict]:
+) -> tuple[Run, RunConfig, dict[str, Case]]:
     """Check the options and the dataset, and that an existing run of this name matches."""
     from .dataset import load_dataset, select_cases
-    from .runs import check_name, config_conflicts, default_name
+    from .rundir import check_name, config_conflicts, default_name
 
     name = check_name(options.run or default_name(options.answer_model))
     for label, value in (
@@ -121,10 +124,10 @@ def execute(
     with run.lock():
         pipeline = Pipeline(run, config, cases, BatchApi(client), options.settings, say=say)
         if pipeline.state.cancelled:
-            pipeline.record("resumed")
+            pipeline.record(Resumed())
         failed = [c for c in config.case_ids if pipeline.state.cases[c].final == "error"]
         if failed:  # rerunning the same command redoes them, as the reference does
-            pipeline.record("redo", cases=failed)
+            pipeline.record(Redo(cases=failed))
             say(f"redoing {len(failed)} case(s) that ended in an error")
         complete = pipeline.advance(wait=not options.no_wait, on_progress=on_progress)
         summary = write_run_summary(run, config)
@@ -144,7 +147,9 @@ def write_run_summary(run: Run, config: RunConfig) -> dict[str, Any] | None:
     return summary
 
 
-def make_plan(options: RunOptions, config: RunConfig, cases: dict, pricing: Any) -> dict:
+def make_plan(
+    options: RunOptions, config: RunConfig, cases: dict[str, Case], pricing: Pricing
+) -> dict[str, Any]:
     from .dryrun import plan
 
     return plan(
@@ -173,7 +178,7 @@ def cancel_run(
 ) -> list[str]:
     """Stop a run: no new batches, and every in-flight batch cancelled. Returns their ids."""
     from .api import make_client
-    from .runs import open_run
+    from .rundir import open_run
 
     run = open_run(jobs_dir, name)
     config = run.load_config()
@@ -181,7 +186,7 @@ def cancel_run(
     with run.lock():
         api = BatchApi(client)
         pipeline = Pipeline(run, config, {}, api, Settings())
-        pipeline.record("cancel_requested")
+        pipeline.record(CancelRequested())
         cancelled: list[str] = []
         for sub in pipeline.in_flight():
             if sub.batch_id is not None and api.cancel(sub.batch_id) is not None:

@@ -1,12 +1,11 @@
-"""Downloaded batch output and error files → polars frames → one outcome per request.
+"""Downloaded batch output and error files → one polars frame, every line checked.
 
 The raw files stay on disk verbatim; everything here is a pure function of
 their bytes and of the submission they answer, so it can be re-run at any time.
 Files are read over a memory map with msgspec against a typed schema of just
 the fields we use; when a file does not decode (a garbage line), it is read
-again line by line only to name the line and the field. Classification is
-frame operations; the protocol's rules (what is retried, what a temperature
-refusal is, what an error row says) come from :mod:`batchbench.protocol`.
+again line by line only to name the line and the field. What each line means
+for its case is :mod:`batchbench.collection`'s business.
 """
 
 from __future__ import annotations
@@ -15,18 +14,15 @@ import json
 import mmap
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
 import numpy as np
 import polars as pl
 
-from . import protocol
 from ._io import jsonl_lines
 from .errors import BatchFileError
 
-TRANSIENT_CODES = ("batch_expired", "batch_cancelled", "request_timeout")
 USAGE_COLUMNS = ("prompt_tokens", "cached_tokens", "completion_tokens", "reasoning_tokens")
 
 FRAME_SCHEMA = {
@@ -233,143 +229,3 @@ def read_outputs(paths: Sequence[Path]) -> pl.DataFrame:
             f"{where}: custom_id {row['custom_id']!r} has neither response nor error"
         )
     return frame
-
-
-@dataclass
-class Outcome:
-    """What happened to one request line. ``kind``: ok, transient, no_temperature, failed."""
-
-    case_id: str
-    kind: str
-    detail: str | None = None
-    content: str | None = None
-    source: str | None = None  # the raw file the successful line came from
-
-
-@dataclass
-class Collected:
-    outcomes: dict[str, Outcome]
-    usage: dict[str, int] = field(default_factory=dict)
-    anomalies: list[str] = field(default_factory=list)
-
-
-def classify_frame(
-    frame: pl.DataFrame, expected: pl.DataFrame
-) -> tuple[pl.DataFrame, dict[str, int], list[str]]:
-    """Outcome per expected request (``expected``: custom_id, case_id, sent_temperature).
-
-    Ids the submission never sent are reported and ignored; an id that appears
-    more than once is reported and its lines are not used (the request runs
-    again); an id with no line at all is transient (it runs again). The rest
-    follows the reference: an empty content and the HTTP statuses it retries
-    are transient, a temperature refusal is resent without it, any other
-    failed reply fails the case with the reference's ``RuntimeError`` text.
-    """
-    anomalies = [
-        f"{r['file']}: line {r['lineno']}: unknown custom_id {r['custom_id']!r} (ignored)"
-        for r in frame.join(expected, on="custom_id", how="anti").iter_rows(named=True)
-    ]
-    counts = frame.group_by("custom_id").len()
-    dups = counts.filter(pl.col("len") > 1)["custom_id"].sort().to_list()
-    anomalies += [f"custom_id {c!r} appears more than once (not used; resubmitted)" for c in dups]
-    usable = frame.filter(~pl.col("custom_id").is_in(dups))
-    ok = ~pl.col("has_error") & pl.col("status_code").is_between(200, 299)
-    used = usable.filter(ok)
-    usage = {c: int(used[c].sum()) for c in USAGE_COLUMNS}
-    usage["requests"] = used.height
-
-    codes, texts = usable["status_code"].to_list(), usable["body_text"].to_list()
-    usable = usable.with_columns(
-        pl.Series(
-            "refuses_temperature",
-            [protocol.rejects_temperature(c, t) for c, t in zip(codes, texts)],
-            dtype=pl.Boolean,
-        ),
-        pl.Series(
-            "http_error",
-            [None if t is None else protocol.http_error(c, t) for c, t in zip(codes, texts)],
-            dtype=pl.String,
-        ),
-    )
-    status = pl.col("status_code")
-    empty = pl.col("content").is_null() | (pl.col("content") == "")
-    retried = status.is_in(sorted(protocol.RETRIED_STATUSES)) | (status == 0)
-    line_transient = pl.col("has_error") & pl.col("error_code").is_in(TRANSIENT_CODES)
-    refused = pl.col("refuses_temperature") & pl.col("sent_temperature")
-    kind = (
-        pl.when(pl.col("file").is_null() | line_transient | status.is_null())
-        .then(pl.lit("transient"))
-        .when(pl.col("has_error"))
-        .then(pl.lit("failed"))
-        .when(ok & empty)
-        .then(pl.lit("transient"))
-        .when(ok)
-        .then(pl.lit("ok"))
-        .when(retried)
-        .then(pl.lit("transient"))
-        .when(refused)
-        .then(pl.lit("no_temperature"))
-        .otherwise(pl.lit("failed"))
-    )
-    detail = (
-        pl.when(pl.col("file").is_null())
-        .then(
-            pl.when(pl.col("custom_id").is_in(dups))
-            .then(pl.lit("duplicated in the output"))
-            .otherwise(pl.lit("no result line"))
-        )
-        .when(line_transient)
-        .then(pl.col("error_code"))
-        .when(pl.col("has_error"))
-        .then(
-            pl.format(
-                "BatchLineError: {}: {}",
-                pl.col("error_code").fill_null("?"),
-                pl.col("error_message").fill_null(""),
-            ).str.slice(0, protocol.ERROR_TEXT_LIMIT)
-        )
-        .when(status.is_null())
-        .then(pl.lit("no status code"))
-        .when(ok & empty)
-        .then(pl.lit(protocol.EMPTY_MESSAGE))
-        .when(ok)
-        .then(pl.lit(None, dtype=pl.String))
-        .when(retried | refused)
-        .then(pl.col("http_error"))
-        .otherwise(
-            pl.format("RuntimeError: {}", pl.col("http_error")).str.slice(
-                0, protocol.ERROR_TEXT_LIMIT
-            )
-        )
-    )
-    joined = expected.join(usable, on="custom_id", how="left")
-    outcomes = joined.with_columns(kind.alias("kind"), detail.alias("detail")).select(
-        "custom_id",
-        "case_id",
-        "kind",
-        "detail",
-        "content",
-        pl.col("file").alias("source"),
-    )
-    return outcomes, usage, anomalies
-
-
-def classify(frame: pl.DataFrame, expected: dict[str, tuple[str, bool]]) -> Collected:
-    """:func:`classify_frame` with Python dicts in and :class:`Outcome` objects out."""
-    exp = pl.DataFrame(
-        [(cid, case_id, sent) for cid, (case_id, sent) in expected.items()],
-        schema={"custom_id": pl.String, "case_id": pl.String, "sent_temperature": pl.Boolean},
-        orient="row",
-    )
-    outcomes, usage, anomalies = classify_frame(frame, exp)
-    result = {}
-    for row in outcomes.iter_rows(named=True):
-        ok = row["kind"] == "ok"
-        result[row["custom_id"]] = Outcome(
-            row["case_id"],
-            row["kind"],
-            row["detail"],
-            row["content"] if ok else None,
-            row["source"] if ok else None,
-        )
-    return Collected(result, usage, anomalies)

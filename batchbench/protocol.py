@@ -11,6 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from .dataset import Case, RubricItem
 from .errors import JudgeReplyError
 
 PROTOCOL_VERSION = "bedside-bench-grading-v1"
@@ -51,11 +52,11 @@ JUDGE_MAX_COMPLETION_TOKENS = 5000
 JUDGE_TEMPERATURE = 0
 
 
-def rubric_line(item: dict[str, Any]) -> str:
+def rubric_line(item: RubricItem) -> str:
     return f"[{item['item_id']}] points={item['points']:+g} :: {item['text']}"
 
 
-def judge_user_message(case: dict[str, Any], answer: str) -> str:
+def judge_user_message(case: Case, answer: str) -> str:
     lines = "\n".join(rubric_line(item) for item in case["rubric_items"])
     return f"CLINICAL PROMPT:\n{case['prompt']}\n\nANSWER:\n{answer}\n\nRUBRIC ITEMS:\n{lines}"
 
@@ -66,7 +67,7 @@ def api_reasoning_effort(effort: str | None) -> str | None:
 
 
 def answer_body(
-    case: dict[str, Any],
+    case: Case,
     model: str,
     *,
     reasoning_effort: str | None = None,
@@ -89,7 +90,7 @@ def answer_body(
 
 
 def judge_body(
-    case: dict[str, Any],
+    case: Case,
     answer: str,
     model: str,
     *,

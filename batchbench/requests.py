@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from . import protocol
-from .errors import RunStateError
+from .dataset import Case
+from .errors import InvariantError, RunStateError
 
 MAX_LINES = 50_000
 MAX_BYTES = 200 * 1024 * 1024
-STAGES = ("answers", "judges")
 _PREFIX = {"answers": "answer", "judges": "judge"}
 
 
@@ -26,19 +26,6 @@ def custom_id(stage: str, case_id: str, attempt: int) -> str:
     """``answer:<case_id>`` on the first attempt, ``answer:<case_id>:<n>`` after."""
     base = f"{_PREFIX[stage]}:{case_id}"
     return base if attempt == 1 else f"{base}:{attempt}"
-
-
-def parse_custom_id(value: str) -> tuple[str, str, int] | None:
-    """``(stage, case_id, attempt)``, or None for an id batchbench never makes."""
-    parts = value.split(":")
-    stage = {"answer": "answers", "judge": "judges"}.get(parts[0])
-    if stage is None or len(parts) not in (2, 3) or not parts[1]:
-        return None
-    if len(parts) == 3:
-        if not parts[2].isdigit() or int(parts[2]) < 2:
-            return None
-        return stage, parts[1], int(parts[2])
-    return stage, parts[1], 1
 
 
 @dataclass(frozen=True)
@@ -65,7 +52,7 @@ class Request:
 
 
 def answer_request(
-    case: dict[str, Any],
+    case: Case,
     model: str,
     attempt: int,
     *,
@@ -79,10 +66,40 @@ def answer_request(
 
 
 def judge_request(
-    case: dict[str, Any], answer: str, model: str, attempt: int, *, temperature: float | None
+    case: Case, answer: str, model: str, attempt: int, *, temperature: float | None
 ) -> Request:
     body = protocol.judge_body(case, answer, model, temperature=temperature)
     return Request("judges", case["case_id"], attempt, body)
+
+
+class _Limits:
+    """The one sharding rule: how full the file being filled may get."""
+
+    def __init__(self, max_lines: int, max_bytes: int, max_tokens: int | None) -> None:
+        self.max_lines = min(max_lines, MAX_LINES)
+        self.max_bytes = min(max_bytes, MAX_BYTES)
+        self.max_tokens = max_tokens
+        self.lines = self.size = self.tokens = 0
+
+    def admit(self, line: bytes, tokens: int) -> bool:
+        """Count the line in; False when it must start a new file (the old one is full).
+
+        A single line over the token budget goes alone; one over the byte limit
+        can never be submitted.
+        """
+        if len(line) > self.max_bytes:
+            raise RunStateError(f"one request line is {len(line)} bytes, over the batch limit")
+        full = self.lines > 0 and (
+            self.lines >= self.max_lines
+            or self.size + len(line) > self.max_bytes
+            or (self.max_tokens is not None and self.tokens + tokens > self.max_tokens)
+        )
+        if full:
+            self.lines = self.size = self.tokens = 0
+        self.lines += 1
+        self.size += len(line)
+        self.tokens += tokens
+        return not full
 
 
 def shard(
@@ -93,30 +110,13 @@ def shard(
     tokens: Sequence[int] | None = None,
     max_tokens: int | None = None,
 ) -> list[list[int]]:
-    """Indices of ``lines`` grouped in order so no group exceeds any limit.
-
-    ``max_tokens`` (with per-line ``tokens``) keeps a file's estimated prompt
-    tokens under an enqueued-token budget; a single line over it goes alone.
-    """
-    max_lines = min(max_lines, MAX_LINES)
-    max_bytes = min(max_bytes, MAX_BYTES)
+    """Indices of ``lines`` grouped in order so no group exceeds any limit (the dry run)."""
+    limits = _Limits(max_lines, max_bytes, max_tokens)
     groups: list[list[int]] = []
-    current: list[int] = []
-    size = 0
-    tok = 0
     for i, line in enumerate(lines):
-        if len(line) > max_bytes:
-            raise RunStateError(f"one request line is {len(line)} bytes, over the batch limit")
-        t = tokens[i] if tokens is not None else 0
-        over_tokens = max_tokens is not None and tok + t > max_tokens
-        if current and (len(current) >= max_lines or size + len(line) > max_bytes or over_tokens):
-            groups.append(current)
-            current, size, tok = [], 0, 0
-        current.append(i)
-        size += len(line)
-        tok += t
-    if current:
-        groups.append(current)
+        if not limits.admit(line, tokens[i] if tokens is not None else 0) or not groups:
+            groups.append([])
+        groups[-1].append(i)
     return groups
 
 
@@ -128,19 +128,18 @@ def write_shards(
     max_bytes: int = MAX_BYTES,
     max_tokens: int | None = None,
 ) -> list[tuple[Path, list[Any], int]]:
-    """Stream ``(meta, line, tokens)`` into request files, each within every limit.
+    """Stream ``(meta, line, tokens)`` into request files, grouped as :func:`shard` groups.
 
     Only the file being filled is open; a full one is fsynced and renamed into
     place before the next starts, so memory stays flat however large the run.
     Returns ``(path, metas, tokens)`` per file, in order.
     """
-    max_lines = min(max_lines, MAX_LINES)
-    max_bytes = min(max_bytes, MAX_BYTES)
+    limits = _Limits(max_lines, max_bytes, max_tokens)
     done: list[tuple[Path, list[Any], int]] = []
     out: Any = None
     tmp: Path | None = None
     metas: list[Any] = []
-    size = tok = 0
+    tok = 0
 
     def close() -> None:
         nonlocal out, tmp
@@ -156,23 +155,16 @@ def write_shards(
 
     try:
         for meta, line, t in entries:
-            if len(line) > max_bytes:
-                raise RunStateError(f"one request line is {len(line)} bytes, over the limit")
-            if out is not None and (
-                len(metas) >= max_lines
-                or size + len(line) > max_bytes
-                or (max_tokens is not None and tok + t > max_tokens)
-            ):
+            if not limits.admit(line, t):
                 close()
             if out is None:
                 final = path_for(len(done))
                 tmp = final.with_name(f".{final.name}.tmp")
                 fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
                 out = open(fd, "wb")  # noqa: SIM115 - spans iterations; closed in close()
-                metas, size, tok = [], 0, 0
+                metas, tok = [], 0
             out.write(line)
             metas.append(meta)
-            size += len(line)
             tok += t
         close()
     finally:
@@ -181,3 +173,73 @@ def write_shards(
             if tmp is not None and tmp.exists():
                 tmp.unlink()
     return done
+
+
+# Body fields the chat completions endpoint accepts; anything else fails a batch.
+ALLOWED_BODY_FIELDS = frozenset(
+    {
+        "model",
+        "messages",
+        "max_completion_tokens",
+        "max_tokens",
+        "temperature",
+        "top_p",
+        "n",
+        "stop",
+        "presence_penalty",
+        "frequency_penalty",
+        "logit_bias",
+        "logprobs",
+        "top_logprobs",
+        "response_format",
+        "seed",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
+        "user",
+        "reasoning_effort",
+        "metadata",
+        "store",
+        "service_tier",
+        "modalities",
+        "prediction",
+        "verbosity",
+        "stream",
+        "stream_options",
+    }
+)
+
+
+class PlanError(InvariantError):
+    """A request file that the Batch API would reject: batchbench built it wrong."""
+
+
+def check_file(lines: Sequence[bytes], where: str) -> None:
+    """The Batch API's file rules: size, line count, unique ids, one model, known fields.
+
+    Run on every file the dry run plans and on every file a run uploads.
+    """
+    if len(lines) > MAX_LINES:
+        raise PlanError(f"{where}: {len(lines)} lines, over the {MAX_LINES} limit")
+    size = sum(len(x) for x in lines)
+    if size > MAX_BYTES:
+        raise PlanError(f"{where}: {size} bytes, over the {MAX_BYTES} limit")
+    seen: set[str] = set()
+    models: set[str] = set()
+    for n, raw in enumerate(lines, 1):
+        obj = json.loads(raw)
+        cid = obj["custom_id"]
+        if cid in seen:
+            raise PlanError(f"{where}: line {n}: duplicate custom_id {cid!r}")
+        seen.add(cid)
+        body = obj["body"]
+        models.add(body.get("model"))
+        unknown = sorted(set(body) - ALLOWED_BODY_FIELDS)
+        if unknown:
+            raise PlanError(f"{where}: line {n}: body fields not allowed: {unknown}")
+        if body.get("stream") is True:
+            raise PlanError(f"{where}: line {n}: stream=true is not allowed in a batch")
+        if obj.get("method") != "POST" or obj.get("url") != protocol.ENDPOINT:
+            raise PlanError(f"{where}: line {n}: method/url must be POST {protocol.ENDPOINT}")
+    if len(models) > 1:
+        raise PlanError(f"{where}: more than one model: {sorted(map(str, models))}")

@@ -1,15 +1,20 @@
-"""Reference-format result rows: reading, validating and naming result files."""
+"""Reference-format result rows: building, appending, ordering, reading and naming them."""
 
 from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ._io import atomic_write_bytes, jsonl_lines
+from . import protocol
+from ._io import append_bytes, atomic_write_bytes, jsonl_lines
+from .dataset import Case
 from .errors import ResultsError
+from .rundir import RunConfig
 
 
 def summary_path(results: str | Path) -> Path:
@@ -80,3 +85,74 @@ def rows_in_registry_order(path: Path, case_ids: Sequence[str]) -> list[dict[str
     if ordered != rows:
         atomic_write_bytes(path, "".join(dump_row(r) + "\n" for r in ordered).encode("utf-8"))
     return ordered
+
+
+def row_counts(path: Path) -> Counter[str]:
+    """Rows per case already in a run's results file."""
+    return Counter(r["case_id"] for r in read_rows(path)) if path.exists() else Counter()
+
+
+def append_rows(path: Path, rows: list[dict[str, Any]], case_ids: Sequence[str]) -> None:
+    """Append rows (in registry order among themselves), fsynced; a crash tears at most
+    the last line, which :meth:`Run.repair` drops before the rows are written again."""
+    order = {cid: i for i, cid in enumerate(case_ids)}
+    rows = sorted(rows, key=lambda r: order[r["case_id"]])
+    data = "".join(dump_row(r) + "\n" for r in rows).encode("utf-8")
+    append_bytes(path, data, "rows_half_written")
+
+
+def _utc(t: float) -> datetime:
+    return datetime.fromtimestamp(t, tz=timezone.utc)
+
+
+def base_row(case: Case, config: RunConfig) -> dict[str, Any]:
+    return {
+        "protocol_version": protocol.PROTOCOL_VERSION,
+        "case_id": case["case_id"],
+        "benchmark": case["benchmark"],
+        "grading_method": case["grading_method"],
+        "answer_model": config.answer_model,
+        "judge_model": config.judge_model,
+    }
+
+
+def error_row(case: Case, config: RunConfig, finished: float, error: str) -> dict[str, Any]:
+    """The reference's error row: when the case ended and its ``Type: message``."""
+    return {
+        **base_row(case, config),
+        "finished_at": _utc(finished).isoformat(),
+        "error": error[: protocol.ERROR_TEXT_LIMIT],
+    }
+
+
+def score_row(
+    case: Case,
+    config: RunConfig,
+    *,
+    started: float,
+    finished: float,
+    answer: str,
+    matched: dict[str, bool],
+    score: float,
+    components: dict[str, Any],
+    answer_temperature: bool,
+    judge_temperature: bool,
+) -> dict[str, Any]:
+    """The reference's successful row; timestamps as ``datetime.isoformat()`` writes them."""
+    start, end = _utc(started), _utc(finished)
+    return {
+        **base_row(case, config),
+        "answer_reasoning_effort": config.reasoning_effort,
+        "answer_temperature": protocol.ANSWER_TEMPERATURE if answer_temperature else None,
+        "judge_temperature": protocol.JUDGE_TEMPERATURE if judge_temperature else None,
+        "started_at": start.isoformat(),
+        "finished_at": end.isoformat(),
+        "elapsed_seconds": (end - start).total_seconds(),
+        "answer": answer,
+        "decisions": [
+            {"item_id": it["item_id"], "points": it["points"], "matched": matched[it["item_id"]]}
+            for it in case["rubric_items"]
+        ],
+        "score": score,
+        "score_components": components,
+    }

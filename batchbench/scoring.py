@@ -8,12 +8,13 @@ every score is bit-identical to the reference's.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 import polars as pl
 
+from .dataset import Case
 from .errors import JudgeReplyError
 
 _CLASS_OF_POINTS = {3: 9, 2: 8, 1: 7, 0: 5, -1: 3, -2: 2, -3: 1}
@@ -30,7 +31,7 @@ RUBRIC_SCHEMA = {
 }
 
 
-def rubric_frame(cases: Iterable[dict[str, Any]]) -> pl.DataFrame:
+def rubric_frame(cases: Iterable[Case]) -> pl.DataFrame:
     """One row per rubric item: case (its number here), case_id, grading_method, idx,
     item_id, points. Grouping by the integer ``case`` is several times faster than
     by the ``case_id`` string."""
@@ -61,12 +62,6 @@ def rubric_frame(cases: Iterable[dict[str, Any]]) -> pl.DataFrame:
     )
 
 
-def decisions_frame(decisions: dict[str, dict[str, bool]]) -> pl.DataFrame:
-    """Build a decisions frame from ``{case_id: {item_id: matched}}``."""
-    rows = [(c, i, m) for c, per in decisions.items() for i, m in per.items()]
-    return pl.DataFrame(rows, schema=DECISIONS_SCHEMA, orient="row")
-
-
 def _python_round4(values: np.ndarray) -> np.ndarray:
     """Python's ``round(x, 4)``, vectorised: exact except near ties, which use Python."""
     scaled = values * 1e4
@@ -76,36 +71,6 @@ def _python_round4(values: np.ndarray) -> np.ndarray:
     for i in near_tie:
         out[i] = round(float(values[i]), 4)
     return out
-
-
-def score_frame(rubric: pl.DataFrame, decisions: pl.DataFrame) -> pl.DataFrame:
-    """Per-case scores for every case in ``decisions``.
-
-    Each scored case must have exactly one decision per rubric item: protocol
-    checks happen before scoring, and this refuses anything that slipped past.
-    """
-    case_ids = decisions.select(pl.col("case_id").unique(maintain_order=True))
-    items = rubric.join(case_ids, on="case_id", how="semi")
-    joined = items.join(
-        decisions.select("item_id", pl.col("case_id").alias("decided_case"), "matched"),
-        on="item_id",
-        how="full",
-        coalesce=True,
-    )
-    bad = joined.filter(
-        pl.col("matched").is_null()
-        | pl.col("case_id").is_null()
-        | (pl.col("case_id") != pl.col("decided_case"))
-    )
-    if bad.height:
-        row = bad.row(0, named=True)
-        raise JudgeReplyError(
-            f"decisions do not match the rubric for case {row['case_id'] or row['decided_case']}"
-            f" (item {row['item_id']})"
-        )
-    if joined.height != decisions.height:
-        raise JudgeReplyError("duplicate decisions for an item")
-    return score_joined(joined.sort("case_id", "idx"))
 
 
 _CLASS_TABLE = np.array([_CLASS_OF_POINTS.get(v, 5) for v in range(-4, 5)], dtype=np.int64)
@@ -244,12 +209,3 @@ def score_records(scores: pl.DataFrame) -> dict[str, tuple[float, dict[str, Any]
             }
         out[row["case_id"]] = (row["score"], components)
     return out
-
-
-def score_cases(
-    cases: Sequence[dict[str, Any]], decisions: dict[str, dict[str, bool]]
-) -> dict[str, tuple[float, dict[str, Any]]]:
-    """Convenience: score ``{case_id: {item_id: matched}}`` against these cases."""
-    if not decisions:
-        return {}
-    return score_records(score_frame(rubric_frame(cases), decisions_frame(decisions)))

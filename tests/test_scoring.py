@@ -7,7 +7,26 @@ import random
 
 import plain_reference
 
-from batchbench.scoring import score_cases
+from batchbench.decisions import judge_decisions
+from batchbench.scoring import rubric_frame, score_joined, score_records
+
+
+def score_cases(cases, decisions):
+    """Scores through the pipeline's own path: judge replies (items in reverse order,
+    so the join must restore rubric order) → decisions joined to the rubric → scores."""
+    replies = [
+        (
+            case_id,
+            json.dumps(
+                {"decisions": [{"item_id": i, "matched": m} for i, m in reversed(per.items())]}
+            ),
+        )
+        for case_id, per in decisions.items()
+    ]
+    items = {c["case_id"]: [it["item_id"] for it in c["rubric_items"]] for c in cases}
+    decided, invalid = judge_decisions(replies, rubric_frame(cases), items)
+    assert invalid == {}
+    return score_records(score_joined(decided))
 
 
 def _golden_decisions(golden_dir, dataset, pattern):

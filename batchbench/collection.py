@@ -1,0 +1,296 @@
+"""A downloaded batch → one outcome per request: pure functions, no I/O.
+
+Given a submission (from the journal's fold), the frame of its result files
+(:func:`outputs.read_outputs`), the cases' states and the run's limits, this
+decides what each request came to — ok, retried (and why), resent without
+temperature, judged again, or failed with the reference's error text — and,
+for judges, the decisions of every valid reply joined to the rubric. The
+protocol's rules come from :mod:`batchbench.protocol`; this module applies
+them to frames. The pipeline journals the result and writes the rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from . import protocol
+from .decisions import judge_decisions
+from .errors import BatchFileError
+from .outputs import USAGE_COLUMNS
+from .requests import custom_id
+from .runs import CaseOutcome, Collected, RunState, Submission
+
+# Line errors that are the batch's, not the request's: the request runs again.
+TRANSIENT_CODES = ("batch_expired", "batch_cancelled", "request_timeout")
+# Whole-batch failures that say nothing of the requests: send them again, smaller.
+FREE_RETRY_CODES = ("token_limit_exceeded", "too_many_tasks", "file_too_large")
+
+
+@dataclass
+class Outcome:
+    """What one request came to. ``kind``: ok, transient, no_temperature, invalid, failed."""
+
+    case_id: str
+    kind: str
+    detail: str | None = None
+    content: str | None = None  # the reply's text, for ok lines
+    source: str | None = None  # the raw file the successful line came from
+
+
+@dataclass
+class Limits:
+    max_retries: int  # attempts per request for retried replies (the reference's)
+    max_attempts: int  # judge replies per answer before an invalid one is an error
+    hold_seconds: float  # wait after token_limit_exceeded
+
+
+@dataclass
+class Collection:
+    """Everything one collection decides, ready to journal (:meth:`event`)."""
+
+    outcomes: dict[str, Outcome]  # by custom id
+    decided: pl.DataFrame | None = None  # rubric rows with ``matched``, valid judge replies
+    usage: dict[str, int] = field(default_factory=dict)
+    anomalies: list[str] = field(default_factory=list)
+    free_retry: bool = False
+    cap: int | None = None
+    hold_until: float | None = None
+    notice: str | None = None  # what the user should be told
+
+    def event(self, sub: Submission) -> Collected:
+        return Collected(
+            sub=sub.id,
+            outcomes={
+                o.case_id: CaseOutcome(o.kind, o.detail, _file_id(o.source), cid)
+                for cid, o in self.outcomes.items()
+            },
+            usage=self.usage,
+            anomalies=self.anomalies,
+            free_retry=self.free_retry,
+            cap=self.cap,
+            hold_until=self.hold_until,
+        )
+
+
+def _file_id(source: str | None) -> str | None:
+    """``raw/<file id>.jsonl`` → the file id."""
+    if source is None:
+        return None
+    name = source.rsplit("/", 1)[-1]
+    return name[: -len(".jsonl")] if name.endswith(".jsonl") else name
+
+
+def expected_lines(sub: Submission) -> dict[str, tuple[str, bool]]:
+    """``custom_id → (case_id, sent temperature)`` for every request the submission sent."""
+    return {
+        custom_id(sub.stage, line.case_id, line.attempt): (line.case_id, line.sent_temperature)
+        for line in sub.lines
+    }
+
+
+def check_download(frame: pl.DataFrame, sub: Submission, earlier: set[str], where: str) -> None:
+    """A downloaded file may only name requests the submission sent, each once."""
+    expected = expected_lines(sub)
+    seen: set[str] = set()
+    for lineno, cid in zip(frame["lineno"].to_list(), frame["custom_id"].to_list()):
+        if cid not in expected:
+            raise BatchFileError(f"{where}: line {lineno}: unknown custom_id {cid!r}")
+        if cid in seen or cid in earlier:
+            raise BatchFileError(f"{where}: line {lineno}: duplicate custom_id {cid!r}")
+        seen.add(cid)
+
+
+def classify_frame(
+    frame: pl.DataFrame, expected: pl.DataFrame
+) -> tuple[pl.DataFrame, dict[str, int], list[str]]:
+    """Outcome per expected request (``expected``: custom_id, case_id, sent_temperature).
+
+    Ids the submission never sent are reported and ignored; an id that appears
+    more than once is reported and its lines are not used (the request runs
+    again); an id with no line at all is transient (it runs again). The rest
+    follows the reference: an empty content and the HTTP statuses it retries
+    are transient, a temperature refusal is resent without it, any other
+    failed reply fails the case with the reference's ``RuntimeError`` text.
+    """
+    anomalies = [
+        f"{r['file']}: line {r['lineno']}: unknown custom_id {r['custom_id']!r} (ignored)"
+        for r in frame.join(expected, on="custom_id", how="anti").iter_rows(named=True)
+    ]
+    counts = frame.group_by("custom_id").len()
+    dups = counts.filter(pl.col("len") > 1)["custom_id"].sort().to_list()
+    anomalies += [f"custom_id {c!r} appears more than once (not used; resubmitted)" for c in dups]
+    usable = frame.filter(~pl.col("custom_id").is_in(dups))
+    ok = ~pl.col("has_error") & pl.col("status_code").is_between(200, 299)
+    used = usable.filter(ok)
+    usage = {c: int(used[c].sum()) for c in USAGE_COLUMNS}
+    usage["requests"] = used.height
+
+    codes, texts = usable["status_code"].to_list(), usable["body_text"].to_list()
+    usable = usable.with_columns(
+        pl.Series(
+            "refuses_temperature",
+            [protocol.rejects_temperature(c, t) for c, t in zip(codes, texts)],
+            dtype=pl.Boolean,
+        ),
+        pl.Series(
+            "http_error",
+            [None if t is None else protocol.http_error(c, t) for c, t in zip(codes, texts)],
+            dtype=pl.String,
+        ),
+    )
+    status = pl.col("status_code")
+    empty = pl.col("content").is_null() | (pl.col("content") == "")
+    retried = status.is_in(sorted(protocol.RETRIED_STATUSES)) | (status == 0)
+    line_transient = pl.col("has_error") & pl.col("error_code").is_in(TRANSIENT_CODES)
+    refused = pl.col("refuses_temperature") & pl.col("sent_temperature")
+    kind = (
+        pl.when(pl.col("file").is_null() | line_transient | status.is_null())
+        .then(pl.lit("transient"))
+        .when(pl.col("has_error"))
+        .then(pl.lit("failed"))
+        .when(ok & empty)
+        .then(pl.lit("transient"))
+        .when(ok)
+        .then(pl.lit("ok"))
+        .when(retried)
+        .then(pl.lit("transient"))
+        .when(refused)
+        .then(pl.lit("no_temperature"))
+        .otherwise(pl.lit("failed"))
+    )
+    detail = (
+        pl.when(pl.col("file").is_null())
+        .then(
+            pl.when(pl.col("custom_id").is_in(dups))
+            .then(pl.lit("duplicated in the output"))
+            .otherwise(pl.lit("no result line"))
+        )
+        .when(line_transient)
+        .then(pl.col("error_code"))
+        .when(pl.col("has_error"))
+        .then(
+            pl.format(
+                "BatchLineError: {}: {}",
+                pl.col("error_code").fill_null("?"),
+                pl.col("error_message").fill_null(""),
+            ).str.slice(0, protocol.ERROR_TEXT_LIMIT)
+        )
+        .when(status.is_null())
+        .then(pl.lit("no status code"))
+        .when(ok & empty)
+        .then(pl.lit(protocol.EMPTY_MESSAGE))
+        .when(ok)
+        .then(pl.lit(None, dtype=pl.String))
+        .when(retried | refused)
+        .then(pl.col("http_error"))
+        .otherwise(
+            pl.format("RuntimeError: {}", pl.col("http_error")).str.slice(
+                0, protocol.ERROR_TEXT_LIMIT
+            )
+        )
+    )
+    joined = expected.join(usable, on="custom_id", how="left")
+    outcomes = joined.with_columns(kind.alias("kind"), detail.alias("detail")).select(
+        "custom_id",
+        "case_id",
+        "kind",
+        "detail",
+        "content",
+        pl.col("file").alias("source"),
+    )
+    return outcomes, usage, anomalies
+
+
+def classify(
+    frame: pl.DataFrame, expected: Mapping[str, tuple[str, bool]]
+) -> tuple[dict[str, Outcome], dict[str, int], list[str]]:
+    """:func:`classify_frame` with Python dicts in and :class:`Outcome` objects out."""
+    exp = pl.DataFrame(
+        [(cid, case_id, sent) for cid, (case_id, sent) in expected.items()],
+        schema={"custom_id": pl.String, "case_id": pl.String, "sent_temperature": pl.Boolean},
+        orient="row",
+    )
+    outcomes, usage, anomalies = classify_frame(frame, exp)
+    result = {}
+    for row in outcomes.iter_rows(named=True):
+        ok = row["kind"] == "ok"
+        result[row["custom_id"]] = Outcome(
+            row["case_id"],
+            row["kind"],
+            row["detail"],
+            row["content"] if ok else None,
+            row["source"] if ok else None,
+        )
+    return result, usage, anomalies
+
+
+def _failed_batch(sub: Submission, limits: Limits, now: float) -> Collection:
+    """A batch that failed as a whole (validation, token limit): no line ran."""
+    error = (sub.errors or [{}])[0] or {}
+    code, message = error.get("code"), error.get("message")
+    expected = expected_lines(sub)
+    if code == "token_limit_exceeded" or (code in FREE_RETRY_CODES and len(sub.lines) > 1):
+        # Not the requests' fault: send them again later, in smaller files. A
+        # single request that still does not fit counts against its retries.
+        cap = max(1, len(sub.lines) // 2)
+        hold = now + limits.hold_seconds if code == "token_limit_exceeded" else None
+        notice = f"{sub.id}: {code}; resubmitting in files of at most {cap} requests" + (
+            f" after {limits.hold_seconds:g}s" if hold is not None else ""
+        )
+        return Collection(
+            {
+                cid: Outcome(case_id, "transient", f"batch failed: {code}")
+                for cid, (case_id, _) in expected.items()
+            },
+            free_retry=len(sub.lines) > 1,
+            cap=cap,
+            hold_until=hold,
+            notice=notice,
+        )
+    detail = f"BatchValidationError: {code}: {message}"
+    return Collection(
+        {cid: Outcome(case_id, "failed", detail) for cid, (case_id, _) in expected.items()}
+    )
+
+
+def collect(
+    sub: Submission,
+    frame: pl.DataFrame | None,
+    state: RunState,
+    limits: Limits,
+    rubric: pl.DataFrame,
+    item_ids: Mapping[str, Sequence[str]],
+    now: float,
+) -> Collection:
+    """The outcome of every request of ``sub``, with retry caps applied.
+
+    ``frame`` is the submission's result files read (None for a batch that
+    failed as a whole). A retried reply that has used up ``max_retries``
+    attempts fails with the reference's ``API request failed after <n>
+    attempts`` text; an invalid judge reply is judged again until
+    ``max_attempts``, then fails with the reference's text for it.
+    """
+    if frame is None:
+        result = _failed_batch(sub, limits, now)
+    else:
+        outcomes, usage, anomalies = classify(frame, expected_lines(sub))
+        result = Collection(outcomes, usage=usage, anomalies=anomalies)
+    invalid: dict[str, str] = {}
+    if sub.stage == "judges" and frame is not None:
+        replies = [(o.case_id, o.content or "") for o in result.outcomes.values() if o.kind == "ok"]
+        result.decided, invalid = judge_decisions(replies, rubric, item_ids)
+    for cid, o in result.outcomes.items():
+        st = state.cases[o.case_id].stage(sub.stage)
+        # A temperature refusal uses up an attempt, as in the reference.
+        retried = o.kind in ("transient", "no_temperature")
+        if retried and not result.free_retry and st.transients + 1 >= limits.max_retries:
+            o = Outcome(o.case_id, "failed", protocol.gave_up(st.transients + 1, o.detail or ""))
+        elif o.kind == "ok" and o.case_id in invalid:
+            message = invalid[o.case_id]
+            kind = "failed" if st.invalid + 1 >= limits.max_attempts else "invalid"
+            o = Outcome(o.case_id, kind, message)
+        result.outcomes[cid] = o
+    return result

@@ -1,0 +1,228 @@
+"""A run on disk: an immutable config, an append-only journal, and a lock.
+
+The run's state is never stored, only computed from the journal
+(:mod:`batchbench.runs`). A crash can therefore leave nothing inconsistent
+behind; at worst the last journal line is torn, and a torn line is ignored (the
+action it described is repeated, and every action is safe to repeat).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+
+from ._io import append_line, atomic_write_text, jsonl_lines
+from .errors import ConfigError, RunLockedError, RunStateError
+from .runs import DECODER, ENCODER, Event
+
+E = TypeVar("E", bound=Event)
+
+NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
+CONFIG_FILE = "run.json"
+JOURNAL_FILE = "journal.jsonl"
+RESULTS_FILE = "results.jsonl"
+SUMMARY_FILE = "results.summary.json"
+REPORT_FILE = "report.json"
+LOCK_FILE = ".lock"
+
+# Settings that define what a run measures: resuming with other values is refused.
+IDENTITY_KEYS = (
+    "answer_model",
+    "judge_model",
+    "reasoning_effort",
+    "protocol_version",
+    "dataset_sha256",
+    "selection",
+    "case_ids",
+)
+
+
+@dataclass
+class RunConfig:
+    name: str
+    answer_model: str
+    judge_model: str
+    reasoning_effort: str | None
+    protocol_version: str
+    dataset: str
+    dataset_sha256: str
+    selection: dict[str, Any]
+    case_ids: list[str]
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    created_at: float = field(default_factory=time.time)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2) + "\n"
+
+
+def check_name(name: str) -> str:
+    if not NAME_RE.match(name) or name in (".", ".."):
+        raise ConfigError(f"run name {name!r} must match [A-Za-z0-9._-]+ (and not be . or ..)")
+    return name
+
+
+def default_name(answer_model: str) -> str:
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", answer_model).strip("-.")
+    return name or "run"
+
+
+class Run:
+    """Paths and files of one run directory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.name = root.name
+
+    # paths ----------------------------------------------------------------
+    @property
+    def config_path(self) -> Path:
+        return self.root / CONFIG_FILE
+
+    @property
+    def journal_path(self) -> Path:
+        return self.root / JOURNAL_FILE
+
+    @property
+    def results_path(self) -> Path:
+        return self.root / RESULTS_FILE
+
+    @property
+    def summary_path(self) -> Path:
+        return self.root / SUMMARY_FILE
+
+    @property
+    def report_path(self) -> Path:
+        return self.root / REPORT_FILE
+
+    @property
+    def requests_dir(self) -> Path:
+        return self.root / "requests"
+
+    @property
+    def raw_dir(self) -> Path:
+        return self.root / "raw"
+
+    def raw_path(self, file_id: str) -> Path:
+        if not re.match(r"^[A-Za-z0-9_.-]+$", file_id):
+            raise RunStateError(f"unsafe file id from the API: {file_id!r}")
+        return self.raw_dir / f"{file_id}.jsonl"
+
+    # config ---------------------------------------------------------------
+    def exists(self) -> bool:
+        return self.config_path.is_file()
+
+    def load_config(self) -> RunConfig:
+        try:
+            data = json.loads(self.config_path.read_text(encoding="utf-8"))
+            return RunConfig(**data)
+        except FileNotFoundError:
+            raise RunStateError(f"{self.root}: not a batchbench run (no {CONFIG_FILE})") from None
+        except (json.JSONDecodeError, TypeError, UnicodeDecodeError) as exc:
+            raise RunStateError(f"{self.config_path}: unreadable run config ({exc})") from None
+
+    def create(self, config: RunConfig) -> None:
+        """Make the private run directory and write the immutable config last."""
+        self.root.parent.mkdir(parents=True, exist_ok=True)
+        self.root.mkdir(mode=0o700, exist_ok=True)
+        os.chmod(self.root, 0o700)
+        for sub in (self.requests_dir, self.raw_dir):
+            sub.mkdir(mode=0o700, exist_ok=True)
+        atomic_write_text(self.config_path, config.to_json())
+
+    # journal --------------------------------------------------------------
+    def record(self, event: E) -> E:
+        """Append an event (stamped with the time now) and fsync it."""
+        event = msgspec.structs.replace(event, t=time.time())
+        append_line(self.journal_path, ENCODER.encode(event).decode("utf-8"))
+        return event
+
+    def events(self) -> list[Event]:
+        try:
+            data = self.journal_path.read_bytes()
+        except FileNotFoundError:
+            return []
+        events: list[Event] = []
+        last = data.count(b"\n") + 1
+        for lineno, line in jsonl_lines(data):
+            try:
+                events.append(DECODER.decode(line))
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                if lineno == last and isinstance(exc, msgspec.DecodeError):
+                    continue  # torn by a crash mid-append: the action repeats
+                raise RunStateError(
+                    f"{self.journal_path}: line {lineno} is corrupt ({exc})"
+                ) from None
+        return events
+
+    def repair(self) -> None:
+        """Drop a line torn by a crash from the end of the journal and the results.
+
+        Only a line without its newline is dropped: the action it recorded is
+        repeated (journal) or its rows are written again (results).
+        """
+        for path in (self.journal_path, self.results_path):
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                continue
+            if data and not data.endswith(b"\n"):
+                with open(path, "r+b") as fh:
+                    fh.truncate(data.rfind(b"\n") + 1)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+
+    # lock -----------------------------------------------------------------
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Exclusive right to advance this run: a second process is refused."""
+        path = self.root / LOCK_FILE
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+                raise RunLockedError(
+                    f"run {self.name!r} is being advanced by another process (pid {holder});"
+                    " wait for it or stop it"
+                ) from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
+            yield
+        finally:
+            os.close(fd)
+
+
+def open_run(jobs_dir: Path, name: str) -> Run:
+    return Run(Path(jobs_dir) / check_name(name))
+
+
+def list_runs(jobs_dir: Path) -> list[Run]:
+    jobs_dir = Path(jobs_dir)
+    if not jobs_dir.is_dir():
+        return []
+    return [Run(p) for p in sorted(jobs_dir.iterdir()) if (p / CONFIG_FILE).is_file()]
+
+
+def config_conflicts(old: RunConfig, new: RunConfig) -> list[str]:
+    """Human-readable differences in the settings that define a run."""
+    diffs = []
+    for key in IDENTITY_KEYS:
+        a, b = getattr(old, key), getattr(new, key)
+        if a != b:
+            if key == "case_ids":
+                diffs.append(f"selected cases ({len(a)} in the run, {len(b)} now)")
+            else:
+                diffs.append(f"{key} (run has {a!r}, now {b!r})")
+    return diffs
