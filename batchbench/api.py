@@ -86,20 +86,26 @@ def make_client(
     key = api_key or api_key_from_env()
     url = base_url or os.environ.get("OPENAI_BASE_URL") or None
     if url:
-        try:
-            parsed = urlparse(url)
-            host = parsed.hostname
-        except ValueError as exc:
-            raise ConfigError(f"--base-url {url!r} is not a valid URL ({exc})") from None
-        if parsed.scheme not in ("http", "https") or not host:
-            raise ConfigError(f"--base-url {url!r} is not an http(s) URL")
-        if parsed.scheme == "http" and not _is_loopback(host):
+        host, scheme = check_base_url(url)
+        if scheme == "http" and not _is_loopback(host):
             print(
                 f"warning: {url} is plain http to a host that is not loopback:"
                 " the API key would cross the network unencrypted",
                 file=sys.stderr,
             )
     return openai.OpenAI(api_key=key, base_url=url, max_retries=max_retries, timeout=timeout)
+
+
+def check_base_url(url: str) -> tuple[str, str]:
+    """``(host, scheme)`` of an http(s) base URL, or a one-line error naming it."""
+    try:
+        parsed = urlparse(url)
+        host, _ = parsed.hostname, parsed.port
+    except ValueError as exc:
+        raise ConfigError(f"--base-url {url!r} is not a valid URL ({exc})") from None
+    if parsed.scheme not in ("http", "https") or not host:
+        raise ConfigError(f"--base-url {url!r} is not an http(s) URL")
+    return host, parsed.scheme
 
 
 class BatchApi:
@@ -196,6 +202,17 @@ class BatchApi:
         with self._errors("list batches"):
             page = self._reply(self.client.batches.list(**kwargs))
             return [self._reply(b).model_dump() for b in page.data], bool(page.has_more)
+
+    def batches_since(self, since: float) -> Iterator[dict[str, Any]]:
+        """The project's batches, newest first, page by page (100 a call), until the
+        page that reaches back before ``since`` (a Unix time)."""
+        after = None
+        while True:
+            page, more = self.list_page(after=after, limit=100)
+            yield from page
+            if not more or not page or (page[-1].get("created_at") or 0) < since:
+                return
+            after = page[-1]["id"]
 
     def retrieve(self, batch_id: str) -> dict[str, Any]:
         with self._errors(f"retrieve batch {batch_id}", batch_id):

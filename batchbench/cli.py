@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import sys
-import time
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -12,7 +11,9 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from .errors import BatchbenchError
+from .emulator.command import emulator_command
+from .errors import BatchbenchError, InvariantError
+from .report import Progress
 
 app = typer.Typer(
     add_completion=False,
@@ -37,6 +38,9 @@ def friendly(fn: F) -> F:
         except BatchbenchError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(exc.exit_code) from None
+        except InvariantError as exc:
+            typer.echo(f"internal error (a bug in batchbench, please report it): {exc}", err=True)
+            raise typer.Exit(InvariantError.exit_code) from None
         except KeyboardInterrupt:
             typer.echo("interrupted: nothing is lost; run the same command to resume", err=True)
             raise typer.Exit(130) from None
@@ -125,101 +129,12 @@ def validate(dataset: DatasetOpt = SAMPLE_DATASET) -> None:
     typer.echo(f"dataset_sha256 {ds.sha256}")
 
 
-@app.command()
-@friendly
-def emulator(
-    host: Annotated[str, typer.Option(help="Address to listen on (keep it loopback).")] = (
-        "127.0.0.1"
-    ),
-    port: Annotated[int, typer.Option(help="Port; 0 picks a free one.")] = 8765,
-    latency: Annotated[
-        float, typer.Option(help="Seconds each phase takes: validating, in_progress, finalizing.")
-    ] = 1.0,
-    completion_window: Annotated[
-        float, typer.Option(help="Seconds the emulated '24h' window lasts before expiry.")
-    ] = 86400.0,
-    responder: Annotated[
-        str | None,
-        typer.Option(
-            help="FILE.py:FUNCTION called once per executed line with the request body;"
-            " returns the reply content (str) or {'status_code', 'body'}."
-        ),
-    ] = None,
-    fault_rate: Annotated[
-        float, typer.Option(help="Fraction of API calls answered 429 or 500.")
-    ] = 0.0,
-    slow_rate: Annotated[float, typer.Option(help="Fraction of API calls delayed.")] = 0.0,
-    slow_seconds: Annotated[float, typer.Option(help="Delay of a slow call.")] = 1.0,
-    truncate_rate: Annotated[
-        float, typer.Option(help="Fraction of file downloads cut off mid-body.")
-    ] = 0.0,
-    seed: Annotated[int, typer.Option(help="Seed for ids, shuffling and faults.")] = 0,
-    enqueued_token_limit: Annotated[
-        int | None,
-        typer.Option(
-            help="Per-model in-flight prompt tokens; over it a batch fails"
-            " with token_limit_exceeded."
-        ),
-    ] = None,
-    api_key: Annotated[
-        str | None, typer.Option(help="Accept only this bearer token (default: any).")
-    ] = None,
-) -> None:
-    """Serve a loopback OpenAI Batch API (files, batches, lifecycle, faults) until Ctrl-C."""
-    from .emulator import Emulator, load_responder, serve
-    from .errors import ConfigError
-
-    if not 0 <= port <= 65535:
-        raise ConfigError(f"--port must be between 0 and 65535, got {port}")
-    for name, rate in (("fault", fault_rate), ("slow", slow_rate), ("truncate", truncate_rate)):
-        if not 0 <= rate <= 1:
-            raise ConfigError(f"--{name}-rate must be between 0 and 1, got {rate}")
-    try:
-        fn = load_responder(responder) if responder else None
-    except ValueError as exc:
-        raise ConfigError(f"--responder: {exc}") from None
-    try:
-        emu = Emulator(
-            host,
-            port,
-            latency=latency,
-            completion_window=completion_window,
-            responder=fn,
-            fault_rate=fault_rate,
-            slow_rate=slow_rate,
-            slow_seconds=slow_seconds,
-            truncate_rate=truncate_rate,
-            seed=seed,
-            enqueued_token_limit=enqueued_token_limit,
-            api_key=api_key,
-        )
-    except OSError as exc:
-        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
-    serve(emu, announce=lambda line: typer.echo(line))
+app.command("emulator")(emulator_command)
 
 
 JobsDirOpt = Annotated[
     Path, typer.Option("--jobs-dir", help="Folder holding one directory per run.")
 ]
-
-
-class _Progress:
-    """Prints a progress line whenever it changes (and at most once a second)."""
-
-    def __init__(self) -> None:
-        self.start = time.monotonic()
-        self.last = ""
-        self.last_at = 0.0
-
-    def __call__(self, pipeline: Any) -> None:
-        from .report import progress_line
-
-        now = time.monotonic()
-        line = progress_line(pipeline.state, now - self.start)
-        body = line.rsplit(" | ", 1)[0]
-        if body != self.last and (now - self.last_at >= 1.0 or pipeline.done()):
-            typer.echo(line)
-            self.last, self.last_at = body, now
 
 
 @app.command()
@@ -318,20 +233,6 @@ def run(
         )
     if as_json and not dry_run:
         raise ConfigError("--json goes with --dry-run (use `batchbench status --json`)")
-    if poll_interval <= 0:
-        raise ConfigError(f"--poll-interval must be positive, got {poll_interval}")
-    if not 1 <= max_requests_per_batch <= 50_000:
-        raise ConfigError("--max-requests-per-batch must be between 1 and 50000")
-    if max_attempts < 1:
-        raise ConfigError(f"--max-attempts must be at least 1, got {max_attempts}")
-    if max_retries < 1:
-        raise ConfigError(f"--max-retries must be at least 1, got {max_retries}")
-    if max_enqueued_tokens is not None and max_enqueued_tokens < 1:
-        raise ConfigError("--max-enqueued-tokens must be at least 1")
-    if max_cost is not None and max_cost < 0:
-        raise ConfigError("--max-cost must not be negative")
-    if assumed_answer_tokens < 1:
-        raise ConfigError("--assumed-answer-tokens must be at least 1")
     options = RunOptions(
         answer_model=answer_model,
         judge_model=judge_model,
@@ -356,7 +257,7 @@ def run(
             max_enqueued_tokens=max_enqueued_tokens,
             delete_remote_files=delete_remote_files,
         ),
-    )
+    ).check()
     if dry_run:
         import json
 
@@ -366,7 +267,7 @@ def run(
         plan = make_dry_run(options)
         typer.echo(json.dumps(plan, indent=2) if as_json else plan_text(plan))
         return
-    _finish_run(*execute(options, say=typer.echo, on_progress=_Progress()), summary_table)
+    _finish_run(*execute(options, say=typer.echo, on_progress=Progress(typer.echo)), summary_table)
 
 
 def _finish_run(run_dir: Any, summary: Any, complete: bool, summary_table: Any) -> None:
@@ -481,7 +382,7 @@ def demo(
         if jobs_dir is None:
             typer.echo("(the run lives in a temporary folder; pass --jobs-dir to keep it)")
         _finish_run(
-            *execute(options, say=typer.echo, on_progress=_Progress()),
+            *execute(options, say=typer.echo, on_progress=Progress(typer.echo)),
             summary_table,
         )
 

@@ -7,20 +7,22 @@ lives here too, so bad input never leaves a half-made run behind.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import protocol
-from .api import BatchApi
+from .api import BatchApi, check_base_url
 from .costs import Pricing
 from .dataset import Case
 from .errors import ConfigError
 from .pipeline import Pipeline, Settings
 from .report import write_report, write_summary
+from .requests import MAX_LINES
 from .results import rows_in_registry_order
-from .rundir import Run, RunConfig
+from .rundir import Run, RunConfig, check_name
 from .runs import CancelRequested, Redo, Resumed
 from .summary import summarize
 
@@ -45,6 +47,47 @@ class RunOptions:
     max_cost: float | None = None
     assumed_answer_tokens: int = 800
     settings: Settings = field(default_factory=Settings)
+
+    def check(self) -> RunOptions:
+        """Every option's own rule, before anything is read, written or called."""
+        _check_options(self)
+        return self
+
+
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+
+
+def _number(option: str, value: float | None, *, low: float, strict: bool = False) -> None:
+    """A finite number at or above ``low`` (above it when ``strict``); NaN and inf refused."""
+    if value is None:
+        return
+    if not math.isfinite(value):
+        raise ConfigError(f"{option} must be a finite number, got {value}")
+    if value < low or (strict and value == low):
+        bound = f"greater than {low:g}" if strict else f"at least {low:g}"
+        raise ConfigError(f"{option} must be {bound}, got {value}")
+
+
+def _check_options(o: RunOptions) -> None:
+    s = o.settings
+    _number("--poll-interval", s.poll_interval, low=0, strict=True)
+    _number("--token-limit-wait", s.hold_seconds, low=0)
+    _number("--max-cost", o.max_cost, low=0)
+    _number("--max-attempts", s.max_attempts, low=1)
+    _number("--max-retries", s.max_retries, low=1)
+    _number("--max-enqueued-tokens", s.max_enqueued_tokens, low=1)
+    _number("--assumed-answer-tokens", o.assumed_answer_tokens, low=1)
+    if not 1 <= s.max_requests_per_batch <= MAX_LINES:
+        raise ConfigError(f"--max-requests-per-batch must be between 1 and {MAX_LINES}")
+    if o.reasoning_effort is not None and o.reasoning_effort not in REASONING_EFFORTS:
+        raise ConfigError(
+            f"--reasoning-effort {o.reasoning_effort!r} is not one of"
+            f" {', '.join(REASONING_EFFORTS)} (max is sent as xhigh)"
+        )
+    if o.run is not None:
+        check_name(o.run)
+    if o.base_url is not None:
+        check_base_url(o.base_url)
 
 
 def prepare(

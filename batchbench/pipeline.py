@@ -11,43 +11,34 @@ decided by :mod:`batchbench.collection`; rows are built by :mod:`batchbench.resu
 
 from __future__ import annotations
 
-import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import polars as pl
 
-from . import _failpoints, protocol
+from . import _failpoints
 from .api import BatchApi
-from .collection import Collection, Limits, check_download, collect
+from .collection import Collection, Limits, collect
 from .costs import prompt_tokens, token_counter
 from .dataset import Case
-from .errors import ApiError, ApiNotFoundError, BatchFileError, TransientApiError
-from .outputs import TruncatedFileError, read_outputs
-from .requests import MAX_BYTES, answer_request, check_file, judge_request, write_shards
-from .results import append_rows, error_row, row_counts, score_row
+from .errors import BatchFileError, TransientApiError
+from .outputs import read_outputs
+from .requests import MAX_BYTES, stage_request, write_shards
+from .results import append_rows, row_counts, rows_for
 from .rundir import Run, RunConfig
 from .runs import (
-    BATCH_STATUSES,
-    BatchSeen,
-    Created,
-    CreateStarted,
-    Downloaded,
     Event,
     Line,
     Plan,
-    RemoteDeleted,
     RunState,
     Stage,
     Submission,
-    Uploaded,
-    UploadStarted,
     fold,
 )
-from .scoring import rubric_frame, score_joined, score_records
+from .scoring import rubric_frame
+from .submit import Submitter
 
 
 @dataclass
@@ -70,7 +61,7 @@ class Pipeline:
         run: Run,
         config: RunConfig,
         cases: Mapping[str, Case],
-        api: BatchApi | None,
+        api: BatchApi,
         settings: Settings,
         *,
         say: Callable[[str], None] = print,
@@ -91,7 +82,15 @@ class Pipeline:
         self._last_poll = 0.0
         self._answers: dict[str, dict[str, str]] = {}
         self._rows_on_disk: Counter[str] | None = None
-        self._ambiguous_creates = 0
+        self.submitter = Submitter(
+            run,
+            config,
+            api,
+            self.record,
+            clock=clock,
+            sleep=sleep,
+            max_ambiguous_creates=settings.max_ambiguous_creates,
+        )
         self._rubric: pl.DataFrame | None = None
 
     @property
@@ -100,11 +99,6 @@ class Pipeline:
         if self._rubric is None:
             self._rubric = rubric_frame([self.cases[c] for c in self.config.case_ids])
         return self._rubric
-
-    def _api(self) -> BatchApi:
-        if self.api is None:
-            raise RuntimeError("this pipeline was opened without an API")
-        return self.api
 
     # journal ----------------------------------------------------------------
     def record(self, event: Event) -> None:
@@ -119,37 +113,29 @@ class Pipeline:
         st = self.state
         for sub in st.subs.values():
             if sub.file_id is None:
-                return self._upload(sub)
+                return self.submitter.upload(sub)
         for sub in st.subs.values():
             if sub.batch_id is None and not st.cancelled:
                 if st.holds.get(sub.stage, 0) > self.clock() or not self._fits_budget(sub):
                     continue
-                return self._create(sub)
+                return self.submitter.create(sub)
         # Plan before collecting the next file: the judges of a collected answer
         # file go out at once, not after every answer file is in.
         if not st.cancelled:
             for stage in ("answers", "judges"):
-                if self._pending(stage):
+                if self.state.pending(stage, self.config.case_ids):
                     return self._plan(stage)
         for sub in st.subs.values():
             if sub.terminal and not sub.collected:
                 missing = [f for f in sub.result_files() if f not in sub.downloaded]
                 if missing:
-                    return self._download(sub, missing[0])
+                    return self.submitter.download(sub, missing[0])
                 return self._collect(sub)
         if self.settings.delete_remote_files:
             for sub in st.subs.values():
                 if sub.collected and not sub.remote_deleted:
-                    return self._delete_remote(sub)
+                    return self.submitter.delete_remote(sub)
         return None
-
-    def _delete_remote(self, sub: Submission) -> str:
-        """Free the project's file storage: the raw copies on disk are the source of truth."""
-        files = [f for f in (sub.file_id, *sub.result_files()) if f]
-        for file_id in files:
-            self._api().delete_file(file_id)
-        self.record(RemoteDeleted(sub=sub.id, file_ids=files))
-        return f"deleted {len(files)} file(s) of {sub.id} on the server"
 
     def _model(self, stage: str) -> str:
         return self.config.answer_model if stage == "answers" else self.config.judge_model
@@ -163,22 +149,16 @@ class Pipeline:
         flying = sum(s.tokens for s in self.in_flight() if self._model(s.stage) == model)
         return flying == 0 or flying + sub.tokens <= budget
 
-    def _pending(self, stage: str) -> list[str]:
-        out = []
-        for case_id in self.config.case_ids:
-            case = self.state.cases[case_id]
-            if case.final:
-                continue
-            if stage == "answers":
-                wanted = case.answers.status == "pending"
-            else:
-                wanted = case.answers.status == "ok" and case.judges.status == "pending"
-            if wanted:
-                out.append(case_id)
-        return out
-
     def in_flight(self) -> list[Submission]:
-        return [s for s in self.state.subs.values() if s.in_flight]
+        return self.state.in_flight()
+
+    def poll(self) -> None:
+        self._last_poll = self.clock()
+        self.submitter.poll(self.in_flight())
+
+    def poll_due(self) -> bool:
+        due = self.clock() - self._last_poll >= self.settings.poll_interval
+        return bool(self.in_flight()) and due
 
     # planning -----------------------------------------------------------------
     def _plan(self, stage: Stage) -> str:
@@ -188,25 +168,17 @@ class Pipeline:
         count = token_counter(model)[1] if budget is not None else None
 
         def entries() -> Iterator[tuple[Line, bytes, int]]:
-            for case_id in self._pending(stage):
-                case = self.cases[case_id]
+            for case_id in self.state.pending(stage, self.config.case_ids):
                 st = self.state.cases[case_id].stage(stage)
-                if stage == "answers":
-                    request = answer_request(
-                        case,
-                        model,
-                        st.attempt + 1,
-                        reasoning_effort=self.config.reasoning_effort,
-                        temperature=protocol.ANSWER_TEMPERATURE if st.temperature else None,
-                    )
-                else:
-                    request = judge_request(
-                        case,
-                        self.answer_text(case_id),
-                        model,
-                        st.attempt + 1,
-                        temperature=protocol.JUDGE_TEMPERATURE if st.temperature else None,
-                    )
+                request = stage_request(
+                    stage,
+                    self.cases[case_id],
+                    model,
+                    st.attempt + 1,
+                    temperature=st.temperature,
+                    reasoning_effort=self.config.reasoning_effort,
+                    answer=self.answer_text(case_id) if stage == "judges" else None,
+                )
                 tokens = prompt_tokens(request.body, count) if count is not None else 0
                 line = Line(case_id, request.attempt, "temperature" in request.body)
                 yield line, request.line(), tokens
@@ -235,156 +207,7 @@ class Pipeline:
         requests = sum(len(lines) for _, lines, _ in files)
         return f"planned {requests} {stage} request(s) in {len(files)} file(s)"
 
-    # submitting ----------------------------------------------------------------
-    def _metadata(self, sub: Submission) -> dict[str, str]:
-        return {
-            "batchbench_run": self.config.name[:512],
-            "batchbench_run_id": self.config.run_id,
-            "batchbench_stage": sub.stage,
-            "batchbench_shard": str(sub.seq),
-            "batchbench_attempt": str(max(line.attempt for line in sub.lines)),
-            "batchbench_sub": sub.id,
-        }
-
-    def _upload(self, sub: Submission) -> str:
-        path = self.run.requests_dir / sub.path
-        check_file(path.read_bytes().splitlines(keepends=True), str(path))
-        self.record(UploadStarted(sub=sub.id))
-        file_id = self._api().upload(path)
-        _failpoints.hit("uploaded")
-        self.record(Uploaded(sub=sub.id, file_id=file_id))
-        return f"uploaded {sub.id} as {file_id}"
-
-    def _find_on_server(self, sub: Submission) -> dict[str, Any] | None:
-        """The batch an earlier, interrupted create may have made for this submission."""
-        since = (sub.create_started or self.clock()) - 600
-        after = None
-        while True:
-            page, more = self._api().list_page(after=after, limit=100)
-            for batch in page:
-                meta = batch.get("metadata") or {}
-                if (
-                    meta.get("batchbench_run_id") == self.config.run_id
-                    and meta.get("batchbench_sub") == sub.id
-                ):
-                    return batch
-            if not more or not page or (page[-1].get("created_at") or 0) < since:
-                return None
-            after = page[-1]["id"]
-
-    def _create(self, sub: Submission) -> str:
-        """Create once; after an ambiguous failure, look for the batch before creating again."""
-        assert sub.file_id is not None
-        if sub.create_started is not None:
-            found = self._find_on_server(sub)
-            if found is not None:
-                self.record(Created(sub=sub.id, batch_id=found["id"], adopted=True))
-                self._record_batch(sub, found)
-                return f"adopted {found['id']} for {sub.id}"
-        self.record(CreateStarted(sub=sub.id, file_id=sub.file_id))
-        try:
-            batch = self._api().create(sub.file_id, self._metadata(sub))
-        except TransientApiError:
-            self._ambiguous_creates += 1
-            if self._ambiguous_creates >= self.settings.max_ambiguous_creates:
-                raise
-            self.sleep(min(0.1 * 2**self._ambiguous_creates, 10.0))
-            return f"create of {sub.id} failed; will look for it, then create again"
-        self._ambiguous_creates = 0
-        _failpoints.hit("created")
-        self.record(Created(sub=sub.id, batch_id=batch["id"]))
-        self._record_batch(sub, batch)
-        return f"created {batch['id']} for {sub.id}"
-
-    def _record_batch(self, sub: Submission, batch: dict[str, Any]) -> None:
-        """Journal what the API says of a batch whenever it changes (counts included)."""
-        status = batch.get("status")
-        if status not in BATCH_STATUSES:
-            raise ApiError(
-                f"batch {batch.get('id')} has an unknown status {status!r}",
-                batch_id=batch.get("id"),
-            )
-        reported = batch.get("request_counts") or {}
-        counts = {k: int(v) for k, v in reported.items() if v is not None}
-        seen = BatchSeen(
-            sub=sub.id,
-            batch_id=batch["id"],
-            status=status,
-            output_file_id=batch.get("output_file_id"),
-            error_file_id=batch.get("error_file_id"),
-            errors=(batch.get("errors") or {}).get("data") if batch.get("errors") else None,
-            counts=counts,
-        )
-        now = (sub.status, sub.output_file_id, sub.error_file_id, sub.errors, sub.counts)
-        if now != (status, seen.output_file_id, seen.error_file_id, seen.errors, counts):
-            self.record(seen)
-
-    # polling -----------------------------------------------------------------
-    def poll(self) -> None:
-        """Refresh every in-flight batch, one list page per 100 batches when possible."""
-        self._last_poll = self.clock()
-        waiting = {s.batch_id: s for s in self.in_flight() if s.batch_id is not None}
-        if not waiting:
-            return
-        oldest = min(s.planned_at for s in waiting.values()) - 600
-        after = None
-        while waiting:
-            page, more = self._api().list_page(after=after, limit=100)
-            for batch in page:
-                sub = waiting.pop(batch["id"], None)
-                if sub is not None:
-                    self._record_batch(sub, batch)
-            if not more or not page or (page[-1].get("created_at") or 0) < oldest:
-                break
-            after = page[-1]["id"]
-        for batch_id, sub in waiting.items():
-            try:
-                self._record_batch(sub, self._api().retrieve(batch_id))
-            except ApiNotFoundError:
-                raise ApiError(
-                    f"batch {batch_id} ({sub.id}) vanished from the API (404);"
-                    " its requests cannot be collected",
-                    status=404,
-                    batch_id=batch_id,
-                ) from None
-
-    def poll_due(self) -> bool:
-        return (
-            bool(self.in_flight()) and self.clock() - self._last_poll >= self.settings.poll_interval
-        )
-
     # downloading and collecting ------------------------------------------------
-    def _download(self, sub: Submission, file_id: str) -> str:
-        """Download to a staging name, check it, and only then keep and journal it.
-
-        A truncated transfer is fetched again; a file that breaks the format or
-        names requests this submission never sent stops the run with the
-        culprit named, leaving the run's state as it was.
-        """
-        final = self.run.raw_path(file_id)
-        staging = final.with_name(f".{final.name}.check")
-        where = f"{file_id} (batch {sub.batch_id})"
-        try:
-            for attempt in range(1, 4):
-                size = self._api().download(file_id, staging)
-                try:
-                    earlier: set[str] = set()
-                    for other in sub.downloaded:
-                        earlier.update(read_outputs([self.run.raw_path(other)])["custom_id"])
-                    check_download(read_outputs([staging]), sub, earlier, where)
-                    break
-                except TruncatedFileError:
-                    if attempt == 3:
-                        raise BatchFileError(
-                            f"{where}: three downloads were all truncated"
-                        ) from None
-            os.replace(staging, final)
-        finally:
-            if staging.exists():
-                staging.unlink()
-        self.record(Downloaded(sub=sub.id, file_id=file_id))
-        return f"downloaded {file_id} ({size} bytes) for {sub.id}"
-
     def _collect(self, sub: Submission) -> str:
         frame = None
         if sub.status != "failed":
@@ -414,42 +237,26 @@ class Pipeline:
         return self._answers[st.source][st.custom_id]
 
     def _write_rows(self, sub: Submission, result: Collection) -> None:
-        """Append the rows of the cases this collection ends, each case's row once."""
+        """Append the rows of the cases this collection ends, each case's rows once."""
         if self._rows_on_disk is None:
             self._rows_on_disk = row_counts(self.run.results_path)
         written = self._rows_on_disk
-        now = self.clock()
-        rows: list[dict[str, Any]] = []
-        scored: list[str] = []
-        for o in result.outcomes.values():
-            if written[o.case_id] > self.state.cases[o.case_id].rows:
-                continue  # written before a crash kept this collection out of the journal
-            if o.kind == "failed":
-                rows.append(error_row(self.cases[o.case_id], self.config, now, o.detail or ""))
-            elif o.kind == "ok" and sub.stage == "judges":
-                scored.append(o.case_id)
-        if scored and result.decided is not None:
-            chosen = result.decided.filter(pl.col("case_id").is_in(scored))
-            matched: dict[str, dict[str, bool]] = {}
-            for case_id, item_id, hit in chosen.select("case_id", "item_id", "matched").iter_rows():
-                matched.setdefault(case_id, {})[item_id] = hit
-            sent = {line.case_id: line.sent_temperature for line in sub.lines}
-            for case_id, (score, components) in score_records(score_joined(chosen)).items():
-                state = self.state.cases[case_id]
-                rows.append(
-                    score_row(
-                        self.cases[case_id],
-                        self.config,
-                        started=state.started or now,
-                        finished=now,
-                        answer=self.answer_text(case_id),
-                        matched=matched[case_id],
-                        score=score,
-                        components=components,
-                        answer_temperature=bool(state.answers.used_temperature),
-                        judge_temperature=sent[case_id],
-                    )
-                )
+        due = {
+            cid: o
+            for cid, o in result.outcomes.items()
+            # a row written before a crash kept its collection out of the journal is not due
+            if written[o.case_id] <= self.state.cases[o.case_id].rows
+        }
+        rows = rows_for(
+            sub,
+            due,
+            result.decided,
+            self.cases,
+            self.config,
+            self.state,
+            self.answer_text,
+            self.clock(),
+        )
         if rows:
             append_rows(self.run.results_path, rows, self.config.case_ids)
             written.update(r["case_id"] for r in rows)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -246,3 +248,21 @@ def write_report(run: Any, state: Any, config: Any, pricing: Any = None) -> None
         "cost": _costs(state, config, pricing),
     }
     atomic_write_text(run.report_path, json.dumps(report, indent=2) + "\n")
+
+
+class Progress:
+    """Prints a progress line whenever it changes (and at most once a second)."""
+
+    def __init__(self, echo: Callable[[str], None]) -> None:
+        self.echo = echo
+        self.start = time.monotonic()
+        self.last = ""
+        self.last_at = 0.0
+
+    def __call__(self, pipeline: Any) -> None:
+        now = time.monotonic()
+        line = progress_line(pipeline.state, now - self.start)
+        body = line.rsplit(" | ", 1)[0]
+        if body != self.last and (now - self.last_at >= 1.0 or pipeline.done()):
+            self.echo(line)
+            self.last, self.last_at = body, now

@@ -102,6 +102,36 @@ class _Limits:
         return not full
 
 
+def stage_request(
+    stage: str,
+    case: Case,
+    model: str,
+    attempt: int,
+    *,
+    temperature: bool,
+    reasoning_effort: str | None,
+    answer: str | None,
+) -> Request:
+    """The request of one case in one stage; ``temperature`` False once the model refused it."""
+    if stage == "answers":
+        return answer_request(
+            case,
+            model,
+            attempt,
+            reasoning_effort=reasoning_effort,
+            temperature=protocol.ANSWER_TEMPERATURE if temperature else None,
+        )
+    if answer is None:
+        raise ValueError("a judge request needs the answer")
+    return judge_request(
+        case,
+        answer,
+        model,
+        attempt,
+        temperature=protocol.JUDGE_TEMPERATURE if temperature else None,
+    )
+
+
 def shard(
     lines: Sequence[bytes],
     max_lines: int = MAX_LINES,

@@ -5,16 +5,23 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
 
 from . import protocol
 from ._io import append_bytes, atomic_write_bytes, jsonl_lines
 from .dataset import Case
 from .errors import ResultsError
 from .rundir import RunConfig
+from .runs import RunState, Submission
+from .scoring import score_joined, score_records
+
+if TYPE_CHECKING:
+    from .collection import Outcome
 
 
 def summary_path(results: str | Path) -> Path:
@@ -156,3 +163,47 @@ def score_row(
         "score": score,
         "score_components": components,
     }
+
+
+def rows_for(
+    sub: Submission,
+    outcomes: Mapping[str, Outcome],
+    decided: pl.DataFrame | None,
+    cases: Mapping[str, Case],
+    config: RunConfig,
+    state: RunState,
+    answer_text: Callable[[str], str],
+    now: float,
+) -> list[dict[str, Any]]:
+    """The rows of the cases these outcomes end: an error row per failed request, a
+    scored row per valid judge reply (its decisions from ``decided``)."""
+    rows = [
+        error_row(cases[o.case_id], config, now, o.detail or "")
+        for o in outcomes.values()
+        if o.kind == "failed"
+    ]
+    scored = [o.case_id for o in outcomes.values() if o.kind == "ok" and sub.stage == "judges"]
+    if not scored or decided is None:
+        return rows
+    chosen = decided.filter(pl.col("case_id").is_in(scored))
+    matched: dict[str, dict[str, bool]] = {}
+    for case_id, item_id, hit in chosen.select("case_id", "item_id", "matched").iter_rows():
+        matched.setdefault(case_id, {})[item_id] = hit
+    sent = {line.case_id: line.sent_temperature for line in sub.lines}
+    for case_id, (score, components) in score_records(score_joined(chosen)).items():
+        case_state = state.cases[case_id]
+        rows.append(
+            score_row(
+                cases[case_id],
+                config,
+                started=case_state.started or now,
+                finished=now,
+                answer=answer_text(case_id),
+                matched=matched[case_id],
+                score=score,
+                components=components,
+                answer_temperature=bool(case_state.answers.used_temperature),
+                judge_temperature=sent[case_id],
+            )
+        )
+    return rows

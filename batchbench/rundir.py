@@ -66,9 +66,14 @@ class RunConfig:
         return json.dumps(asdict(self), indent=2) + "\n"
 
 
+MAX_NAME = 128
+
+
 def check_name(name: str) -> str:
     if not NAME_RE.match(name) or name in (".", ".."):
         raise ConfigError(f"run name {name!r} must match [A-Za-z0-9._-]+ (and not be . or ..)")
+    if len(name) > MAX_NAME:
+        raise ConfigError(f"run name is {len(name)} characters long; at most {MAX_NAME}")
     return name
 
 

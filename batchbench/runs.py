@@ -77,6 +77,21 @@ class BatchSeen(Event, tag="batch"):
     errors: list[dict[str, Any]] | None = None
     counts: dict[str, int] = {}
 
+    @classmethod
+    def from_api(cls, sub: str, batch: dict[str, Any]) -> BatchSeen:
+        """The fields batchbench keeps from a Batch API batch object."""
+        counts = batch.get("request_counts") or {}
+        errors = batch.get("errors") or {}
+        return cls(
+            sub=sub,
+            batch_id=batch["id"],
+            status=batch["status"],
+            output_file_id=batch.get("output_file_id"),
+            error_file_id=batch.get("error_file_id"),
+            errors=errors.get("data") if errors else None,
+            counts={k: int(v) for k, v in counts.items() if v is not None},
+        )
+
 
 class Downloaded(Event, tag="downloaded"):
     sub: str
@@ -238,6 +253,24 @@ class RunState:
     cancelled: bool = False
     started: float | None = None
     last_event: float | None = None  # when the journal last changed
+
+    def pending(self, stage: str, case_ids: list[str]) -> list[str]:
+        """Cases (in registry order) with a request of this stage still to plan."""
+        out = []
+        for case_id in case_ids:
+            case = self.cases[case_id]
+            if case.final:
+                continue
+            if stage == "answers":
+                wanted = case.answers.status == "pending"
+            else:
+                wanted = case.answers.status == "ok" and case.judges.status == "pending"
+            if wanted:
+                out.append(case_id)
+        return out
+
+    def in_flight(self) -> list[Submission]:
+        return [s for s in self.subs.values() if s.in_flight]
 
     def next_seq(self, stage: str) -> int:
         return 1 + max((s.seq for s in self.subs.values() if s.stage == stage), default=0)

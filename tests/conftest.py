@@ -101,8 +101,19 @@ def sample_copy(tmp_path: Path) -> Path:
     return dest
 
 
-def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None, timeout: float = 300):
-    """Run ``python -m batchbench`` as a real subprocess."""
+def run_cli(
+    *args: str,
+    env: dict | None = None,
+    cwd: Path | None = None,
+    timeout: float = 300,
+    real: bool = False,
+):
+    """The CLI, in this process through typer's runner (fast); ``real=True`` (or a
+    ``cwd``) runs ``python -m batchbench`` as a subprocess. Either way the result has
+    ``returncode``, ``stdout`` and ``stderr``; an exception that escaped the CLI
+    shows as a traceback on stderr, as it would in a terminal."""
+    if not real and cwd is None:
+        return _in_process(args, env)
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
@@ -114,6 +125,20 @@ def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None, timeou
         cwd=cwd,
         timeout=timeout,
     )
+
+
+def _in_process(args: tuple[str, ...], env: dict | None) -> subprocess.CompletedProcess:
+    import traceback
+
+    from typer.testing import CliRunner
+
+    from batchbench.cli import app
+
+    result = CliRunner().invoke(app, list(args), env=env)
+    stderr = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(*result.exc_info))
+    return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, stderr)
 
 
 def assert_one_line_error(proc, *fragments: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-import random
+import signal
 import subprocess
 import sys
 import time
@@ -13,8 +13,8 @@ from collections import Counter
 import openai
 import pytest
 from conftest import REPO, assert_one_line_error, run_cli
+from crash_harness import FAILPOINTS, last_stage, normalised
 from crash_harness import kill_and_restart as _kill_and_restart
-from crash_harness import normalised
 from test_run import KEY, assert_no_duplicates, cancel_cli, env, rows_of, run_args
 
 
@@ -36,38 +36,49 @@ def spawn(args, extra_env=None):
 pytest_plugins = ["batchbench.emulator.pytest_plugin"]
 
 
-def test_sigkill_at_twenty_seeded_moments(batch_emulator_factory, tmp_path, fixture_dir):
-    """Kill at 20+ seeded moments; each run ends equal to an uninterrupted one, paid once.
+# Each failpoint, in each stage: (name, which hit of it in that process kills it).
+KILLS = [
+    ("journal_half_written", 2),  # the first plan's line torn
+    ("planned", 1),
+    ("uploaded", 1),
+    ("created", 1),  # the billable call returned, its id not journaled
+    ("downloading", 1),
+    ("rows_written", 1),  # an answer file collected, not journaled
+    ("created", 2),
+    ("rows_half_written", 1),  # half of a judge file's rows appended
+    ("rows_written", 2),
+    ("journal_half_written", 7),
+    ("downloading", 2),
+]
 
-    A run that completes before enough kills is followed by a fresh one (its own
-    emulator, so its ledger is its own), so every stage keeps being interrupted.
-    """
-    reference = batch_emulator_factory(latency=0.2)
-    select = ("--limit", "50")
-    proc = run_cli(*run_args(reference, tmp_path / "ref", fixture_dir, *select, cap=5), env=env())
+
+def test_sigkill_at_every_failpoint_resumes_equal_and_pays_once(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    """Killed at every named failpoint, answers and judges: the run ends equal to an
+    uninterrupted one, with no batch created twice and no line executed twice.
+    (Kills at random moments, many more of them, are benchmarks/crash_soak.py.)"""
+    select = ("--limit", "16")
+    reference = batch_emulator_factory(latency=0.05)
+    proc = run_cli(*run_args(reference, tmp_path / "ref", fixture_dir, *select, cap=2), env=env())
     assert proc.returncode == 0, proc.stderr
     expected = normalised(tmp_path / "ref" / "jobs" / "ans-model")
 
-    rng = random.Random(20261202)
-    kinds: Counter = Counter()
-    stages: Counter = Counter()
-    for attempt in range(6):
-        if sum(kinds.values()) >= 20:
-            break
-        emu = batch_emulator_factory(latency=0.2)
-        base = tmp_path / f"crash{attempt}"
-        args = run_args(emu, base, fixture_dir, *select, cap=5)
-        journal = base / "jobs" / "ans-model" / "journal.jsonl"
-        k, st = kill_and_restart(args, journal, rng, 20 - sum(kinds.values()))
-        kinds += k
-        stages += st
-        proc = run_cli(*args, env=env())
-        assert proc.returncode == 0, proc.stderr
-        assert normalised(base / "jobs" / "ans-model") == expected
-        assert_no_duplicates(emu)
-    assert sum(kinds.values()) >= 20, kinds
-    assert stages["answers"] and stages["judges"], stages
-    assert len(kinds) >= 6, kinds  # spread over many kinds of moment
+    emu = batch_emulator_factory(latency=0.05)
+    args = run_args(emu, tmp_path, fixture_dir, *select, cap=2)
+    journal = tmp_path / "jobs" / "ans-model" / "journal.jsonl"
+    killed: Counter = Counter()
+    stages: set = set()
+    for name, nth in KILLS:
+        proc = spawn(args, {"BATCHBENCH_FAILPOINT": f"{name}:{nth}"})
+        assert proc.wait(timeout=120) == -signal.SIGKILL, (name, nth, proc.stderr.read())
+        killed[name] += 1
+        stages.add(last_stage(journal))
+    proc = run_cli(*args, env=env(), real=True)
+    assert proc.returncode == 0, proc.stderr
+    assert normalised(tmp_path / "jobs" / "ans-model") == expected
+    assert_no_duplicates(emu)
+    assert set(killed) == set(FAILPOINTS) and stages == {"answers", "judges"}, (killed, stages)
 
 
 def test_twenty_percent_faults_and_truncated_downloads(
@@ -259,7 +270,17 @@ def test_broken_output_files_stop_with_the_culprit(
         (["--benchmark", "cardiology"], ["unknown benchmark 'cardiology'"]),
         (["--limit", "0"], ["--limit must be at least 1"]),
         (["--max-requests-per-batch", "0"], ["--max-requests-per-batch"]),
-        (["--poll-interval", "0"], ["--poll-interval must be positive"]),
+        (["--poll-interval", "0"], ["--poll-interval must be greater than 0"]),
+        (["--poll-interval", "nan"], ["--poll-interval must be a finite number, got nan"]),
+        (["--poll-interval", "inf"], ["--poll-interval must be a finite number, got inf"]),
+        (["--max-cost", "nan"], ["--max-cost must be a finite number, got nan"]),
+        (["--max-cost", "inf"], ["--max-cost must be a finite number, got inf"]),
+        (["--token-limit-wait", "-5"], ["--token-limit-wait must be at least 0, got -5"]),
+        (["--max-retries", "0"], ["--max-retries must be at least 1"]),
+        (["--reasoning-effort", "extreme"], ["--reasoning-effort 'extreme'", "xhigh"]),
+        (["--run", ""], ["run name ''"]),
+        (["--run", "r" * 300], ["300 characters", "at most 128"]),
+        (["--base-url", "http://[::1"], ["--base-url 'http://[::1'", "not a valid URL"]),
         (["--max-attempts", "0"], ["--max-attempts must be at least 1"]),
         (["--run", "a/b"], ["'a/b'", "[A-Za-z0-9._-]+"]),
         (["--base-url", "ftp://x"], ["is not an http(s) URL"]),
@@ -329,7 +350,7 @@ def test_key_never_written_or_printed_and_files_are_private(
 ):
     emu = batch_emulator_factory(latency=0.05)
     outputs = []
-    proc = run_cli(*run_args(emu, tmp_path, fixture_dir, "--smoke"), env=env())
+    proc = run_cli(*run_args(emu, tmp_path, fixture_dir, "--smoke"), env=env(), real=True)
     assert proc.returncode == 0
     outputs.append(proc.stdout + proc.stderr)
     for cmd in (["status"], ["list"], ["status", "ans-model", "--json"]):

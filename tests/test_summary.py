@@ -39,7 +39,7 @@ def test_cli_writes_byte_identical_summary(tmp_path, golden_set, name, smoke):
     results = tmp_path / f"{name}.jsonl"
     shutil.copy(golden_dir / f"{name}.jsonl", results)
     args = ["summarize", str(results), "--dataset", str(dataset_dir)]
-    proc = run_cli(*args, *(["--smoke"] if smoke else []))
+    proc = run_cli(*args, *(["--smoke"] if smoke else []), real=True)
     assert proc.returncode == 0, proc.stderr
     written = (tmp_path / f"{name}.summary.json").read_bytes()
     assert written == (golden_dir / f"{name}.summary.json").read_bytes()

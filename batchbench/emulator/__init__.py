@@ -9,6 +9,7 @@ the pipeline: a shared helper would let one bug hide on both sides.
 """
 
 from .model import judge_matches, load_responder
-from .server import Emulator, Faults, serve
+from .server import Faults
+from .service import Emulator, serve
 
 __all__ = ["Emulator", "Faults", "judge_matches", "load_responder", "serve"]

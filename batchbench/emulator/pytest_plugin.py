@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from .server import Emulator
+from .service import Emulator
 
 
 @pytest.fixture

@@ -16,14 +16,12 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from .model import Responder
-from .store import ApiFailure, Settings, Store
+from .store import ApiFailure, Store
 
 
 @dataclass
@@ -353,95 +351,3 @@ def _multipart(
         else:
             fields[name] = payload.decode("utf-8")
     return fields, files
-
-
-class Emulator:
-    """The emulator on a free loopback port, in background threads.
-
-    ``with Emulator(latency=0.05) as emu: OpenAI(base_url=emu.base_url, ...)``
-    """
-
-    def __init__(
-        self,
-        host: str = "127.0.0.1",
-        port: int = 0,
-        *,
-        latency: float = 0.05,
-        completion_window: float = 86400.0,
-        responder: Responder | None = None,
-        fault_rate: float = 0.0,
-        slow_rate: float = 0.0,
-        slow_seconds: float = 1.0,
-        truncate_rate: float = 0.0,
-        seed: int = 0,
-        enqueued_token_limit: int | None = None,
-        api_key: str | None = None,
-        mangle: Callable[[str, list[str]], list[str]] | None = None,
-    ) -> None:
-        settings = Settings(latency, completion_window, enqueued_token_limit)
-        self.store = Store(settings, seed=seed, responder=responder, mangle=mangle)
-        self.faults = Faults(fault_rate, slow_rate, slow_seconds, truncate_rate)
-        self._server = _Server((host, port), _Handler)
-        self._server.store = self.store
-        self._server.faults = self.faults
-        self._server.rng = random.Random(seed + 1)
-        self._server.rng_lock = threading.Lock()
-        self._server.api_key = api_key
-        self._server.injected = {}
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    @property
-    def base_url(self) -> str:
-        return f"{self.url}/v1"
-
-    def _clock(self) -> None:
-        while not self._stop.is_set():
-            self.store.tick()
-            interval = min(0.05, max(0.002, self.store.settings.latency / 10))
-            self._stop.wait(interval)
-
-    def start(self) -> Emulator:
-        for target in (self._server.serve_forever, self._clock):
-            thread = threading.Thread(target=target, daemon=True)
-            thread.start()
-            self._threads.append(thread)
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._server.shutdown()
-        self._server.server_close()
-        for thread in self._threads:
-            thread.join(timeout=5)
-
-    def __enter__(self) -> Emulator:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def ledger(self) -> dict[str, Any]:
-        """Every batch created and line executed, and the faults injected so far."""
-        return {**self.store.ledger(), "faults": dict(self._server.injected)}
-
-    def flush(self) -> None:
-        self.store.tick(flush=True)
-
-
-def serve(emulator: Emulator, announce: Callable[[str], None] = print) -> None:
-    """Run until interrupted (the ``batchbench emulator`` command)."""
-    emulator.start()
-    announce(f"Batch API emulator listening on {emulator.base_url}")
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        emulator.stop()

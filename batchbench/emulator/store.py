@@ -13,154 +13,22 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from .model import Responder, prompt_tokens, run_line
-
-ENDPOINTS = (
-    "/v1/responses",
-    "/v1/chat/completions",
-    "/v1/embeddings",
-    "/v1/completions",
-    "/v1/moderations",
-    "/v1/images/generations",
-    "/v1/images/edits",
-    "/v1/videos",
+from .model import Responder, run_line
+from .objects import (
+    ENDPOINTS,
+    MAX_FILE_BYTES,
+    TERMINAL,
+    UPLOAD_PURPOSES,
+    ApiFailure,
+    Batch,
+    Settings,
+    StoredFile,
+    check_metadata,
+    page,
 )
-UPLOAD_PURPOSES = ("assistants", "batch", "fine-tune", "vision", "user_data", "evals")
-TERMINAL = ("completed", "failed", "expired", "cancelled")
-MAX_LINES = 50_000
-MAX_BATCH_BYTES = 200 * 1024 * 1024
-MAX_FILE_BYTES = 512 * 1024 * 1024
-
-
-class ApiFailure(Exception):
-    """An HTTP error reply with the real error envelope."""
-
-    def __init__(self, status: int, message: str, param: str | None = None, code: Any = None):
-        super().__init__(message)
-        self.status = status
-        self.body = {
-            "error": {
-                "message": message,
-                "type": "invalid_request_error",
-                "param": param,
-                "code": code,
-            }
-        }
-
-
-@dataclass
-class Settings:
-    latency: float = 0.05
-    completion_window: float = 86400.0
-    enqueued_token_limit: int | None = None
-    paused: bool = False
-    max_lines: int = MAX_LINES
-    max_batch_bytes: int = MAX_BATCH_BYTES
-
-
-@dataclass
-class StoredFile:
-    id: str
-    filename: str
-    purpose: str
-    data: bytes
-    created_at: int
-    expires_at: int | None = None
-
-    def obj(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "object": "file",
-            "bytes": len(self.data),
-            "created_at": self.created_at,
-            "filename": self.filename,
-            "purpose": self.purpose,
-            "status": "processed",
-            "expires_at": self.expires_at,
-            "status_details": None,
-        }
-
-
-@dataclass
-class Batch:
-    id: str
-    endpoint: str
-    input_file_id: str
-    metadata: dict[str, str] | None
-    created: float
-    seq: int
-    status: str = "validating"
-    model: str | None = None
-    lines: list[dict[str, Any]] = field(default_factory=list)
-    order: list[int] = field(default_factory=list)  # lines run in parallel: any order
-    tokens: int = 0
-    executed: int = 0
-    results: list[tuple[str, dict | None, dict | None]] = field(default_factory=list)
-    stamps: dict[str, float] = field(default_factory=dict)
-    errors: list[dict[str, Any]] | None = None
-    output_file_id: str | None = None
-    error_file_id: str | None = None
-    counts_reset: bool = False
-
-    def obj(self, window: float) -> dict[str, Any]:
-        ok = sum(1 for _, r, e in self.results if e is None and r and 200 <= r["status_code"] < 300)
-        failed = len(self.results) - ok
-        if self.status in ("validating", "failed"):
-            counts = {"total": 0, "completed": 0, "failed": 0}
-        else:
-            counts = {"total": len(self.lines), "completed": ok, "failed": failed}
-            if self.counts_reset:  # observed on cancelled batches: completed reset to 0
-                counts["completed"] = 0
-        usage = {"input_tokens": 0, "output_tokens": 0, "cached": 0, "reasoning": 0}
-        for _, response, error in self.results:
-            if error is None and response and 200 <= response["status_code"] < 300:
-                u = (response.get("body") or {}).get("usage") or {}
-                usage["input_tokens"] += int(u.get("prompt_tokens") or 0)
-                usage["output_tokens"] += int(u.get("completion_tokens") or 0)
-                usage["cached"] += int(
-                    (u.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-                )
-                usage["reasoning"] += int(
-                    (u.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
-                )
-
-        def stamp(name: str) -> int | None:
-            value = self.stamps.get(name)
-            return None if value is None else int(value)
-
-        return {
-            "id": self.id,
-            "object": "batch",
-            "endpoint": self.endpoint,
-            "model": self.model,
-            "errors": None if self.errors is None else {"object": "list", "data": self.errors},
-            "input_file_id": self.input_file_id,
-            "completion_window": "24h",
-            "status": self.status,
-            "output_file_id": self.output_file_id,
-            "error_file_id": self.error_file_id,
-            "created_at": int(self.created),
-            "in_progress_at": stamp("in_progress"),
-            "expires_at": int(self.created + window),
-            "finalizing_at": stamp("finalizing"),
-            "completed_at": stamp("completed"),
-            "failed_at": stamp("failed"),
-            "expired_at": stamp("expired"),
-            "cancelling_at": stamp("cancelling"),
-            "cancelled_at": stamp("cancelled"),
-            "request_counts": counts,
-            "usage": {
-                "input_tokens": usage["input_tokens"],
-                "input_tokens_details": {"cached_tokens": usage["cached"]},
-                "output_tokens": usage["output_tokens"],
-                "output_tokens_details": {"reasoning_tokens": usage["reasoning"]},
-                "total_tokens": usage["input_tokens"] + usage["output_tokens"],
-            },
-            "metadata": self.metadata,
-        }
+from .validate import parse_input
 
 
 class Store:
@@ -226,7 +94,7 @@ class Store:
             items = [f for f in self.files.values() if purpose is None or f.purpose == purpose]
             if order == "desc":
                 items.reverse()
-            return _page([f.obj() for f in items], limit, after)
+            return page([f.obj() for f in items], limit, after)
 
     def delete_file(self, file_id: str) -> dict[str, Any]:
         with self.lock:
@@ -250,7 +118,7 @@ class Store:
                 )
             metadata = payload.get("metadata")
             if metadata is not None:
-                _check_metadata(metadata)
+                check_metadata(metadata)
             f = self.files.get(payload["input_file_id"])
             if f is None or f.purpose != "batch":
                 raise ApiFailure(
@@ -286,7 +154,7 @@ class Store:
         with self.lock:
             ordered = sorted(self.batches.values(), key=lambda b: b.seq, reverse=True)
             objs = [b.obj(self.settings.completion_window) for b in ordered]
-            return _page(objs, limit, after)
+            return page(objs, limit, after)
 
     def cancel(self, batch_id: str) -> dict[str, Any]:
         with self.lock:
@@ -354,7 +222,7 @@ class Store:
         if f is None:
             error = {"code": "invalid_request", "message": "Input file was deleted.", "line": None}
         else:
-            error = self._parse_lines(batch, f.data)
+            error = parse_input(batch, f.data, self.settings, self._rng)
         if error is None and self.settings.enqueued_token_limit is not None:
             in_flight = sum(
                 b.tokens
@@ -380,88 +248,6 @@ class Store:
             return
         batch.status = "in_progress"
         batch.stamps["in_progress"] = now
-
-    def _parse_lines(self, batch: Batch, data: bytes) -> dict[str, Any] | None:
-        def fail(code: str, message: str, line: int | None) -> dict[str, Any]:
-            return {"code": code, "message": message, "line": line}
-
-        limit = self.settings.max_batch_bytes
-        if len(data) > limit:
-            return fail(
-                "file_too_large", f"The batch input file is larger than {limit} bytes.", None
-            )
-        raw_lines = data.decode("utf-8", "replace").split("\n")
-        if raw_lines and raw_lines[-1] == "":
-            raw_lines.pop()
-        if not raw_lines:
-            return fail("empty_file", "The input file is empty.", None)
-        if len(raw_lines) > self.settings.max_lines:
-            return fail(
-                "too_many_tasks",
-                f"The batch has {len(raw_lines)} requests; the limit is {self.settings.max_lines}.",
-                None,
-            )
-        seen: set[str] = set()
-        model = None
-        lines: list[dict[str, Any]] = []
-        tokens = 0
-        for n, text in enumerate(raw_lines, 1):
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError:
-                return fail("invalid_json_line", f"Line {n} is not valid JSON.", n)
-            if not isinstance(obj, dict):
-                return fail("invalid_json_line", f"Line {n} is not a JSON object.", n)
-            for key in ("custom_id", "method", "url", "body"):
-                if key not in obj:
-                    return fail(
-                        "missing_required_parameter",
-                        f"Missing required parameter '{key}' on line {n}.",
-                        n,
-                    )
-            if not isinstance(obj["custom_id"], str):
-                return fail("invalid_request", f"custom_id must be a string on line {n}.", n)
-            if obj["custom_id"] in seen:
-                return fail(
-                    "duplicate_custom_id",
-                    f"The custom_id '{obj['custom_id']}' on line {n} is not unique.",
-                    n,
-                )
-            seen.add(obj["custom_id"])
-            if obj["method"] != "POST":
-                return fail("invalid_request", f"Only POST is supported (line {n}).", n)
-            if obj["url"] != batch.endpoint:
-                return fail(
-                    "invalid_url",
-                    f"The url '{obj['url']}' on line {n} does not match the batch"
-                    f" endpoint '{batch.endpoint}'.",
-                    n,
-                )
-            body = obj["body"]
-            if not isinstance(body, dict):
-                return fail("invalid_request", f"body must be an object on line {n}.", n)
-            if body.get("stream") is True:
-                return fail("streaming_unsupported", f"Streaming is not supported (line {n}).", n)
-            line_model = body.get("model")
-            if not isinstance(line_model, str) or not line_model:
-                return fail("missing_required_parameter", f"Missing 'model' on line {n}.", n)
-            if model is None:
-                model = line_model
-            elif line_model != model:
-                return fail(
-                    "mismatched_model",
-                    f"Line {n} uses model '{line_model}' but the file uses '{model}';"
-                    " a batch may use only one model.",
-                    n,
-                )
-            tokens += prompt_tokens(body)
-            lines.append(obj)
-        batch.model = model
-        batch.lines = lines
-        batch.order = list(range(len(lines)))
-        self._rng.shuffle(batch.order)
-        batch.tokens = tokens
-        return None
 
     def _execute(self, batch: Batch, index: int) -> None:
         line = batch.lines[index]
@@ -564,38 +350,3 @@ class Store:
                 ],
                 "executions": list(self.executions),
             }
-
-
-def _check_metadata(metadata: Any) -> None:
-    if not isinstance(metadata, dict):
-        raise ApiFailure(400, "metadata must be an object", param="metadata")
-    if len(metadata) > 16:
-        raise ApiFailure(400, "metadata may have at most 16 keys", param="metadata")
-    for key, value in metadata.items():
-        if not isinstance(key, str) or len(key) > 64:
-            raise ApiFailure(
-                400, "metadata keys must be strings of at most 64 characters", param="metadata"
-            )
-        if not isinstance(value, str) or len(value) > 512:
-            raise ApiFailure(
-                400,
-                f"metadata value for {key!r} must be a string of at most 512 characters",
-                param="metadata",
-            )
-
-
-def _page(items: list[dict[str, Any]], limit: int, after: str | None) -> dict[str, Any]:
-    start = 0
-    if after is not None:
-        ids = [item["id"] for item in items]
-        if after not in ids:
-            raise ApiFailure(400, f"Invalid 'after' cursor: {after}", param="after")
-        start = ids.index(after) + 1
-    page = items[start : start + limit]
-    return {
-        "object": "list",
-        "data": page,
-        "first_id": page[0]["id"] if page else None,
-        "last_id": page[-1]["id"] if page else None,
-        "has_more": start + limit < len(items),
-    }

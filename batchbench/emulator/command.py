@@ -1,0 +1,87 @@
+"""``batchbench emulator``: serve the emulator from the command line.
+
+It lives with the emulator (which shares no code with the pipeline) and says
+its own one-line errors.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, NoReturn
+
+import typer
+
+from .model import load_responder
+from .service import Emulator, serve
+
+
+def fail(message: str) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def emulator_command(
+    host: Annotated[str, typer.Option(help="Address to listen on (keep it loopback).")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(help="Port; 0 picks a free one.")] = 8765,
+    latency: Annotated[
+        float, typer.Option(help="Seconds each phase takes: validating, in_progress, finalizing.")
+    ] = 1.0,
+    completion_window: Annotated[
+        float, typer.Option(help="Seconds the emulated '24h' window lasts before expiry.")
+    ] = 86400.0,
+    responder: Annotated[
+        str | None,
+        typer.Option(
+            help="FILE.py:FUNCTION called once per executed line with the request body;"
+            " returns the reply content (str) or {'status_code', 'body'}."
+        ),
+    ] = None,
+    fault_rate: Annotated[
+        float, typer.Option(help="Fraction of API calls answered 429 or 500.")
+    ] = 0.0,
+    slow_rate: Annotated[float, typer.Option(help="Fraction of API calls delayed.")] = 0.0,
+    slow_seconds: Annotated[float, typer.Option(help="Delay of a slow call.")] = 1.0,
+    truncate_rate: Annotated[
+        float, typer.Option(help="Fraction of file downloads cut off mid-body.")
+    ] = 0.0,
+    seed: Annotated[int, typer.Option(help="Seed for ids, shuffling and faults.")] = 0,
+    enqueued_token_limit: Annotated[
+        int | None,
+        typer.Option(
+            help="Per-model in-flight prompt tokens; over it a batch fails"
+            " with token_limit_exceeded."
+        ),
+    ] = None,
+    api_key: Annotated[
+        str | None, typer.Option(help="Accept only this bearer token (default: any).")
+    ] = None,
+) -> None:
+    """Serve a loopback OpenAI Batch API (files, batches, lifecycle, faults) until Ctrl-C."""
+    if not 0 <= port <= 65535:
+        fail(f"--port must be between 0 and 65535, got {port}")
+    for name, rate in (("fault", fault_rate), ("slow", slow_rate), ("truncate", truncate_rate)):
+        if not 0 <= rate <= 1:
+            fail(f"--{name}-rate must be between 0 and 1, got {rate}")
+    try:
+        fn = load_responder(responder) if responder else None
+    except ValueError as exc:
+        fail(f"--responder: {exc}")
+    try:
+        emu = Emulator(
+            host,
+            port,
+            latency=latency,
+            completion_window=completion_window,
+            responder=fn,
+            fault_rate=fault_rate,
+            slow_rate=slow_rate,
+            slow_seconds=slow_seconds,
+            truncate_rate=truncate_rate,
+            seed=seed,
+            enqueued_token_limit=enqueued_token_limit,
+            api_key=api_key,
+        )
+    except OSError as exc:
+        fail(f"cannot listen on {host}:{port}: {exc.strerror}")
+    serve(emu, announce=lambda line: typer.echo(line))
