@@ -147,10 +147,12 @@ def classify_frame(
     line_transient = pl.col("has_error") & pl.col("error_code").is_in(TRANSIENT_CODES)
     refused = pl.col("refuses_temperature") & pl.col("sent_temperature")
     kind = (
-        pl.when(pl.col("file").is_null() | line_transient | status.is_null())
+        pl.when(pl.col("file").is_null() | line_transient)
         .then(pl.lit("transient"))
         .when(pl.col("has_error"))
         .then(pl.lit("failed"))
+        .when(status.is_null())
+        .then(pl.lit("transient"))
         .when(ok & empty)
         .then(pl.lit("transient"))
         .when(ok)

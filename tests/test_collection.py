@@ -1,0 +1,151 @@
+"""The pure collection rules, without HTTP: result lines in the Batch API's format in,
+one outcome per request out (reference-behaviour.md sections 2, 3 and 8)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from batchbench.collection import Limits, collect
+from batchbench.outputs import read_outputs
+from batchbench.runs import Line, RunState, Submission, fold
+from batchbench.scoring import rubric_frame
+
+CASES = [
+    {
+        "case_id": f"c{i}",
+        "benchmark": "b",
+        "grading_method": "points_rubric",
+        "prompt": f"p{i}",
+        "rubric_items": [
+            {"item_id": f"c{i}_0", "text": "t", "points": 2},
+            {"item_id": f"c{i}_1", "text": "t", "points": -1},
+        ],
+        "split": "test",
+    }
+    for i in range(4)
+]
+LIMITS = Limits(max_retries=6, max_attempts=3, hold_seconds=60.0)
+
+
+def ok(cid: str, content):
+    body = {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}
+    return {"custom_id": cid, "response": {"status_code": 200, "body": body}, "error": None}
+
+
+def http(cid: str, status: int, body: dict):
+    return {"custom_id": cid, "response": {"status_code": status, "body": body}, "error": None}
+
+
+def line_error(cid: str, code: str):
+    return {"custom_id": cid, "response": None, "error": {"code": code, "message": "m"}}
+
+
+def submission(stage: str, sent_temperature: bool = True, n: int = 4) -> Submission:
+    lines = [Line(f"c{i}", 1, sent_temperature) for i in range(n)]
+    return Submission("s", stage, 1, "s.jsonl", lines, 0.0, status="completed")  # type: ignore[arg-type]
+
+
+def run_collect(tmp_path, stage, records, state: RunState | None = None, sent=True, limits=LIMITS):
+    path = tmp_path / "out.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    sub = submission(stage, sent)
+    state = state or fold([c["case_id"] for c in CASES], [])
+    for line in sub.lines:
+        state.cases[line.case_id].stage(stage).sub = sub.id
+    items = {c["case_id"]: [it["item_id"] for it in c["rubric_items"]] for c in CASES}
+    return collect(sub, read_outputs([path]), state, limits, rubric_frame(CASES), items, 100.0)
+
+
+def kinds(result):
+    return {o.case_id: (o.kind, o.detail) for o in result.outcomes.values()}
+
+
+def test_answers_what_is_retried_and_what_fails(tmp_path):
+    overloaded = {"error": {"message": "overloaded"}}
+    bad = {"error": {"message": "Invalid value for max_completion_tokens"}}
+    result = run_collect(
+        tmp_path,
+        "answers",
+        [
+            ok("answer:c0", "   "),  # blank: an answer
+            ok("answer:c1", ""),  # empty: retried
+            http("answer:c2", 500, overloaded),
+            http("answer:c3", 400, bad),
+        ],
+    )
+    assert kinds(result) == {
+        "c0": ("ok", None),
+        "c1": ("transient", "API returned an empty message"),
+        "c2": ("transient", "HTTP 500: " + json.dumps(overloaded)),
+        "c3": ("failed", "RuntimeError: HTTP 400: " + json.dumps(bad)),
+    }
+    assert result.outcomes["answer:c0"].content == "   "
+
+
+@pytest.mark.parametrize("sent,kind", [(True, "no_temperature"), (False, "failed")])
+def test_a_temperature_refusal_is_resent_only_when_temperature_was_sent(tmp_path, sent, kind):
+    refusal = {"error": {"message": "Unsupported value", "param": "temperature"}}
+    result = run_collect(
+        tmp_path, "answers", [http(f"answer:c{i}", 400, refusal) for i in range(4)], sent=sent
+    )
+    assert {k for k, _ in kinds(result).values()} == {kind}
+
+
+def test_batch_line_errors_and_missing_lines(tmp_path):
+    result = run_collect(
+        tmp_path,
+        "answers",
+        [line_error("answer:c0", "batch_expired"), line_error("answer:c1", "invalid_request")],
+    )
+    assert kinds(result) == {
+        "c0": ("transient", "batch_expired"),
+        "c1": ("failed", "BatchLineError: invalid_request: m"),
+        "c2": ("transient", "no result line"),
+        "c3": ("transient", "no result line"),
+    }
+
+
+def test_the_last_retry_fails_with_the_references_text(tmp_path):
+    state = fold([c["case_id"] for c in CASES], [])
+    state.cases["c0"].answers.transients = 5  # five attempts used up already
+    result = run_collect(tmp_path, "answers", [ok("answer:c0", None)], state=state)
+    assert kinds(result)["c0"] == (
+        "failed",
+        "RuntimeError: API request failed after 6 attempts: API returned an empty message",
+    )
+
+
+def test_judges_are_parsed_strictly_and_judged_again_until_the_cap(tmp_path):
+    state = fold([c["case_id"] for c in CASES], [])
+    state.cases["c1"].judges.invalid = 2  # this is its third invalid reply
+    valid = json.dumps(
+        {"decisions": [{"item_id": "c0_1", "matched": False}, {"item_id": "c0_0", "matched": True}]}
+    )
+    result = run_collect(
+        tmp_path,
+        "judges",
+        [ok("judge:c0", valid), ok("judge:c1", "nope"), ok("judge:c2", "nope")],
+        state=state,
+    )
+    not_json = "ValueError: invalid judge JSON: Expecting value: line 1 column 1 (char 0)"
+    got = kinds(result)
+    assert got["c0"] == ("ok", None)
+    assert got["c1"] == ("failed", not_json) and got["c2"] == ("invalid", not_json)
+    # The decisions come back in rubric order, joined by item id.
+    decided = result.decided
+    assert decided is not None
+    assert decided.select("item_id", "matched").rows() == [("c0_0", True), ("c0_1", False)]
+
+
+def test_a_batch_over_the_token_limit_is_sent_again_smaller_and_later(tmp_path):
+    sub = submission("answers")
+    sub.status = "failed"
+    sub.errors = [{"code": "token_limit_exceeded", "message": "Enqueued token limit reached"}]
+    state = fold([c["case_id"] for c in CASES], [])
+    result = collect(sub, None, state, LIMITS, rubric_frame(CASES), {}, now=100.0)
+    assert {o.kind for o in result.outcomes.values()} == {"transient"}
+    assert result.free_retry and result.cap == 2 and result.hold_until == 160.0
+    event = result.event(sub)
+    assert event.cap == 2 and set(event.outcomes) == {"c0", "c1", "c2", "c3"}
