@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from . import protocol
-from .decisions import judge_decisions
+from .decisions import Judged, judge_decisions
 from .errors import BatchFileError
 from .outputs import USAGE_COLUMNS
 from .requests import custom_id
@@ -52,7 +52,7 @@ class Collection:
     """Everything one collection decides, ready to journal (:meth:`event`)."""
 
     outcomes: dict[str, Outcome]  # by custom id
-    decided: pl.DataFrame | None = None  # rubric rows with ``matched``, valid judge replies
+    judged: Judged | None = None  # what the judge replies said (judges only)
     usage: dict[str, int] = field(default_factory=dict)
     anomalies: list[str] = field(default_factory=list)
     free_retry: bool = False
@@ -217,14 +217,11 @@ def classify(
     )
     outcomes, usage, anomalies = classify_frame(frame, exp)
     result = {}
-    for row in outcomes.iter_rows(named=True):
-        ok = row["kind"] == "ok"
-        result[row["custom_id"]] = Outcome(
-            row["case_id"],
-            row["kind"],
-            row["detail"],
-            row["content"] if ok else None,
-            row["source"] if ok else None,
+    columns = ("custom_id", "case_id", "kind", "detail", "content", "source")
+    for cid, case_id, kind, detail, content, source in outcomes.select(columns).iter_rows():
+        ok = kind == "ok"
+        result[cid] = Outcome(
+            case_id, kind, detail, content if ok else None, source if ok else None
         )
     return result, usage, anomalies
 
@@ -283,7 +280,8 @@ def collect(
     invalid: dict[str, str] = {}
     if sub.stage == "judges" and frame is not None:
         replies = [(o.case_id, o.content or "") for o in result.outcomes.values() if o.kind == "ok"]
-        result.decided, invalid = judge_decisions(replies, rubric, item_ids)
+        result.judged = judge_decisions(replies, rubric, item_ids)
+        invalid = result.judged.invalid
     for cid, o in result.outcomes.items():
         st = state.cases[o.case_id].stage(sub.stage)
         # A temperature refusal uses up an attempt, as in the reference.

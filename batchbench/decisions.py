@@ -10,6 +10,7 @@ rubric's row order is kept, so every case's rows come out in rubric order, as
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import polars as pl
 
@@ -18,26 +19,33 @@ from .errors import JudgeReplyError
 from .scoring import DECISIONS_SCHEMA
 
 
+@dataclass
+class Judged:
+    """What the judge replies of one collection said."""
+
+    decided: pl.DataFrame  # rubric rows of the valid replies' cases, with ``matched``
+    verdicts: dict[str, dict[str, bool]]  # case id → item id → matched, as parsed
+    invalid: dict[str, str]  # case id → the reference's error text (no partial credit)
+
+
 def judge_decisions(
     replies: Sequence[tuple[str, str]],
     rubric: pl.DataFrame,
     item_ids: Mapping[str, Sequence[str]],
-) -> tuple[pl.DataFrame, dict[str, str]]:
-    """``(decided, invalid)`` from ``(case_id, reply text)`` pairs.
-
-    ``decided`` holds the rubric rows (see :func:`scoring.rubric_frame`) of every
-    valid reply's case with its ``matched`` decision; ``invalid`` maps each
-    rejected case to the reference's error text (no partial credit, ever).
-    """
-    rows: list[tuple[str, str, bool]] = []
+) -> Judged:
+    """Parse every ``(case_id, reply text)`` and join the valid decisions to the rubric."""
+    verdicts: dict[str, dict[str, bool]] = {}
     invalid: dict[str, str] = {}
     for case_id, content in replies:
         try:
-            found = protocol.parse_judge_reply(content, item_ids[case_id])
+            verdicts[case_id] = protocol.parse_judge_reply(content, item_ids[case_id])
         except JudgeReplyError as exc:
             invalid[case_id] = str(exc)
-            continue
-        rows.extend((case_id, item, matched) for item, matched in found.items())
-    decisions = pl.DataFrame(rows, schema=DECISIONS_SCHEMA, orient="row")
+    columns: dict[str, list] = {"case_id": [], "item_id": [], "matched": []}
+    for case_id, found in verdicts.items():
+        columns["case_id"].extend([case_id] * len(found))
+        columns["item_id"].extend(found)
+        columns["matched"].extend(found.values())
+    decisions = pl.DataFrame(columns, schema=DECISIONS_SCHEMA)
     decided = rubric.join(decisions, on=["case_id", "item_id"], how="inner", maintain_order="left")
-    return decided, invalid
+    return Judged(decided, verdicts, invalid)

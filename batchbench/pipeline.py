@@ -250,7 +250,7 @@ class Pipeline:
         rows = rows_for(
             sub,
             due,
-            result.decided,
+            result.judged,
             self.cases,
             self.config,
             self.state,

@@ -22,6 +22,7 @@ from .scoring import score_joined, score_records
 
 if TYPE_CHECKING:
     from .collection import Outcome
+    from .decisions import Judged
 
 
 def summary_path(results: str | Path) -> Path:
@@ -168,7 +169,7 @@ def score_row(
 def rows_for(
     sub: Submission,
     outcomes: Mapping[str, Outcome],
-    decided: pl.DataFrame | None,
+    judged: Judged | None,
     cases: Mapping[str, Case],
     config: RunConfig,
     state: RunState,
@@ -176,19 +177,16 @@ def rows_for(
     now: float,
 ) -> list[dict[str, Any]]:
     """The rows of the cases these outcomes end: an error row per failed request, a
-    scored row per valid judge reply (its decisions from ``decided``)."""
+    scored row per valid judge reply (scored from the decisions joined to the rubric)."""
     rows = [
         error_row(cases[o.case_id], config, now, o.detail or "")
         for o in outcomes.values()
         if o.kind == "failed"
     ]
     scored = [o.case_id for o in outcomes.values() if o.kind == "ok" and sub.stage == "judges"]
-    if not scored or decided is None:
+    if not scored or judged is None:
         return rows
-    chosen = decided.filter(pl.col("case_id").is_in(scored))
-    matched: dict[str, dict[str, bool]] = {}
-    for case_id, item_id, hit in chosen.select("case_id", "item_id", "matched").iter_rows():
-        matched.setdefault(case_id, {})[item_id] = hit
+    chosen = judged.decided.filter(pl.col("case_id").is_in(scored))
     sent = {line.case_id: line.sent_temperature for line in sub.lines}
     for case_id, (score, components) in score_records(score_joined(chosen)).items():
         case_state = state.cases[case_id]
@@ -199,7 +197,7 @@ def rows_for(
                 started=case_state.started or now,
                 finished=now,
                 answer=answer_text(case_id),
-                matched=matched[case_id],
+                matched=judged.verdicts[case_id],
                 score=score,
                 components=components,
                 answer_temperature=bool(case_state.answers.used_temperature),

@@ -4,15 +4,17 @@ Generates 40,000 cases of 25 rubric items and their judge output lines (the
 Batch API's line format, shuffled, in 4 files), then, each in its own process so
 peak memory is its own:
 
-* batchbench, what the pipeline runs on a collected judge file: ``read_outputs``
-  → ``classify_frame`` → ``judge_decisions`` (each reply through the one strict
-  parser, decisions joined to the rubric) → ``score_joined`` → ``score_records``
-  and per-case decision lists, as the rows need them; the run's rubric frame is
-  built once, outside the timing, and its time printed;
+* batchbench, exactly what the pipeline runs on a collected judge file:
+  ``outputs.read_outputs`` → ``collection.collect`` (classification, each reply
+  through the one strict parser, decisions joined to the rubric) →
+  ``results.rows_for`` (scores and the reference's rows); the run's rubric frame
+  is built once, outside the timing, and its time printed;
 * baseline: per line ``json.loads`` of the line and of the reply, dict checks,
-  plain-Python scoring (``plain_reference.py``), a row dict per case.
+  plain-Python scoring (``plain_reference.py``), the reference row per case.
 
-Prints both times, the ratio, each peak RSS, and checks the scores are equal.
+Both sides produce the reference's result rows (the pipeline's clock stands
+at 0, so the rows are comparable); prints both times, the ratio, each peak RSS,
+and checks the rows are identical.
 The bar: no slower than the baseline, peak memory under 2 GiB.
 
     python benchmarks/scale_judges.py [--cases 40000] [--items 25] [--files 4]
@@ -29,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -48,7 +51,16 @@ def make_cases(n: int, items: int) -> list[dict]:
         ]
         if method == "points_rubric":
             rubric[0]["points"] = 2
-        cases.append({"case_id": case_id, "grading_method": method, "rubric_items": rubric})
+        cases.append(
+            {
+                "case_id": case_id,
+                "benchmark": f"b{c % 10}",
+                "grading_method": method,
+                "prompt": "p",
+                "rubric_items": rubric,
+                "split": "test",
+            }
+        )
     return cases
 
 
@@ -105,43 +117,32 @@ def write_outputs(cases: list[dict], folder: Path, files: int, seed: int = 1) ->
 
 
 def run_batchbench(cases: list[dict], paths: list[Path]) -> dict[str, list]:
-    import polars as pl
+    from batchbench.collection import Limits, collect
+    from batchbench.outputs import read_outputs
+    from batchbench.results import rows_for
+    from batchbench.rundir import RunConfig
+    from batchbench.runs import Line, Submission, fold
+    from batchbench.scoring import rubric_frame
 
-    from batchbench.decisions import judge_decisions
-    from batchbench.outputs import classify_frame, read_outputs
-    from batchbench.scoring import rubric_frame, score_joined, score_records
-
+    ids = [c["case_id"] for c in cases]
+    by_id = {c["case_id"]: c for c in cases}
+    config = RunConfig("bench", "a", "j", None, "bedside-bench-grading-v1", "", "", {}, ids)
     started = time.perf_counter()
     rubric = rubric_frame(cases)  # built once when the run starts, as the pipeline does
-    key_seconds = time.perf_counter() - started
     items = {c["case_id"]: [it["item_id"] for it in c["rubric_items"]] for c in cases}
-    expected = pl.DataFrame(
-        {
-            "custom_id": [f"judge:{c['case_id']}" for c in cases],
-            "case_id": [c["case_id"] for c in cases],
-            "sent_temperature": [True] * len(cases),
-        }
+    key_seconds = time.perf_counter() - started
+    sub = Submission(
+        "judges-0001", "judges", 1, "x", [Line(i, 1, True) for i in ids], 0.0, status="completed"
     )
+    state = fold(ids, [])
+    for case in state.cases.values():
+        case.judges.sub = sub.id
     start = time.perf_counter()
-    outcomes, _, anomalies = classify_frame(read_outputs(paths), expected)
-    ok = outcomes.filter(pl.col("kind") == "ok")
-    replies = list(zip(ok["case_id"].to_list(), ok["content"].to_list()))
-    decided, invalid = judge_decisions(replies, rubric, items)
-    records = score_records(score_joined(decided))
-    decisions: dict[str, list[dict]] = {}
-    for case_id, item_id, points, matched in decided.select(
-        "case_id", "item_id", "points", "matched"
-    ).iter_rows():
-        decisions.setdefault(case_id, []).append(
-            {"item_id": item_id, "points": points, "matched": matched}
-        )
+    result = collect(sub, read_outputs(paths), state, Limits(6, 3, 60), rubric, items, 0.0)
+    rows = rows_for(sub, result.outcomes, result.judged, by_id, config, state, lambda c: "A.", 0.0)
     elapsed = time.perf_counter() - start
-    assert not anomalies and not invalid and len(records) == len(decisions) == len(cases)
-    return {
-        "seconds": elapsed,
-        "key_seconds": key_seconds,
-        "scores": sorted((cid, score) for cid, (score, _) in records.items()),
-    }
+    assert not result.anomalies and len(rows) == len(cases) and all("score" in r for r in rows)
+    return {"seconds": elapsed, "key_seconds": key_seconds, "rows": _digest(rows)}
 
 
 def run_baseline(cases: list[dict], paths: list[Path]) -> dict[str, list]:
@@ -172,11 +173,23 @@ def run_baseline(cases: list[dict], paths: list[Path]) -> dict[str, list]:
                 score, components = plain_reference.score_case(
                     case, {i for i, m in found.items() if m}
                 )
+                # The same reference row the pipeline writes (its clock stands at 0).
+                stamp = datetime.fromtimestamp(0.0, tz=timezone.utc)
                 rows.append(
                     {
+                        "protocol_version": "bedside-bench-grading-v1",
                         "case_id": case["case_id"],
-                        "score": score,
-                        "score_components": components,
+                        "benchmark": case["benchmark"],
+                        "grading_method": case["grading_method"],
+                        "answer_model": "a",
+                        "judge_model": "j",
+                        "answer_reasoning_effort": None,
+                        "answer_temperature": None,
+                        "judge_temperature": 0,
+                        "started_at": stamp.isoformat(),
+                        "finished_at": stamp.isoformat(),
+                        "elapsed_seconds": (stamp - stamp).total_seconds(),
+                        "answer": "A.",
                         "decisions": [
                             {
                                 "item_id": it["item_id"],
@@ -185,10 +198,18 @@ def run_baseline(cases: list[dict], paths: list[Path]) -> dict[str, list]:
                             }
                             for it in case["rubric_items"]
                         ],
+                        "score": score,
+                        "score_components": components,
                     }
                 )
     elapsed = time.perf_counter() - start
-    return {"seconds": elapsed, "scores": sorted((r["case_id"], r["score"]) for r in rows)}
+    return {"seconds": elapsed, "rows": _digest(rows)}
+
+
+def _digest(rows: list[dict]) -> str:
+    """One hash of every row's JSON, in case order: equal rows, key order and types."""
+    text = "\n".join(json.dumps(r) for r in sorted(rows, key=lambda r: r["case_id"]))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def child(which: str, folder: Path, n: int, items: int, repeat: int) -> None:
@@ -253,8 +274,8 @@ def main() -> None:
     )
     print(f"  (once per run: the rubric frame {ours['key_seconds']:7.2f} s, not in the time above)")
     print(f"speed-up                        {base['seconds'] / ours['seconds']:7.1f} x")
-    same = ours["scores"] == base["scores"]
-    print(f"identical scores                {same}")
+    same = ours["rows"] == base["rows"]
+    print(f"identical result rows           {same}")
     if not same:
         sys.exit(1)
 

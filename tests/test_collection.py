@@ -134,8 +134,8 @@ def test_judges_are_parsed_strictly_and_judged_again_until_the_cap(tmp_path):
     assert got["c0"] == ("ok", None)
     assert got["c1"] == ("failed", not_json) and got["c2"] == ("invalid", not_json)
     # The decisions come back in rubric order, joined by item id.
-    decided = result.decided
-    assert decided is not None
+    assert result.judged is not None
+    decided = result.judged.decided
     assert decided.select("item_id", "matched").rows() == [("c0_0", True), ("c0_1", False)]
 
 

@@ -24,9 +24,9 @@ def score_cases(cases, decisions):
         for case_id, per in decisions.items()
     ]
     items = {c["case_id"]: [it["item_id"] for it in c["rubric_items"]] for c in cases}
-    decided, invalid = judge_decisions(replies, rubric_frame(cases), items)
-    assert invalid == {}
-    return score_records(score_joined(decided))
+    judged = judge_decisions(replies, rubric_frame(cases), items)
+    assert judged.invalid == {}
+    return score_records(score_joined(judged.decided))
 
 
 def _golden_decisions(golden_dir, dataset, pattern):
