@@ -7,9 +7,26 @@ import math
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ._io import atomic_write_text
+from .costs import Pricing
+from .rundir import Run, RunConfig
+from .runs import RunState, fold
+
+if TYPE_CHECKING:
+    from .pipeline import Pipeline
+
+
+class StageStatus(TypedDict):
+    """One stage's progress, counted from collected results only."""
+
+    done: int
+    failed: int
+    total: int
+    batches: dict[str, int]  # batch status → how many
+    running: list[str]  # "<submission> <status> <lines done>/<total>" for batches in flight
+    usage: dict[str, int]  # tokens used so far, by kind
 
 
 def summary_json(summary: dict[str, Any]) -> str:
@@ -59,7 +76,7 @@ def summary_table(summary: dict[str, Any]) -> str:
 # Run status: progress lines, `batchbench status`, and report.json.
 
 
-def stage_cost(state: Any, stage: str, model: str, pricing: Any) -> dict[str, Any]:
+def stage_cost(state: RunState, stage: str, model: str, pricing: Pricing | None) -> dict[str, Any]:
     """Tokens used (from every collected output line's usage) and what they cost."""
     from .costs import usage_cost
 
@@ -69,7 +86,7 @@ def stage_cost(state: Any, stage: str, model: str, pricing: Any) -> dict[str, An
     return {"model": model, **usage, **usage_cost(usage, price, discount)}
 
 
-def stage_status(state: Any, stage: str) -> dict[str, Any]:
+def stage_status(state: RunState, stage: str) -> StageStatus:
     """Done/failed/total for one stage, counted from collected results only.
 
     A batch that is still finalizing has collected nothing yet, so progress never
@@ -94,17 +111,17 @@ def stage_status(state: Any, stage: str) -> dict[str, Any]:
         if sub.in_flight and counts.get("total"):
             done_lines = counts.get("completed", 0) + counts.get("failed", 0)
             running.append(f"{sub.id} {status} {done_lines}/{counts['total']}")
-    return {
-        "done": done,
-        "failed": failed,
-        "total": total,
-        "batches": batches,
-        "running": running,
-        "usage": dict(state.usage.get(stage, {})),
-    }
+    return StageStatus(
+        done=done,
+        failed=failed,
+        total=total,
+        batches=batches,
+        running=running,
+        usage=dict(state.usage.get(stage, {})),
+    )
 
 
-def progress_line(state: Any, elapsed: float) -> str:
+def progress_line(state: RunState, elapsed: float) -> str:
     parts = []
     for stage in ("answers", "judges"):
         s = stage_status(state, stage)
@@ -115,7 +132,7 @@ def progress_line(state: Any, elapsed: float) -> str:
     return " | ".join(parts) + f" | {elapsed:.0f}s"
 
 
-def _costs(state: Any, config: Any, pricing: Any) -> dict[str, Any]:
+def _costs(state: RunState, config: RunConfig, pricing: Pricing | None) -> dict[str, Any]:
     stages = {
         "answers": stage_cost(state, "answers", config.answer_model, pricing),
         "judges": stage_cost(state, "judges", config.judge_model, pricing),
@@ -133,10 +150,8 @@ def _costs(state: Any, config: Any, pricing: Any) -> dict[str, Any]:
     }
 
 
-def run_status(run: Any, pricing: Any = None) -> dict[str, Any]:
+def run_status(run: Run, pricing: Pricing | None = None) -> dict[str, Any]:
     """Everything `batchbench status` shows, from the journal alone (no API call)."""
-    from .runs import fold
-
     config = run.load_config()
     state = fold(config.case_ids, run.events())
     scored = sum(1 for c in state.cases.values() if c.final == "scored")
@@ -225,7 +240,9 @@ def _usd(value: Any) -> str:
     return "n/a" if value is None else f"${value:,.4f}"
 
 
-def write_report(run: Any, state: Any, config: Any, pricing: Any = None) -> None:
+def write_report(
+    run: Run, state: RunState, config: RunConfig, pricing: Pricing | None = None
+) -> None:
     """report.json: what the reference has no field for (counts, usage, cost, batches)."""
     report = {
         "run": config.name,
@@ -259,7 +276,7 @@ class Progress:
         self.last = ""
         self.last_at = 0.0
 
-    def __call__(self, pipeline: Any) -> None:
+    def __call__(self, pipeline: Pipeline) -> None:
         now = time.monotonic()
         line = progress_line(pipeline.state, now - self.start)
         body = line.rsplit(" | ", 1)[0]

@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import polars as pl
 
@@ -74,7 +74,7 @@ def read_rows(path: str | Path) -> list[dict[str, Any]]:
     return rows
 
 
-def dump_row(row: dict[str, Any]) -> str:
+def dump_row(row: Mapping[str, Any]) -> str:
     return json.dumps(row, ensure_ascii=False)
 
 
@@ -100,7 +100,7 @@ def row_counts(path: Path) -> Counter[str]:
     return Counter(r["case_id"] for r in read_rows(path)) if path.exists() else Counter()
 
 
-def append_rows(path: Path, rows: list[dict[str, Any]], case_ids: Sequence[str]) -> None:
+def append_rows(path: Path, rows: Sequence[Mapping[str, Any]], case_ids: Sequence[str]) -> None:
     """Append rows (in registry order among themselves), fsynced; a crash tears at most
     the last line, which :meth:`Run.repair` drops before the rows are written again."""
     order = {cid: i for i, cid in enumerate(case_ids)}
@@ -113,24 +113,66 @@ def _utc(t: float) -> datetime:
     return datetime.fromtimestamp(t, tz=timezone.utc)
 
 
-def base_row(case: Case, config: RunConfig) -> dict[str, Any]:
-    return {
-        "protocol_version": protocol.PROTOCOL_VERSION,
-        "case_id": case["case_id"],
-        "benchmark": case["benchmark"],
-        "grading_method": case["grading_method"],
-        "answer_model": config.answer_model,
-        "judge_model": config.judge_model,
-    }
+class Decision(TypedDict):
+    item_id: str
+    points: float
+    matched: bool
 
 
-def error_row(case: Case, config: RunConfig, finished: float, error: str) -> dict[str, Any]:
+class RowHead(TypedDict):
+    """The keys every reference row starts with, in its order."""
+
+    protocol_version: str
+    case_id: str
+    benchmark: str
+    grading_method: str
+    answer_model: str
+    judge_model: str
+
+
+class ErrorRow(RowHead):
+    """The reference's row for a case that ended in an error (keys in its order)."""
+
+    finished_at: str
+    error: str
+
+
+class ScoredRow(RowHead):
+    """The reference's row for a scored case (keys in its order)."""
+
+    answer_reasoning_effort: str | None
+    answer_temperature: float | None
+    judge_temperature: float | None
+    started_at: str
+    finished_at: str
+    elapsed_seconds: float
+    answer: str
+    decisions: list[Decision]
+    score: float
+    score_components: dict[str, Any]
+
+
+Row = ErrorRow | ScoredRow
+
+
+def base_row(case: Case, config: RunConfig) -> RowHead:
+    return RowHead(
+        protocol_version=protocol.PROTOCOL_VERSION,
+        case_id=case["case_id"],
+        benchmark=case["benchmark"],
+        grading_method=case["grading_method"],
+        answer_model=config.answer_model,
+        judge_model=config.judge_model,
+    )
+
+
+def error_row(case: Case, config: RunConfig, finished: float, error: str) -> ErrorRow:
     """The reference's error row: when the case ended and its ``Type: message``."""
-    return {
+    return ErrorRow(
         **base_row(case, config),
-        "finished_at": _utc(finished).isoformat(),
-        "error": error[: protocol.ERROR_TEXT_LIMIT],
-    }
+        finished_at=_utc(finished).isoformat(),
+        error=error[: protocol.ERROR_TEXT_LIMIT],
+    )
 
 
 def score_row(
@@ -145,25 +187,25 @@ def score_row(
     components: dict[str, Any],
     answer_temperature: bool,
     judge_temperature: bool,
-) -> dict[str, Any]:
+) -> ScoredRow:
     """The reference's successful row; timestamps as ``datetime.isoformat()`` writes them."""
     start, end = _utc(started), _utc(finished)
-    return {
+    return ScoredRow(
         **base_row(case, config),
-        "answer_reasoning_effort": config.reasoning_effort,
-        "answer_temperature": protocol.ANSWER_TEMPERATURE if answer_temperature else None,
-        "judge_temperature": protocol.JUDGE_TEMPERATURE if judge_temperature else None,
-        "started_at": start.isoformat(),
-        "finished_at": end.isoformat(),
-        "elapsed_seconds": (end - start).total_seconds(),
-        "answer": answer,
-        "decisions": [
-            {"item_id": it["item_id"], "points": it["points"], "matched": matched[it["item_id"]]}
+        answer_reasoning_effort=config.reasoning_effort,
+        answer_temperature=protocol.ANSWER_TEMPERATURE if answer_temperature else None,
+        judge_temperature=protocol.JUDGE_TEMPERATURE if judge_temperature else None,
+        started_at=start.isoformat(),
+        finished_at=end.isoformat(),
+        elapsed_seconds=(end - start).total_seconds(),
+        answer=answer,
+        decisions=[
+            Decision(item_id=it["item_id"], points=it["points"], matched=matched[it["item_id"]])
             for it in case["rubric_items"]
         ],
-        "score": score,
-        "score_components": components,
-    }
+        score=score,
+        score_components=components,
+    )
 
 
 def rows_for(
@@ -175,10 +217,10 @@ def rows_for(
     state: RunState,
     answer_text: Callable[[str], str],
     now: float,
-) -> list[dict[str, Any]]:
+) -> list[Row]:
     """The rows of the cases these outcomes end: an error row per failed request, a
     scored row per valid judge reply (scored from the decisions joined to the rubric)."""
-    rows = [
+    rows: list[Row] = [
         error_row(cases[o.case_id], config, now, o.detail or "")
         for o in outcomes.values()
         if o.kind == "failed"
