@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
-from test_run import KEY, assert_no_duplicates
+from test_run import ERROR_KEYS, KEY, assert_no_duplicates
 
 pytest_plugins = ["batchbench.emulator.pytest_plugin"]
 
@@ -286,13 +286,4 @@ def test_error_rows_equal_the_reference_with_one_attempt(
     assert len(executions(emu, "answer", ids[1])) == 1
     assert len(executions(emu, "judge", ids[2])) == 1  # not judged again with one attempt
     for row in rows.values():
-        assert list(row) == [
-            "protocol_version",
-            "case_id",
-            "benchmark",
-            "grading_method",
-            "answer_model",
-            "judge_model",
-            "finished_at",
-            "error",
-        ]
+        assert list(row) == ERROR_KEYS
