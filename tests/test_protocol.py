@@ -143,3 +143,76 @@ def test_a_mismatch_lists_ids_sorted_as_strings():
 )
 def test_temperature_rejection_rule(status, body, refused):
     assert protocol.rejects_temperature(status, json.dumps(body)) is refused
+
+
+def _plain_reference_parse(content: str, item_ids: list[str]):
+    """The reference's steps written plainly with json.loads: (decisions, None) or
+    (None, error text). An independent oracle for protocol.parse_judge_reply."""
+    try:
+        try:
+            payload = json.loads(content)
+            decisions = payload["decisions"]
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise ValueError(f"invalid judge JSON: {exc}") from exc
+        found = {}
+        for entry in decisions:
+            item_id = entry.get("item_id")
+            matched = entry.get("matched")
+            if not isinstance(item_id, str) or not isinstance(matched, bool):
+                raise ValueError("each judge decision needs string item_id and bool matched")
+            if item_id in found:
+                raise ValueError(f"duplicate judge decision for {item_id}")
+            found[item_id] = matched
+        if set(found) != set(item_ids):
+            missing = sorted(set(item_ids) - set(found))
+            extra = sorted(set(found) - set(item_ids))
+            raise ValueError(f"judge item mismatch; missing={missing}, extra={extra}")
+        return found, None
+    except Exception as exc:
+        return None, f"{type(exc).__name__}: {exc}"[:2000]
+
+
+MUTATIONS = [
+    ("true", "false"),
+    ("false", "true"),
+    ('"matched"', '"Matched"'),
+    ("true", "1"),
+    ("false", "NaN"),
+    ("true", "Infinity"),
+    (": ", ":"),
+    ("}", "}}"),
+    ("[", "[["),
+    ('"a_1"', '"a_0"'),
+    ('"a_0"', '"a_\\u0030"'),
+    ('"a_1"', '"\\ud800"'),
+    ("{", '{"decisions": 5, '),
+    ("true", "1" * 5000),
+    ("true", "1e400"),
+    ('"item_id"', '"item_id": "a_0", "item_id"'),
+]
+
+
+def test_parsing_agrees_with_a_plain_reference_on_random_replies():
+    import random
+
+    rng = random.Random(7)
+    checked = 0
+    for _ in range(3000):
+        decisions = [{"item_id": i, "matched": rng.random() < 0.5} for i in IDS]
+        rng.shuffle(decisions)
+        text = json.dumps({"decisions": decisions}, separators=rng.choice([None, (",", ":")]))
+        for _ in range(rng.randint(0, 3)):
+            old, new = rng.choice(MUTATIONS)
+            if old in text:
+                at = rng.choice([m.start() for m in re.finditer(re.escape(old), text)])
+                text = text[:at] + new + text[at + len(old) :]
+        if rng.random() < 0.1:
+            text = text[: rng.randint(0, len(text))]
+        expected = _plain_reference_parse(text, IDS)
+        try:
+            got = (protocol.parse_judge_reply(text, IDS), None)
+        except JudgeReplyError as exc:
+            got = (None, str(exc))
+        assert got == expected, text
+        checked += 1
+    assert checked == 3000
