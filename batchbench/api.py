@@ -20,7 +20,9 @@ import contextlib
 import ipaddress
 import os
 import sys
-from collections.abc import Iterator
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlparse
@@ -75,14 +77,60 @@ MAX_RETRIES = 4  # the SDK's: about 8 s of backoff, plus each attempt's timeout
 TIMEOUT = 60.0
 
 
+# Statuses worth trying again later (as the reference retries them); any other
+# failure is final for the call. The SDK retries these itself first (and 409,
+# a lock timeout), never a 501 or another 5xx that says the call cannot work.
+TRANSIENT_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+SDK_RETRIED = TRANSIENT_STATUSES | {409}
+
+
+class _Client(openai.OpenAI):
+    """The SDK's client with its retry rule narrowed to :data:`SDK_RETRIED`."""
+
+    def _should_retry(self, response: Any) -> bool:
+        return response.status_code in SDK_RETRIED and super()._should_retry(response)
+
+
+class RetryNotices:
+    """Makes the SDK's silent retries visible: one stderr line per burst of faults.
+
+    An httpx response hook counts the replies the SDK will retry; the first
+    fault of a burst is said at once, later ones at most once a minute, summed.
+    """
+
+    def __init__(self, warn: Callable[[str], None], clock: Callable[[], float] = time.monotonic):
+        self.warn = warn
+        self.clock = clock
+        self.counts: Counter[int] = Counter()
+        self.said_at: float | None = None
+
+    def on_response(self, response: Any) -> None:
+        status = response.status_code
+        if status not in SDK_RETRIED:
+            return
+        self.counts[status] += 1
+        now = self.clock()
+        if self.said_at is None or now - self.said_at >= 60:
+            faults = ", ".join(f"{n} × {s}" for s, n in sorted(self.counts.items()))
+            since = "" if self.said_at is None else " in the last minute"
+            self.warn(f"warning: {faults} from the API{since}; retrying")
+            self.counts.clear()
+            self.said_at = now
+
+
 def make_client(
     base_url: str | None = None,
     *,
     timeout: float = TIMEOUT,
     api_key: str | None = None,
     max_retries: int = MAX_RETRIES,
+    warn: Callable[[str], None] | None = None,
 ) -> openai.OpenAI:
-    """An SDK client from the environment; organisation/project come from the SDK's variables."""
+    """An SDK client from the environment; organisation/project come from the SDK's variables.
+
+    ``timeout`` bounds each attempt (5 s to connect) and ``max_retries`` the
+    attempts, so a call's whole retry budget is bounded in time.
+    """
     key = api_key or api_key_from_env()
     url = base_url or os.environ.get("OPENAI_BASE_URL") or None
     if url:
@@ -93,7 +141,15 @@ def make_client(
                 " the API key would cross the network unencrypted",
                 file=sys.stderr,
             )
-    return openai.OpenAI(api_key=key, base_url=url, max_retries=max_retries, timeout=timeout)
+    notices = RetryNotices(warn or (lambda line: print(line, file=sys.stderr)))
+    http_client = openai.DefaultHttpxClient(event_hooks={"response": [notices.on_response]})
+    return _Client(
+        api_key=key,
+        base_url=url,
+        max_retries=max_retries,
+        timeout=_httpx.Timeout(timeout, connect=5.0),
+        http_client=http_client,
+    )
 
 
 def check_base_url(url: str) -> tuple[str, str]:
@@ -127,9 +183,21 @@ class BatchApi:
         try:
             yield
         except (openai.APIConnectionError, _httpx.TransportError) as exc:
+            cause = exc.__cause__ if isinstance(exc, openai.APIConnectionError) else exc
+            if isinstance(cause, _httpx.ConnectError) and not isinstance(
+                exc, openai.APITimeoutError
+            ):
+                raise ApiError(  # nothing listens there: retrying later will not help
+                    f"{what}: cannot connect to {self.client.base_url} ({self._describe(cause)})",
+                    batch_id=batch_id,
+                ) from None
             raise TransientApiError(
                 f"{what}: {self._describe(exc)} ({self.client.base_url})", batch_id=batch_id
             ) from None
+        except AttributeError as exc:
+            if not str(exc).startswith("'str' object"):
+                raise
+            raise ApiError(self._not_the_api()) from None
         except openai.APIStatusError as exc:
             status = exc.status_code
             detail = f"{what}: HTTP {status}: {self._describe(exc)}"
@@ -140,7 +208,7 @@ class BatchApi:
                 kind = ApiNotFoundError
             elif isinstance(exc, openai.ConflictError):
                 kind = ApiConflictError
-            elif status in (408, 429) or status >= 500:
+            elif status in TRANSIENT_STATUSES:
                 kind = TransientApiError
             raise kind(detail, status=status, batch_id=batch_id) from None
         except openai.APIResponseValidationError as exc:
@@ -229,8 +297,23 @@ class BatchApi:
     def _reply(self, obj: T) -> T:
         """A reply that is not JSON (an HTML page served with 200) reaches us as a str."""
         if isinstance(obj, (str, bytes)):
-            raise ApiError(
-                f"{self.client.base_url} answered with something that is not the Batch API"
-                f" (not JSON: {str(obj)[:60]!r}...); check --base-url"
-            )
+            raise ApiError(self._not_the_api(f" (not JSON: {str(obj)[:60]!r}...)"))
         return obj
+
+    def _not_the_api(self, detail: str = "") -> str:
+        return (
+            f"{self.client.base_url} answered with something that is not the OpenAI API"
+            f"{detail}; check --base-url"
+        )
+
+    def check_models(self, models: Iterable[str]) -> None:
+        """Before anything is paid: each model exists for this key (and the API answers)."""
+        for model in dict.fromkeys(models):
+            try:
+                with self._errors(f"look up model {model!r}"):
+                    self._reply(self.client.models.retrieve(model))
+            except ApiNotFoundError:
+                raise ConfigError(
+                    f"model {model!r} is not available at {self.client.base_url} (HTTP 404);"
+                    " check its name"
+                ) from None

@@ -95,7 +95,7 @@ def prepare(
 ) -> tuple[Run, RunConfig, dict[str, Case]]:
     """Check the options and the dataset, and that an existing run of this name matches."""
     from .dataset import load_dataset, select_cases
-    from .rundir import check_name, config_conflicts, default_name
+    from .rundir import default_name
 
     name = check_name(options.run or default_name(options.answer_model))
     for label, value in (
@@ -126,14 +126,7 @@ def prepare(
     )
     run = Run(Path(options.jobs_dir) / name)
     if check_existing and run.exists():
-        existing = run.load_config()
-        diffs = config_conflicts(existing, config)
-        if diffs:
-            raise ConfigError(
-                f"run {name!r} exists with another configuration: {'; '.join(diffs)}"
-                " (use another --run name)"
-            )
-        config = existing
+        config = run.create(config)  # refuses a conflicting resume before anything else
     return run, config, {c["case_id"]: c for c in selected}
 
 
@@ -162,10 +155,12 @@ def execute(
                 f" ${options.max_cost:,.4f}; nothing was submitted"
             )
     client = make_client(options.base_url, api_key=options.api_key)
-    if not run.exists():
-        run.create(config)
+    api = BatchApi(client)
+    api.check_models([config.answer_model, config.judge_model])
+    run.make_folder()
     with run.lock():
-        pipeline = Pipeline(run, config, cases, BatchApi(client), options.settings, say=say)
+        config = run.create(config)
+        pipeline = Pipeline(run, config, cases, api, options.settings, say=say)
         if pipeline.state.cancelled:
             pipeline.record(Resumed())
         failed = [c for c in config.case_ids if pipeline.state.cases[c].final == "error"]

@@ -136,14 +136,33 @@ class Run:
         except (json.JSONDecodeError, TypeError, UnicodeDecodeError) as exc:
             raise RunStateError(f"{self.config_path}: unreadable run config ({exc})") from None
 
-    def create(self, config: RunConfig) -> None:
-        """Make the private run directory and write the immutable config last."""
-        self.root.parent.mkdir(parents=True, exist_ok=True)
-        self.root.mkdir(mode=0o700, exist_ok=True)
-        os.chmod(self.root, 0o700)
+    def create(self, config: RunConfig) -> RunConfig:
+        """The run's config: written now if the run is new, else the existing one.
+
+        The folder is made first and the config written under the run's lock, so
+        of two processes creating the same new run exactly one configuration
+        wins; the other reads it (and is refused if it differs, or while the
+        winner holds the lock). The caller must hold :meth:`lock`.
+        """
+        if self.exists():
+            existing = self.load_config()
+            diffs = config_conflicts(existing, config)
+            if diffs:
+                raise ConfigError(
+                    f"run {self.name!r} exists with another configuration: {'; '.join(diffs)}"
+                    " (use another --run name)"
+                )
+            return existing
         for sub in (self.requests_dir, self.raw_dir):
             sub.mkdir(mode=0o700, exist_ok=True)
         atomic_write_text(self.config_path, config.to_json())
+        return config
+
+    def make_folder(self) -> None:
+        """The private run folder (0700), so its lock can be taken."""
+        self.root.parent.mkdir(parents=True, exist_ok=True)
+        self.root.mkdir(mode=0o700, exist_ok=True)
+        os.chmod(self.root, 0o700)
 
     # journal --------------------------------------------------------------
     def record(self, event: E) -> E:

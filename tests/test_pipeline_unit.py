@@ -123,7 +123,9 @@ def made(tmp_path):
         case_ids=list(cases),
     )
     run = Run(tmp_path / "unit")
-    run.create(config)
+    run.make_folder()
+    with run.lock():
+        run.create(config)
     clock = Clock()
     api = FakeApi(clock)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -380,3 +381,126 @@ def test_plain_http_to_a_non_loopback_host_warns(batch_emulator_factory, tmp_pat
     assert "warning:" in proc.stderr and "plain http" in proc.stderr
     proc = run_cli(*run_args(emu, tmp_path / "b", fixture_dir, "--limit", "1"), env=env())
     assert "plain http" not in proc.stderr
+
+
+def test_two_processes_creating_the_same_new_run_one_configuration_wins(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    """Started together with different judges: exactly one writes run.json, its run_id
+    is the one on every batch, and the other is refused with one line."""
+    emu = batch_emulator_factory(latency=0.5)
+    for trial in range(4):
+        base = tmp_path / f"t{trial}"
+        args = [run_args(emu, base, fixture_dir, "--smoke", "--no-wait") for _ in range(2)]
+        args[1][args[1].index("judge-model")] = "other-judge"
+        procs = [spawn(a) for a in args]
+        codes = [p.wait(timeout=60) for p in procs]
+        errors = [p.stderr.read() for p in procs]
+        assert sorted(codes) in ([2, 3], [3, 4]), (codes, errors)
+        loser = errors[codes.index(min(codes, key=lambda c: c == 3))]
+        lines = [x for x in loser.splitlines() if x.strip()]
+        assert len(lines) == 1 and ("another configuration" in loser or "another process" in loser)
+        config = json.loads((base / "jobs" / "ans-model" / "run.json").read_text())
+        winner = "judge-model" if codes[0] == 3 else "other-judge"
+        assert config["judge_model"] == winner
+        run_ids = {
+            b["metadata"]["batchbench_run_id"]
+            for b in emu.ledger()["batches"]
+            if b["metadata"]["batchbench_run"] == "ans-model"
+            and b["input_file_id"] in _inputs_of(base)
+        }
+        assert run_ids == {config["run_id"]}
+
+
+def _inputs_of(base) -> set:
+    events = (base / "jobs" / "ans-model" / "journal.jsonl").read_text().splitlines()
+    return {json.loads(e)["file_id"] for e in events if '"ev":"uploaded"' in e}
+
+
+class _Fixed:
+    """A loopback server that answers every call with one status and body."""
+
+    def __init__(self, status: int, body: bytes, content_type: str) -> None:
+        import http.server
+        import threading
+
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _reply(self) -> None:
+                outer.calls += 1
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = _reply
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.calls = 0
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.server.shutdown()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    "answer,fragments",
+    [
+        (None, ["cannot connect to", "look up model"]),
+        ((501, b'{"error": {"message": "Not Implemented"}}', "application/json"), ["HTTP 501"]),
+        ((200, b"<html>Welcome to nginx</html>", "text/html"), ["not the OpenAI API", "nginx"]),
+    ],
+    ids=["nothing-listens", "501", "html-200"],
+)
+def test_a_base_url_that_is_not_the_api_fails_fast(tmp_path, fixture_dir, answer, fragments):
+    server = _Fixed(*answer) if answer else None
+    url = server.base_url if server else f"http://127.0.0.1:{_free_port()}/v1"
+    args = [
+        "run", "--answer-model", "a", "--judge-model", "j", "--dataset", str(fixture_dir),
+        "--jobs-dir", str(tmp_path / "jobs"), "--base-url", url, "--smoke",
+    ]  # fmt: skip
+    started = time.monotonic()
+    proc = run_cli(*args, env=env())
+    elapsed = time.monotonic() - started
+    if server:
+        server.close()
+    assert_one_line_error(proc, *fragments)
+    assert proc.returncode == 5 and elapsed < 60, (proc.returncode, elapsed)
+    assert not (tmp_path / "jobs").exists()  # found out before anything was created
+
+
+def test_an_unknown_model_is_named_before_anything_is_created(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    emu = batch_emulator_factory(unknown_models=["gpt-4o-mni"])
+    args = run_args(emu, tmp_path, fixture_dir, "--smoke")
+    args[args.index("ans-model")] = "gpt-4o-mni"
+    proc = run_cli(*args, env=env())
+    assert_one_line_error(proc, "model 'gpt-4o-mni' is not available", "404")
+    assert proc.returncode == 2
+    assert not (tmp_path / "jobs").exists() and emu.ledger()["batches"] == []
+
+
+def test_retried_faults_are_said_once_per_burst(batch_emulator_factory, tmp_path, fixture_dir):
+    emu = batch_emulator_factory(latency=0.05, fault_rate=0.3, seed=3)
+    proc = run_cli(*run_args(emu, tmp_path, fixture_dir, "--smoke", cap=3), env=env())
+    assert proc.returncode == 0, proc.stderr
+    said = [x for x in proc.stderr.splitlines() if "from the API" in x]
+    assert said and all(re.search(r"\d+ × (429|500).* from the API.*; retrying$", x) for x in said)
+    faults = emu.ledger()["faults"]
+    injected = faults.get("429", 0) + faults.get("500", 0)
+    assert 0 < len(said) < injected  # summed per burst, not one line per fault

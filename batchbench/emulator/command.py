@@ -6,6 +6,7 @@ its own one-line errors.
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, NoReturn
 
 import typer
@@ -56,10 +57,21 @@ def emulator_command(
     api_key: Annotated[
         str | None, typer.Option(help="Accept only this bearer token (default: any).")
     ] = None,
+    unknown_model: Annotated[
+        list[str] | None,
+        typer.Option(help="A model GET /v1/models/{id} answers 404 for (repeatable)."),
+    ] = None,
 ) -> None:
     """Serve a loopback OpenAI Batch API (files, batches, lifecycle, faults) until Ctrl-C."""
     if not 0 <= port <= 65535:
         fail(f"--port must be between 0 and 65535, got {port}")
+    for name, seconds in (
+        ("latency", latency),
+        ("completion-window", completion_window),
+        ("slow-seconds", slow_seconds),
+    ):
+        if not math.isfinite(seconds) or seconds < 0:
+            fail(f"--{name} must be a finite number of seconds, at least 0; got {seconds}")
     for name, rate in (("fault", fault_rate), ("slow", slow_rate), ("truncate", truncate_rate)):
         if not 0 <= rate <= 1:
             fail(f"--{name}-rate must be between 0 and 1, got {rate}")
@@ -81,6 +93,7 @@ def emulator_command(
             seed=seed,
             enqueued_token_limit=enqueued_token_limit,
             api_key=api_key,
+            unknown_models=unknown_model or (),
         )
     except OSError as exc:
         fail(f"cannot listen on {host}:{port}: {exc.strerror}")

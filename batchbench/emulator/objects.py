@@ -46,6 +46,7 @@ class Settings:
     paused: bool = False
     max_lines: int = MAX_LINES
     max_batch_bytes: int = MAX_BATCH_BYTES
+    unknown_models: list[str] = field(default_factory=list)  # GET /v1/models/{id} says 404
 
 
 @dataclass

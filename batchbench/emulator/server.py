@@ -74,6 +74,7 @@ ROUTES: list[Route] = [
     ("GET", re.compile(r"^/v1/batches$"), "list_batches"),
     ("GET", re.compile(r"^/v1/batches/([^/]+)$"), "get_batch"),
     ("POST", re.compile(r"^/v1/batches/([^/]+)/cancel$"), "cancel"),
+    ("GET", re.compile(r"^/v1/models/(.+)$"), "model"),
     ("GET", re.compile(r"^/_emulator/ledger$"), "ledger"),
     ("GET", re.compile(r"^/_emulator/health$"), "health"),
     ("POST", re.compile(r"^/_emulator/flush$"), "flush"),
@@ -274,6 +275,17 @@ class _Handler(BaseHTTPRequestHandler):
     def _r_ledger(self, *, query: dict, body: bytes) -> None:
         self._send(200, {**self.server.store.ledger(), "faults": dict(self.server.injected)})
 
+    def _r_model(self, model: str, *, query: dict, body: bytes) -> None:
+        if model in self.server.store.settings.unknown_models:
+            raise ApiFailure(
+                404,
+                f"The model `{model}` does not exist or you do not have access to it.",
+                code="model_not_found",
+            )
+        self._send(
+            200, {"id": model, "object": "model", "created": 0, "owned_by": "batchbench-emulator"}
+        )
+
     def _r_health(self, *, query: dict, body: bytes) -> None:
         self._send(200, {"ok": True})
 
@@ -302,6 +314,7 @@ class _Handler(BaseHTTPRequestHandler):
                     "paused",
                     "max_lines",
                     "max_batch_bytes",
+                    "unknown_models",
                 ):
                     setattr(store.settings, key, value)
                 elif key in ("fault_rate", "slow_rate", "slow_seconds", "truncate_rate"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .model import Responder
@@ -35,8 +35,10 @@ class Emulator:
         enqueued_token_limit: int | None = None,
         api_key: str | None = None,
         mangle: Callable[[str, list[str]], list[str]] | None = None,
+        unknown_models: Sequence[str] = (),
     ) -> None:
         settings = Settings(latency, completion_window, enqueued_token_limit)
+        settings.unknown_models = list(unknown_models)
         self.store = Store(settings, seed=seed, responder=responder, mangle=mangle)
         self.faults = Faults(fault_rate, slow_rate, slow_seconds, truncate_rate)
         self._server = _Server((host, port), _Handler)
