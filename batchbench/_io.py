@@ -8,11 +8,16 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from .errors import StorageError
+
 
 def atomic_write_bytes(path: str | Path, data: bytes, mode: int = 0o600) -> None:
     """Write to a temporary file in the same folder, fsync, then rename over ``path``."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise StorageError.of(exc, path) from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -20,9 +25,11 @@ def atomic_write_bytes(path: str | Path, data: bytes, mode: int = 0o600) -> None
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise StorageError.of(exc, path) from None
         raise
     _fsync_dir(path.parent)
 
@@ -39,15 +46,36 @@ def append_bytes(path: str | Path, data: bytes, failpoint: str, mode: int = 0o60
     """
     from . import _failpoints
 
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
     try:
-        half = len(data) // 2
-        os.write(fd, data[:half])
-        _failpoints.hit(failpoint)
-        os.write(fd, data[half:])
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
+        try:
+            half = len(data) // 2
+            _write_all(fd, data[:half])
+            _failpoints.hit(failpoint)
+            _write_all(fd, data[half:])
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:  # a full disk can tear the last line: the next start drops it
+        raise StorageError.of(exc, path) from None
+
+
+@contextlib.contextmanager
+def storage(path: str | Path) -> Iterator[None]:
+    """OSErrors of file work on ``path`` become one :class:`StorageError` naming it."""
+    try:
+        yield
+    except StorageError:
+        raise
+    except OSError as exc:
+        raise StorageError.of(exc, path) from None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """``os.write`` may write part of the data (a disk filling up): go on, or raise."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def append_line(path: str | Path, line: str, mode: int = 0o600) -> None:

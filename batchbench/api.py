@@ -30,7 +30,7 @@ from urllib.parse import urlparse
 import openai
 
 from . import _failpoints
-from ._io import _fsync_dir
+from ._io import _fsync_dir, storage
 from .errors import (
     ApiConflictError,
     ApiError,
@@ -241,7 +241,7 @@ class BatchApi:
             return size
 
         try:
-            with self._errors(f"download {file_id}"):
+            with self._errors(f"download {file_id}"), storage(tmp):
                 return call()
         finally:
             with contextlib.suppress(FileNotFoundError):

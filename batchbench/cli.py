@@ -12,7 +12,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from .emulator.command import emulator_command
-from .errors import BatchbenchError, InvariantError
+from .errors import BatchbenchError, InvariantError, StorageError
 from .report import Progress
 
 app = typer.Typer(
@@ -38,6 +38,9 @@ def friendly(fn: F) -> F:
         except BatchbenchError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(exc.exit_code) from None
+        except OSError as exc:  # file work no module turned into a StorageError
+            typer.echo(f"error: {exc.filename or 'a file'}: {exc.strerror or exc}", err=True)
+            raise typer.Exit(StorageError.exit_code) from None
         except InvariantError as exc:
             typer.echo(f"internal error (a bug in batchbench, please report it): {exc}", err=True)
             raise typer.Exit(InvariantError.exit_code) from None
@@ -82,35 +85,38 @@ def summarize(
     bootstrap_samples: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 10000,
     bootstrap_seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 42,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary JSON.")] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", help="Write the summary here (default: RESULTS.summary.json)."
+        ),
+    ] = None,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Replace a summary of another dataset or selection."),
+    ] = False,
 ) -> None:
-    """Write RESULTS.summary.json exactly as the reference runner would, and print it."""
-    from .dataset import load_dataset, select_cases
-    from .errors import ConfigError
-    from .report import summary_json, summary_table, write_summary
-    from .results import read_rows, summary_path
-    from .summary import summarize as make_summary
+    """Write RESULTS.summary.json exactly as the reference runner would, and print it.
 
-    if bootstrap_samples < 1:
-        raise ConfigError(f"--bootstrap-samples must be at least 1, got {bootstrap_samples}")
-    expected_ids: list[str] | None = None
-    digest: str | None = None
-    if dataset is not None:
-        ds = load_dataset(dataset)
-        selected = select_cases(ds, smoke=smoke, limit=limit, benchmarks=benchmark or ())
-        expected_ids = [c["case_id"] for c in selected]
-        digest = ds.sha256
-    elif smoke or limit is not None or benchmark:
-        raise ConfigError("--smoke, --limit and --benchmark select from a dataset: pass --dataset")
-    rows = read_rows(results)
-    summary = make_summary(
-        rows,
+    Rows that cannot be true (a score outside 0..1, another benchmark, decisions
+    that score otherwise) are refused, and so is replacing another selection's summary.
+    """
+    from .jobs import summarize_results
+    from .report import summary_json, summary_table
+
+    summary, out, notes = summarize_results(
+        results,
+        dataset,
+        smoke=smoke,
+        limit=limit,
+        benchmarks=tuple(benchmark or ()),
         samples=bootstrap_samples,
         seed=bootstrap_seed,
-        expected_case_ids=expected_ids,
-        dataset_sha256=digest,
+        output=output,
+        force=force,
     )
-    out = summary_path(results)
-    write_summary(out, summary)
+    for note in notes:
+        typer.echo(note, err=True)
     if as_json:
         sys.stdout.write(summary_json(summary))
     else:

@@ -64,6 +64,10 @@ def _read_json(path: Path, root: Path) -> Any:
         raise DatasetError(
             f"{_rel(path, root)}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
         ) from None
+    except RecursionError:
+        raise DatasetError(f"{_rel(path, root)}: JSON nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer of thousands of digits
+        raise DatasetError(f"{_rel(path, root)}: unreadable JSON ({exc})") from None
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -152,6 +156,8 @@ def load_dataset(root: str | Path) -> Dataset:
                 f"{at}.grading_method: unknown grading method {panel['grading_method']!r}"
             )
         folder = root / panel["path"]
+        if not folder.resolve().is_relative_to(root.resolve()):
+            raise DatasetError(f"{at}.path: {panel['path']!r} leaves the dataset folder")
         if not folder.is_dir():
             raise DatasetError(f"{at}: panel folder {panel['path']!r} is missing")
         benchmarks.append(panel["id"])

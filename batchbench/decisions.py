@@ -41,11 +41,19 @@ def judge_decisions(
             verdicts[case_id] = protocol.parse_judge_reply(content, item_ids[case_id])
         except JudgeReplyError as exc:
             invalid[case_id] = str(exc)
+    return Judged(join_verdicts(verdicts, rubric), verdicts, invalid)
+
+
+def join_verdicts(verdicts: Mapping[str, Mapping[str, bool]], rubric: pl.DataFrame) -> pl.DataFrame:
+    """The rubric rows of these cases, each with its ``matched`` decision, in rubric order.
+
+    Each case's verdicts must name exactly its rubric's item ids (the parser
+    checks that); this is the one join of decisions against the rubric.
+    """
     columns: dict[str, list] = {"case_id": [], "item_id": [], "matched": []}
     for case_id, found in verdicts.items():
         columns["case_id"].extend([case_id] * len(found))
         columns["item_id"].extend(found)
         columns["matched"].extend(found.values())
     decisions = pl.DataFrame(columns, schema=DECISIONS_SCHEMA)
-    decided = rubric.join(decisions, on=["case_id", "item_id"], how="inner", maintain_order="left")
-    return Judged(decided, verdicts, invalid)
+    return rubric.join(decisions, on=["case_id", "item_id"], how="inner", maintain_order="left")

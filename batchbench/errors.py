@@ -9,7 +9,8 @@ a foreseeable problem. The tree:
   results files, pricing, a resume with another configuration. Fix the input.
 - :class:`RunStateError` (exit 4): a run folder that cannot be advanced as it
   is — locked by another process, a corrupt journal, a downloaded batch file
-  that breaks the Batch API's format. The run's state is left as it was.
+  that breaks the Batch API's format, a disk that is full or read-only. The
+  run's state is left as it was.
 - :class:`ApiError` (exit 5): the Batch API refused or could not be reached
   after the retry policy; carries the HTTP ``status`` and the ``batch_id`` when
   known. Resuming later is safe.
@@ -55,6 +56,17 @@ class RunStateError(BatchbenchError):
 
 class RunLockedError(RunStateError):
     """Another process is advancing the same run."""
+
+
+class StorageError(RunStateError):
+    """A file or folder cannot be written or read (read-only, full disk, not a folder).
+
+    Nothing half-written is left behind: the run resumes unchanged once fixed.
+    """
+
+    @classmethod
+    def of(cls, exc: OSError, path: object) -> StorageError:
+        return cls(f"cannot write {exc.filename or path}: {exc.strerror or exc}")
 
 
 class BatchFileError(RunStateError):

@@ -6,6 +6,7 @@ intended, and never changes: the file on disk is exactly what was submitted.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from . import protocol
+from ._io import storage
 from .dataset import Case
 from .errors import InvariantError, RunStateError
 
@@ -184,24 +186,27 @@ def write_shards(
         out, tmp = None, None
 
     try:
-        for meta, line, t in entries:
-            if not limits.admit(line, t):
-                close()
-            if out is None:
-                final = path_for(len(done))
-                tmp = final.with_name(f".{final.name}.tmp")
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                out = open(fd, "wb")  # noqa: SIM115 - spans iterations; closed in close()
-                metas, tok = [], 0
-            out.write(line)
-            metas.append(meta)
-            tok += t
-        close()
+        with storage(path_for(0).parent):
+            for meta, line, t in entries:
+                if not limits.admit(line, t):
+                    close()
+                if out is None:
+                    final = path_for(len(done))
+                    tmp = final.with_name(f".{final.name}.tmp")
+                    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                    out = open(fd, "wb")  # noqa: SIM115 - spans iterations; closed in close()
+                    metas, tok = [], 0
+                out.write(line)
+                metas.append(meta)
+                tok += t
+            close()
     finally:
         if out is not None:
-            out.close()
-            if tmp is not None and tmp.exists():
-                tmp.unlink()
+            with contextlib.suppress(OSError):  # a full disk fails the flush too
+                out.close()
+            if tmp is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    tmp.unlink()
     return done
 
 

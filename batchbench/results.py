@@ -15,10 +15,11 @@ import polars as pl
 from . import protocol
 from ._io import append_bytes, atomic_write_bytes, jsonl_lines
 from .dataset import Case
+from .decisions import join_verdicts
 from .errors import ResultsError
 from .rundir import RunConfig
 from .runs import RunState, Submission
-from .scoring import score_joined, score_records
+from .scoring import rubric_frame, score_joined, score_records
 
 if TYPE_CHECKING:
     from .collection import Outcome
@@ -45,8 +46,12 @@ def _check_row(row: Any, where: str) -> dict[str, Any]:
     if "score" not in row:
         raise ResultsError(f"{where}: row has neither 'score' nor 'error'")
     score = row["score"]
-    if isinstance(score, bool) or not isinstance(score, (int, float)) or math.isnan(score):
+    if isinstance(score, bool) or not isinstance(score, (int, float)):
         raise ResultsError(f"{where}: field 'score' must be a number, got {score!r}")
+    if not (
+        0 <= score <= 1 if isinstance(score, int) else math.isfinite(score) and 0 <= score <= 1
+    ):
+        raise ResultsError(f"{where}: field 'score' must be a number from 0 to 1, got {score!r}")
     if not isinstance(row.get("benchmark"), str):
         raise ResultsError(f"{where}: field 'benchmark' must be a string")
     return row
@@ -54,6 +59,11 @@ def _check_row(row: Any, where: str) -> dict[str, Any]:
 
 def read_rows(path: str | Path) -> list[dict[str, Any]]:
     """Every row of a results file; a malformed line is an error naming its number."""
+    return [row for _, row in read_numbered_rows(path)]
+
+
+def read_numbered_rows(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
+    """Every row of a results file with its line number."""
     path = Path(path)
     try:
         data = path.read_bytes()
@@ -61,7 +71,7 @@ def read_rows(path: str | Path) -> list[dict[str, Any]]:
         raise ResultsError(f"{path}: file not found") from None
     except OSError as exc:
         raise ResultsError(f"{path}: cannot read: {exc.strerror}") from None
-    rows: list[dict[str, Any]] = []
+    rows: list[tuple[int, dict[str, Any]]] = []
     for lineno, line in jsonl_lines(data):
         where = f"{path}: line {lineno}"
         try:
@@ -70,8 +80,73 @@ def read_rows(path: str | Path) -> list[dict[str, Any]]:
             raise ResultsError(f"{where}: invalid JSON ({exc.msg})") from None
         except UnicodeDecodeError:
             raise ResultsError(f"{where}: not UTF-8 text") from None
-        rows.append(_check_row(row, where))
+        except RecursionError:
+            raise ResultsError(f"{where}: JSON nested too deeply") from None
+        except ValueError as exc:  # e.g. an integer of thousands of digits
+            raise ResultsError(f"{where}: unreadable JSON ({exc})") from None
+        rows.append((lineno, _check_row(row, where)))
     return rows
+
+
+def check_against(
+    numbered: Sequence[tuple[int, dict[str, Any]]], path: Path, cases: Mapping[str, Case]
+) -> None:
+    """Rows that disagree with the dataset are refused, naming file, line and case.
+
+    A row of one of the dataset's cases must carry its benchmark and grading
+    method; a scored row that has ``decisions`` must score, from them and the
+    case's rubric, exactly what it says (rows without decisions are taken as
+    they are). Rows of cases the dataset does not have are left out of the
+    summary anyway.
+    """
+    verdicts: dict[str, dict[str, bool]] = {}
+    claimed: dict[str, tuple[int, dict[str, Any]]] = {}
+    for lineno, row in numbered:
+        case = cases.get(row["case_id"])
+        if case is None:
+            continue
+        where = f"{path}: line {lineno}: case {row['case_id']}"
+        for key in ("benchmark", "grading_method"):
+            if key in row and row[key] != case[key]:
+                raise ResultsError(
+                    f"{where}: {key} {row[key]!r} is not the dataset's {case[key]!r}"
+                )
+        if "error" in row or "decisions" not in row:
+            continue
+        found = _verdicts(row["decisions"])
+        if found is None or set(found) != {it["item_id"] for it in case["rubric_items"]}:
+            raise ResultsError(f"{where}: its decisions do not name the case's rubric items")
+        key = f"{row['case_id']}#{lineno}"
+        verdicts[key], claimed[key] = found, (lineno, row)
+    if not verdicts:
+        return
+    rubric = rubric_frame(
+        [{**cases[row["case_id"]], "case_id": key} for key, (_, row) in claimed.items()]
+    )
+    for key, (score, components) in score_records(
+        score_joined(join_verdicts(verdicts, rubric))
+    ).items():
+        lineno, row = claimed[key]
+        said = [row["score"], row.get("score_components", components)]
+        if json.dumps(said) != json.dumps([score, components]):
+            raise ResultsError(
+                f"{path}: line {lineno}: case {row['case_id']}: score {row['score']!r} is not"
+                f" what its decisions score ({score!r})"
+            )
+
+
+def _verdicts(decisions: Any) -> dict[str, bool] | None:
+    """``item_id → matched`` of a row's decisions, or None if they are malformed."""
+    if not isinstance(decisions, list):
+        return None
+    found: dict[str, bool] = {}
+    for d in decisions:
+        if not isinstance(d, dict) or not isinstance(d.get("item_id"), str):
+            return None
+        if not isinstance(d.get("matched"), bool) or d["item_id"] in found:
+            return None
+        found[d["item_id"]] = d["matched"]
+    return found
 
 
 def dump_row(row: Mapping[str, Any]) -> str:

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from ._io import append_line, atomic_write_text, jsonl_lines
+from ._io import append_line, atomic_write_text, jsonl_lines, storage
 from .errors import ConfigError, RunLockedError, RunStateError
 from .runs import DECODER, ENCODER, Event
 
@@ -153,16 +153,18 @@ class Run:
                     " (use another --run name)"
                 )
             return existing
-        for sub in (self.requests_dir, self.raw_dir):
-            sub.mkdir(mode=0o700, exist_ok=True)
+        with storage(self.root):
+            for sub in (self.requests_dir, self.raw_dir):
+                sub.mkdir(mode=0o700, exist_ok=True)
         atomic_write_text(self.config_path, config.to_json())
         return config
 
     def make_folder(self) -> None:
         """The private run folder (0700), so its lock can be taken."""
-        self.root.parent.mkdir(parents=True, exist_ok=True)
-        self.root.mkdir(mode=0o700, exist_ok=True)
-        os.chmod(self.root, 0o700)
+        with storage(self.root):
+            self.root.parent.mkdir(parents=True, exist_ok=True)
+            self.root.mkdir(mode=0o700, exist_ok=True)
+            os.chmod(self.root, 0o700)
 
     # journal --------------------------------------------------------------
     def record(self, event: E) -> E:
@@ -201,7 +203,7 @@ class Run:
             except FileNotFoundError:
                 continue
             if data and not data.endswith(b"\n"):
-                with open(path, "r+b") as fh:
+                with storage(path), open(path, "r+b") as fh:
                     fh.truncate(data.rfind(b"\n") + 1)
                     fh.flush()
                     os.fsync(fh.fileno())
@@ -211,7 +213,8 @@ class Run:
     def lock(self) -> Iterator[None]:
         """Exclusive right to advance this run: a second process is refused."""
         path = self.root / LOCK_FILE
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        with storage(path):
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -22,9 +22,12 @@ from typing import Any
 
 import numpy as np
 
+from .errors import ConfigError
 from .protocol import PROTOCOL_VERSION
 
 DEFAULT_SAMPLES = 10000
+# Draws one bootstrap holds at once (8 bytes each, plus the word stream): about 2 GB.
+MAX_PICKS = 100_000_000
 DEFAULT_SEED = 42
 NAN = float("nan")
 
@@ -283,6 +286,8 @@ def summarize(
     dataset_sha256: str | None = None,
 ) -> dict[str, Any]:
     """The reference runner's summary dict (same keys, same order, same numbers)."""
+    if samples < 1:
+        raise ConfigError(f"--bootstrap-samples must be at least 1, got {samples}")
     if expected_case_ids is not None:
         selected = set(expected_case_ids)
         rows = [r for r in rows if r.get("case_id") in selected]
@@ -292,6 +297,13 @@ def summarize(
     for row in last_ok.values():
         scores.setdefault(row["benchmark"], []).append(float(row["score"]))
     benchmarks = sorted(scores)
+    cases = sum(len(s) for s in scores.values())
+    if samples * cases > MAX_PICKS:
+        raise ConfigError(
+            f"--bootstrap-samples {samples} with {cases} cases needs {samples * cases:,} draws;"
+            f" at most {MAX_PICKS:,} fit in memory here (so {MAX_PICKS // max(cases, 1):,}"
+            " samples)"
+        )
     means = {b: statistics.fmean(scores[b]) for b in benchmarks}
     intervals, overall_ci = bootstrap(scores, samples, seed)
     temps = _single((r.get("answer_temperature"), r.get("judge_temperature")) for r in ok_rows)

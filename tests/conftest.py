@@ -149,3 +149,48 @@ def assert_one_line_error(proc, *fragments: str) -> None:
     assert len(lines) == 1, proc.stderr
     for fragment in fragments:
         assert fragment in lines[0], lines[0]
+
+
+class Disk:
+    """A real 4 MiB tmpfs: fill it up, or make it read-only, as a full disk would be."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.filler = path / "filler"
+
+    def fill(self) -> None:
+        with open(self.filler, "wb") as fh:
+            try:
+                while True:
+                    fh.write(b"\0" * 65536)
+                    fh.flush()
+            except OSError:
+                pass
+
+    def free(self) -> None:
+        self.filler.unlink(missing_ok=True)
+
+    def read_only(self, on: bool) -> None:
+        mode = "remount,ro" if on else "remount,rw"
+        subprocess.run(["mount", "-o", mode, str(self.path)], check=True)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path):
+    path = tmp_path / "disk"
+    path.mkdir()
+    mounted = os.geteuid() == 0 and (
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=4m,mode=0755", "tmpfs", str(path)],
+            capture_output=True,
+        ).returncode
+        == 0
+    )
+    if not mounted:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI runs as root and must be able to mount a tmpfs")
+        pytest.skip("mounting a tmpfs needs root (CI runs as root)")
+    try:
+        yield Disk(path)
+    finally:
+        subprocess.run(["umount", "-l", str(path)], capture_output=True)

@@ -203,7 +203,30 @@ def _empty_item_text(root):
     return path.name, "rubric_items[0].text"
 
 
+def _nested_too_deeply(root):
+    path = _first_case(root)
+    path.write_text('{"case_id": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    return path.name, "JSON nested too deeply"
+
+
+def _huge_integer(root):
+    path = _first_case(root)
+    text = path.read_text()
+    path.write_text(text.replace('"points": ', '"points": 1' + "0" * 5000 + ", \"x\": ", 1))
+    return path.name, "unreadable JSON"
+
+
+def _panel_path_leaves_the_dataset(root):
+    registry = json.loads((root / "registry.json").read_text())
+    registry["panels"][0]["path"] = "../../.."
+    (root / "registry.json").write_text(json.dumps(registry))
+    return "registry.json", "'../../..' leaves the dataset folder"
+
+
 BREAKERS = [
+    _nested_too_deeply,
+    _huge_integer,
+    _panel_path_leaves_the_dataset,
     _break_json,
     _missing_field,
     _wrong_type,

@@ -486,6 +486,9 @@ def test_cli_emulator_help_documents_every_option():
     [
         (["--port", "99999"], "--port must be between 0 and 65535"),
         (["--responder", "nofile.py:f"], "responder file not found"),
+        (["--latency", "-1"], "--latency must be a finite number of seconds"),
+        (["--latency", "nan"], "--latency must be a finite number of seconds"),
+        (["--fault-rate", "nan"], "--fault-rate must be between 0 and 1"),
     ],
 )
 def test_cli_emulator_bad_option(args, message):

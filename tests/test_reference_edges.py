@@ -167,6 +167,16 @@ def test_separators_in_answers_resume_and_failed_cases_are_redone(
     stamps = [r["finished_at"] for r in rows]
     assert any(re.search(r"\.\d{6}\+00:00$", s) for s in stamps), stamps
 
+    # summarize never replaces the run's own summary with another selection or digest...
+    own = (run_dir / "results.summary.json").read_bytes()
+    proc = run_cli("summarize", str(run_dir / "results.jsonl"))
+    assert proc.returncode == 2 and "own summary" in proc.stderr, proc.stderr
+    assert (run_dir / "results.summary.json").read_bytes() == own
+    # ...and with the run's own selection it writes the same bytes the run wrote.
+    args = ["summarize", str(run_dir / "results.jsonl"), "--dataset", str(fixture_dir)]
+    assert run_cli(*args, "--limit", "6").returncode == 0
+    assert (run_dir / "results.summary.json").read_bytes() == own
+
     # A third run has nothing to do and pays nothing.
     count = len(emu.ledger()["executions"])
     third = run(emu, tmp_path, fixture_dir, "--limit", "6", "--max-attempts", "1")

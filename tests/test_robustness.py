@@ -504,3 +504,60 @@ def test_retried_faults_are_said_once_per_burst(batch_emulator_factory, tmp_path
     faults = emu.ledger()["faults"]
     injected = faults.get("429", 0) + faults.get("500", 0)
     assert 0 < len(said) < injected  # summed per burst, not one line per fault
+
+
+def _strays(folder) -> list:
+    return [p for p in folder.rglob("*") if p.name.endswith((".tmp", ".part", ".check"))]
+
+
+def test_a_jobs_folder_that_is_a_file_is_one_line(batch_emulator, tmp_path, fixture_dir):
+    (tmp_path / "jobs").write_text("not a folder")
+    proc = run_cli(*run_args(batch_emulator, tmp_path, fixture_dir, "--smoke"), env=env())
+    assert_one_line_error(proc, str(tmp_path / "jobs"))
+    assert proc.returncode == 4 and batch_emulator.ledger()["batches"] == []
+
+
+def test_a_full_or_read_only_disk_mid_run_loses_nothing(
+    batch_emulator_factory, small_disk, fixture_dir
+):
+    """The disk fills up, then turns read-only, while batches wait to be collected:
+    each time one line naming the path, exit 4, nothing half-written; once fixed the
+    run resumes and ends complete, paying once."""
+    emu = batch_emulator_factory(latency=0.05)
+    args = run_args(emu, small_disk.path, fixture_dir, "--limit", "12", "--no-wait", cap=4)
+    assert run_cli(*args, env=env()).returncode == 3
+    jobs = small_disk.path / "jobs"
+    for trouble in ("full", "read-only"):
+        emu.flush()  # the batches are done: collecting them needs the disk
+        if trouble == "full":
+            small_disk.fill()
+        else:
+            small_disk.read_only(True)
+        proc = run_cli(*args, env=env())
+        expected = "No space left on device" if trouble == "full" else "Read-only file system"
+        assert_one_line_error(proc, str(jobs), expected)
+        assert proc.returncode == 4 and _strays(jobs) == []
+        if trouble == "full":
+            small_disk.free()
+        else:
+            small_disk.read_only(False)
+        for _ in range(50):  # advance until the next trouble, or the end
+            proc = run_cli(*args, env=env())
+            if proc.returncode != 3 or trouble == "full":
+                break
+    args.remove("--no-wait")
+    proc = run_cli(*args, env=env())
+    assert proc.returncode == 0, proc.stderr
+    rows = rows_of(jobs / "ans-model" / "results.jsonl")
+    assert len(rows) == 12 and all("score" in r for r in rows)
+    assert_no_duplicates(emu)
+
+
+def test_summarize_into_a_read_only_folder_is_one_line(small_disk):
+    golden = REPO / "tests" / "fixtures" / "golden" / "full.jsonl"
+    results = small_disk.path / "full.jsonl"
+    results.write_bytes(golden.read_bytes())
+    small_disk.read_only(True)
+    proc = run_cli("summarize", str(results))
+    assert_one_line_error(proc, str(small_disk.path), "Read-only file system")
+    assert proc.returncode == 4

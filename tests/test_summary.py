@@ -9,7 +9,7 @@ import shutil
 
 import plain_reference
 import pytest
-from conftest import assert_one_line_error, run_cli
+from conftest import REPO, assert_one_line_error, run_cli
 
 from batchbench import summarize
 from batchbench.dataset import select_cases
@@ -146,3 +146,143 @@ def test_bad_results_rows(tmp_path, line, fragment):
 def test_missing_results_file(tmp_path):
     proc = run_cli("summarize", str(tmp_path / "nope.jsonl"))
     assert_one_line_error(proc, "nope.jsonl", "not found")
+
+
+# Hostile results files: summarize refuses to publish impossible numbers. ------------
+
+FIXTURE = REPO / "tests" / "fixtures"
+
+
+def _golden_rows() -> list[dict]:
+    text = (FIXTURE / "golden" / "full.jsonl").read_text()
+    return [json.loads(x) for x in text.split("\n") if x.strip()]
+
+
+def _first_scored(rows: list[dict]) -> int:
+    return next(i for i, r in enumerate(rows) if "score" in r)
+
+
+def _mutate(kind: str) -> tuple[str, list[str]]:
+    """A golden results file broken one way, as text, and what the refusal must say."""
+    rows = _golden_rows()
+    i = _first_scored(rows)
+    line = f"line {i + 1}"
+    row = rows[i]
+    if kind == "score above 1":
+        row["score"] = 1.5
+        return _dump(rows), [line, "from 0 to 1, got 1.5"]
+    if kind == "infinite score":
+        return _dump(rows).replace(
+            f'"score": {json.dumps(row["score"])},', '"score": Infinity,', 1
+        ), [
+            line,
+            "got inf",
+        ]
+    if kind == "score as text":
+        row["score"] = "0.5"
+        return _dump(rows), [line, "must be a number, got '0.5'"]
+    if kind == "another benchmark":
+        row["benchmark"] = "cardiology"
+        return _dump(rows), [line, row["case_id"], "'cardiology' is not the dataset's"]
+    if kind == "another grading method":
+        other = {"points_rubric": "f1_weighted_rubric", "f1_weighted_rubric": "points_rubric"}
+        row["grading_method"] = other[row["grading_method"]]
+        return _dump(rows), [line, "grading_method"]
+    if kind == "decisions that score otherwise":
+        d = next(d for d in row["decisions"] if d["points"] > 0)
+        d["matched"] = not d["matched"]
+        return _dump(rows), [line, row["case_id"], "is not what its decisions score"]
+    if kind == "decisions of other items":
+        row["decisions"] = row["decisions"][1:]
+        return _dump(rows), [line, "do not name the case's rubric items"]
+    if kind == "empty file":
+        return "", ["no row for any of the"]
+    if kind == "whitespace":
+        return "  \n\n \t\n", ["no row for any of the"]
+    if kind == "another dataset's rows":
+        for r in rows:
+            r["case_id"] = "x" + r["case_id"]
+        return _dump(rows), ["no row for any of the"]
+    if kind == "nested too deeply":
+        return _dump(rows) + "[" * 100_000 + "]" * 100_000 + "\n", ["nested too deeply"]
+    if kind == "a huge integer":
+        row["score"] = "HUGE"
+        return _dump(rows).replace('"HUGE"', "1" + "0" * 5000), ["unreadable JSON"]
+    raise AssertionError(kind)
+
+
+def _dump(rows: list[dict]) -> str:
+    return "".join(json.dumps(r) + "\n" for r in rows)
+
+
+KINDS = [
+    "score above 1",
+    "infinite score",
+    "score as text",
+    "another benchmark",
+    "another grading method",
+    "decisions that score otherwise",
+    "decisions of other items",
+    "empty file",
+    "whitespace",
+    "another dataset's rows",
+    "nested too deeply",
+    "a huge integer",
+]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_summarize_refuses_impossible_rows(tmp_path, kind):
+    text, fragments = _mutate(kind)
+    results = tmp_path / "r.jsonl"
+    results.write_text(text)
+    proc = run_cli("summarize", str(results), "--dataset", str(FIXTURE / "dataset"))
+    assert_one_line_error(proc, "r.jsonl", *fragments)
+    assert not (tmp_path / "r.summary.json").exists()
+
+
+def test_summarize_without_a_dataset_refuses_an_empty_file(tmp_path):
+    results = tmp_path / "r.jsonl"
+    results.write_text("\n")
+    assert_one_line_error(run_cli("summarize", str(results)), "r.jsonl", "no rows")
+
+
+def test_duplicate_successful_rows_last_counts_and_is_said(tmp_path):
+    rows = _golden_rows()
+    i = _first_scored(rows)
+    again = dict(rows[i])
+    results = tmp_path / "r.jsonl"
+    results.write_text(_dump([*rows, again]))
+    proc = run_cli("summarize", str(results), "--dataset", str(FIXTURE / "dataset"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert "1 case(s) have several successful rows; the last of each counts" in proc.stderr
+    assert proc.stdout == (FIXTURE / "golden" / "full.summary.json").read_text()
+
+
+def test_a_bootstrap_that_would_not_fit_in_memory_is_refused(tmp_path):
+    results = tmp_path / "r.jsonl"
+    results.write_text(_dump(_golden_rows()))
+    proc = run_cli(
+        "summarize", str(results), "--dataset", str(FIXTURE / "dataset"),
+        "--bootstrap-samples", str(10**7),
+    )  # fmt: skip
+    assert_one_line_error(proc, "--bootstrap-samples 10000000", "fit in memory")
+
+
+def test_summarize_never_replaces_another_selection_or_digest(tmp_path):
+    results = tmp_path / "r.jsonl"
+    results.write_text(_dump(_golden_rows()))
+    dataset = str(FIXTURE / "dataset")
+    assert run_cli("summarize", str(results), "--dataset", dataset).returncode == 0
+    full = (tmp_path / "r.summary.json").read_bytes()
+    for extra in (["--smoke"], ["--benchmark", "drug_safety"], []):
+        args = ["summarize", str(results), *(["--dataset", dataset] if extra else []), *extra]
+        proc = run_cli(*args)
+        assert_one_line_error(proc, "r.summary.json", "--output", "--force")
+        assert (tmp_path / "r.summary.json").read_bytes() == full
+    proc = run_cli(
+        "summarize", str(results), "--dataset", dataset, "--smoke", "-o", str(tmp_path / "s.json")
+    )
+    assert proc.returncode == 0 and (tmp_path / "s.json").exists()
+    proc = run_cli("summarize", str(results), "--dataset", dataset, "--smoke", "--force")
+    assert proc.returncode == 0 and (tmp_path / "r.summary.json").read_bytes() != full
