@@ -11,6 +11,7 @@ file of the same layout given with ``--pricing``.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -93,11 +94,12 @@ class Pricing:
     source: str
 
     def price(self, model: str) -> Price | None:
+        """The model's price, or its family's for a dated snapshot (gpt-4o-2024-08-06 is
+        gpt-4o); never a shorter prefix's (gpt-4o-mni is not gpt-4o)."""
         if model in self.models:
             return self.models[model]
-        # Dated snapshots (gpt-4o-2024-08-06) are priced as their family.
-        best = max((m for m in self.models if model.startswith(m + "-")), key=len, default=None)
-        return self.models.get(best) if best else None
+        dated = re.fullmatch(r"(.+)-\d{4}-\d{2}-\d{2}", model)
+        return self.models.get(dated.group(1)) if dated else None
 
 
 def load_pricing(path: str | Path | None = None) -> Pricing:

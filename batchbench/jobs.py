@@ -99,7 +99,7 @@ def prepare(
     from .dataset import load_dataset, select_cases
     from .rundir import default_name
 
-    name = check_name(options.run or default_name(options.answer_model))
+    name = check_name(options.run or default_name(options.answer_model, options.smoke))
     for label, value in (
         ("--answer-model", options.answer_model),
         ("--judge-model", options.judge_model),
@@ -143,6 +143,8 @@ def execute(
     from .costs import load_pricing
 
     run, config, cases = prepare(options)
+    state = "RESUMING" if run.exists() else "NEW"
+    say(f"{state} run {config.name!r} in {run.root.resolve()}")
     pricing = load_pricing(options.pricing)
     if options.max_cost is not None:
         estimate = make_plan(options, config, cases, pricing)["total"]["batch_usd"]

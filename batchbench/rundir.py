@@ -77,9 +77,11 @@ def check_name(name: str) -> str:
     return name
 
 
-def default_name(answer_model: str) -> str:
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", answer_model).strip("-.")
-    return name or "run"
+def default_name(answer_model: str, smoke: bool = False) -> str:
+    """The model's name made safe; a smoke run's gets ``-smoke``, so it never holds the
+    name of the full run."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", answer_model).strip("-.") or "run"
+    return f"{name}-smoke" if smoke else name
 
 
 class Run:
@@ -149,8 +151,8 @@ class Run:
             diffs = config_conflicts(existing, config)
             if diffs:
                 raise ConfigError(
-                    f"run {self.name!r} exists with another configuration: {'; '.join(diffs)}"
-                    " (use another --run name)"
+                    f"run {self.name!r} in {self.root.parent.resolve()} exists with another"
+                    f" configuration: {'; '.join(diffs)} (use another --run name)"
                 )
             return existing
         with storage(self.root):
@@ -243,13 +245,28 @@ def list_runs(jobs_dir: Path) -> list[Run]:
 
 
 def config_conflicts(old: RunConfig, new: RunConfig) -> list[str]:
-    """Human-readable differences in the settings that define a run."""
+    """The settings that define a run and differ, as ``field: old → new``."""
     diffs = []
     for key in IDENTITY_KEYS:
         a, b = getattr(old, key), getattr(new, key)
-        if a != b:
-            if key == "case_ids":
-                diffs.append(f"selected cases ({len(a)} in the run, {len(b)} now)")
-            else:
-                diffs.append(f"{key} (run has {a!r}, now {b!r})")
+        if a == b:
+            continue
+        if key == "case_ids":
+            diffs.append(f"selected cases: {len(a)} → {len(b)}")
+        elif key == "selection":
+            diffs.append(f"selection: {describe_selection(a)} → {describe_selection(b)}")
+        else:
+            diffs.append(f"{key}: {a} → {b}")
     return diffs
+
+
+def describe_selection(selection: dict[str, Any]) -> str:
+    """``{"smoke": True, "limit": 3, ...}`` → ``smoke, first 3``."""
+    parts = []
+    if selection.get("benchmarks"):
+        parts.append("benchmarks " + ", ".join(selection["benchmarks"]))
+    if selection.get("smoke"):
+        parts.append("smoke")
+    if selection.get("limit") is not None:
+        parts.append(f"first {selection['limit']}")
+    return ", ".join(parts) or "every case"

@@ -110,7 +110,7 @@ def test_real_tokenizer_when_available_offline(fixture_dir):
 
 def test_max_cost_refuses_before_any_call(batch_emulator, fixture_dir, tmp_path):
     args = run_args(batch_emulator, tmp_path, fixture_dir, "--smoke")
-    args[args.index("ans-model")] = "gpt-4o"
+    args[args.index("--answer-model") + 1] = "gpt-4o"
     args[args.index("judge-model")] = "gpt-4.1"
     proc = run_cli(*args, "--max-cost", "0.0001", env=env())
     assert_one_line_error(proc, "exceeds --max-cost $0.0001", "nothing was submitted")

@@ -488,7 +488,7 @@ def test_an_unknown_model_is_named_before_anything_is_created(
 ):
     emu = batch_emulator_factory(unknown_models=["gpt-4o-mni"])
     args = run_args(emu, tmp_path, fixture_dir, "--smoke")
-    args[args.index("ans-model")] = "gpt-4o-mni"
+    args[args.index("--answer-model") + 1] = "gpt-4o-mni"
     proc = run_cli(*args, env=env())
     assert_one_line_error(proc, "model 'gpt-4o-mni' is not available", "404")
     assert proc.returncode == 2

@@ -43,8 +43,11 @@ ERROR_KEYS = [*ROW_KEYS[:6], "finished_at", "error"]
 
 
 def run_args(emu, tmp_path, fixture_dir, *extra, cap=40):
+    """A run named ans-model (smoke or not) in tmp_path/jobs, against the emulator."""
     return [
         "run",
+        "--run",
+        "ans-model",
         "--answer-model",
         "ans-model",
         "--judge-model",

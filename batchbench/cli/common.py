@@ -1,0 +1,60 @@
+"""What every command shares: one-line errors, option types, the bundled sample."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from ..errors import BatchbenchError, InvariantError, StorageError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# The bundled sample ships inside the package, so a wheel install can run the demo.
+SAMPLE_DATASET = Path(str(resources.files("batchbench").joinpath("sample")))
+
+
+def friendly(fn: F) -> F:
+    """Turn a BatchbenchError into one line on stderr and a non-zero exit."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except BatchbenchError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(exc.exit_code) from None
+        except OSError as exc:  # file work no module turned into a StorageError
+            typer.echo(f"error: {exc.filename or 'a file'}: {exc.strerror or exc}", err=True)
+            raise typer.Exit(StorageError.exit_code) from None
+        except InvariantError as exc:
+            typer.echo(f"internal error (a bug in batchbench, please report it): {exc}", err=True)
+            raise typer.Exit(InvariantError.exit_code) from None
+        except KeyboardInterrupt:
+            typer.echo("interrupted: nothing is lost; run the same command to resume", err=True)
+            raise typer.Exit(130) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+DatasetOpt = Annotated[
+    Path, typer.Option("--dataset", help="BedsideBench checkout (registry.json at its root).")
+]
+SmokeOpt = Annotated[bool, typer.Option("--smoke", help="Only the first case of each benchmark.")]
+LimitOpt = Annotated[
+    int | None, typer.Option("--limit", help="Keep the first N cases of the selection.")
+]
+
+
+JobsDirOpt = Annotated[
+    Path,
+    typer.Option(
+        "--jobs-dir",
+        envvar="BATCHBENCH_JOBS_DIR",
+        help="Folder holding one directory per run (or BATCHBENCH_JOBS_DIR).",
+    ),
+]
