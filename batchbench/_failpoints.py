@@ -14,6 +14,12 @@ import signal
 _counts: dict[str, int] = {}
 
 
+def armed(name: str) -> bool:
+    """Whether a crash test set a failpoint of this name."""
+    spec = os.environ.get("BATCHBENCH_FAILPOINT")
+    return spec is not None and spec.partition(":")[0] == name
+
+
 def hit(name: str) -> None:
     spec = os.environ.get("BATCHBENCH_FAILPOINT")
     if not spec:

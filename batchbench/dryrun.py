@@ -155,7 +155,15 @@ def plan_text(p: dict[str, Any]) -> str:
     for name, s in p["stages"].items():
         lines.append(
             f"{name}: {s['model']}, files of {s['file_sizes']} requests,"
-            f" tokens by {s['tokenizer']}" + ("" if s["priced"] else "; no price")
+            f" tokens by {s['tokenizer']}"
+            + ("" if s["priced"] else f"; no price for {s['model']} (give one with --pricing)")
+        )
+    if "max_cost" in p:
+        why = p["max_cost"]["refused_because"]
+        lines.append(
+            f"--max-cost ${p['max_cost']['usd']:,.4f}: the run would be refused ({why})"
+            if why
+            else f"--max-cost ${p['max_cost']['usd']:,.4f}: the run fits; it would be submitted"
         )
     lines.append(f"note: {p['note']} (answers assumed {p['assumed_answer_tokens']} tokens)")
     return "\n".join(lines)

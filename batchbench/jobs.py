@@ -25,7 +25,7 @@ from .report import write_report, write_summary
 from .requests import MAX_LINES
 from .results import rows_in_registry_order
 from .rundir import SUMMARY_FILE, Run, RunConfig, check_name
-from .runs import CancelRequested, Redo, Resumed
+from .runs import CancelRequested, Redo, Resumed, fold
 from .summary import summarize
 
 __all__ = ["RunOptions", "Settings", "cancel_run", "dry_run", "execute", "prepare"]
@@ -147,17 +147,9 @@ def execute(
     say(f"{state} run {config.name!r} in {run.root.resolve()}")
     pricing = load_pricing(options.pricing)
     if options.max_cost is not None:
-        estimate = make_plan(options, config, cases, pricing)["total"]["batch_usd"]
-        if estimate is None:
-            raise ConfigError(
-                f"--max-cost: no price for {config.answer_model!r} or {config.judge_model!r};"
-                " give one with --pricing FILE"
-            )
-        if estimate > options.max_cost:
-            raise ConfigError(
-                f"estimated cost ${estimate:,.4f} at batch price exceeds --max-cost"
-                f" ${options.max_cost:,.4f}; nothing was submitted"
-            )
+        refusal = cost_refusal(make_plan(options, config, cases, pricing), options.max_cost)
+        if refusal:
+            raise ConfigError(f"{refusal}; nothing was submitted")
     client = make_client(options.base_url, api_key=options.api_key)
     api = BatchApi(client)
     api.check_models([config.answer_model, config.judge_model])
@@ -212,27 +204,49 @@ def dry_run(options: RunOptions) -> dict[str, Any]:
     from .costs import load_pricing
 
     _, config, cases = prepare(options, check_existing=False)
-    return make_plan(options, config, cases, load_pricing(options.pricing))
+    plan = make_plan(options, config, cases, load_pricing(options.pricing))
+    if options.max_cost is not None:
+        plan["max_cost"] = {
+            "usd": options.max_cost,
+            "refused_because": cost_refusal(plan, options.max_cost),
+        }
+    return plan
+
+
+def cost_refusal(plan: dict[str, Any], max_cost: float) -> str | None:
+    """Why ``--max-cost`` refuses this plan, or None when it fits (one rule, run and dry run)."""
+    estimate = plan["total"]["batch_usd"]
+    if estimate is None:
+        unpriced = [s["model"] for s in plan["stages"].values() if not s["priced"]]
+        return (
+            f"--max-cost: no price for {', '.join(map(repr, unpriced))};"
+            " give one with --pricing FILE"
+        )
+    if estimate > max_cost:
+        return f"estimated cost ${estimate:,.4f} at batch price exceeds --max-cost ${max_cost:,.4f}"
+    return None
 
 
 def cancel_run(
     jobs_dir: Path, name: str, base_url: str | None = None, api_key: str | None = None
 ) -> list[str]:
-    """Stop a run: no new batches, and every in-flight batch cancelled. Returns their ids."""
+    """Stop a run: no new batches, and every in-flight batch cancelled. Returns their ids.
+
+    It does not need the run's lock: the intent is one appended journal line,
+    which a process advancing the run reads at its next tick (it then submits
+    nothing more), and cancelling a batch is the API's business.
+    """
     from .api import make_client
     from .rundir import open_run
 
     run = open_run(jobs_dir, name)
     config = run.load_config()
-    client = make_client(base_url, api_key=api_key)
-    with run.lock():
-        api = BatchApi(client)
-        pipeline = Pipeline(run, config, {}, api, Settings())
-        pipeline.record(CancelRequested())
-        cancelled: list[str] = []
-        for sub in pipeline.in_flight():
-            if sub.batch_id is not None and api.cancel(sub.batch_id) is not None:
-                cancelled.append(sub.batch_id)
+    api = BatchApi(make_client(base_url, api_key=api_key))
+    run.record(CancelRequested())
+    cancelled: list[str] = []
+    for sub in fold(config.case_ids, run.events()).in_flight():
+        if sub.batch_id is not None and api.cancel(sub.batch_id) is not None:
+            cancelled.append(sub.batch_id)
     return cancelled
 
 

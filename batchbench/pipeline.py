@@ -78,6 +78,7 @@ class Pipeline:
         self.sleep = sleep
         run.repair()  # the caller holds the run's lock
         self.state: RunState = fold(config.case_ids, run.events())
+        self._journal_size = run.journal_size()
         self.limits = Limits(settings.max_retries, settings.max_attempts, settings.hold_seconds)
         self._last_poll = 0.0
         self._answers: dict[str, dict[str, str]] = {}
@@ -103,6 +104,13 @@ class Pipeline:
     # journal ----------------------------------------------------------------
     def record(self, event: Event) -> None:
         self.state.apply(self.run.record(event))
+        self._journal_size = self.run.journal_size()
+
+    def catch_up(self) -> None:
+        """Read what another process appended to the journal (``cancel``) since."""
+        if self.run.journal_size() != self._journal_size:
+            self.state = fold(self.config.case_ids, self.run.events())
+            self._journal_size = self.run.journal_size()
 
     # decisions --------------------------------------------------------------
     def done(self) -> bool:
@@ -273,6 +281,7 @@ class Pipeline:
         polled = False
         failing_since: float | None = None
         while True:
+            self.catch_up()
             try:
                 action = self.step()
                 if action is None and self.in_flight() and (self.poll_due() or not polled):

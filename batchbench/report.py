@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -93,6 +95,8 @@ def stage_status(state: RunState, stage: str) -> StageStatus:
     reaches 100% before the last result is in hand.
     """
     total = len(state.cases)
+    if stage == "judges":  # a case whose answer failed for good is never judged
+        total -= sum(1 for c in state.cases.values() if c.answers.status == "failed")
     done = failed = 0
     for case in state.cases.values():
         st = case.stage(stage)
@@ -156,14 +160,17 @@ def run_status(run: Run, pricing: Pricing | None = None) -> dict[str, Any]:
     state = fold(config.case_ids, run.events())
     scored = sum(1 for c in state.cases.values() if c.final == "scored")
     errors = sum(1 for c in state.cases.values() if c.final == "error")
-    status = (
-        "complete"
-        if scored + errors == len(state.cases)
-        else ("cancelled" if state.cancelled else "in progress" if state.subs else "not started")
-    )
+    if scored + errors == len(state.cases):
+        status = "failed" if not scored else "finished with errors" if errors else "complete"
+    else:
+        status = "cancelled" if state.cancelled else "in progress" if state.subs else "not started"
+    causes = Counter(error_cause(c.error or "") for c in state.cases.values() if c.final == "error")
     out: dict[str, Any] = {
         "run": config.name,
         "status": status,
+        "as_of": state.last_event,
+        "dataset": config.dataset,
+        "errors_by_cause": dict(causes.most_common()),
         "answer_model": config.answer_model,
         "judge_model": config.judge_model,
         "dataset_sha256": config.dataset_sha256,
@@ -194,14 +201,75 @@ def run_status(run: Run, pricing: Pricing | None = None) -> dict[str, Any]:
     return out
 
 
-def status_text(status: dict[str, Any]) -> str:
+def error_cause(error: str) -> str:
+    """An error row's cause, without its particulars: what errors are grouped by."""
+    text = error.split(": ", 1)[1] if ": " in error else error
+    gave_up = re.match(r"API request failed after \d+ attempts: (.*)", text, re.S)
+    if gave_up:
+        return error_cause("Error: " + gave_up.group(1)) + " (retries spent)"
+    for pattern in (
+        r"(invalid judge JSON)",
+        r"(judge item mismatch)",
+        r"(duplicate judge decision)",
+        r"(each judge decision needs .*)",
+        r"(HTTP \d+)",
+        r"(\w+): ",
+    ):
+        found = re.match(pattern, text)
+        if found:
+            return found.group(1)
+    return text[:60]
+
+
+def errors_line(causes: dict[str, int]) -> str:
+    """``27 failed: 20 × invalid judge JSON, 7 × HTTP 400``."""
+    total = sum(causes.values())
+    return f"{total} failed: " + ", ".join(f"{n} × {cause}" for cause, n in causes.items())
+
+
+def _age(when: float | None, now: float) -> str:
+    if when is None:
+        return "nothing recorded yet"
+    minutes = int(now - when) // 60
+    ago = (
+        "just now"
+        if minutes < 1
+        else f"{minutes} min ago"
+        if minutes < 120
+        else (f"{minutes // 60} h ago")
+    )
+    return f"as of {time.strftime('%H:%M', time.gmtime(when))} UTC, {ago}"
+
+
+def run_listing(run: Run, pricing: Pricing | None) -> dict[str, Any]:
+    """One line of ``batchbench list``: who, on what, how far, how well, at what cost."""
+    s = run_status(run, pricing)
+    c = s["cases"]
+    return {
+        "run": s["run"],
+        "answer_model": s["answer_model"],
+        "judge_model": s["judge_model"],
+        "dataset": Path(s["dataset"]).name,
+        "dataset_sha256": s["dataset_sha256"],
+        "status": s["status"],
+        "scored": c["scored"],
+        "failed": c["errors"],
+        "total": c["total"],
+        "overall_macro_mean": s.get("overall_macro_mean"),
+        "cost_usd": s["cost"]["total"]["batch_usd"],
+    }
+
+
+def status_text(status: dict[str, Any], now: float | None = None) -> str:
     c = status["cases"]
     lines = [
         f"{status['run']}: {status['status']}  ({status['answer_model']} judged by"
-        f" {status['judge_model']})",
+        f" {status['judge_model']}; {_age(status['as_of'], now or time.time())})",
         f"  cases: {c['scored']} scored, {c['errors']} errors, {c['pending']} pending"
         f" of {c['total']}",
     ]
+    if status["errors_by_cause"]:
+        lines.append(f"  {errors_line(status['errors_by_cause'])}")
     for stage, s in status["stages"].items():
         batches = ", ".join(f"{n} {k}" for k, n in sorted(s["batches"].items())) or "none yet"
         lines.append(

@@ -175,6 +175,12 @@ class Run:
         append_line(self.journal_path, ENCODER.encode(event).decode("utf-8"))
         return event
 
+    def journal_size(self) -> int:
+        try:
+            return self.journal_path.stat().st_size
+        except FileNotFoundError:
+            return 0
+
     def events(self) -> list[Event]:
         try:
             data = self.journal_path.read_bytes()

@@ -142,13 +142,15 @@ def _in_process(args: tuple[str, ...], env: dict | None) -> subprocess.Completed
 
 
 def assert_one_line_error(proc, *fragments: str) -> None:
-    """A failed command: non-zero exit, one line on stderr naming the culprit."""
+    """A failed command: non-zero exit, and its last stderr line is the one error line
+    naming the culprit (progress lines may come before it, nothing after)."""
     assert proc.returncode != 0, proc.stdout
     assert "Traceback" not in proc.stderr, proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, proc.stderr
+    errors = [line for line in lines if line.startswith(("error:", "internal error"))]
+    assert len(errors) == 1 and lines[-1] == errors[0], proc.stderr
     for fragment in fragments:
-        assert fragment in lines[0], lines[0]
+        assert fragment in errors[0], errors[0]
 
 
 class Disk:

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from ..report import Progress
+from ..rundir import Run
 from .common import SAMPLE_DATASET, DatasetOpt, JobsDirOpt, LimitOpt, SmokeOpt, friendly
 
 
@@ -23,7 +24,6 @@ def demo(
 
     from ..emulator import Emulator
     from ..jobs import RunOptions, Settings, execute
-    from ..report import summary_table
 
     with tempfile.TemporaryDirectory() as tmp, Emulator(latency=0.3) as emu:
         typer.echo(f"emulator on {emu.base_url}; simulated models sim-answer and sim-judge")
@@ -40,8 +40,8 @@ def demo(
         if jobs_dir is None:
             typer.echo("(the run lives in a temporary folder; pass --jobs-dir to keep it)")
         _finish_run(
-            *execute(options, say=typer.echo, on_progress=Progress(typer.echo)),
-            summary_table,
+            *execute(options, say=typer.echo, on_progress=Progress(_err)),
+            temporary=jobs_dir is None,
         )
 
 
@@ -131,7 +131,6 @@ def run(
     """
     from ..errors import ConfigError
     from ..jobs import RunOptions, Settings, execute
-    from ..report import summary_table
 
     if dataset is None:
         raise ConfigError(
@@ -174,24 +173,35 @@ def run(
         plan = make_dry_run(options)
         typer.echo(json.dumps(plan, indent=2) if as_json else plan_text(plan))
         return
-    _finish_run(*execute(options, say=typer.echo, on_progress=Progress(typer.echo)), summary_table)
+    _finish_run(*execute(options, say=typer.echo, on_progress=Progress(_err)))
 
 
-def _finish_run(run_dir: Any, summary: Any, complete: bool, summary_table: Any) -> None:
+def _err(line: str) -> None:
+    typer.echo(line, err=True)
+
+
+def _finish_run(run: Run, summary: Any, complete: bool, *, temporary: bool = False) -> None:
+    """Print where the run stands after this invocation's work, and exit accordingly."""
+    from ..report import errors_line, run_status, status_text, summary_table
+
+    status = run_status(run)
     if summary is not None and complete:
         typer.echo(summary_table(summary))
-    typer.echo(f"results: {run_dir.results_path}")
+        if status["errors_by_cause"]:
+            typer.echo(errors_line(status["errors_by_cause"]))
+    else:
+        typer.echo(status_text(status))
+    if temporary:
+        typer.echo("(the demo ran in a temporary folder, now deleted; --jobs-dir DIR keeps it)")
+    else:
+        typer.echo(f"results: {run.results_path.resolve()}")
     if not complete:
+        what = "cancelled" if status["status"] == "cancelled" else "in progress"
         typer.echo(
-            f"in progress: advance it again with the same command, or see"
-            f" `batchbench status {run_dir.name}`"
+            f"{what}: advance it again with the same command, or see `batchbench status {run.name}`"
         )
         raise typer.Exit(3)
-    if (
-        summary is None
-        or summary["errors"]
-        or summary["completed_cases"] < len(run_dir.load_config().case_ids)
-    ):
+    if status["cases"]["errors"] or summary is None:
         raise typer.Exit(1)
 
 
@@ -226,20 +236,32 @@ def status(
 
 
 @friendly
-def list_command(jobs_dir: JobsDirOpt = Path("jobs")) -> None:
-    """List the runs in the jobs directory."""
-    from ..report import run_status
+def list_command(
+    jobs_dir: JobsDirOpt = Path("jobs"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List the runs in the jobs folder: models, dataset, state, cases, mean and cost.
+
+    Example: batchbench list --jobs-dir ~/bedside-runs --json
+    """
+    import json
+
+    from ..costs import load_pricing
+    from ..report import run_listing
     from ..rundir import list_runs
 
-    runs = list_runs(jobs_dir)
-    if not runs:
-        typer.echo(f"no runs in {jobs_dir}")
-    for r in runs:
-        s = run_status(r)
-        c = s["cases"]
+    listing = [run_listing(r, load_pricing(None)) for r in list_runs(jobs_dir)]
+    if as_json:
+        typer.echo(json.dumps(listing, indent=2))
+        return
+    if not listing:
+        typer.echo(f"no runs in {jobs_dir.resolve()}")
+    for r in listing:
+        mean = "-" if r["overall_macro_mean"] is None else f"{r['overall_macro_mean']:.3f}"
+        cost = "-" if r["cost_usd"] is None else f"${r['cost_usd']:,.2f}"
         typer.echo(
-            f"{s['run']}\t{s['status']}\t{c['scored']}/{c['total']} scored"
-            f"\t{s['answer_model']}\t{s['judge_model']}"
+            f"{r['run']}\t{r['status']}\t{r['scored']}/{r['failed']}/{r['total']}"
+            f"\t{r['answer_model']}\t{r['judge_model']}\t{r['dataset']}\tmean {mean}\t{cost}"
         )
 
 
