@@ -19,13 +19,13 @@ from . import protocol
 from .api import BatchApi, check_base_url
 from .costs import Pricing
 from .dataset import Case
-from .errors import ConfigError, ResultsError
+from .errors import ConfigError, ResultsError, RunLockedError
 from .pipeline import Pipeline, Settings
 from .report import write_report, write_summary
 from .requests import MAX_LINES
 from .results import rows_in_registry_order
 from .rundir import SUMMARY_FILE, Run, RunConfig, check_name
-from .runs import CancelRequested, Redo, Resumed, fold
+from .runs import BatchSeen, CancelRequested, Event, Redo, Resumed, fold
 from .summary import summarize
 
 __all__ = ["RunOptions", "Settings", "cancel_run", "dry_run", "execute", "prepare"]
@@ -248,6 +248,41 @@ def cancel_run(
         if sub.batch_id is not None and api.cancel(sub.batch_id) is not None:
             cancelled.append(sub.batch_id)
     return cancelled
+
+
+def refresh_status(
+    jobs_dir: Path, name: str, base_url: str | None = None, api_key: str | None = None
+) -> tuple[list[str], bool]:
+    """Ask the API (one list call per 100 batches) for the live state of every batch in
+    flight. When no process is advancing the run, what it says is journaled too.
+
+    Returns a line per batch and whether the journal was updated.
+    """
+    from .api import make_client
+    from .rundir import open_run
+    from .submit import Submitter
+
+    run = open_run(jobs_dir, name)
+    config = run.load_config()
+    api = BatchApi(make_client(base_url, api_key=api_key))
+    seen: list[Event] = []
+    try:
+        with run.lock():
+            flying = fold(config.case_ids, run.events()).in_flight()
+            Submitter(run, config, api, lambda e: seen.append(run.record(e))).poll(flying)
+            journaled = True
+    except RunLockedError:  # the advancing process journals it itself
+        flying = fold(config.case_ids, run.events()).in_flight()
+        Submitter(run, config, api, seen.append).poll(flying)
+        journaled = False
+    live = {e.sub: e for e in seen if isinstance(e, BatchSeen)}
+    lines = []
+    for sub in flying:
+        b = live.get(sub.id)
+        status, counts = (b.status, b.counts) if b else (sub.status, sub.counts)
+        done = counts.get("completed", 0) + counts.get("failed", 0)
+        lines.append(f"{sub.id} {sub.batch_id} {status} {done}/{counts.get('total', '?')} lines")
+    return lines, journaled
 
 
 def summarize_results(

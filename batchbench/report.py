@@ -7,7 +7,6 @@ import math
 import re
 import time
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -17,7 +16,7 @@ from .rundir import Run, RunConfig
 from .runs import RunState, fold
 
 if TYPE_CHECKING:
-    from .pipeline import Pipeline
+    pass
 
 
 class StageStatus(TypedDict):
@@ -123,17 +122,6 @@ def stage_status(state: RunState, stage: str) -> StageStatus:
         running=running,
         usage=dict(state.usage.get(stage, {})),
     )
-
-
-def progress_line(state: RunState, elapsed: float) -> str:
-    parts = []
-    for stage in ("answers", "judges"):
-        s = stage_status(state, stage)
-        batches = ", ".join(f"{n} {k}" for k, n in sorted(s["batches"].items())) or "none yet"
-        parts.append(
-            f"{stage} {s['done']}/{s['total']} done, {s['failed']} failed [batches: {batches}]"
-        )
-    return " | ".join(parts) + f" | {elapsed:.0f}s"
 
 
 def _costs(state: RunState, config: RunConfig, pricing: Pricing | None) -> dict[str, Any]:
@@ -333,21 +321,3 @@ def write_report(
         "cost": _costs(state, config, pricing),
     }
     atomic_write_text(run.report_path, json.dumps(report, indent=2) + "\n")
-
-
-class Progress:
-    """Prints a progress line whenever it changes (and at most once a second)."""
-
-    def __init__(self, echo: Callable[[str], None]) -> None:
-        self.echo = echo
-        self.start = time.monotonic()
-        self.last = ""
-        self.last_at = 0.0
-
-    def __call__(self, pipeline: Pipeline) -> None:
-        now = time.monotonic()
-        line = progress_line(pipeline.state, now - self.start)
-        body = line.rsplit(" | ", 1)[0]
-        if body != self.last and (now - self.last_at >= 1.0 or pipeline.done()):
-            self.echo(line)
-            self.last, self.last_at = body, now

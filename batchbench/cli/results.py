@@ -1,4 +1,4 @@
-"""The commands about results: summarize and validate."""
+"""The commands about results: show, export, summarize and validate."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from .common import SAMPLE_DATASET, DatasetOpt, LimitOpt, SmokeOpt, friendly
+from .common import SAMPLE_DATASET, DatasetOpt, JobsDirOpt, LimitOpt, SmokeOpt, friendly
 
 
 @friendly
@@ -77,3 +77,73 @@ def validate(dataset: DatasetOpt = SAMPLE_DATASET) -> None:
     ds = load_dataset(dataset)
     typer.echo(f"{len(ds.cases)} cases in {len(ds.benchmarks)} benchmarks")
     typer.echo(f"dataset_sha256 {ds.sha256}")
+
+
+def resolve_sources(items: list[str], jobs_dir: Path) -> list[tuple[str, Path]]:
+    """Run names (in the jobs folder) or results files, each as (name, results file)."""
+    from ..errors import ConfigError
+    from ..rundir import open_run
+
+    sources = []
+    for item in items:
+        path = Path(item)
+        if path.is_file():
+            sources.append((path.stem, path))
+            continue
+        run = open_run(jobs_dir, item)
+        if not run.exists():
+            raise ConfigError(f"{item!r} is neither a results file nor a run in {jobs_dir}")
+        sources.append((run.name, run.results_path))
+    return sources
+
+
+@friendly
+def show(
+    run_name: Annotated[str, typer.Argument(metavar="RUN", help="Run name.")],
+    case_id: Annotated[str, typer.Argument(metavar="CASE_ID", help="Case id.")],
+    jobs_dir: JobsDirOpt = Path("jobs"),
+    dataset: Annotated[
+        Path | None,
+        typer.Option(help="The run's dataset, if it moved since the run was made."),
+    ] = None,
+) -> None:
+    """Print one case: prompt, answer, each rubric item's points and verdict, the score,
+    and every attempt with its error and raw reply.
+
+    Example: batchbench show gpt-5.4-mini 1e5677631491079c4988b5458cec4632
+    """
+    from ..cases import show_case
+    from ..errors import ConfigError
+    from ..rundir import open_run
+
+    run = open_run(jobs_dir, run_name)
+    if not run.exists():
+        raise ConfigError(f"no run {run_name!r} in {jobs_dir.resolve()}")
+    typer.echo(show_case(run, case_id, dataset))
+
+
+@friendly
+def export(
+    runs: Annotated[list[str], typer.Argument(metavar="RUN_OR_RESULTS...", help="Runs or files.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="The file to write.")],
+    fmt: Annotated[
+        str | None, typer.Option("--format", help="parquet or csv (default: from -o's suffix).")
+    ] = None,
+    decisions: Annotated[
+        bool, typer.Option("--decisions", help="One row per rubric item instead of per case.")
+    ] = False,
+    jobs_dir: JobsDirOpt = Path("jobs"),
+) -> None:
+    """Write runs' rows as one table: model, benchmark, case, score and its components.
+
+    Example: batchbench export gpt-5.4-mini gpt-5.5 -o scores.parquet
+    """
+    from ..cases import export_frame, write_export
+    from ..errors import ConfigError
+
+    fmt = fmt or output.suffix.lstrip(".").lower()
+    if fmt not in ("parquet", "csv"):
+        raise ConfigError(f"--format must be parquet or csv, got {fmt or 'nothing'!r}")
+    frame = export_frame(resolve_sources(runs, jobs_dir), decisions)
+    write_export(frame, output, fmt)
+    typer.echo(f"wrote {frame.height} rows to {output}")

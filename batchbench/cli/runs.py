@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..report import Progress
+from ..progress import Progress
 from ..rundir import Run
 from .common import SAMPLE_DATASET, DatasetOpt, JobsDirOpt, LimitOpt, SmokeOpt, friendly
 
@@ -40,7 +40,7 @@ def demo(
         if jobs_dir is None:
             typer.echo("(the run lives in a temporary folder; pass --jobs-dir to keep it)")
         _finish_run(
-            *execute(options, say=typer.echo, on_progress=Progress(_err)),
+            *execute(options, say=typer.echo, on_progress=Progress()),
             temporary=jobs_dir is None,
         )
 
@@ -173,11 +173,7 @@ def run(
         plan = make_dry_run(options)
         typer.echo(json.dumps(plan, indent=2) if as_json else plan_text(plan))
         return
-    _finish_run(*execute(options, say=typer.echo, on_progress=Progress(_err)))
-
-
-def _err(line: str) -> None:
-    typer.echo(line, err=True)
+    _finish_run(*execute(options, say=typer.echo, on_progress=Progress()))
 
 
 def _finish_run(run: Run, summary: Any, complete: bool, *, temporary: bool = False) -> None:
@@ -213,24 +209,46 @@ def status(
     pricing: Annotated[
         Path | None, typer.Option(help="Pricing JSON for the cost lines (default built-in).")
     ] = None,
+    refresh: Annotated[
+        bool,
+        typer.Option(
+            "--refresh",
+            help="Ask the API for the live state of every batch (one list call); journaled"
+            " when no process is advancing the run.",
+        ),
+    ] = False,
+    base_url: Annotated[str | None, typer.Option(help="API base URL, with --refresh.")] = None,
 ) -> None:
-    """Show a run's progress, token usage and cost from its journal (read-only, no API call)."""
+    """Show a run's progress, token usage and cost from its journal (no API call unless
+    --refresh), and how old that information is.
+
+    Examples: batchbench status gpt-5.4-mini; batchbench status gpt-5.4-mini --refresh
+    """
     import json
 
     from ..costs import load_pricing
     from ..errors import ConfigError
+    from ..jobs import refresh_status
     from ..report import run_status, status_text
     from ..rundir import list_runs, open_run
 
     runs = [open_run(jobs_dir, name)] if name else list_runs(jobs_dir)
     if name and not runs[0].exists():
-        raise ConfigError(f"no run {name!r} in {jobs_dir}")
+        raise ConfigError(f"no run {name!r} in {jobs_dir.resolve()}")
+    if refresh:
+        if not name:
+            raise ConfigError("--refresh asks the API about one run: name it")
+        lines, journaled = refresh_status(jobs_dir, name, base_url)
+        for line in lines or ["no batch in flight"]:
+            typer.echo(f"live: {line}")
+        if lines and not journaled:
+            typer.echo("(another process is advancing the run; it journals this itself)")
     prices = load_pricing(pricing)
     statuses = [run_status(r, prices) for r in runs]
     if as_json:
         typer.echo(json.dumps(statuses[0] if name else statuses, indent=2))
     elif not statuses:
-        typer.echo(f"no runs in {jobs_dir}")
+        typer.echo(f"no runs in {jobs_dir.resolve()}")
     else:
         typer.echo("\n".join(status_text(s) for s in statuses))
 

@@ -1,0 +1,163 @@
+"""Answers at a glance: one case of a run in full, and runs' rows as a table.
+
+``show`` reads everything a case went through from the run folder alone: the
+case from the run's dataset, its rows, and each attempt from the journal with
+the raw reply kept in ``raw/``. ``export`` turns result rows (a run's, or any
+reference-format file's) into one polars frame for parquet or CSV.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from .dataset import Case, load_dataset
+from .errors import ConfigError
+from .outputs import read_outputs
+from .requests import custom_id
+from .results import read_rows
+from .rundir import Run
+from .runs import Collected, Plan
+
+COMPONENTS = (
+    "matched_signed_points",
+    "available_positive_points",
+    "raw_score",
+    "f1_weighted",
+    "precision_weighted",
+    "recall_weighted",
+    "severe_rate",
+)
+
+
+def _case(run: Run, case_id: str, dataset: Path | None) -> Case:
+    config = run.load_config()
+    if case_id not in config.case_ids:
+        raise ConfigError(f"run {run.name!r} has no case {case_id!r}")
+    root = dataset or Path(config.dataset)
+    ds = load_dataset(root)
+    if ds.sha256 != config.dataset_sha256:
+        raise ConfigError(f"{root} is not the dataset run {run.name!r} was made with")
+    return ds.by_id()[case_id]
+
+
+def _attempts(run: Run, case_id: str) -> list[str]:
+    """Every request of the case, in order: stage, attempt, outcome, and the raw reply."""
+    plans: dict[str, Plan] = {}
+    lines: list[str] = []
+    for event in run.events():
+        if isinstance(event, Plan):
+            plans[event.sub] = event
+        elif isinstance(event, Collected) and case_id in event.outcomes:
+            outcome = event.outcomes[case_id]
+            plan = plans[event.sub]
+            attempt = next(x.attempt for x in plan.lines if x.case_id == case_id)
+            detail = f": {outcome.detail}" if outcome.detail else ""
+            lines.append(f"  {plan.stage} #{attempt} ({event.sub}): {outcome.kind}{detail}")
+            reply = _raw_reply(run, plan.stage, case_id, attempt)
+            if reply is not None and (outcome.kind != "ok" or plan.stage == "judges"):
+                lines.append(f"    reply: {reply[:800]}")
+    return lines
+
+
+def _raw_reply(run: Run, stage: str, case_id: str, attempt: int) -> str | None:
+    wanted = custom_id(stage, case_id, attempt)
+    for path in sorted(run.raw_dir.glob("*.jsonl")):
+        frame = read_outputs([path]).filter(pl.col("custom_id") == wanted)
+        if frame.height:
+            row = frame.row(0, named=True)
+            return row["content"] if row["content"] is not None else row["body_text"]
+    return None
+
+
+def show_case(run: Run, case_id: str, dataset: Path | None = None) -> str:
+    """The case, its answer, each rubric item with its points and verdict, its score, and
+    every attempt it took (with the error and the raw reply of those that failed)."""
+    case = _case(run, case_id, dataset)
+    rows = (
+        [r for r in read_rows(run.results_path) if r["case_id"] == case_id]
+        if (run.results_path.exists())
+        else []
+    )
+    last = rows[-1] if rows else None
+    verdicts = {d["item_id"]: d["matched"] for d in (last or {}).get("decisions", [])}
+    if last is None:
+        outcome = "not finished"
+    elif "error" in last:
+        outcome = f"error: {last['error']}"
+    else:
+        outcome = f"score {last['score']}  {json.dumps(last['score_components'])}"
+    out = [
+        f"case {case_id}  ({case['benchmark']}, {case['grading_method']})",
+        f"  {outcome}",
+        "PROMPT",
+        *(f"  {line}" for line in case["prompt"].splitlines()),
+        "ANSWER",
+        *(f"  {line}" for line in ((last or {}).get("answer") or "(none)").splitlines()),
+        "RUBRIC  (x matched, . not matched, ? not judged)",
+    ]
+    for item in case["rubric_items"]:
+        mark = {True: "x", False: "."}.get(verdicts.get(item["item_id"]), "?")  # type: ignore[arg-type]
+        out.append(f"  [{mark}] {item['points']:+g}  {item['text']}  ({item['item_id']})")
+    out += ["ATTEMPTS", *(_attempts(run, case_id) or ["  none yet"])]
+    return "\n".join(out)
+
+
+def export_frame(sources: list[tuple[str, Path]], decisions: bool = False) -> pl.DataFrame:
+    """One row per case (its last row, as the summary counts it) of each source, with
+    model, benchmark, score and components; with ``decisions``, one per rubric item."""
+    records: list[dict[str, Any]] = []
+    for name, path in sources:
+        last: dict[str, dict[str, Any]] = {}
+        for row in read_rows(path):
+            last[row["case_id"]] = row
+        for row in last.values():
+            base = {
+                "run": name,
+                "answer_model": row.get("answer_model"),
+                "judge_model": row.get("judge_model"),
+                "case_id": row["case_id"],
+                "benchmark": row.get("benchmark"),
+                "grading_method": row.get("grading_method"),
+                "score": row.get("score"),
+                "error": row.get("error"),
+            }
+            if not decisions:
+                parts = row.get("score_components") or {}
+                records.append({**base, **{c: parts.get(c) for c in COMPONENTS}})
+                continue
+            for d in row.get("decisions") or []:
+                records.append(
+                    {
+                        **base,
+                        "item_id": d["item_id"],
+                        "points": d["points"],
+                        "matched": d["matched"],
+                    }
+                )
+    schema = {
+        "run": pl.String,
+        "answer_model": pl.String,
+        "judge_model": pl.String,
+        "case_id": pl.String,
+        "benchmark": pl.String,
+        "grading_method": pl.String,
+        "score": pl.Float64,
+        "error": pl.String,
+    }
+    extra = (
+        {"item_id": pl.String, "points": pl.Float64, "matched": pl.Boolean}
+        if decisions
+        else {c: pl.Float64 for c in COMPONENTS}
+    )
+    return pl.DataFrame(records, schema={**schema, **extra}, orient="row")
+
+
+def write_export(frame: pl.DataFrame, out: Path, fmt: str) -> None:
+    if fmt == "parquet":
+        frame.write_parquet(out)
+    else:
+        frame.write_csv(out)
