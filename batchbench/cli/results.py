@@ -45,6 +45,8 @@ def summarize(
 
     Rows that cannot be true (a score outside 0..1, another benchmark, decisions
     that score otherwise) are refused, and so is replacing another selection's summary.
+
+    Example: batchbench summarize results.jsonl --dataset ../bedside-bench --smoke
     """
     from ..jobs import summarize_results
     from ..report import summary_json, summary_table
@@ -71,7 +73,10 @@ def summarize(
 
 @friendly
 def validate(dataset: DatasetOpt = SAMPLE_DATASET) -> None:
-    """Load and validate a dataset; print its case count and digest."""
+    """Load and validate a dataset; print its case count and digest.
+
+    Example: batchbench validate --dataset ../bedside-bench
+    """
     from ..dataset import load_dataset
 
     ds = load_dataset(dataset)

@@ -19,7 +19,10 @@ def demo(
     ] = None,
     dataset: DatasetOpt = SAMPLE_DATASET,
 ) -> None:
-    """Run the bundled sample end to end against the in-process emulator."""
+    """Run the bundled sample end to end against the in-process emulator.
+
+    Example: batchbench demo --jobs-dir /tmp/demo-run
+    """
     import tempfile
 
     from ..emulator import Emulator
@@ -128,6 +131,9 @@ def run(
 
     Exit status: 0 when every selected case is scored, 1 when some case ended in
     an error, 3 when --no-wait leaves the run still in progress.
+
+    Example: batchbench run --answer-model gpt-5.4-mini --judge-model gpt-5.6-sol
+    --dataset ../bedside-bench --smoke
     """
     from ..errors import ConfigError
     from ..jobs import RunOptions, Settings, execute
@@ -289,7 +295,11 @@ def cancel(
     jobs_dir: JobsDirOpt = Path("jobs"),
     base_url: Annotated[str | None, typer.Option(help="API base URL.")] = None,
 ) -> None:
-    """Cancel a run's in-flight batches and submit nothing more (until `run` resumes it)."""
+    """Cancel a run's in-flight batches and submit nothing more (until `run` resumes it);
+    works while another process is advancing the run.
+
+    Example: batchbench cancel gpt-5.4-mini
+    """
     from ..jobs import cancel_run
 
     cancelled = cancel_run(jobs_dir, name, base_url)

@@ -62,7 +62,10 @@ def emulator_command(
         typer.Option(help="A model GET /v1/models/{id} answers 404 for (repeatable)."),
     ] = None,
 ) -> None:
-    """Serve a loopback OpenAI Batch API (files, batches, lifecycle, faults) until Ctrl-C."""
+    """Serve a loopback OpenAI Batch API (files, batches, lifecycle, faults) until Ctrl-C.
+
+    Example: batchbench emulator --port 8765 --latency 2 --fault-rate 0.1
+    """
     if not 0 <= port <= 65535:
         fail(f"--port must be between 0 and 65535, got {port}")
     for name, seconds in (

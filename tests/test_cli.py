@@ -1,0 +1,305 @@
+"""The everyday CLI: never a paid run by accident, the true state, answers at a glance."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+from conftest import REPO, assert_one_line_error, run_cli
+from test_run import env, rows_of, run_args
+
+from batchbench.costs import load_pricing
+from batchbench.progress import WIDTH, Progress, progress_line
+from batchbench.runs import BatchSeen, Created, Line, Plan, fold
+
+pytest_plugins = ["batchbench.emulator.pytest_plugin"]
+
+
+def jobs_of(tmp_path: Path) -> Path:
+    return tmp_path / "jobs"
+
+
+# Never a paid run by accident ----------------------------------------------------------
+
+
+def test_where_runs_live_is_said_first_and_can_come_from_the_environment(
+    batch_emulator, tmp_path, fixture_dir
+):
+    args = run_args(batch_emulator, tmp_path, fixture_dir, "--limit", "2")
+    at = args.index("--jobs-dir")
+    del args[at : at + 2]
+    where = tmp_path / "elsewhere"
+    first = run_cli(*args, env={**env(), "BATCHBENCH_JOBS_DIR": str(where)})
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.splitlines()[0] == f"NEW run 'ans-model' in {where / 'ans-model'}"
+    again = run_cli(*args, env={**env(), "BATCHBENCH_JOBS_DIR": str(where)})
+    assert again.stdout.splitlines()[0] == f"RESUMING run 'ans-model' in {where / 'ans-model'}"
+    assert not (REPO / "jobs" / "ans-model").exists()
+
+
+def test_a_smoke_run_gets_its_own_name_and_conflicts_read_old_to_new(
+    batch_emulator, tmp_path, fixture_dir
+):
+    args = run_args(batch_emulator, tmp_path, fixture_dir)
+    at = args.index("--run")
+    del args[at : at + 2]  # the default names
+    smoke = run_cli(*args, "--smoke", env=env())
+    assert smoke.returncode == 0, smoke.stderr
+    assert (jobs_of(tmp_path) / "ans-model-smoke" / "run.json").exists()
+    assert not (jobs_of(tmp_path) / "ans-model").exists()  # the full run's name is free
+    other = args[:]
+    other[other.index("judge-model")] = "judge-2"
+    proc = run_cli(*other, "--smoke", env=env())
+    assert_one_line_error(proc, "judge_model: judge-model → judge-2")
+    proc = run_cli(*args, "--smoke", "--run", "ans-model-smoke", "--limit", "2", env=env())
+    assert_one_line_error(proc, "selection: smoke → smoke, first 2", "selected cases: 10 → 2")
+
+
+@pytest.mark.parametrize(
+    "model,priced_as",
+    [
+        ("gpt-4o-mini", "gpt-4o-mini"),
+        ("gpt-4o-mini-2024-07-18", "gpt-4o-mini"),
+        ("gpt-4o-2024-08-06", "gpt-4o"),
+        ("gpt-4o-mni", None),
+        ("gpt-4o-mini-high", None),
+    ],
+)
+def test_pricing_matches_a_model_or_its_dated_snapshot_never_a_prefix(model, priced_as):
+    table = json.loads((REPO / "batchbench" / "pricing.json").read_text())["models"]
+    price = load_pricing(None).price(model)
+    if priced_as is None:
+        assert price is None
+    else:
+        assert price is not None and price.input == table[priced_as]["input"]
+
+
+def test_a_dry_run_names_unpriced_models_and_applies_max_cost(tmp_path, fixture_dir):
+    base = ["run", "--answer-model", "gpt-4o-mni", "--judge-model", "gpt-4.1"]
+    base += ["--dataset", str(fixture_dir), "--jobs-dir", str(tmp_path), "--smoke", "--dry-run"]
+    text = run_cli(*base, "--max-cost", "5").stdout
+    assert "no price for gpt-4o-mni" in text
+    assert "the run would be refused (--max-cost: no price for 'gpt-4o-mni'" in text
+    base[base.index("gpt-4o-mni")] = "gpt-4o-mini"
+    plan = json.loads(run_cli(*base, "--json", "--max-cost", "0.000001").stdout)
+    assert plan["max_cost"]["refused_because"].startswith("estimated cost $")
+    assert "the run fits" in run_cli(*base, "--max-cost", "1000").stdout
+    assert not any(tmp_path.iterdir())
+
+
+# Always the true state -------------------------------------------------------------------
+
+
+def test_no_wait_prints_the_state_after_its_work_and_status_its_age(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    emu = batch_emulator_factory(latency=1.0)
+    proc = run_cli(*run_args(emu, tmp_path, fixture_dir, "--smoke", "--no-wait", cap=4), env=env())
+    assert proc.returncode == 3
+    assert re.search(r"ans-model: in progress .*as of \d\d:\d\d UTC, just now", proc.stdout)
+    assert "answers: 0/10 done" in proc.stdout and "validating" in proc.stdout
+    status = run_cli("status", "ans-model", "--jobs-dir", str(jobs_of(tmp_path)))
+    assert re.search(r"as of \d\d:\d\d UTC, just now", status.stdout)
+
+
+def test_status_refresh_asks_the_api_and_journals_what_it_learned(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    emu = batch_emulator_factory(latency=30.0)
+    args = run_args(emu, tmp_path, fixture_dir, "--smoke", "--no-wait", cap=4)
+    assert run_cli(*args, env=env()).returncode == 3
+    emu.flush()  # the batches finished meanwhile; the journal does not know yet
+    journal = jobs_of(tmp_path) / "ans-model" / "journal.jsonl"
+    before = journal.read_text()
+    refresh = ["status", "ans-model", "--refresh", "--jobs-dir", str(jobs_of(tmp_path))]
+    proc = run_cli(*refresh, "--base-url", emu.base_url, env=env())
+    assert proc.returncode == 0, proc.stderr
+    live = [x for x in proc.stdout.splitlines() if x.startswith("live: ")]
+    assert len(live) == 3 and all(re.search(r"completed (\d+)/\1 lines$", x) for x in live)
+    new = journal.read_text()[len(before) :]
+    assert new.count('"ev":"batch"') == 3 and '"status":"completed"' in new
+
+
+def test_progress_counts_running_lines_and_fits_100_columns():
+    events = [
+        Plan(
+            sub="answers-0001",
+            stage="answers",
+            seq=1,
+            path="p",
+            t=1000.0,
+            lines=[Line(f"c{i}", 1, True) for i in range(40)],
+        ),  # fmt: skip
+        Created(sub="answers-0001", batch_id="b1", t=1001.0),
+        BatchSeen(
+            sub="answers-0001",
+            batch_id="b1",
+            status="in_progress",
+            t=1100.0,
+            counts={"total": 40, "completed": 10, "failed": 0},
+        ),  # fmt: skip
+    ]
+    state = fold([f"c{i}" for i in range(40)], events)
+    state.subs["answers-0001"].create_started = 1000.0
+    line = progress_line(state, now=1200.0)
+    assert line.startswith("answers 0/40 (+10/40 running) · judges 0/40 · 3m20s")
+    assert line.endswith("ETA 10m00s")  # 30 lines to go at 10 lines per 200 s
+    assert len(progress_line(state, now=1e9)) <= WIDTH
+
+
+def test_progress_in_a_log_is_a_heartbeat_not_a_line_per_step():
+    out, now = io.StringIO(), [0.0]
+    progress = Progress(out, clock=lambda: now[0], tty=False)
+
+    class Fake:
+        def __init__(self, done):
+            self.state = fold(["c0", "c1"], [])
+            self.state.cases["c0"].answers.status = "ok" if done else "pending"
+            self._done = done
+
+        def done(self):
+            return False
+
+    for step in range(100):  # a change every 10 s for 1000 s
+        now[0] = step * 10.0
+        progress(Fake(step % 2 == 0))
+    lines = out.getvalue().splitlines()
+    assert 1 <= len(lines) <= 1000 / 180 + 1
+
+
+def test_cancel_works_while_another_process_advances_the_run(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    emu = batch_emulator_factory(latency=1.5)
+    args = run_args(emu, tmp_path, fixture_dir, "--limit", "12", cap=3)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "batchbench", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**__import__("os").environ, **env()},
+    )
+    journal = jobs_of(tmp_path) / "ans-model" / "journal.jsonl"
+    deadline = time.time() + 30
+    while time.time() < deadline and not (journal.exists() and '"created"' in journal.read_text()):
+        time.sleep(0.05)
+    cancel = run_cli(
+        "cancel", "ans-model", "--jobs-dir", str(jobs_of(tmp_path)), "--base-url", emu.base_url,
+        env=env(),
+    )  # fmt: skip
+    assert cancel.returncode == 0, cancel.stderr
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3, err
+    assert "cancelled: advance it again with the same command" in out
+    created_after = [
+        e for e in journal.read_text().split("\n")[journal.read_text().split("\n").index(
+            next(x for x in journal.read_text().split("\n") if '"cancel_requested"' in x)
+        ):] if '"ev":"created"' in e
+    ]  # fmt: skip
+    assert created_after == []  # nothing submitted after the cancel
+    assert proc.returncode != -signal.SIGKILL
+
+
+# Answers at a glance ----------------------------------------------------------------------
+
+
+def _failing_judge(body):
+    """Judges half the cases (by their first item id's first hex digit), fails the rest."""
+    if body["model"] != "judge-model":
+        return "An answer."
+    ids = re.findall(r"^\[([^\]]+)\] points=", body["messages"][-1]["content"], re.M)
+    if ids[0][0] in "01234567":
+        return "not json at all"
+    return json.dumps({"decisions": [{"item_id": i, "matched": True} for i in ids]})
+
+
+def test_list_show_export_and_errors_grouped(batch_emulator_factory, tmp_path, fixture_dir):
+    emu = batch_emulator_factory(latency=0.05, responder=_failing_judge)
+    args = run_args(emu, tmp_path, fixture_dir, "--limit", "8", "--max-attempts", "1")
+    proc = run_cli(*args, env=env())
+    assert proc.returncode == 1
+    rows = rows_of(jobs_of(tmp_path) / "ans-model" / "results.jsonl")
+    failed = [r for r in rows if "error" in r]
+    assert failed and len(failed) < 8 and f"{len(failed)} failed: {len(failed)} × invalid judge JSON" in proc.stdout
+
+    listing = json.loads(run_cli("list", "--jobs-dir", str(jobs_of(tmp_path)), "--json").stdout)
+    assert listing == [
+        {
+            "run": "ans-model",
+            "answer_model": "ans-model",
+            "judge_model": "judge-model",
+            "dataset": "dataset",
+            "dataset_sha256": json.loads(
+                (jobs_of(tmp_path) / "ans-model" / "run.json").read_text()
+            )["dataset_sha256"],
+            "status": "finished with errors",
+            "scored": 8 - len(failed),
+            "failed": len(failed),
+            "total": 8,
+            "overall_macro_mean": json.loads(
+                (jobs_of(tmp_path) / "ans-model" / "results.summary.json").read_text()
+            )["overall_macro_mean"],
+            "cost_usd": None,
+        }
+    ]
+
+    shown = run_cli("show", "ans-model", failed[0]["case_id"], "--jobs-dir", str(jobs_of(tmp_path)))
+    assert shown.returncode == 0, shown.stderr
+    assert "error: ValueError: invalid judge JSON" in shown.stdout
+    assert "judges #1 (judges-0001): failed: ValueError: invalid judge JSON" in shown.stdout
+    assert "reply: not json at all" in shown.stdout
+
+    out = tmp_path / "scores.parquet"
+    proc = run_cli("export", "ans-model", "-o", str(out), "--jobs-dir", str(jobs_of(tmp_path)))
+    assert proc.returncode == 0, proc.stderr
+    frame = pl.read_parquet(out)
+    assert sorted(frame["case_id"].to_list()) == sorted(r["case_id"] for r in rows)
+    scores = {r["case_id"]: r.get("score") for r in rows}
+    assert dict(zip(frame["case_id"], frame["score"])) == scores
+    csv = tmp_path / "items.csv"
+    run_cli(
+        "export", "ans-model", "-o", str(csv), "--decisions", "--jobs-dir", str(jobs_of(tmp_path))
+    )
+    items = pl.read_csv(csv)
+    assert items.height == sum(len(r.get("decisions", [])) for r in rows)
+
+
+def test_a_run_whose_cases_all_failed_is_not_called_complete(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    emu = batch_emulator_factory(
+        latency=0.05, responder=lambda body: {"status_code": 403, "body": {}}
+    )
+    proc = run_cli(*run_args(emu, tmp_path, fixture_dir, "--limit", "3"), env=env())
+    assert proc.returncode == 1
+    listing = run_cli("list", "--jobs-dir", str(jobs_of(tmp_path))).stdout
+    assert "\tfailed\t0/3/3\t" in listing and "complete" not in listing
+
+
+def test_help_version_and_the_order_of_commands():
+    top = run_cli("-h").stdout
+    order = ["demo", "run", "status", "list", "show", "export", "cancel", "summarize", "validate",
+             "emulator"]  # fmt: skip
+    listed = [line.split()[0] for line in top.split("Commands:")[1].splitlines() if line.strip()]
+    assert listed == order
+    assert re.fullmatch(r"batchbench \d+\.\d+\.\d+\n", run_cli("--version").stdout)
+    for command in order:
+        text = run_cli(command, "--help").stdout
+        assert "Example" in text and "<bool>" not in text, command
+
+
+def test_the_demo_suggests_keeping_its_folder_and_prints_paths_that_exist(tmp_path):
+    kept = run_cli("demo", "--jobs-dir", str(tmp_path / "kept"))
+    assert kept.returncode == 0, kept.stderr
+    printed = Path(kept.stdout.strip().splitlines()[-1].removeprefix("results: "))
+    assert printed.exists()
+    temporary = run_cli("demo")
+    assert "--jobs-dir" in temporary.stdout and "results: " not in temporary.stdout
