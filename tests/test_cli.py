@@ -228,7 +228,8 @@ def test_list_show_export_and_errors_grouped(batch_emulator_factory, tmp_path, f
     assert proc.returncode == 1
     rows = rows_of(jobs_of(tmp_path) / "ans-model" / "results.jsonl")
     failed = [r for r in rows if "error" in r]
-    assert failed and len(failed) < 8 and f"{len(failed)} failed: {len(failed)} × invalid judge JSON" in proc.stdout
+    grouped = f"{len(failed)} failed: {len(failed)} × invalid judge JSON"
+    assert failed and len(failed) < 8 and grouped in proc.stdout
 
     listing = json.loads(run_cli("list", "--jobs-dir", str(jobs_of(tmp_path)), "--json").stdout)
     assert listing == [
