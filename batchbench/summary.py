@@ -181,7 +181,7 @@ class WordStream:
         return out, pos
 
 
-def _sequential_means(scores: np.ndarray, picks: np.ndarray) -> np.ndarray:
+def sequential_means(scores: np.ndarray, picks: np.ndarray) -> np.ndarray:
     """Per-row mean of picked scores, summed strictly left to right from 0.
 
     Rows go in blocks that fit in cache; within a block the picks are gathered
@@ -213,7 +213,7 @@ def percentile(values: Sequence[float] | np.ndarray, p: float) -> float:
     return float(v[lo]) * (1 - f) + float(v[hi]) * f
 
 
-def _interval(means: np.ndarray) -> list[float]:
+def interval(means: np.ndarray) -> list[float]:
     return [percentile(means, 0.025), percentile(means, 0.975)]
 
 
@@ -233,25 +233,35 @@ def bootstrap(
         for b in names:
             n = arrays[b].size
             picks = stream.picks(n, samples * n).reshape(samples, n)
-            per_benchmark[b] = _interval(_sequential_means(arrays[b], picks))
-        means = _stratified_means([arrays[b] for b in names], stream, samples)
+            per_benchmark[b] = interval(sequential_means(arrays[b], picks))
+        [means] = stratified_means([[arrays[b] for b in names]], stream, samples)
     overall = np.array(list(map(math.fsum, means.tolist()))) / len(names)
-    return per_benchmark, _interval(overall)
+    return per_benchmark, interval(overall)
 
 
-def _stratified_means(arrays: Sequence[np.ndarray], stream: WordStream, samples: int) -> np.ndarray:
-    """``(samples, strata)`` resample means for the stratified overall interval."""
-    sizes = [a.size for a in arrays]
+def stratified_means(
+    score_sets: Sequence[Sequence[np.ndarray]], stream: WordStream, samples: int
+) -> list[np.ndarray]:
+    """``(samples, strata)`` resample means for the stratified overall interval, for each
+    set of strata scores, all resampled with the same picks (the paired comparison
+    resamples two runs' scores at once; the summary one run's)."""
+    sizes = [a.size for a in score_sets[0]]
     if len(set(sizes)) > 1:
         picks = stream.stratified(sizes, samples)
-        return np.column_stack([_sequential_means(a, p) for a, p in zip(arrays, picks)])
+        return [
+            np.column_stack([sequential_means(a, p) for a, p in zip(arrays, picks)])
+            for arrays in score_sets
+        ]
     # Equal strata: every pick has the same rule, so it is one run of picks;
     # offset each stratum's picks into the concatenated scores and sum them all.
-    n, strata = sizes[0], len(arrays)
+    n, strata = sizes[0], len(sizes)
     idx = stream.picks(n, samples * strata * n).reshape(samples, strata, n)
     idx += (np.arange(strata) * n)[None, :, None]
-    flat = _sequential_means(np.concatenate(arrays), idx.reshape(samples * strata, n))
-    return flat.reshape(samples, strata)
+    flat = idx.reshape(samples * strata, n)
+    return [
+        sequential_means(np.concatenate(arrays), flat).reshape(samples, strata)
+        for arrays in score_sets
+    ]
 
 
 def _last_rows(rows: Iterable[dict[str, Any]]) -> tuple[dict[str, dict], dict[str, dict]]:

@@ -115,3 +115,56 @@ def summarize(rows, samples=10000, seed=42, expected_case_ids=None, dataset_sha2
         "bootstrap_samples": samples,
         "bootstrap_seed": seed,
     }
+
+
+def paired_difference(a_by_bench, b_by_bench, samples=10000, seed=42):
+    """The compare issue's paired bootstrap, written plainly: ``{bench: [a scores]}`` and
+    ``{bench: [b scores]}`` of the paired cases, in registry order, same keys."""
+    rng = random.Random(seed)
+    names = sorted(a_by_bench)
+    out = {"benchmarks": {}}
+
+    def stats(mean_a, mean_b, diffs):
+        return {
+            "mean_a": mean_a,
+            "mean_b": mean_b,
+            "diff": mean_a - mean_b,
+            "ci95": [_percentile(diffs, 0.025), _percentile(diffs, 0.975)],
+            "share_a_better": sum(1 for d in diffs if d > 0) / len(diffs),
+        }
+
+    for b in names:
+        a, bb = a_by_bench[b], b_by_bench[b]
+        n = len(a)
+        diffs = []
+        for _ in range(samples):
+            picks = [rng.randrange(n) for _ in range(n)]
+            sum_a = sum_b = 0
+            for p in picks:
+                sum_a += a[p]
+                sum_b += bb[p]
+            diffs.append(sum_a / n - sum_b / n)
+        out["benchmarks"][b] = {
+            "n": n,
+            **stats(statistics.fmean(a), statistics.fmean(bb), diffs),
+        }
+    diffs = []
+    for _ in range(samples):
+        means_a, means_b = [], []
+        for b in names:
+            a, bb = a_by_bench[b], b_by_bench[b]
+            n = len(a)
+            picks = [rng.randrange(n) for _ in range(n)]
+            sum_a = sum_b = 0
+            for p in picks:
+                sum_a += a[p]
+                sum_b += bb[p]
+            means_a.append(sum_a / n)
+            means_b.append(sum_b / n)
+        diffs.append(statistics.fmean(means_a) - statistics.fmean(means_b))
+    out["overall"] = stats(
+        statistics.fmean([statistics.fmean(a_by_bench[b]) for b in names]),
+        statistics.fmean([statistics.fmean(b_by_bench[b]) for b in names]),
+        diffs,
+    )
+    return out

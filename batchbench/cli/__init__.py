@@ -9,7 +9,7 @@ from __future__ import annotations
 import typer
 
 from ..emulator.command import emulator_command
-from .results import export, show, summarize, validate
+from .results import compare, export, show, summarize, validate
 from .runs import cancel, demo, list_command, run, status
 
 app = typer.Typer(
@@ -44,6 +44,7 @@ app.command()(run)
 app.command()(status)
 app.command("list")(list_command)
 app.command()(show)
+app.command()(compare)
 app.command()(export)
 app.command()(cancel)
 app.command()(summarize)

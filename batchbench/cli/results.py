@@ -1,4 +1,4 @@
-"""The commands about results: show, export, summarize and validate."""
+"""The commands about results: show, compare, export, summarize and validate."""
 
 from __future__ import annotations
 
@@ -152,3 +152,37 @@ def export(
     frame = export_frame(resolve_sources(runs, jobs_dir), decisions)
     write_export(frame, output, fmt)
     typer.echo(f"wrote {frame.height} rows to {output}")
+
+
+@friendly
+def compare(
+    runs: Annotated[list[str], typer.Argument(metavar="RUN_OR_RESULTS...", help="Runs or files.")],
+    baseline: Annotated[
+        str | None, typer.Option(help="The run the others are compared with (default: first).")
+    ] = None,
+    dataset: Annotated[
+        Path | None, typer.Option(help="The dataset of results files (reference runner's too).")
+    ] = None,
+    bootstrap_samples: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 10000,
+    bootstrap_seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 42,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    jobs_dir: JobsDirOpt = Path("jobs"),
+) -> None:
+    """A leaderboard, and each run against the baseline: the paired difference per
+    benchmark and overall, with its 95% interval, over the cases both scored.
+
+    Example: batchbench compare gpt-5.4-mini gpt-5.5 --baseline gpt-5.4-mini
+    """
+    import json
+
+    from ..compare import compare as make_comparison
+    from ..compare import compare_text, load_side
+    from ..dataset import load_dataset
+    from ..errors import ConfigError
+
+    if bootstrap_samples < 1:
+        raise ConfigError(f"--bootstrap-samples must be at least 1, got {bootstrap_samples}")
+    ds = load_dataset(dataset) if dataset is not None else None
+    sides = [load_side(item, jobs_dir, ds) for item in runs]
+    result = make_comparison(sides, baseline, bootstrap_samples, bootstrap_seed)
+    typer.echo(json.dumps(result, indent=2) if as_json else compare_text(result))

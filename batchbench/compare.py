@@ -1,0 +1,230 @@
+"""Which run is better, and how sure: a paired bootstrap over the cases both runs scored.
+
+The resampling is defined exactly so that it can be reproduced and agrees with
+each run's own summary: one ``random.Random(seed)`` stream, consumed in the
+summary's order — per benchmark (names sorted) ``samples`` resamples of
+``randrange(n)`` drawn ``n`` times, the same picks applied to both runs, the
+resample's difference ``sum_a / n - sum_b / n`` (sums left to right from 0);
+then the stratified overall resamples, each the difference of the two runs'
+``fmean`` of benchmark means. Intervals use the summary's percentile rule;
+``share_a_better`` is the fraction of resamples with a difference above 0.
+When no case is excluded, each run's resample means are those of its summary.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .dataset import Dataset, load_dataset
+from .errors import ConfigError
+from .results import check_against, read_numbered_rows
+from .rundir import Run
+from .summary import WordStream, interval, is_success, sequential_means, stratified_means
+from .summary import summarize as summarize_rows
+
+
+@dataclass
+class Side:
+    """One run (or results file) as the comparison sees it."""
+
+    name: str
+    answer_model: str | None
+    judge_model: str | None
+    protocol_version: str | None
+    dataset_sha256: str | None
+    order: list[str]  # the dataset's case ids, registry order
+    benchmark_of: dict[str, str]
+    scores: dict[str, float]  # the last successful row's score of each case
+    summary: dict[str, Any]  # its own summary
+
+
+def _single(values: set[Any]) -> Any:
+    return next(iter(values)) if len(values) == 1 else None
+
+
+def load_side(item: str, jobs_dir: Path, dataset: Dataset | None) -> Side:
+    """A run name (its folder in ``jobs_dir``) or a results file (with ``dataset``)."""
+    path = Path(item)
+    run = Run(Path(jobs_dir) / item) if not path.is_file() else None
+    if run is not None and run.exists():
+        config = run.load_config()
+        ds = dataset if dataset is not None and dataset.sha256 == config.dataset_sha256 else None
+        ds = ds or load_dataset(config.dataset)
+        rows = (
+            [r for _, r in read_numbered_rows(run.results_path)]
+            if run.results_path.exists()
+            else []
+        )
+        if not run.summary_path.exists():
+            raise ConfigError(f"run {item!r} has no summary yet: let it finish first")
+        summary = json.loads(run.summary_path.read_text(encoding="utf-8"))
+        name, answer, judge = run.name, config.answer_model, config.judge_model
+        protocol, digest = config.protocol_version, config.dataset_sha256
+    elif path.is_file():
+        if dataset is None:
+            raise ConfigError(f"{item}: a results file needs --dataset (its cases and digest)")
+        numbered = read_numbered_rows(path)
+        check_against(numbered, path, dataset.by_id())
+        rows = [r for _, r in numbered]
+        ds, digest = dataset, dataset.sha256
+        summary = summarize_rows(
+            rows, expected_case_ids=[c["case_id"] for c in ds.cases], dataset_sha256=digest
+        )
+        ok = [r for r in rows if is_success(r)]
+        name = path.stem
+        answer = _single({r.get("answer_model") for r in ok})
+        judge = _single({r.get("judge_model") for r in ok})
+        protocol = _single({r.get("protocol_version") for r in rows})
+    else:
+        raise ConfigError(f"{item!r} is neither a results file nor a run in {jobs_dir}")
+    known = {c["case_id"] for c in ds.cases}
+    scores = {
+        r["case_id"]: float(r["score"]) for r in rows if is_success(r) and r["case_id"] in known
+    }
+    return Side(
+        name,
+        answer,
+        judge,
+        protocol,
+        digest,
+        [c["case_id"] for c in ds.cases],
+        {c["case_id"]: c["benchmark"] for c in ds.cases},
+        scores,
+        summary,
+    )
+
+
+def _check_comparable(a: Side, b: Side) -> None:
+    for field, label in (
+        ("judge_model", "judge model"),
+        ("protocol_version", "protocol version"),
+        ("dataset_sha256", "dataset digest"),
+    ):
+        va, vb = getattr(a, field), getattr(b, field)
+        if va != vb:
+            raise ConfigError(
+                f"{a.name} and {b.name} have another {label} ({va} vs {vb}): not comparable"
+            )
+
+
+def paired(a: Side, b: Side, samples: int = 10_000, seed: int = 42) -> dict[str, Any]:
+    """The paired difference of ``a`` against ``b``, per benchmark and overall."""
+    _check_comparable(a, b)
+    both = [c for c in a.order if c in a.scores and c in b.scores]
+    if not both:
+        raise ConfigError(f"{a.name} and {b.name} have no case scored in both")
+    excluded = len(set(a.scores) ^ set(b.scores))
+    by_benchmark: dict[str, list[str]] = {}
+    for case_id in both:  # registry order
+        by_benchmark.setdefault(a.benchmark_of[case_id], []).append(case_id)
+    names = sorted(by_benchmark)
+    sa = {n: np.array([a.scores[c] for c in by_benchmark[n]]) for n in names}
+    sb = {n: np.array([b.scores[c] for c in by_benchmark[n]]) for n in names}
+    benchmarks: dict[str, Any] = {}
+    expected = int(2.04 * samples * sum(1 << len(v).bit_length() for v in sa.values()))
+    with WordStream(seed, expected) as stream:
+        for name in names:
+            n = sa[name].size
+            picks = stream.picks(n, samples * n).reshape(samples, n)
+            diffs = sequential_means(sa[name], picks) - sequential_means(sb[name], picks)
+            mean_a, mean_b = statistics.fmean(sa[name]), statistics.fmean(sb[name])
+            benchmarks[name] = {"n": n, **_stats(mean_a, mean_b, diffs)}
+        ma, mb = stratified_means([[sa[n] for n in names], [sb[n] for n in names]], stream, samples)
+    k = len(names)
+    diffs = (
+        np.array(list(map(math.fsum, ma.tolist()))) / k
+        - np.array(list(map(math.fsum, mb.tolist()))) / k
+    )
+    overall = _stats(
+        statistics.fmean([statistics.fmean(sa[n]) for n in names]),
+        statistics.fmean([statistics.fmean(sb[n]) for n in names]),
+        diffs,
+    )
+    return {
+        "a": a.name,
+        "b": b.name,
+        "paired_cases": len(both),
+        "excluded_cases": excluded,
+        "overall": overall,
+        "benchmarks": benchmarks,
+    }
+
+
+def _stats(mean_a: float, mean_b: float, diffs: np.ndarray) -> dict[str, Any]:
+    return {
+        "mean_a": mean_a,
+        "mean_b": mean_b,
+        "diff": mean_a - mean_b,
+        "ci95": interval(diffs),
+        "share_a_better": int(np.count_nonzero(diffs > 0)) / diffs.size,
+    }
+
+
+def compare(
+    sides: list[Side], baseline: str | None = None, samples: int = 10_000, seed: int = 42
+) -> dict[str, Any]:
+    """The leaderboard (each run's own summary) and every run against the baseline."""
+    if len(sides) < 2:
+        raise ConfigError("compare needs at least two runs or results files")
+    names = [s.name for s in sides]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"two of the runs compared have the same name: {names}")
+    base = next((s for s in sides if s.name == baseline), None) if baseline else sides[0]
+    if base is None:
+        raise ConfigError(f"--baseline {baseline!r} is not one of {', '.join(names)}")
+    for side in sides:
+        _check_comparable(side, base)
+    return {
+        "protocol_version": base.protocol_version,
+        "dataset_sha256": base.dataset_sha256,
+        "judge_model": base.judge_model,
+        "bootstrap_samples": samples,
+        "bootstrap_seed": seed,
+        "baseline": base.name,
+        "runs": [
+            {
+                "name": s.name,
+                "answer_model": s.answer_model,
+                "completed_cases": s.summary["completed_cases"],
+                "errors": s.summary["errors"],
+                "overall_macro_mean": s.summary["overall_macro_mean"],
+                "overall_ci95": s.summary["overall_ci95"],
+            }
+            for s in sides
+        ],
+        "comparisons": [paired(s, base, samples, seed) for s in sides if s is not base],
+    }
+
+
+def compare_text(result: dict[str, Any]) -> str:
+    """The leaderboard, then each run against the baseline, per benchmark and overall."""
+    lines = [f"{'run':<28} {'answer model':<24} {'cases':>6} {'mean':>7}  95% CI"]
+    ranked = sorted(result["runs"], key=lambda r: -(r["overall_macro_mean"] or -1))
+    for r in ranked:
+        lo, hi = r["overall_ci95"]
+        lines.append(
+            f"{r['name'][:28]:<28} {str(r['answer_model'])[:24]:<24} {r['completed_cases']:>6}"
+            f" {r['overall_macro_mean']:>7.3f}  [{lo:.3f}, {hi:.3f}]"
+        )
+    for c in result["comparisons"]:
+        lines += [
+            "",
+            f"{c['a']} - {c['b']}: {c['paired_cases']} paired cases,"
+            f" {c['excluded_cases']} scored in only one",
+            f"  {'benchmark':<26} {'n':>4} {'diff':>8}  95% CI            P(a better)",
+        ]
+        for name, v in [*c["benchmarks"].items(), ("overall (macro)", c["overall"])]:
+            lo, hi = v["ci95"]
+            n = f"{v['n']:>4}" if "n" in v else "    "
+            lines.append(
+                f"  {name[:26]:<26} {n} {v['diff']:>+8.3f}  [{lo:+.3f}, {hi:+.3f}]"
+                f"  {v['share_a_better']:>10.1%}"
+            )
+    return "\n".join(lines)
