@@ -23,7 +23,7 @@ from .api import BatchApi
 from .collection import Collection, Limits, collect
 from .costs import prompt_tokens, token_counter
 from .dataset import Case
-from .errors import BatchFileError, TransientApiError
+from .errors import BatchFileError
 from .outputs import read_outputs
 from .requests import MAX_BYTES, stage_request, write_shards
 from .results import append_rows, row_counts, rows_for
@@ -80,7 +80,6 @@ class Pipeline:
         self.state: RunState = fold(config.case_ids, run.events())
         self._journal_size = run.journal_size()
         self.limits = Limits(settings.max_retries, settings.max_attempts, settings.hold_seconds)
-        self._last_poll = 0.0
         self._answers: dict[str, dict[str, str]] = {}
         self._rows_on_disk: Counter[str] | None = None
         self.submitter = Submitter(
@@ -161,12 +160,8 @@ class Pipeline:
         return self.state.in_flight()
 
     def poll(self) -> None:
-        self._last_poll = self.clock()
+        """Refresh this run's batches in flight (the group loop polls many runs at once)."""
         self.submitter.poll(self.in_flight())
-
-    def poll_due(self) -> bool:
-        due = self.clock() - self._last_poll >= self.settings.poll_interval
-        return bool(self.in_flight()) and due
 
     # planning -----------------------------------------------------------------
     def _plan(self, stage: Stage) -> str:
@@ -273,38 +268,20 @@ class Pipeline:
     def advance(self, *, wait: bool, on_progress: Callable[[Pipeline], None] | None = None) -> bool:
         """Steps and polls until every case is final; without ``wait``, until only waiting is left.
 
-        A call that still fails once the API client's retries are spent is tried
-        again at the next tick (the journal makes that safe), until the API has
-        failed for ``outage_seconds`` without a break. Returns whether every case
-        is final.
+        The loop is :class:`group.Group`'s, with this run alone in it. A call
+        that still fails once the API client's retries are spent is tried again
+        at the next tick (the journal makes that safe), until the API has failed
+        for ``outage_seconds`` without a break. Returns whether every case is final.
         """
-        polled = False
-        failing_since: float | None = None
-        while True:
-            self.catch_up()
-            try:
-                action = self.step()
-                if action is None and self.in_flight() and (self.poll_due() or not polled):
-                    self.poll()
-                    polled = True
-                    action = "polled"
-                failing_since = None
-            except TransientApiError as exc:
-                failing_since = failing_since or self.clock()
-                if self.clock() - failing_since >= self.settings.outage_seconds:
-                    raise
-                self.say(f"warning: {exc}; trying again at the next tick")
-                self.sleep(min(self.settings.poll_interval, 5.0))
-                continue
-            if on_progress is not None:
-                on_progress(self)
-            if action is not None:
-                continue
-            if self.done():
-                return True
-            if not wait or (self.state.cancelled and not self.in_flight()):
-                return False
-            now = self.clock()
-            wake = [self._last_poll + self.settings.poll_interval] if self.in_flight() else []
-            wake += [t for t in self.state.holds.values() if t > now]
-            self.sleep(max(0.01, min(wake, default=now + self.settings.poll_interval) - now))
+        from .group import Group, Member
+
+        Group(
+            [Member(self)],
+            self.api,
+            self.settings.poll_interval,
+            say=self.say,
+            clock=self.clock,
+            sleep=self.sleep,
+            outage_seconds=self.settings.outage_seconds,
+        ).advance(wait=wait, on_progress=on_progress)
+        return self.done()
