@@ -7,9 +7,8 @@ lives here too, so bad input never leaves a half-made run behind.
 
 from __future__ import annotations
 
-import json
+import contextlib
 import math
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,12 +18,12 @@ from . import protocol
 from .api import BatchApi, check_base_url
 from .costs import Pricing
 from .dataset import Case
-from .errors import ConfigError, ResultsError, RunLockedError
+from .errors import ConfigError, RunLockedError
 from .pipeline import Pipeline, Settings
 from .report import write_report, write_summary
 from .requests import MAX_LINES
 from .results import rows_in_registry_order
-from .rundir import SUMMARY_FILE, Run, RunConfig, check_name
+from .rundir import Run, RunConfig, check_name
 from .runs import BatchSeen, CancelRequested, Event, Redo, Resumed, fold
 from .summary import summarize
 
@@ -132,6 +131,14 @@ def prepare(
     return run, config, {c["case_id"]: c for c in selected}
 
 
+@dataclass
+class RunResult:
+    run: Run
+    summary: dict[str, Any] | None
+    complete: bool
+    error: str | None = None  # why this run was set aside (in a group of several)
+
+
 def execute(
     options: RunOptions,
     *,
@@ -139,34 +146,78 @@ def execute(
     on_progress: Callable[[Pipeline], None] | None = None,
 ) -> tuple[Run, dict[str, Any] | None, bool]:
     """Start or resume a run; returns the run, its summary (when written) and completeness."""
+    [result] = execute_group([options], say=say, on_progress=on_progress)
+    return result.run, result.summary, result.complete
+
+
+def execute_group(
+    group: list[RunOptions],
+    *,
+    say: Callable[[str], None] = print,
+    on_progress: Callable[[Pipeline], None] | None = None,
+) -> list[RunResult]:
+    """Start or resume one run per answer model and advance them all in one loop.
+
+    Bad options stop everything before anything is created. A model the API does
+    not know stops its own run only (when there are several); so does a run
+    that fails while advancing.
+    """
     from .api import make_client
     from .costs import load_pricing
+    from .group import Group, Member
 
-    run, config, cases = prepare(options)
-    state = "RESUMING" if run.exists() else "NEW"
-    say(f"{state} run {config.name!r} in {run.root.resolve()}")
-    pricing = load_pricing(options.pricing)
-    if options.max_cost is not None:
-        refusal = cost_refusal(make_plan(options, config, cases, pricing), options.max_cost)
+    prepared = [prepare(options) for options in group]
+    pricing = load_pricing(group[0].pricing)
+    max_cost = group[0].max_cost
+    if max_cost is not None:
+        plans = [make_plan(o, c, cases, pricing) for o, (_, c, cases) in zip(group, prepared)]
+        total = {"batch_usd": None if any(p["total"]["batch_usd"] is None for p in plans) else
+                 sum(p["total"]["batch_usd"] for p in plans)}  # fmt: skip
+        stages = {f"{i}{k}": s for i, p in enumerate(plans) for k, s in p["stages"].items()}
+        refusal = cost_refusal({"total": total, "stages": stages}, max_cost)
         if refusal:
             raise ConfigError(f"{refusal}; nothing was submitted")
-    client = make_client(options.base_url, api_key=options.api_key)
-    api = BatchApi(client)
-    api.check_models([config.answer_model, config.judge_model])
-    run.make_folder()
-    with run.lock():
-        config = run.create(config)
-        pipeline = Pipeline(run, config, cases, api, options.settings, say=say)
-        if pipeline.state.cancelled:
-            pipeline.record(Resumed())
-        failed = [c for c in config.case_ids if pipeline.state.cases[c].final == "error"]
-        if failed:  # rerunning the same command redoes them, as the reference does
-            pipeline.record(Redo(cases=failed))
-            say(f"redoing {len(failed)} case(s) that ended in an error")
-        complete = pipeline.advance(wait=not options.no_wait, on_progress=on_progress)
-        summary = write_run_summary(run, config)
-        write_report(run, pipeline.state, config, pricing)
-    return run, summary, complete
+    api = BatchApi(make_client(group[0].base_url, api_key=group[0].api_key))
+    api.check_models([prepared[0][1].judge_model])
+    results: list[RunResult] = []
+    members: list[tuple[Member, Run, RunConfig]] = []
+    with contextlib.ExitStack() as stack:
+        for options, (run, config, cases) in zip(group, prepared):
+            fresh = "RESUMING" if run.exists() else "NEW"
+            say(f"{fresh} run {config.name!r} in {run.root.resolve()}")
+            try:
+                api.check_models([config.answer_model])
+            except ConfigError as exc:
+                if len(group) == 1:
+                    raise
+                say(f"error: run {config.name!r} not started: {exc}")
+                results.append(RunResult(run, None, False, str(exc)))
+                continue
+            run.make_folder()
+            stack.enter_context(run.lock())
+            config = run.create(config)
+            pipeline = Pipeline(run, config, cases, api, options.settings, say=say)
+            if pipeline.state.cancelled:
+                pipeline.record(Resumed())
+            failed = [c for c in config.case_ids if pipeline.state.cases[c].final == "error"]
+            if failed:  # rerunning the same command redoes them, as the reference does
+                pipeline.record(Redo(cases=failed))
+                say(f"redoing {len(failed)} case(s) of {config.name!r} that ended in an error")
+            members.append((Member(pipeline), run, config))
+        settings = group[0].settings
+        Group(
+            [m for m, _, _ in members],
+            api,
+            settings.poll_interval,
+            say=say,
+            outage_seconds=settings.outage_seconds,
+        ).advance(wait=not group[0].no_wait, on_progress=on_progress)
+        for member, run, config in members:
+            summary = write_run_summary(run, config)
+            write_report(run, member.pipeline.state, config, pricing)
+            results.append(RunResult(run, summary, member.pipeline.done(), member.error))
+    order = [run.root for run, _, _ in prepared]
+    return sorted(results, key=lambda r: order.index(r.run.root))
 
 
 def write_run_summary(run: Run, config: RunConfig) -> dict[str, Any] | None:
@@ -283,91 +334,3 @@ def refresh_status(
         done = counts.get("completed", 0) + counts.get("failed", 0)
         lines.append(f"{sub.id} {sub.batch_id} {status} {done}/{counts.get('total', '?')} lines")
     return lines, journaled
-
-
-def summarize_results(
-    results: Path,
-    dataset: Path | None,
-    *,
-    smoke: bool = False,
-    limit: int | None = None,
-    benchmarks: tuple[str, ...] = (),
-    samples: int = 10_000,
-    seed: int = 42,
-    output: Path | None = None,
-    force: bool = False,
-) -> tuple[dict[str, Any], Path, list[str]]:
-    """``batchbench summarize``: check the rows, summarise them, guard the target, write.
-
-    Returns the summary, where it was written, and notes for the user.
-    """
-    from .dataset import load_dataset, select_cases
-    from .results import check_against, read_numbered_rows, summary_path
-
-    expected: list[str] | None = None
-    digest: str | None = None
-    numbered = read_numbered_rows(results)
-    if dataset is not None:
-        ds = load_dataset(dataset)
-        selected = select_cases(ds, smoke=smoke, limit=limit, benchmarks=benchmarks)
-        expected, digest = [c["case_id"] for c in selected], ds.sha256
-        check_against(numbered, results, ds.by_id())
-        if not {row["case_id"] for _, row in numbered} & set(expected):
-            raise ResultsError(
-                f"{results}: no row for any of the {len(expected)} selected cases of {dataset}"
-            )
-    elif smoke or limit is not None or benchmarks:
-        raise ConfigError("--smoke, --limit and --benchmark select from a dataset: pass --dataset")
-    elif not numbered:
-        raise ResultsError(f"{results}: no rows")
-    rows = [row for _, row in numbered]
-    summary = summarize(
-        rows, samples=samples, seed=seed, expected_case_ids=expected, dataset_sha256=digest
-    )
-    out = output or summary_path(results)
-    if not force:
-        _guard_target(out, summary, expected)
-    mode = out.stat().st_mode & 0o777 if out.exists() else 0o644  # a run's stays private
-    write_summary(out, summary, mode=mode)
-    successes = Counter(r["case_id"] for r in rows if "error" not in r)
-    several = sum(
-        1 for cid, n in successes.items() if n > 1 and (expected is None or cid in expected)
-    )
-    notes = (
-        [f"note: {several} case(s) have several successful rows; the last of each counts"]
-        if several
-        else []
-    )
-    return summary, out, notes
-
-
-def _guard_target(out: Path, summary: dict[str, Any], expected: list[str] | None) -> None:
-    """Never replace a summary of another dataset or selection without --force."""
-    if not out.exists():
-        return
-    advice = "write it elsewhere with --output FILE, or replace it with --force"
-    run = Run(out.parent)
-    if out.name == SUMMARY_FILE and run.exists():  # a run's own summary
-        config = run.load_config()
-        if summary["dataset_sha256"] != config.dataset_sha256 or expected != config.case_ids:
-            raise ConfigError(
-                f"{out} is run {config.name!r}'s own summary, of its dataset and selection"
-                f" ({len(config.case_ids)} cases, digest {config.dataset_sha256[:12]}); {advice}"
-            )
-        return
-    try:
-        existing = json.loads(out.read_text(encoding="utf-8"))
-        old_n = {b: int(v["n"]) for b, v in existing["benchmarks"].items()}
-        old_digest = existing["dataset_sha256"]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        raise ConfigError(f"{out} exists and is not a summary; {advice}") from None
-    new_n = {b: v["n"] for b, v in summary["benchmarks"].items()}
-    new_digest = summary["dataset_sha256"]
-    if old_digest != new_digest:
-        raise ConfigError(
-            f"{out} exists with another dataset digest ({old_digest} → {new_digest}); {advice}"
-        )
-    # More rows since (a run that went on) only add cases; fewer or other
-    # benchmarks, or fewer cases in one, is another selection.
-    if set(old_n) != set(new_n) or any(new_n[b] < old_n[b] for b in old_n):
-        raise ConfigError(f"{out} exists with another selection of cases; {advice}")

@@ -11,6 +11,8 @@ from conftest import FIXTURE, assert_one_line_error, run_cli
 
 DATASET = FIXTURE / "dataset"
 
+pytest_plugins = ["batchbench.emulator.pytest_plugin"]
+
 
 def _rows(name: str) -> list[dict]:
     text = (FIXTURE / "golden" / f"{name}.jsonl").read_text()
@@ -122,3 +124,102 @@ def test_a_results_file_needs_its_dataset(tmp_path):
     a = _write(tmp_path / "a.jsonl", _rows("full"))
     proc = run_cli("compare", str(a), str(a))
     assert_one_line_error(proc, "needs --dataset")
+
+
+# Several answer models in one command ----------------------------------------------------
+
+
+def _group_args(emu, tmp_path, *extra):
+    return [
+        "run", "--answer-model", "model-a", "--answer-model", "model-b",
+        "--judge-model", "judge-model", "--dataset", str(DATASET),
+        "--jobs-dir", str(tmp_path / "jobs"), "--base-url", emu.base_url,
+        "--poll-interval", "0.05", "--max-requests-per-batch", "4", *extra,
+    ]  # fmt: skip
+
+
+def assert_each_run_paid_once(emu) -> None:
+    """No run created a submission twice nor ran a line twice (runs share case ids)."""
+    from collections import Counter
+
+    ledger = emu.ledger()
+    run_of = {b["id"]: b["metadata"]["batchbench_run_id"] for b in ledger["batches"]}
+    subs = Counter((b["metadata"]["batchbench_run_id"], b["metadata"]["batchbench_sub"])
+                   for b in ledger["batches"])  # fmt: skip
+    lines = Counter((run_of[e["batch_id"]], e["custom_id"]) for e in ledger["executions"])
+    assert max(subs.values()) == 1 and max(lines.values()) == 1
+    assert len({run for run, _ in subs}) == 2
+
+
+def test_two_models_in_one_command_each_run_as_the_reference_would(
+    batch_emulator_factory, tmp_path
+):
+    from test_run import env
+
+    emu = batch_emulator_factory(latency=0.05)
+    proc = run_cli(*_group_args(emu, tmp_path, "--limit", "8"), env=env())
+    assert proc.returncode == 0, proc.stderr
+    for name in ("model-a", "model-b"):
+        run_dir = tmp_path / "jobs" / name
+        rows = [json.loads(x) for x in (run_dir / "results.jsonl").read_text().splitlines()]
+        assert len(rows) == 8 and {r["answer_model"] for r in rows} == {name}
+        copy = _write(tmp_path / f"{name}.jsonl", rows)
+        assert (
+            run_cli("summarize", str(copy), "--dataset", str(DATASET), "--limit", "8").returncode
+            == 0
+        )
+        assert (tmp_path / f"{name}.summary.json").read_bytes() == (
+            run_dir / "results.summary.json"
+        ).read_bytes()
+    assert_each_run_paid_once(emu)
+    statuses = json.loads(
+        run_cli(
+            "status", "model-a", "model-b", "--jobs-dir", str(tmp_path / "jobs"), "--json"
+        ).stdout
+    )
+    assert [s["status"] for s in statuses] == ["complete", "complete"]
+    compared = run_cli("compare", "model-a", "model-b", "--jobs-dir", str(tmp_path / "jobs"))
+    assert compared.returncode == 0 and "model-b - model-a: 8 paired cases" in compared.stdout
+
+
+def test_one_models_failure_does_not_stop_the_other(batch_emulator_factory, tmp_path):
+    from test_run import env
+
+    emu = batch_emulator_factory(latency=0.05, unknown_models=["model-b"])
+    proc = run_cli(*_group_args(emu, tmp_path, "--smoke"), env=env())
+    assert proc.returncode == 1
+    assert "model-b-smoke: not started (model 'model-b' is not available" in proc.stdout
+    rows = (tmp_path / "jobs" / "model-a-smoke" / "results.jsonl").read_text().splitlines()
+    assert len(rows) == 10 and not (tmp_path / "jobs" / "model-b-smoke").exists()
+
+
+def test_the_group_survives_a_sigkill_and_pays_once(batch_emulator_factory, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from test_run import env
+
+    emu = batch_emulator_factory(latency=0.3)
+    args = _group_args(emu, tmp_path, "--limit", "8")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "batchbench", *args],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **env()},
+    )  # fmt: skip
+    journals = [tmp_path / "jobs" / m / "journal.jsonl" for m in ("model-a", "model-b")]
+    deadline = time.time() + 30
+    while time.time() < deadline and not all(
+        j.exists() and '"ev":"collected"' in j.read_text() for j in journals
+    ):
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    again = run_cli(*args, env=env(), real=True)
+    assert again.returncode == 0, again.stderr
+    assert all(
+        len((tmp_path / "jobs" / m / "results.jsonl").read_text().splitlines()) == 8
+        for m in ("model-a", "model-b")
+    )
+    assert_each_run_paid_once(emu)

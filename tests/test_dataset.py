@@ -212,7 +212,7 @@ def _nested_too_deeply(root):
 def _huge_integer(root):
     path = _first_case(root)
     text = path.read_text()
-    path.write_text(text.replace('"points": ', '"points": 1' + "0" * 5000 + ", \"x\": ", 1))
+    path.write_text(text.replace('"points": ', '"points": 1' + "0" * 5000 + ', "x": ', 1))
     return path.name, "unreadable JSON"
 
 

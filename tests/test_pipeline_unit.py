@@ -205,3 +205,31 @@ def test_a_long_outage_gives_up_after_the_outage_budget(made):
     with pytest.raises(TransientApiError):
         p.advance(wait=True)
     assert 120 <= clock.now - start < 200
+
+
+def test_a_group_walks_the_batch_list_once_a_tick_for_all_its_runs(made, tmp_path):
+    from batchbench.group import Group, Member
+
+    run, config, api, clock, pipeline = made
+    other_run = Run(tmp_path / "other")
+    other_run.make_folder()
+    with other_run.lock():
+        other_config = other_run.create(RunConfig(**{**config.__dict__, "name": "other"}))
+    first = pipeline()
+    second = Pipeline(
+        other_run, other_config, first.cases, api, first.settings,
+        say=lambda _: None, clock=clock, sleep=clock.sleep,
+    )  # fmt: skip
+    walks = []
+    real = api.batches_since
+
+    def counted(since):
+        walks.append(since)
+        return real(since)
+
+    api.batches_since = counted  # type: ignore[method-assign]
+    group = Group([Member(first), Member(second)], api, 10, say=lambda _: None,
+                  clock=clock, sleep=clock.sleep)  # fmt: skip
+    group.advance(wait=True)
+    assert first.done() and second.done()
+    assert len(walks) == group.list_walks > 0  # one walk per tick, for both runs' batches

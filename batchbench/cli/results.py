@@ -48,8 +48,8 @@ def summarize(
 
     Example: batchbench summarize results.jsonl --dataset ../bedside-bench --smoke
     """
-    from ..jobs import summarize_results
     from ..report import summary_json, summary_table
+    from ..summary_file import summarize_results
 
     summary, out, notes = summarize_results(
         results,

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from ..progress import Progress
-from ..rundir import Run
+from ..rundir import Run, default_name
 from .common import SAMPLE_DATASET, DatasetOpt, JobsDirOpt, LimitOpt, SmokeOpt, friendly
 
 
@@ -42,19 +43,27 @@ def demo(
         )
         if jobs_dir is None:
             typer.echo("(the run lives in a temporary folder; pass --jobs-dir to keep it)")
-        _finish_run(
+        code = _finish_run(
             *execute(options, say=typer.echo, on_progress=Progress()),
             temporary=jobs_dir is None,
         )
+        raise typer.Exit(code)
 
 
 @friendly
 def run(
-    answer_model: Annotated[str, typer.Option(help="The model under test.")],
+    answer_model: Annotated[
+        list[str],
+        typer.Option(help="The model under test; repeat it to grade several in one go."),
+    ],
     judge_model: Annotated[str, typer.Option(help="The judge model.")],
     run_name: Annotated[
         str | None,
-        typer.Option("--run", help="Run name [A-Za-z0-9._-]+ (default: from the answer model)."),
+        typer.Option(
+            "--run",
+            help="Run name [A-Za-z0-9._-]+ (default: from the answer model); with several"
+            " models, a prefix.",
+        ),
     ] = None,
     jobs_dir: JobsDirOpt = Path("jobs"),
     dataset: Annotated[
@@ -136,7 +145,7 @@ def run(
     --dataset ../bedside-bench --smoke
     """
     from ..errors import ConfigError
-    from ..jobs import RunOptions, Settings, execute
+    from ..jobs import RunOptions, Settings, execute_group
 
     if dataset is None:
         raise ConfigError(
@@ -146,7 +155,7 @@ def run(
     if as_json and not dry_run:
         raise ConfigError("--json goes with --dry-run (use `batchbench status --json`)")
     options = RunOptions(
-        answer_model=answer_model,
+        answer_model=answer_model[0],
         judge_model=judge_model,
         run=run_name,
         jobs_dir=jobs_dir,
@@ -170,22 +179,44 @@ def run(
             delete_remote_files=delete_remote_files,
         ),
     ).check()
+    group = [
+        dataclasses.replace(
+            options,
+            answer_model=model,
+            run=run_name
+            if len(answer_model) == 1
+            else f"{run_name}-{default_name(model, smoke)}"
+            if run_name
+            else None,
+        ).check()
+        for model in dict.fromkeys(answer_model)
+    ]
     if dry_run:
         import json
 
         from ..dryrun import plan_text
         from ..jobs import dry_run as make_dry_run
 
-        plan = make_dry_run(options)
-        typer.echo(json.dumps(plan, indent=2) if as_json else plan_text(plan))
+        plans = [make_dry_run(o) for o in group]
+        if as_json:
+            typer.echo(json.dumps(plans[0] if len(plans) == 1 else plans, indent=2))
+        else:
+            typer.echo("\n\n".join(plan_text(p) for p in plans))
         return
-    _finish_run(*execute(options, say=typer.echo, on_progress=Progress()))
+    results = execute_group(group, say=typer.echo, on_progress=Progress())
+    codes = [_finish_run(r.run, r.summary, r.complete, error=r.error) for r in results]
+    raise typer.Exit(3 if 3 in codes else max(codes))
 
 
-def _finish_run(run: Run, summary: Any, complete: bool, *, temporary: bool = False) -> None:
-    """Print where the run stands after this invocation's work, and exit accordingly."""
+def _finish_run(
+    run: Run, summary: Any, complete: bool, *, temporary: bool = False, error: str | None = None
+) -> int:
+    """Print where the run stands after this invocation's work; its exit status."""
     from ..report import errors_line, run_status, status_text, summary_table
 
+    if error is not None and not run.exists():
+        typer.echo(f"{run.name}: not started ({error})")
+        return 1
     status = run_status(run)
     if summary is not None and complete:
         typer.echo(summary_table(summary))
@@ -193,23 +224,29 @@ def _finish_run(run: Run, summary: Any, complete: bool, *, temporary: bool = Fal
             typer.echo(errors_line(status["errors_by_cause"]))
     else:
         typer.echo(status_text(status))
+    if error is not None:
+        typer.echo(f"{run.name}: stopped: {error}")
     if temporary:
         typer.echo("(the demo ran in a temporary folder, now deleted; --jobs-dir DIR keeps it)")
     else:
         typer.echo(f"results: {run.results_path.resolve()}")
+    if error is not None:
+        return 1
     if not complete:
         what = "cancelled" if status["status"] == "cancelled" else "in progress"
         typer.echo(
             f"{what}: advance it again with the same command, or see `batchbench status {run.name}`"
         )
-        raise typer.Exit(3)
-    if status["cases"]["errors"] or summary is None:
-        raise typer.Exit(1)
+        return 3
+    return 1 if status["cases"]["errors"] or summary is None else 0
 
 
 @friendly
 def status(
-    name: Annotated[str | None, typer.Argument(help="Run name (default: every run).")] = None,
+    names: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="[RUN]...", help="Run names (default: every run)."),
+    ] = None,
     jobs_dir: JobsDirOpt = Path("jobs"),
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     pricing: Annotated[
@@ -238,21 +275,24 @@ def status(
     from ..report import run_status, status_text
     from ..rundir import list_runs, open_run
 
-    runs = [open_run(jobs_dir, name)] if name else list_runs(jobs_dir)
-    if name and not runs[0].exists():
-        raise ConfigError(f"no run {name!r} in {jobs_dir.resolve()}")
+    runs = [open_run(jobs_dir, name) for name in names] if names else list_runs(jobs_dir)
+    for run in runs:
+        if not run.exists():
+            raise ConfigError(f"no run {run.name!r} in {jobs_dir.resolve()}")
     if refresh:
-        if not name:
-            raise ConfigError("--refresh asks the API about one run: name it")
-        lines, journaled = refresh_status(jobs_dir, name, base_url)
-        for line in lines or ["no batch in flight"]:
-            typer.echo(f"live: {line}")
-        if lines and not journaled:
-            typer.echo("(another process is advancing the run; it journals this itself)")
+        if not names:
+            raise ConfigError("--refresh asks the API about the runs you name: name them")
+        for run in runs:
+            lines, journaled = refresh_status(jobs_dir, run.name, base_url)
+            for line in lines or ["no batch in flight"]:
+                typer.echo(f"live: {run.name}: {line}")
+            if lines and not journaled:
+                typer.echo(f"({run.name} is being advanced by another process; it journals this)")
     prices = load_pricing(pricing)
     statuses = [run_status(r, prices) for r in runs]
     if as_json:
-        typer.echo(json.dumps(statuses[0] if name else statuses, indent=2))
+        one = names is not None and len(names) == 1
+        typer.echo(json.dumps(statuses[0] if one else statuses, indent=2))
     elif not statuses:
         typer.echo(f"no runs in {jobs_dir.resolve()}")
     else:
@@ -291,7 +331,7 @@ def list_command(
 
 @friendly
 def cancel(
-    name: Annotated[str, typer.Argument(help="Run name.")],
+    names: Annotated[list[str], typer.Argument(metavar="RUN...", help="Run names.")],
     jobs_dir: JobsDirOpt = Path("jobs"),
     base_url: Annotated[str | None, typer.Option(help="API base URL.")] = None,
 ) -> None:
@@ -302,5 +342,6 @@ def cancel(
     """
     from ..jobs import cancel_run
 
-    cancelled = cancel_run(jobs_dir, name, base_url)
-    typer.echo(f"cancelled {len(cancelled)} batch(es): {' '.join(cancelled) or '-'}")
+    for name in names:
+        cancelled = cancel_run(jobs_dir, name, base_url)
+        typer.echo(f"{name}: cancelled {len(cancelled)} batch(es): {' '.join(cancelled) or '-'}")
