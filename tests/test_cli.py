@@ -287,8 +287,8 @@ def test_a_run_whose_cases_all_failed_is_not_called_complete(
 
 def test_help_version_and_the_order_of_commands():
     top = run_cli("-h").stdout
-    order = ["demo", "run", "status", "list", "show", "compare", "export", "cancel", "summarize",
-             "validate", "emulator"]  # fmt: skip
+    order = ["demo", "run", "status", "list", "show", "compare", "report", "export", "cancel",
+             "summarize", "validate", "emulator"]  # fmt: skip
     listed = [line.split()[0] for line in top.split("Commands:")[1].splitlines() if line.strip()]
     assert listed == order
     assert re.fullmatch(r"batchbench \d+\.\d+\.\d+\n", run_cli("--version").stdout)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import typer
 
 from ..emulator.command import emulator_command
-from .results import compare, export, show, summarize, validate
+from .results import compare, export, report, show, summarize, validate
 from .runs import cancel, demo, list_command, run, status
 
 app = typer.Typer(
@@ -45,6 +45,7 @@ app.command()(status)
 app.command("list")(list_command)
 app.command()(show)
 app.command()(compare)
+app.command()(report)
 app.command()(export)
 app.command()(cancel)
 app.command()(summarize)

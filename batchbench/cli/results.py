@@ -186,3 +186,28 @@ def compare(
     sides = [load_side(item, jobs_dir, ds) for item in runs]
     result = make_comparison(sides, baseline, bootstrap_samples, bootstrap_seed)
     typer.echo(json.dumps(result, indent=2) if as_json else compare_text(result))
+
+
+@friendly
+def report(
+    runs: Annotated[list[str], typer.Argument(metavar="RUN_OR_RESULTS...", help="Runs or files.")],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="The page (default: report.html).")
+    ] = None,
+    baseline: Annotated[str | None, typer.Option(help="Compare against this run.")] = None,
+    dataset: Annotated[
+        Path | None, typer.Option(help="The dataset of results files (reference runner's too).")
+    ] = None,
+    jobs_dir: JobsDirOpt = Path("jobs"),
+) -> None:
+    """Write one self-contained HTML page: header, leaderboard, per-benchmark table,
+    figures, the comparison, every case with each run's verdicts, and the failures.
+
+    Example: batchbench report gpt-5.4-mini gpt-5.5 -o bedside.html
+    """
+    from ..page import load_sources, render, write_page
+
+    sources, ds = load_sources(runs, jobs_dir, dataset)
+    out = output or Path("report.html")
+    write_page(out, render(sources, ds, baseline))
+    typer.echo(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")

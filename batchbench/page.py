@@ -1,0 +1,303 @@
+"""One self-contained HTML page for a run or a comparison: read offline, attach to a mail.
+
+Everything is inline (style, SVG figures, a small optional script); the page
+works without JavaScript. Every number shown carries its exact value in a
+``data-value`` attribute, equal to the summaries' and the comparison's; every
+text from a dataset, a model or a judge is escaped, so hostile content shows as
+text.
+"""
+
+from __future__ import annotations
+
+import html
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import figures
+from .compare import Side, compare, load_side
+from .dataset import Case, Dataset, load_dataset
+from .errors import ConfigError
+from .outputs import read_outputs
+from .protocol import PROTOCOL_VERSION
+from .report import error_cause, run_status
+from .results import read_rows
+from .rundir import Run
+
+ANSWER_LIMIT = 4000  # characters of an answer shown per model; the rest is elided
+
+
+@dataclass
+class Source:
+    side: Side
+    rows: dict[str, dict[str, Any]]  # the last row of each case
+    replies: dict[str, str] = field(default_factory=dict)  # custom_id → raw reply (runs)
+    cost: dict[str, Any] | None = None
+
+
+def load_sources(
+    items: list[str], jobs_dir: Path, dataset: Path | None
+) -> tuple[list[Source], Dataset]:
+    ds = load_dataset(dataset) if dataset is not None else None
+    sources = []
+    for item in items:
+        side = load_side(item, jobs_dir, ds)
+        run = Run(Path(jobs_dir) / item)
+        path = run.results_path if run.exists() else Path(item)
+        rows: dict[str, dict[str, Any]] = {}
+        for row in read_rows(path) if path.exists() else []:
+            rows[row["case_id"]] = row
+        source = Source(side, rows)
+        if run.exists():
+            ds = ds or load_dataset(run.load_config().dataset)
+            raw = sorted(run.raw_dir.glob("*.jsonl"))
+            if raw:
+                frame = read_outputs(raw)
+                for cid, content, body in frame.select("custom_id", "content", "body_text").rows():
+                    source.replies[cid] = content if content is not None else (body or "")
+            source.cost = run_status(run)["cost"]
+        sources.append(source)
+    if ds is None:
+        raise ConfigError("report needs --dataset for results files")
+    return sources, ds
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _num(value: Any, digits: int = 3, signed: bool = False) -> str:
+    """A number shown rounded, with its exact value kept in ``data-value``."""
+    if not isinstance(value, (int, float)) or value != value:
+        return '<td class="n" data-value="NaN">n/a</td>'
+    shown = f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+    return f'<td class="n" data-value="{value!r}">{shown}</td>'
+
+
+def _ci(ci: list[Any], signed: bool = False) -> str:
+    return _num(ci[0], signed=signed) + _num(ci[1], signed=signed)
+
+
+STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}
+h1{font-size:1.5em}h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}
+table{border-collapse:collapse;margin:.5em 0}td,th{padding:.2em .6em;border-bottom:1px solid #eee;
+text-align:left;vertical-align:top}td.n{text-align:right;font-variant-numeric:tabular-nums}
+dl{display:grid;grid-template-columns:max-content auto;gap:.1em 1em}dt{color:#666}
+details{border:1px solid #e4e4e4;border-radius:4px;margin:.4em 0;padding:.3em .6em}
+summary{cursor:pointer}pre{white-space:pre-wrap;background:#f7f7f7;padding:.5em;max-height:24em;
+overflow:auto}.yes{color:#11772d}.no{color:#b3261e}.disagree{background:#fff4d6}
+figure{margin:1em 0}figure svg{max-width:100%;height:auto}
+"""
+
+SCRIPT = """
+document.getElementById('filter').addEventListener('input', function () {
+  var b = document.getElementById('bench').value, d = document.getElementById('dis').checked;
+  document.querySelectorAll('#cases details.case').forEach(function (el) {
+    var ok = (!b || el.dataset.benchmark === b) && (!d || el.dataset.disagree === '1');
+    el.style.display = ok ? '' : 'none';
+  });
+});
+"""
+
+
+def render(sources: list[Source], ds: Dataset, baseline: str | None = None) -> str:
+    """The whole page."""
+    sides = [s.side for s in sources]
+    comparison = compare(sides, baseline) if len(sides) > 1 else None
+    first = sides[0].summary
+    parts = [
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>BedsideBench report: {_e(', '.join(s.name for s in sides))}</title>",
+        f"<style>{STYLE}</style></head><body>",
+        _header(sources, first),
+        _leaderboard(sources),
+        _benchmarks(sources),
+        "<h2 id='figures'>Figures</h2>",
+        "<figure id='forest'>", figures.forest([(s.name, s.summary) for s in sides]),
+        "<figcaption>Per-benchmark means and 95% intervals, each run.</figcaption></figure>",
+    ]  # fmt: skip
+    if comparison is not None:
+        parts += [
+            "<figure id='differences'>",
+            figures.differences(comparison["comparisons"]),
+            "<figcaption>Paired differences against the baseline.</figcaption></figure>",
+            _comparisons(comparison),
+        ]
+    parts += [_cases(sources, ds), _failures(sources, ds), f"<script>{SCRIPT}</script>"]
+    return "".join(parts) + "</body></html>\n"
+
+
+def _header(sources: list[Source], first: dict[str, Any]) -> str:
+    side = sources[0].side
+    rows = [
+        ("protocol", side.protocol_version or PROTOCOL_VERSION),
+        ("dataset digest", side.dataset_sha256),
+        ("judge", f"{side.judge_model} (temperature {first.get('judge_temperature')})"),
+        ("models", ", ".join(str(s.side.answer_model) for s in sources)),
+        ("bootstrap", f"{first['bootstrap_samples']} resamples, seed {first['bootstrap_seed']}"),
+    ]
+    for s in sources:
+        summary = s.side.summary
+        cases = f"{summary['completed_cases']} completed, {summary['errors']} failed"
+        if s.cost:
+            usage = "; ".join(
+                f"{stage}: {c.get('requests', 0)} requests, {c.get('prompt_tokens', 0):,} in,"
+                f" {c.get('completion_tokens', 0):,} out"
+                + (f", ${c['batch_usd']:,.4f}" if c.get("batch_usd") is not None else "")
+                for stage, c in s.cost["stages"].items()
+            )
+            cases += f" — {usage}"
+        rows.append((s.side.name, cases))
+    items = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in rows)
+    return f"<h1>BedsideBench report</h1><dl id='header'>{items}</dl>"
+
+
+def _leaderboard(sources: list[Source]) -> str:
+    body = "".join(
+        f"<tr data-run='{_e(s.side.name)}'><td>{_e(s.side.name)}</td>"
+        f"<td>{_e(s.side.answer_model)}</td>"
+        f"<td class='n'>{s.side.summary['completed_cases']}</td>"
+        f"{_num(s.side.summary['overall_macro_mean'])}{_ci(s.side.summary['overall_ci95'])}</tr>"
+        for s in sorted(sources, key=lambda s: -(s.side.summary["overall_macro_mean"] or -1))
+    )
+    return (
+        "<h2 id='leaderboard'>Leaderboard</h2><table><tr><th>run</th><th>answer model</th>"
+        f"<th>cases</th><th>macro mean</th><th colspan=2>95% CI</th></tr>{body}</table>"
+    )
+
+
+def _benchmarks(sources: list[Source]) -> str:
+    names = sorted({b for s in sources for b in s.side.summary["benchmarks"]})
+    head = "".join(f"<th colspan=3>{_e(s.side.name)}</th>" for s in sources)
+    body = ""
+    for name in names:
+        cells = ""
+        for s in sources:
+            b = s.side.summary["benchmarks"].get(name)
+            cells += _num(b["mean"]) + _ci(b["ci95"]) if b else "<td></td><td></td><td></td>"
+        body += f"<tr data-benchmark='{_e(name)}'><td>{_e(name)}</td>{cells}</tr>"
+    return (
+        "<h2 id='benchmarks'>Per benchmark</h2><p>mean, then its 95% interval</p>"
+        f"<table><tr><th>benchmark</th>{head}</tr>{body}</table>"
+    )
+
+
+def _comparisons(result: dict[str, Any]) -> str:
+    out = [f"<h2 id='comparison'>Against the baseline ({_e(result['baseline'])})</h2>"]
+    for c in result["comparisons"]:
+        rows = "".join(
+            f"<tr><td>{_e(name)}</td><td class='n'>{v.get('n', '')}</td>"
+            f"{_num(v['diff'], signed=True)}{_ci(v['ci95'], signed=True)}"
+            f"{_num(v['share_a_better'])}</tr>"
+            for name, v in [*c["benchmarks"].items(), ("overall (macro)", c["overall"])]
+        )
+        out.append(
+            f"<h3>{_e(c['a'])} − {_e(c['b'])}: {c['paired_cases']} paired cases,"
+            f" {c['excluded_cases']} scored in only one</h3><table class='comparison'>"
+            "<tr><th>benchmark</th><th>n</th><th>diff</th><th colspan=2>95% CI</th>"
+            f"<th>share a better</th></tr>{rows}</table>"
+        )
+    return "".join(out)
+
+
+def _answer(text: Any) -> str:
+    text = "" if text is None else str(text)
+    if len(text) > ANSWER_LIMIT:
+        text = text[:ANSWER_LIMIT] + f"\n… ({len(text) - ANSWER_LIMIT} more characters)"
+    return f"<pre>{_e(text)}</pre>"
+
+
+def _cases(sources: list[Source], ds: Dataset) -> str:
+    """Every case, worst first (lowest mean score across runs), with each run's verdicts."""
+    selected = [c for c in ds.cases if any(c["case_id"] in s.rows for s in sources)]
+
+    def key(case: Case) -> float:
+        found = [s.rows[case["case_id"]].get("score") for s in sources if case["case_id"] in s.rows]
+        scores = [float(x) for x in found if isinstance(x, (int, float))]
+        return sum(scores) / len(scores) if scores else -1.0
+
+    items = []
+    for case in sorted(selected, key=key):
+        cid = case["case_id"]
+        rows = [s.rows.get(cid, {}) for s in sources]
+        verdicts = [{d["item_id"]: d["matched"] for d in r.get("decisions", [])} for r in rows]
+        disagree = any(
+            len({v.get(it["item_id"]) for v in verdicts}) > 1 for it in case["rubric_items"]
+        )
+        scores = " · ".join(
+            f"{_e(s.side.name)} {r['score']:.3f}" if "score" in r else f"{_e(s.side.name)} failed"
+            for s, r in zip(sources, rows)
+        )
+        head = "".join(f"<th>{_e(s.side.name)}</th>" for s in sources)
+        rubric = "".join(
+            f"<tr{' class=disagree' if len({v.get(it['item_id']) for v in verdicts}) > 1 else ''}>"
+            f"<td class='n'>{it['points']:+g}</td><td>{_e(it['text'])}</td>"
+            + "".join(_mark(v.get(it["item_id"])) for v in verdicts)
+            + "</tr>"
+            for it in case["rubric_items"]
+        )
+        answers = "".join(
+            f"<h4>{_e(s.side.name)}</h4>{_answer(r.get('answer', r.get('error')))}"
+            for s, r in zip(sources, rows)
+        )
+        items.append(
+            f"<details class='case' data-benchmark='{_e(case['benchmark'])}'"
+            f" data-disagree='{int(disagree)}' data-case='{_e(cid)}'><summary>"
+            f"{_e(case['benchmark'])} · {_e(cid)} · {scores}</summary>"
+            f"<h4>prompt</h4><pre>{_e(case['prompt'])}</pre>{answers}"
+            f"<table><tr><th>points</th><th>rubric item</th>{head}</tr>{rubric}</table></details>"
+        )
+    options = "".join(f"<option>{_e(b)}</option>" for b in ds.benchmarks)
+    return (
+        "<h2 id='cases'>Cases, worst first</h2><form id='filter'>benchmark <select id='bench'>"
+        f"<option value=''>all</option>{options}</select> <label><input type=checkbox id='dis'>"
+        " only where the runs disagree</label></form>" + "".join(items)
+    )
+
+
+def _mark(matched: Any) -> str:
+    if matched is None:
+        return "<td>–</td>"
+    return "<td class='yes'>✓</td>" if matched else "<td class='no'>✗</td>"
+
+
+def _failures(sources: list[Source], ds: Dataset) -> str:
+    out = ["<h2 id='failures'>Failures</h2>"]
+    for s in sources:
+        failed = [r for r in s.rows.values() if "error" in r]
+        if not failed:
+            continue
+        causes = Counter(error_cause(r["error"]) for r in failed)
+        out.append(f"<h3>{_e(s.side.name)}: {len(failed)} failed</h3><ul>")
+        out += [f"<li>{n} × {_e(cause)}</li>" for cause, n in causes.most_common()]
+        out.append("</ul>")
+        for r in failed:
+            cid = r["case_id"]
+            answer = _last_reply(s.replies, f"answer:{cid}")
+            judge = _last_reply(s.replies, f"judge:{cid}")
+            out.append(
+                f"<details class='failure' data-case='{_e(cid)}'><summary>{_e(cid)}:"
+                f" {_e(r['error'][:200])}</summary><pre>{_e(r['error'])}</pre>"
+                + (f"<h4>answer</h4>{_answer(answer)}" if answer is not None else "")
+                + (f"<h4>judge reply</h4>{_answer(judge)}" if judge is not None else "")
+                + "</details>"
+            )
+    return "".join(out) if len(out) > 1 else out[0] + "<p>None.</p>"
+
+
+def _last_reply(replies: dict[str, str], prefix: str) -> str | None:
+    attempts = [k for k in replies if k == prefix or k.startswith(prefix + ":")]
+    if not attempts:
+        return None
+    return replies[max(attempts, key=lambda k: int(k.rsplit(":", 1)[1]) if k != prefix else 1)]
+
+
+def write_page(path: Path, text: str) -> None:
+    from ._io import atomic_write_text
+
+    atomic_write_text(path, text, mode=0o644)
+
+
+__all__ = ["load_sources", "render", "write_page"]
