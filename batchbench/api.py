@@ -36,6 +36,7 @@ from .errors import (
     ApiError,
     ApiNotFoundError,
     ConfigError,
+    FileNotYetVisible,
     TransientApiError,
 )
 
@@ -204,13 +205,21 @@ class BatchApi:
             if isinstance(exc, openai.AuthenticationError):
                 detail = f"{what}: the API refused the key (HTTP {status}); check OPENAI_API_KEY"
             kind: type[ApiError] = ApiError
-            if isinstance(exc, openai.NotFoundError):
+            param = getattr(exc, "param", None)
+            if status == 400 and param == "file_id":
+                kind = FileNotYetVisible
+            elif isinstance(exc, openai.NotFoundError):
                 kind = ApiNotFoundError
             elif isinstance(exc, openai.ConflictError):
                 kind = ApiConflictError
             elif status in TRANSIENT_STATUSES:
                 kind = TransientApiError
-            raise kind(detail, status=status, batch_id=batch_id) from None
+            raise kind(
+                detail,
+                status=status,
+                batch_id=batch_id,
+                param=param if isinstance(param, str) else None,
+            ) from None
         except openai.APIResponseValidationError as exc:
             raise ApiError(f"{what}: the reply is not what the Batch API sends: {exc}") from None
 

@@ -79,11 +79,25 @@ class ApiError(BatchbenchError):
     exit_code = 5
 
     def __init__(
-        self, message: str, *, status: int | None = None, batch_id: str | None = None
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        batch_id: str | None = None,
+        param: str | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.batch_id = batch_id
+        self.param = param  # the request field the API blamed, when it said
+
+
+class FileNotYetVisible(ApiError):
+    """Creating a batch right after its upload: ``Cannot find file`` (400, ``file_id``).
+
+    The service says so for a while after an upload; nothing was created, so the
+    create may simply be tried again a little later.
+    """
 
 
 class TransientApiError(ApiError):

@@ -17,7 +17,13 @@ from typing import Any
 from . import _failpoints
 from .api import BatchApi
 from .collection import check_download
-from .errors import ApiError, ApiNotFoundError, BatchFileError, TransientApiError
+from .errors import (
+    ApiError,
+    ApiNotFoundError,
+    BatchFileError,
+    FileNotYetVisible,
+    TransientApiError,
+)
 from .outputs import TruncatedFileError, read_outputs
 from .requests import check_file
 from .rundir import Run, RunConfig
@@ -98,7 +104,9 @@ class Submitter:
         self.record(CreateStarted(sub=sub.id, file_id=sub.file_id))
         try:
             batch = self.api.create(sub.file_id, self.metadata(sub))
-        except TransientApiError:
+        except (TransientApiError, FileNotYetVisible):
+            # Ambiguous (the batch may exist: look for it first), or the file not
+            # yet visible right after its upload: create again, a little later.
             self._ambiguous_creates += 1
             if self._ambiguous_creates >= self.max_ambiguous_creates:
                 raise

@@ -11,6 +11,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
+from .anomalies import ANOMALIES, parse_anomaly
 from .model import load_responder
 from .service import Emulator, serve
 
@@ -61,6 +62,16 @@ def emulator_command(
         list[str] | None,
         typer.Option(help="A model GET /v1/models/{id} answers 404 for (repeatable)."),
     ] = None,
+    anomaly: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="NAME[=RATE]",
+            help="The real service's bad days (repeatable): "
+            + "; ".join(
+                f"{name}: {what} (default {rate:g})" for name, (what, rate) in ANOMALIES.items()
+            ),
+        ),
+    ] = None,
 ) -> None:
     """Serve a loopback OpenAI Batch API (files, batches, lifecycle, faults) until Ctrl-C.
 
@@ -83,6 +94,10 @@ def emulator_command(
     except ValueError as exc:
         fail(f"--responder: {exc}")
     try:
+        anomalies = dict(parse_anomaly(spec) for spec in anomaly or ())
+    except ValueError as exc:
+        fail(f"--anomaly: {exc}")
+    try:
         emu = Emulator(
             host,
             port,
@@ -97,6 +112,7 @@ def emulator_command(
             enqueued_token_limit=enqueued_token_limit,
             api_key=api_key,
             unknown_models=unknown_model or (),
+            anomalies=anomalies,
         )
     except OSError as exc:
         fail(f"cannot listen on {host}:{port}: {exc.strerror}")

@@ -47,6 +47,7 @@ class Settings:
     max_lines: int = MAX_LINES
     max_batch_bytes: int = MAX_BATCH_BYTES
     unknown_models: list[str] = field(default_factory=list)  # GET /v1/models/{id} says 404
+    anomalies: dict[str, float] = field(default_factory=dict)  # name → rate (see ANOMALIES)
 
 
 @dataclass
@@ -92,6 +93,9 @@ class Batch:
     output_file_id: str | None = None
     error_file_id: str | None = None
     counts_reset: bool = False
+    output_expires_after: int | None = None  # seconds after the output file is made
+    lag: bool = False  # lagging-counts: report the counts seen at the last poll
+    reported: dict[str, int] | None = None
 
     def obj(self, window: float) -> dict[str, Any]:
         ok = sum(1 for _, r, e in self.results if e is None and r and 200 <= r["status_code"] < 300)
@@ -102,6 +106,10 @@ class Batch:
             counts = {"total": len(self.lines), "completed": ok, "failed": failed}
             if self.counts_reset:  # observed on cancelled batches: completed reset to 0
                 counts["completed"] = 0
+        if self.lag and self.reported is not None:
+            counts, self.reported = dict(self.reported), counts
+        else:
+            self.reported = counts
         usage = {"input_tokens": 0, "output_tokens": 0, "cached": 0, "reasoning": 0}
         for _, response, error in self.results:
             if error is None and response and 200 <= response["status_code"] < 300:

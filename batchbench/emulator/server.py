@@ -315,6 +315,7 @@ class _Handler(BaseHTTPRequestHandler):
                     "max_lines",
                     "max_batch_bytes",
                     "unknown_models",
+                    "anomalies",
                 ):
                     setattr(store.settings, key, value)
                 elif key in ("fault_rate", "slow_rate", "slow_seconds", "truncate_rate"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .model import Responder
@@ -36,9 +36,11 @@ class Emulator:
         api_key: str | None = None,
         mangle: Callable[[str, list[str]], list[str]] | None = None,
         unknown_models: Sequence[str] = (),
+        anomalies: Mapping[str, float] | None = None,
     ) -> None:
         settings = Settings(latency, completion_window, enqueued_token_limit)
         settings.unknown_models = list(unknown_models)
+        settings.anomalies = dict(anomalies or {})
         self.store = Store(settings, seed=seed, responder=responder, mangle=mangle)
         self.faults = Faults(fault_rate, slow_rate, slow_seconds, truncate_rate)
         self._server = _Server((host, port), _Handler)

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from .anomalies import SERVER_ERROR, damage_results
 from .model import Responder, run_line
 from .objects import (
     ENDPOINTS,
@@ -51,6 +52,7 @@ class Store:
         self._seq = 0
         self.ledger_batches: list[str] = []
         self.executions: list[dict[str, Any]] = []
+        self._create_tried: set[str] = set()  # file ids a create was tried for
 
     # ids ------------------------------------------------------------------
     def _id(self, prefix: str) -> str:
@@ -119,8 +121,26 @@ class Store:
             metadata = payload.get("metadata")
             if metadata is not None:
                 check_metadata(metadata)
+            expires_after = payload.get("output_expires_after")
+            if expires_after is not None:
+                seconds = expires_after.get("seconds") if isinstance(expires_after, dict) else None
+                if (
+                    not isinstance(expires_after, dict)
+                    or expires_after.get("anchor") != "created_at"
+                    or not isinstance(seconds, int)
+                    or not 3600 <= seconds <= 2_592_000
+                ):
+                    raise ApiFailure(
+                        400,
+                        "output_expires_after must be {anchor: created_at, seconds: 3600 to"
+                        " 2592000}",
+                        param="output_expires_after",
+                    )
             f = self.files.get(payload["input_file_id"])
-            if f is None or f.purpose != "batch":
+            first_try = f is not None and f.id not in self._create_tried
+            if f is not None:
+                self._create_tried.add(f.id)
+            if f is None or f.purpose != "batch" or (first_try and self._roll("file-not-found")):
                 raise ApiFailure(
                     400,
                     f"Cannot find file {payload['input_file_id']}, or project does not have"
@@ -135,6 +155,7 @@ class Store:
                 metadata=dict(metadata) if metadata else None,
                 created=time.time(),
                 seq=self._seq,
+                output_expires_after=expires_after["seconds"] if expires_after else None,
             )
             self.batches[batch.id] = batch
             self.ledger_batches.append(batch.id)
@@ -148,12 +169,12 @@ class Store:
 
     def batch_obj(self, batch_id: str) -> dict[str, Any]:
         with self.lock:
-            return self.get_batch(batch_id).obj(self.settings.completion_window)
+            return self._obj(self.get_batch(batch_id))
 
     def list_batches(self, limit: int, after: str | None) -> dict[str, Any]:
         with self.lock:
             ordered = sorted(self.batches.values(), key=lambda b: b.seq, reverse=True)
-            objs = [b.obj(self.settings.completion_window) for b in ordered]
+            objs = [self._obj(b) for b in ordered]
             return page(objs, limit, after)
 
     def cancel(self, batch_id: str) -> dict[str, Any]:
@@ -204,7 +225,10 @@ class Store:
                 "This request could not be executed before the completion window expired.",
             )
             return
-        if batch.status == "finalizing" and (flush or now >= batch.stamps["finalizing"] + lat):
+        finalizing = lat * self.settings.anomalies.get("long-finalizing", 1.0)
+        if batch.status == "finalizing" and (
+            flush or now >= batch.stamps["finalizing"] + finalizing
+        ):
             self._finish(batch, now, "completed", None, None)
         elif batch.status == "cancelling" and (flush or now >= batch.stamps["cancelling"] + lat):
             batch.counts_reset = True
@@ -300,7 +324,10 @@ class Store:
                 "response": None,
                 "error": {"code": code, "message": message},
             }
+            if code == "batch_expired" and self._roll("expired-500"):
+                record["response"], record["error"] = SERVER_ERROR, None
             err_lines.append(json.dumps(record))
+        out_lines, err_lines = damage_results(out_lines, err_lines, self._roll)
         self._rng.shuffle(out_lines)
         self._rng.shuffle(err_lines)
         if self.mangle is not None:  # tests: a service that returns broken files
@@ -310,6 +337,15 @@ class Store:
         batch.error_file_id = self._store_output(batch, "error", err_lines)
         batch.status = status
         batch.stamps[status] = now
+
+    def _obj(self, batch: Batch) -> dict[str, Any]:
+        """The batch as a poll sees it (its counts a poll behind, under lagging-counts)."""
+        batch.lag = self._roll("lagging-counts")
+        return batch.obj(self.settings.completion_window)
+
+    def _roll(self, anomaly: str) -> bool:
+        rate = self.settings.anomalies.get(anomaly)
+        return rate is not None and self._rng.random() < rate
 
     def _store_output(self, batch: Batch, kind: str, lines: list[str]) -> str | None:
         if not lines:
@@ -321,7 +357,7 @@ class Store:
             "batch_output",
             data,
             int(time.time()),
-            int(time.time()) + 2_592_000,
+            int(time.time()) + (batch.output_expires_after or 2_592_000),
         )
         self.files[f.id] = f
         return f.id
