@@ -89,11 +89,18 @@ def test_file_routes(batch_emulator):
         c.files.retrieve(f.id)
 
 
-def test_non_jsonl_upload_is_rejected(batch_emulator):
+def test_uploads_are_not_judged_by_their_name(batch_emulator):
+    """Clients that upload raw bytes name the part "upload": the content is what counts,
+    and bad lines fail the batch later, as the service does (batch-api.md §2)."""
     c = client(batch_emulator)
-    with pytest.raises(openai.BadRequestError) as err:
-        c.files.create(file=("in.csv", b"a,b\n"), purpose="batch")
-    assert "Must be .jsonl" in err.value.message
+    data = "".join(json.dumps(line(i)) + "\n" for i in range(3)).encode()
+    f = c.files.create(file=("upload", data), purpose="batch")
+    b = c.batches.create(input_file_id=f.id, endpoint=EP, completion_window="24h")
+    assert wait(c, b.id).status == "completed"
+    bad = c.files.create(file=("upload", b"a,b\n"), purpose="batch")
+    b = c.batches.create(input_file_id=bad.id, endpoint=EP, completion_window="24h")
+    done = wait(c, b.id)
+    assert done.status == "failed" and done.errors.data[0].code == "invalid_json_line"
     with pytest.raises(openai.BadRequestError):
         c.files.create(file=("x.jsonl", b"{}"), purpose="nonsense")
 
@@ -241,8 +248,10 @@ def test_line_and_size_limits(batch_emulator):
     http(
         batch_emulator, "/_emulator/config", "POST", json.dumps({"max_batch_bytes": 1000}).encode()
     )
-    done = wait(c, submit(c, [line(i) for i in range(30)]).id)
-    assert done.status == "failed" and done.errors.data[0].code == "file_too_large"
+    # A batch file over the limit is refused at upload, as the service refuses it.
+    with pytest.raises(openai.BadRequestError) as refused:
+        submit(c, [line(i) for i in range(30)])
+    assert refused.value.status_code == 400 and "File is too large." in str(refused.value)
 
 
 def test_fifty_thousand_lines_complete(batch_emulator_factory):
@@ -500,3 +509,99 @@ def test_cli_emulator_bad_option(args, message):
     )
     assert proc.returncode == 2 and message in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+# fidelity: each endpoint's shape, refusals, limits ------------------------------------
+
+
+def _run(c, endpoint, bodies):
+    lines = [
+        {"custom_id": f"r{i}", "method": "POST", "url": endpoint, "body": body}
+        for i, body in enumerate(bodies)
+    ]
+    data = "".join(json.dumps(x) + "\n" for x in lines).encode()
+    f = c.files.create(file=("in.jsonl", data), purpose="batch")
+    b = c.batches.create(input_file_id=f.id, endpoint=endpoint, completion_window="24h")
+    done = wait(c, b.id)
+    out = [json.loads(x) for x in c.files.content(done.output_file_id).text.splitlines()]
+    return done, {r["custom_id"]: r["response"]["body"] for r in out}
+
+
+def test_each_endpoint_gets_its_own_reply_shape(batch_emulator):
+    from openai.types import Completion, CreateEmbeddingResponse, ModerationCreateResponse
+    from openai.types.responses import Response
+
+    c = client(batch_emulator)
+    done, bodies = _run(c, "/v1/responses", [{"model": "m", "input": "What is 2+2?"}])
+    reply = Response.model_validate(bodies["r0"])
+    assert reply.object == "response" and reply.output_text.endswith("What is 2+2?")
+    assert reply.usage is not None and reply.usage.input_tokens > 0
+    assert done.usage is not None and done.usage.input_tokens == reply.usage.input_tokens
+    done, bodies = _run(c, "/v1/embeddings", [{"model": "e", "input": ["a", "b", "c"]}])
+    embeddings = CreateEmbeddingResponse.model_validate(bodies["r0"])
+    assert [d.index for d in embeddings.data] == [0, 1, 2] and embeddings.data[0].embedding
+    done, bodies = _run(c, "/v1/completions", [{"model": "m", "prompt": "Say hi"}])
+    completion = Completion.model_validate(bodies["r0"])
+    assert completion.object == "text_completion" and "Say hi" in completion.choices[0].text
+    done, bodies = _run(c, "/v1/moderations", [{"model": "mod", "input": ["x", "y"]}])
+    assert len(ModerationCreateResponse.model_validate(bodies["r0"]).results) == 2
+
+
+@pytest.mark.parametrize(
+    "body,param",
+    [
+        ({"model": "m"}, "messages"),
+        (
+            {"model": "m", "messages": [{"role": "user", "content": "x"}], "temperature": 5},
+            "temperature",
+        ),  # fmt: skip
+        (
+            {"model": "m", "messages": [{"role": "user", "content": "x"}], "colour": "red"},
+            "colour",
+        ),  # fmt: skip
+    ],
+)
+def test_a_body_its_endpoint_refuses_is_a_400_row(batch_emulator, body, param):
+    c = client(batch_emulator)
+    f = c.files.create(file=("in.jsonl", (json.dumps(
+        {"custom_id": "r0", "method": "POST", "url": EP, "body": body}) + "\n").encode()),
+        purpose="batch")  # fmt: skip
+    done = wait(c, c.batches.create(input_file_id=f.id, endpoint=EP, completion_window="24h").id)
+    assert done.status == "completed" and done.output_file_id is None
+    [row] = [json.loads(x) for x in c.files.content(done.error_file_id).text.splitlines()]
+    assert row["error"] is None and row["response"]["status_code"] == 400
+    error = row["response"]["body"]["error"]
+    assert set(error) == {"message", "type", "param", "code"} and error["param"] == param
+
+
+def test_output_expires_after_is_checked_and_applied(batch_emulator):
+    c = client(batch_emulator)
+    f = upload(c, [line(0)])
+    for bad in ({"anchor": "created_at", "seconds": 60}, {"anchor": "now", "seconds": 7200}):
+        with pytest.raises(openai.BadRequestError):
+            c.batches.create(input_file_id=f.id, endpoint=EP, completion_window="24h",
+                             output_expires_after=bad)  # fmt: skip
+    b = c.batches.create(
+        input_file_id=f.id, endpoint=EP, completion_window="24h",
+        output_expires_after={"anchor": "created_at", "seconds": 7200},
+    )  # fmt: skip
+    out = c.files.retrieve(wait(c, b.id).output_file_id)
+    assert out.expires_at - out.created_at == 7200
+
+
+def test_other_methods_get_the_json_error_envelope(batch_emulator):
+    for method in ("PUT", "PATCH", "DELETE"):
+        status, body = http(batch_emulator, "/v1/batches", method, b"{}")
+        assert status == 405 and body["error"]["code"] == "method_not_allowed"
+
+
+def test_the_embeddings_input_limit(batch_emulator):
+    c = client(batch_emulator)
+    bodies = [{"model": "e", "input": ["x"] * 25_001}, {"model": "e", "input": ["y"] * 25_000}]
+    lines = [{"custom_id": f"r{i}", "method": "POST", "url": "/v1/embeddings", "body": b}
+             for i, b in enumerate(bodies)]  # fmt: skip
+    data = "".join(json.dumps(x) + "\n" for x in lines).encode()
+    f = c.files.create(file=("in.jsonl", data), purpose="batch")
+    b = c.batches.create(input_file_id=f.id, endpoint="/v1/embeddings", completion_window="24h")
+    done = wait(c, b.id)
+    assert done.status == "failed" and done.errors.data[0].code == "too_many_inputs"

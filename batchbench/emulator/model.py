@@ -24,10 +24,11 @@ import hashlib
 import importlib.util
 import json
 import re
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from .endpoints import check_body, request_text, shape
 
 Responder = Callable[[dict[str, Any]], Any]
 
@@ -46,10 +47,8 @@ def prompt_tokens(body: dict[str, Any]) -> int:
 
 
 def _user_text(body: dict[str, Any]) -> str:
-    for message in reversed(body.get("messages") or []):
-        if isinstance(message, dict) and message.get("role") == "user":
-            return str(message.get("content", ""))
-    return ""
+    """What the simulated model reads: messages, or a Response's ``input``, or ``prompt``."""
+    return request_text(body)
 
 
 def is_judge_request(body: dict[str, Any]) -> bool:
@@ -86,41 +85,24 @@ def default_content(body: dict[str, Any]) -> str:
     return f"Simulated answer ({body.get('model')}): {text[:120]}"
 
 
-def chat_completion(body: dict[str, Any], content: str, request_id: str) -> dict[str, Any]:
-    prompt = prompt_tokens(body)
-    completion = estimate_tokens(content)
-    return {
-        "id": f"chatcmpl-{request_id}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": body.get("model"),
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": content, "refusal": None},
-                "finish_reason": "stop",
-                "logprobs": None,
-            }
-        ],
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-            "prompt_tokens_details": {"cached_tokens": 0},
-            "completion_tokens_details": {"reasoning_tokens": 0},
-        },
-    }
-
-
 def run_line(
-    body: dict[str, Any], request_id: str, responder: Responder | None
+    body: dict[str, Any],
+    request_id: str,
+    responder: Responder | None,
+    endpoint: str = "/v1/chat/completions",
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """``(response, error)`` for one executed line, as the output file records them."""
+    """``(response, error)`` for one executed line, as the output file records them.
+
+    A body its endpoint refuses is a 400 row (the responder is not asked); a text
+    reply gets the endpoint's shape.
+    """
+    refusal = check_body(endpoint, body)
+    if refusal is not None:
+        return {**refusal, "request_id": request_id}, None
     result = responder(body) if responder is not None else default_content(body)
     if isinstance(result, str):
-        response = {"status_code": 200, "request_id": request_id}
-        response["body"] = chat_completion(body, result, request_id)
-        return response, None
+        reply = shape(endpoint, body, result, request_id)
+        return {"status_code": 200, "request_id": request_id, "body": reply}, None
     if isinstance(result, dict) and isinstance(result.get("error"), dict):
         return None, {
             "code": result["error"].get("code"),

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .endpoints import usage_of
+
 ENDPOINTS = (
     "/v1/responses",
     "/v1/chat/completions",
@@ -113,9 +115,11 @@ class Batch:
         usage = {"input_tokens": 0, "output_tokens": 0, "cached": 0, "reasoning": 0}
         for _, response, error in self.results:
             if error is None and response and 200 <= response["status_code"] < 300:
-                u = (response.get("body") or {}).get("usage") or {}
-                usage["input_tokens"] += int(u.get("prompt_tokens") or 0)
-                usage["output_tokens"] += int(u.get("completion_tokens") or 0)
+                body = response.get("body") or {}
+                u = body.get("usage") or {}
+                spent_in, spent_out = usage_of(body)  # every reply shape's own names
+                usage["input_tokens"] += spent_in
+                usage["output_tokens"] += spent_out
                 usage["cached"] += int(
                     (u.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
                 )

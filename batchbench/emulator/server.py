@@ -108,6 +108,15 @@ class _Handler(BaseHTTPRequestHandler):
     def do_DELETE(self) -> None:
         self._dispatch("DELETE")
 
+    def do_PUT(self) -> None:
+        self._dispatch("PUT")
+
+    def do_PATCH(self) -> None:
+        self._dispatch("PATCH")
+
+    def do_OPTIONS(self) -> None:
+        self._dispatch("OPTIONS")
+
     # plumbing -------------------------------------------------------------
     def _body(self) -> bytes:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
@@ -152,7 +161,11 @@ class _Handler(BaseHTTPRequestHandler):
         body = self._body()
         found = _route(method, url.path)
         if found is None:
-            self._error(404, f"Unknown request URL: {method} {url.path}.", code="unknown_url")
+            if any(pattern.match(url.path) for _, pattern, _ in ROUTES):
+                self._error(405, f"Method {method} is not allowed for {url.path}.",
+                            code="method_not_allowed")  # fmt: skip
+            else:
+                self._error(404, f"Unknown request URL: {method} {url.path}.", code="unknown_url")
             return
         name, match = found
         try:

@@ -6,8 +6,11 @@ import json
 import random
 from typing import Any
 
+from .endpoints import input_count
 from .model import prompt_tokens
 from .objects import Batch, Settings
+
+MAX_EMBEDDING_INPUTS = 50_000  # per /v1/embeddings batch, inputs across all lines
 
 
 def parse_input(
@@ -90,6 +93,14 @@ def parse_input(
             )
         tokens += prompt_tokens(body)
         lines.append(obj)
+    if batch.endpoint == "/v1/embeddings":
+        inputs = sum(input_count(line["body"]) for line in lines)
+        if inputs > MAX_EMBEDDING_INPUTS:
+            return fail(
+                "too_many_inputs",
+                f"The batch has {inputs} embedding inputs; the limit is {MAX_EMBEDDING_INPUTS}.",
+                None,
+            )
     batch.model = model
     batch.lines = lines
     batch.order = list(range(len(lines)))
