@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .api import BatchApi
-from .errors import ApiError, ApiNotFoundError, BatchbenchError, TransientApiError
+from .errors import BatchbenchError, TransientApiError
 from .pipeline import Pipeline
 from .runs import Submission
 
@@ -86,19 +86,8 @@ class Group:
                 self._guard(member, functools.partial(record, sub, batch))
             if not waiting:
                 break
-        for batch_id, (member, sub) in waiting.items():  # older than the walk reached
-            self._guard(member, functools.partial(self._retrieve, member, sub, batch_id))
-
-    def _retrieve(self, member: Member, sub: Submission, batch_id: str) -> None:
-        try:
-            member.pipeline.submitter.record_batch(sub, self.api.retrieve(batch_id))
-        except ApiNotFoundError:
-            raise ApiError(
-                f"batch {batch_id} ({sub.id}) vanished from the API (404);"
-                " its requests cannot be collected",
-                status=404,
-                batch_id=batch_id,
-            ) from None
+        for member, sub in waiting.values():  # older than the walk reached
+            self._guard(member, functools.partial(member.pipeline.submitter.refresh, sub))
 
     def advance(self, *, wait: bool, on_progress: Callable[[Pipeline], None] | None = None) -> None:
         """Until every run is done or set aside; without ``wait``, until only waiting is left."""

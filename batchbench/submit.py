@@ -142,16 +142,21 @@ class Submitter:
                 self.record_batch(sub, batch)
             if not waiting:
                 break
-        for batch_id, sub in waiting.items():
-            try:
-                self.record_batch(sub, self.api.retrieve(batch_id))
-            except ApiNotFoundError:
-                raise ApiError(
-                    f"batch {batch_id} ({sub.id}) vanished from the API (404);"
-                    " its requests cannot be collected",
-                    status=404,
-                    batch_id=batch_id,
-                ) from None
+        for sub in waiting.values():  # older than the walk reached
+            self.refresh(sub)
+
+    def refresh(self, sub: Submission) -> None:
+        """Ask for one batch by id; one that vanished (404) cannot be collected: stop."""
+        assert sub.batch_id is not None
+        try:
+            self.record_batch(sub, self.api.retrieve(sub.batch_id))
+        except ApiNotFoundError:
+            raise ApiError(
+                f"batch {sub.batch_id} ({sub.id}) vanished from the API (404);"
+                " its requests cannot be collected",
+                status=404,
+                batch_id=sub.batch_id,
+            ) from None
 
     def download(self, sub: Submission, file_id: str) -> str:
         """Download to a staging name, check it, and only then keep and journal it.
