@@ -200,7 +200,10 @@ def execute_group(
             if pipeline.state.cancelled:
                 pipeline.record(Resumed())
             failed = [c for c in config.case_ids if pipeline.state.cases[c].final == "error"]
-            if failed:  # rerunning the same command redoes them, as the reference does
+            # Rerunning the command redoes them, as the reference does. A --no-wait
+            # invocation (cron, every few minutes) only resumes: redoing there would
+            # pay for a case that fails for good again and again.
+            if failed and not options.no_wait:
                 pipeline.record(Redo(cases=failed))
                 say(f"redoing {len(failed)} case(s) of {config.name!r} that ended in an error")
             members.append((Member(pipeline), run, config))

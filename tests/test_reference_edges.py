@@ -123,6 +123,11 @@ def test_separators_in_answers_resume_and_failed_cases_are_redone(
     }
     assert all(r["answer"] == weird for r in rows if "score" in r)
 
+    # With --no-wait (cron) it only resumes: nothing is redone, nothing paid.
+    count = len(emu.ledger()["executions"])
+    resumed = run(emu, tmp_path, fixture_dir, "--limit", "6", "--max-attempts", "1", "--no-wait")
+    assert resumed.returncode == 1 and len(emu.ledger()["executions"]) == count
+
     # The same command again: only the two failed cases are redone, from the
     # stage that failed, and nothing done is paid again.
     before = {
