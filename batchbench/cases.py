@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 
+from ._io import storage
 from .dataset import Case, load_dataset
 from .errors import ConfigError
 from .outputs import read_outputs
@@ -157,7 +158,8 @@ def export_frame(sources: list[tuple[str, Path]], decisions: bool = False) -> pl
 
 
 def write_export(frame: pl.DataFrame, out: Path, fmt: str) -> None:
-    if fmt == "parquet":
-        frame.write_parquet(out)
-    else:
-        frame.write_csv(out)
+    with storage(out):
+        if fmt == "parquet":
+            frame.write_parquet(out)
+        else:
+            frame.write_csv(out)

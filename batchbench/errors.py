@@ -66,7 +66,8 @@ class StorageError(RunStateError):
 
     @classmethod
     def of(cls, exc: OSError, path: object) -> StorageError:
-        return cls(f"cannot write {exc.filename or path}: {exc.strerror or exc}")
+        """Names the path the caller was writing (not a temporary name beside it)."""
+        return cls(f"cannot write {path}: {exc.strerror or exc}")
 
 
 class BatchFileError(RunStateError):

@@ -304,3 +304,21 @@ def test_the_demo_suggests_keeping_its_folder_and_prints_paths_that_exist(tmp_pa
     assert printed.exists()
     temporary = run_cli("demo")
     assert "--jobs-dir" in temporary.stdout and "results: " not in temporary.stdout
+
+
+def test_new_commands_name_their_bad_input_in_one_line(tmp_path):
+    jobs = tmp_path / "jobs"
+    assert run_cli("demo", "--jobs-dir", str(jobs)).returncode == 0
+    missing = tmp_path / "nowhere" / "out"
+    for args, fragments in [
+        (["show", "demo", "nosuchcase"], ["run 'demo' has no case 'nosuchcase'"]),
+        (["export", "demo", "-o", f"{missing}.xlsx"], ["--format must be parquet or csv"]),
+        (["export", "demo", "-o", f"{missing}.csv"], [f"cannot write {missing}.csv"]),
+        (["report", "demo", "-o", f"{missing}.html"], [f"cannot write {missing}.html"]),
+        (["report", "nosuchrun"], ["'nosuchrun' is neither a results file nor a run"]),
+        (["compare", "demo"], ["at least two runs"]),
+        (["status", "--refresh"], ["name them"]),
+    ]:
+        assert_one_line_error(run_cli(*args, "--jobs-dir", str(jobs)), *fragments)
+    proc = run_cli("emulator", "--anomaly", "status-zero=x", real=True)
+    assert proc.returncode == 2 and "'x' is not a rate from 0 to 1" in proc.stderr

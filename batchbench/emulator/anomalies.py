@@ -59,7 +59,10 @@ def parse_anomaly(spec: str) -> tuple[str, float]:
     name, _, rate = spec.partition("=")
     if name not in ANOMALIES:
         raise ValueError(f"unknown anomaly {name!r} (known: {', '.join(ANOMALIES)})")
-    value = float(rate) if rate else ANOMALIES[name][1]
+    try:
+        value = float(rate) if rate else ANOMALIES[name][1]
+    except ValueError:
+        value = float("nan")
     if not value == value or value < 0 or (name != "long-finalizing" and value > 1):
         raise ValueError(f"anomaly {name}: {rate!r} is not a rate from 0 to 1")
     return name, value
