@@ -363,6 +363,29 @@ class Store:
         self.files[f.id] = f
         return f.id
 
+    def restore(self, state: dict[str, Any]) -> None:
+        """Tests: take over in-flight batches another emulator held (a snapshot's
+        ``files`` and ``batches``), as a service outlives a client's process. Their
+        clocks restart now, in the snapshot's order."""
+        with self.lock:
+            now = time.time()
+            for f in state["files"]:
+                data = f["data"].encode("utf-8")
+                stored = StoredFile(f["id"], f["filename"], f["purpose"], data, int(now))
+                self.files[f["id"]] = stored
+            for b in state["batches"]:
+                self._seq += 1
+                batch = Batch(
+                    id=b["id"],
+                    endpoint=b["endpoint"],
+                    input_file_id=b["input_file_id"],
+                    metadata=b["metadata"],
+                    created=now,
+                    seq=self._seq,
+                )
+                self.batches[batch.id] = batch
+                self.ledger_batches.append(batch.id)
+
     def tamper(self, batch_id: str, change: dict[str, Any]) -> None:
         """Tests: make a batch vanish (``forget``) or report another ``status``."""
         with self.lock:
