@@ -1,7 +1,22 @@
-"""batchbench: BedsideBench through the OpenAI Batch API, scored like the reference runner."""
+"""batchbench: BedsideBench through the providers' batch APIs, scored like the reference runner."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from .errors import BatchbenchError
-from .summary import summarize
+
+if TYPE_CHECKING:
+    from .summary import summarize
 
 __all__ = ["BatchbenchError", "summarize", "__version__"]
-__version__ = "0.1.0"
+__version__ = "0.2.0"
+
+
+def __getattr__(name: str) -> Any:
+    """``summarize`` imports numpy: only when it is asked for, so the CLI starts fast."""
+    if name == "summarize":
+        from .summary import summarize
+
+        return summarize
+    raise AttributeError(f"module 'batchbench' has no attribute {name!r}")

@@ -24,14 +24,20 @@ def atomic_write_bytes(path: str | Path, data: bytes, mode: int = 0o600) -> None
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        durable_replace(Path(tmp), path)
     except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         if isinstance(exc, OSError):
             raise StorageError.of(exc, path) from None
         raise
-    _fsync_dir(path.parent)
+
+
+def durable_replace(tmp: Path, dest: Path) -> None:
+    """Put a fully written (and fsynced) file in place, and make the rename itself durable
+    (the folder fsynced) before anything is journaled about it."""
+    os.replace(tmp, dest)
+    _fsync_dir(dest.parent)
 
 
 def atomic_write_text(path: str | Path, text: str, mode: int = 0o600) -> None:

@@ -17,11 +17,11 @@ import polars as pl
 from ._io import storage
 from .dataset import Case, load_dataset
 from .errors import ConfigError
-from .outputs import read_outputs
-from .requests import custom_id
+from .events import Collected, Plan
+from .replies import read_replies
 from .results import read_rows
 from .rundir import Run
-from .runs import Collected, Plan
+from .summary import last_rows
 
 COMPONENTS = (
     "matched_signed_points",
@@ -47,6 +47,8 @@ def _case(run: Run, case_id: str, dataset: Path | None) -> Case:
 
 def _attempts(run: Run, case_id: str) -> list[str]:
     """Every request of the case, in order: stage, attempt, outcome, and the raw reply."""
+    config = run.load_config()
+    replies = read_replies(run, config, run.state(config.case_ids))
     plans: dict[str, Plan] = {}
     lines: list[str] = []
     for event in run.events():
@@ -55,23 +57,13 @@ def _attempts(run: Run, case_id: str) -> list[str]:
         elif isinstance(event, Collected) and case_id in event.outcomes:
             outcome = event.outcomes[case_id]
             plan = plans[event.sub]
-            attempt = next(x.attempt for x in plan.lines if x.case_id == case_id)
+            line = next(x for x in plan.lines if x.case_id == case_id)
             detail = f": {outcome.detail}" if outcome.detail else ""
-            lines.append(f"  {plan.stage} #{attempt} ({event.sub}): {outcome.kind}{detail}")
-            reply = _raw_reply(run, plan.stage, case_id, attempt)
+            lines.append(f"  {plan.stage} #{line.attempt} ({event.sub}): {outcome.kind}{detail}")
+            reply = replies.get(line.id(plan.stage))
             if reply is not None and (outcome.kind != "ok" or plan.stage == "judges"):
                 lines.append(f"    reply: {reply[:800]}")
     return lines
-
-
-def _raw_reply(run: Run, stage: str, case_id: str, attempt: int) -> str | None:
-    wanted = custom_id(stage, case_id, attempt)
-    for path in sorted(run.raw_dir.glob("*.jsonl")):
-        frame = read_outputs([path]).filter(pl.col("custom_id") == wanted)
-        if frame.height:
-            row = frame.row(0, named=True)
-            return row["content"] if row["content"] is not None else row["body_text"]
-    return None
 
 
 def show_case(run: Run, case_id: str, dataset: Path | None = None) -> str:
@@ -112,9 +104,7 @@ def export_frame(sources: list[tuple[str, Path]], decisions: bool = False) -> pl
     model, benchmark, score and components; with ``decisions``, one per rubric item."""
     records: list[dict[str, Any]] = []
     for name, path in sources:
-        last: dict[str, dict[str, Any]] = {}
-        for row in read_rows(path):
-            last[row["case_id"]] = row
+        last, _ = last_rows(read_rows(path))
         for row in last.values():
             base = {
                 "run": name,

@@ -19,14 +19,14 @@ import polars as pl
 from . import protocol
 from .decisions import Judged, judge_decisions
 from .errors import BatchFileError
-from .outputs import USAGE_COLUMNS
-from .requests import custom_id
-from .runs import CaseOutcome, Collected, RunState, Submission
+from .events import CaseOutcome, Collected
+from .frames import USAGE_COLUMNS
+from .kinds import OutcomeKind
+from .providers.base import BatchFailure, LineRules, Wire
+from .state import RunState, Submission
 
 # Line errors that are the batch's, not the request's: the request runs again.
 TRANSIENT_CODES = ("batch_expired", "batch_cancelled", "request_timeout")
-# Whole-batch failures that say nothing of the requests: send them again, smaller.
-FREE_RETRY_CODES = ("token_limit_exceeded", "too_many_tasks", "file_too_large")
 
 
 @dataclass
@@ -34,7 +34,7 @@ class Outcome:
     """What one request came to. ``kind``: ok, transient, no_temperature, invalid, failed."""
 
     case_id: str
-    kind: str
+    kind: OutcomeKind
     detail: str | None = None
     content: str | None = None  # the reply's text, for ok lines
     source: str | None = None  # the raw file the successful line came from
@@ -85,10 +85,7 @@ def _file_id(source: str | None) -> str | None:
 
 def expected_lines(sub: Submission) -> dict[str, tuple[str, bool]]:
     """``custom_id → (case_id, sent temperature)`` for every request the submission sent."""
-    return {
-        custom_id(sub.stage, line.case_id, line.attempt): (line.case_id, line.sent_temperature)
-        for line in sub.lines
-    }
+    return {cid: (line.case_id, line.sent_temperature) for cid, line in sub.ids().items()}
 
 
 def check_download(frame: pl.DataFrame, sub: Submission, earlier: set[str], where: str) -> None:
@@ -104,7 +101,7 @@ def check_download(frame: pl.DataFrame, sub: Submission, earlier: set[str], wher
 
 
 def classify_frame(
-    frame: pl.DataFrame, expected: pl.DataFrame
+    frame: pl.DataFrame, expected: pl.DataFrame, rules: LineRules
 ) -> tuple[pl.DataFrame, dict[str, int], list[str]]:
     """Outcome per expected request (``expected``: custom_id, case_id, sent_temperature).
 
@@ -143,7 +140,7 @@ def classify_frame(
     )
     status = pl.col("status_code")
     empty = pl.col("content").is_null() | (pl.col("content") == "")
-    retried = status.is_in(sorted(protocol.RETRIED_STATUSES)) | (status == 0)
+    retried = status.is_in(sorted(rules.retried)) | (status == 0)
     line_transient = pl.col("has_error") & pl.col("error_code").is_in(TRANSIENT_CODES)
     refused = pl.col("refuses_temperature") & pl.col("sent_temperature")
     kind = (
@@ -183,7 +180,7 @@ def classify_frame(
         .when(status.is_null())
         .then(pl.lit("no status code"))
         .when(ok & empty)
-        .then(pl.lit(protocol.EMPTY_MESSAGE))
+        .then(pl.col("empty_error"))
         .when(ok)
         .then(pl.lit(None, dtype=pl.String))
         .when(retried | refused)
@@ -207,7 +204,7 @@ def classify_frame(
 
 
 def classify(
-    frame: pl.DataFrame, expected: Mapping[str, tuple[str, bool]]
+    frame: pl.DataFrame, expected: Mapping[str, tuple[str, bool]], rules: LineRules
 ) -> tuple[dict[str, Outcome], dict[str, int], list[str]]:
     """:func:`classify_frame` with Python dicts in and :class:`Outcome` objects out."""
     exp = pl.DataFrame(
@@ -215,7 +212,7 @@ def classify(
         schema={"custom_id": pl.String, "case_id": pl.String, "sent_temperature": pl.Boolean},
         orient="row",
     )
-    outcomes, usage, anomalies = classify_frame(frame, exp)
+    outcomes, usage, anomalies = classify_frame(frame, exp, rules)
     result = {}
     columns = ("custom_id", "case_id", "kind", "detail", "content", "source")
     for cid, case_id, kind, detail, content, source in outcomes.select(columns).iter_rows():
@@ -226,32 +223,33 @@ def classify(
     return result, usage, anomalies
 
 
-def _failed_batch(sub: Submission, limits: Limits, now: float) -> Collection:
-    """A batch that failed as a whole (validation, token limit): no line ran."""
-    error = (sub.errors or [{}])[0] or {}
-    code, message = error.get("code"), error.get("message")
+def _failed_batch(sub: Submission, failure: BatchFailure, hold: float, now: float) -> Collection:
+    """A batch that failed as a whole, leaving no result file: what its wire says it means."""
     expected = expected_lines(sub)
-    if code == "token_limit_exceeded" or (code in FREE_RETRY_CODES and len(sub.lines) > 1):
-        # Not the requests' fault: send them again later, in smaller files. A
-        # single request that still does not fit counts against its retries.
-        cap = max(1, len(sub.lines) // 2)
-        hold = now + limits.hold_seconds if code == "token_limit_exceeded" else None
-        notice = f"{sub.id}: {code}; resubmitting in files of at most {cap} requests" + (
-            f" after {limits.hold_seconds:g}s" if hold is not None else ""
-        )
+    if failure.kind == "fail":
         return Collection(
             {
-                cid: Outcome(case_id, "transient", f"batch failed: {code}")
+                cid: Outcome(case_id, "failed", failure.detail)
                 for cid, (case_id, _) in expected.items()
-            },
-            free_retry=len(sub.lines) > 1,
-            cap=cap,
-            hold_until=hold,
-            notice=notice,
+            }
         )
-    detail = f"BatchValidationError: {code}: {message}"
+    free = failure.kind == "resubmit" or len(sub.lines) > 1  # one request still too big: its own
+    cap = max(1, len(sub.lines) // 2) if failure.kind != "resubmit" else None
+    hold_until = now + hold if failure.kind == "later_smaller" else None
+    notice = (
+        f"{sub.id}: {failure.code or 'failed'}; resubmitting"
+        + (f" in files of at most {cap} requests" if cap else "")
+        + (f" after {hold:g}s" if hold_until is not None else "")
+    )
     return Collection(
-        {cid: Outcome(case_id, "failed", detail) for cid, (case_id, _) in expected.items()}
+        {
+            cid: Outcome(case_id, "transient", failure.detail)
+            for cid, (case_id, _) in expected.items()
+        },
+        free_retry=free,
+        cap=cap,
+        hold_until=hold_until,
+        notice=notice,
     )
 
 
@@ -263,19 +261,22 @@ def collect(
     rubric: pl.DataFrame,
     item_ids: Mapping[str, Sequence[str]],
     now: float,
+    wire: Wire,
 ) -> Collection:
     """The outcome of every request of ``sub``, with retry caps applied.
 
     ``frame`` is the submission's result files read (None for a batch that
     failed as a whole). A retried reply that has used up ``max_retries``
-    attempts fails with the reference's ``API request failed after <n>
+    attempts fails with the reference's ``<service> request failed after <n>
     attempts`` text; an invalid judge reply is judged again until
     ``max_attempts``, then fails with the reference's text for it.
     """
     if frame is None:
-        result = _failed_batch(sub, limits, now)
+        errors = sub.view.errors if sub.view is not None else None
+        failure = wire.failure(errors, len(sub.lines))
+        result = _failed_batch(sub, failure, limits.hold_seconds, now)
     else:
-        outcomes, usage, anomalies = classify(frame, expected_lines(sub))
+        outcomes, usage, anomalies = classify(frame, expected_lines(sub), wire.rules)
         result = Collection(outcomes, usage=usage, anomalies=anomalies)
     invalid: dict[str, str] = {}
     if sub.stage == "judges" and frame is not None:
@@ -287,10 +288,11 @@ def collect(
         # A temperature refusal uses up an attempt, as in the reference.
         retried = o.kind in ("transient", "no_temperature")
         if retried and not result.free_retry and st.transients + 1 >= limits.max_retries:
-            o = Outcome(o.case_id, "failed", protocol.gave_up(st.transients + 1, o.detail or ""))
+            detail = protocol.gave_up(wire.rules.label, st.transients + 1, o.detail or "")
+            o = Outcome(o.case_id, "failed", detail)
         elif o.kind == "ok" and o.case_id in invalid:
             message = invalid[o.case_id]
-            kind = "failed" if st.invalid + 1 >= limits.max_attempts else "invalid"
+            kind: OutcomeKind = "failed" if st.invalid + 1 >= limits.max_attempts else "invalid"
             o = Outcome(o.case_id, kind, message)
         result.outcomes[cid] = o
     return result

@@ -13,7 +13,6 @@ When no case is excluded, each run's resample means are those of its summary.
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from dataclasses import dataclass
@@ -24,9 +23,18 @@ import numpy as np
 
 from .dataset import Dataset, load_dataset
 from .errors import ConfigError
+from .report import read_summary
 from .results import check_against, read_numbered_rows
 from .rundir import Run
-from .summary import WordStream, interval, is_success, sequential_means, stratified_means
+from .summary import (
+    Summary,
+    WordStream,
+    interval,
+    is_success,
+    last_rows,
+    sequential_means,
+    stratified_means,
+)
 from .summary import summarize as summarize_rows
 
 
@@ -42,7 +50,7 @@ class Side:
     order: list[str]  # the dataset's case ids, registry order
     benchmark_of: dict[str, str]
     scores: dict[str, float]  # the last successful row's score of each case
-    summary: dict[str, Any]  # its own summary
+    summary: Summary  # its own summary
 
 
 def _single(values: set[Any]) -> Any:
@@ -62,9 +70,9 @@ def load_side(item: str, jobs_dir: Path, dataset: Dataset | None) -> Side:
             if run.results_path.exists()
             else []
         )
-        if not run.summary_path.exists():
+        if not run.summary_path.exists() and not run.summary_path.is_symlink():
             raise ConfigError(f"run {item!r} has no summary yet: let it finish first")
-        summary = json.loads(run.summary_path.read_text(encoding="utf-8"))
+        summary = read_summary(run.summary_path)
         name, answer, judge = run.name, config.answer_model, config.judge_model
         protocol, digest = config.protocol_version, config.dataset_sha256
     elif path.is_file():
@@ -85,9 +93,8 @@ def load_side(item: str, jobs_dir: Path, dataset: Dataset | None) -> Side:
     else:
         raise ConfigError(f"{item!r} is neither a results file nor a run in {jobs_dir}")
     known = {c["case_id"] for c in ds.cases}
-    scores = {
-        r["case_id"]: float(r["score"]) for r in rows if is_success(r) and r["case_id"] in known
-    }
+    _, last_ok = last_rows(rows)
+    scores = {cid: float(r["score"]) for cid, r in last_ok.items() if cid in known}
     return Side(
         name,
         answer,

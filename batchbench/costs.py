@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .providers.base import Prompt
 
 TOKENS_PER_MESSAGE = 3
 TOKENS_PER_REPLY = 3
@@ -67,11 +68,10 @@ def token_counter(model: str) -> tuple[str, Callable[[str], int]]:
     return "estimate (4 characters a token)", estimate_text_tokens
 
 
-def prompt_tokens(body: dict[str, Any], count: Callable[[str], int]) -> int:
-    total = TOKENS_PER_REPLY
-    for message in body.get("messages") or []:
-        total += TOKENS_PER_MESSAGE + count(str(message.get("content", "")))
-    return total
+def prompt_tokens(prompt: Prompt, count: Callable[[str], int]) -> int:
+    """Input tokens of a prompt: its two messages with OpenAI's chat framing."""
+    messages = (prompt.system, prompt.user)
+    return TOKENS_PER_REPLY + sum(TOKENS_PER_MESSAGE + count(text) for text in messages)
 
 
 # ---------------------------------------------------------------------------

@@ -12,22 +12,19 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import protocol
+from . import providers
 from .costs import Pricing, cost, prompt_tokens, token_counter
 from .dataset import Case
-from .requests import (
-    MAX_BYTES,
-    MAX_LINES,
-    Request,
-    answer_request,
-    check_file,
-    judge_request,
-    shard,
-)
+from .kinds import Stage
+from .providers.base import Wire
+from .requests import Request, build_request, shard
+
+DRY_RUN_ID = "0" * 32  # the run id a dry run's request ids are built with
 
 
 def _stage(
     name: str,
+    wire: Wire,
     requests: list[Request],
     model: str,
     output_tokens: Callable[[Request], int],
@@ -38,17 +35,24 @@ def _stage(
     pricing: Pricing,
 ) -> dict[str, Any]:
     described, count = token_counter(model)
-    lines = [r.line() for r in requests]
-    tokens = [prompt_tokens(r.body, count) for r in requests]
-    groups = shard(lines, max_requests, max_bytes, tokens=tokens, max_tokens=max_tokens)
+    lines = [r.line for r in requests]
+    tokens = [prompt_tokens(r.prompt, count) for r in requests]
+    groups = shard(
+        lines,
+        min(max_requests, wire.limits.max_lines),
+        min(max_bytes, wire.limits.max_bytes),
+        tokens=tokens,
+        max_tokens=max_tokens,
+    )
     for i, group in enumerate(groups, 1):
-        check_file([lines[j] for j in group], f"{name} file {i}")
+        wire.check_file([lines[j] for j in group], f"{name} file {i}")
     prompt = sum(tokens)
     output = sum(output_tokens(r) for r in requests)
     price = pricing.price(model)
     priced = cost(price, prompt, 0, output, batch_discount=pricing.batch_discount)
     return {
         "model": model,
+        "provider": wire.name,
         "requests": len(requests),
         "files": len(groups),
         "file_sizes": [len(g) for g in groups],
@@ -68,25 +72,27 @@ def plan(
     judge_model: str,
     reasoning_effort: str | None,
     pricing: Pricing,
-    max_requests: int = MAX_LINES,
-    max_bytes: int = MAX_BYTES,
+    max_requests: int = 50_000,
+    max_bytes: int = 200 * 1024 * 1024,
     max_tokens: int | None = None,
     assumed_answer_tokens: int = 800,
 ) -> dict[str, Any]:
     """The full plan of a run: files, tokens and cost per stage, and the totals."""
+    wires: dict[Stage, Wire] = {
+        "answers": providers.wire(providers.route(answer_model)),
+        "judges": providers.wire("openai"),
+    }
+    resolved = providers.resolve(answer_model)
     answers = [
-        answer_request(
-            c,
-            answer_model,
-            1,
+        build_request(
+            wires["answers"], "answers", c, resolved, 1, DRY_RUN_ID,
             reasoning_effort=reasoning_effort,
-            temperature=protocol.ANSWER_TEMPERATURE,
         )
         for c in cases
-    ]
+    ]  # fmt: skip
     placeholder = ("answer " * assumed_answer_tokens).strip()
     judges = [
-        judge_request(c, placeholder, judge_model, 1, temperature=protocol.JUDGE_TEMPERATURE)
+        build_request(wires["judges"], "judges", c, judge_model, 1, DRY_RUN_ID, answer=placeholder)
         for c in cases
     ]
     by_id = {c["case_id"]: c for c in cases}
@@ -97,9 +103,14 @@ def plan(
         reply = {"decisions": [{"item_id": it["item_id"], "matched": True} for it in items]}
         return judge_count(json.dumps(reply, separators=(",", ":")))
 
+    work: dict[Stage, tuple[list[Request], str, Callable[[Request], int]]] = {
+        "answers": (answers, answer_model, lambda r: assumed_answer_tokens),
+        "judges": (judges, judge_model, judge_reply_tokens),
+    }
     stages = {
         stage: _stage(
             stage,
+            wires[stage],
             requests,
             model,
             replies,
@@ -108,10 +119,7 @@ def plan(
             max_tokens=max_tokens,
             pricing=pricing,
         )
-        for stage, requests, model, replies in (
-            ("answers", answers, answer_model, lambda r: assumed_answer_tokens),
-            ("judges", judges, judge_model, judge_reply_tokens),
-        )
+        for stage, (requests, model, replies) in work.items()
     }
     priced = all(s["priced"] for s in stages.values())
     total = {

@@ -11,14 +11,19 @@ a foreseeable problem. The tree:
   is — locked by another process, a corrupt journal, a downloaded batch file
   that breaks the Batch API's format, a disk that is full or read-only. The
   run's state is left as it was.
-- :class:`ApiError` (exit 5): the Batch API refused or could not be reached
+- :class:`ApiError` (exit 5): a batch service refused or could not be reached
   after the retry policy; carries the HTTP ``status`` and the ``batch_id`` when
-  known. Resuming later is safe.
+  known. Resuming later is safe. :class:`TransientApiError` is the kind the
+  retry policy (:mod:`batchbench.providers.retry`) tries again.
+
+Each provider's client maps its SDK's exceptions onto this tree, so nothing
+above a client knows which SDK raised what.
 
 :class:`InvariantError` is not in the tree on purpose: it is a bug in
-batchbench (exit 70), never a user's or a judge's fault. A judge reply that
-breaks the protocol is not an exception at all for the user: it becomes the
-case's error row (:class:`JudgeReplyError` carries the reference's text).
+batchbench (exit 70), never a user's or a judge's fault; so is any exception
+the CLI did not foresee. A judge reply that breaks the protocol is not an
+exception at all for the user: it becomes the case's error row
+(:class:`JudgeReplyError` carries the reference's text).
 """
 
 from __future__ import annotations
@@ -48,6 +53,10 @@ class ConfigError(InputError):
     """An option or run configuration is invalid or conflicts with a run."""
 
 
+class ProviderUnavailable(ConfigError):
+    """A model's provider needs an SDK that is not installed (an optional extra)."""
+
+
 class RunStateError(BatchbenchError):
     """A run directory cannot be advanced as it is (journal, raw files, lock)."""
 
@@ -74,6 +83,10 @@ class BatchFileError(RunStateError):
     """A downloaded batch output or error file breaks the Batch API format."""
 
 
+class TruncatedFileError(BatchFileError):
+    """The file ends in the middle of a line: download it again."""
+
+
 class ApiError(BatchbenchError):
     """The Batch API refused a call in a way retries cannot fix."""
 
@@ -86,11 +99,13 @@ class ApiError(BatchbenchError):
         status: int | None = None,
         batch_id: str | None = None,
         param: str | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.batch_id = batch_id
         self.param = param  # the request field the API blamed, when it said
+        self.retry_after = retry_after  # seconds the service asked us to wait
 
 
 class FileNotYetVisible(ApiError):
@@ -104,6 +119,11 @@ class FileNotYetVisible(ApiError):
 class TransientApiError(ApiError):
     """A call that may succeed later (429, 5xx, timeouts, dropped connections),
     still failing once the retry policy is spent."""
+
+
+class Unreachable(TransientApiError):
+    """Nothing answers at the base URL. Before a run starts that is a wrong URL
+    (said at once); once it has started, an outage (tried again for a while)."""
 
 
 class ApiNotFoundError(ApiError):
@@ -122,3 +142,7 @@ class InvariantError(RuntimeError):
     """Something batchbench itself guarantees did not hold: a bug to report."""
 
     exit_code = 70
+
+
+class PlanError(InvariantError):
+    """A request file that the service would reject: batchbench built it wrong."""

@@ -1,41 +1,69 @@
 """The report's figures, drawn with matplotlib as inline SVG (no files, no network).
 
-Text stays text in the SVG (``svg.fonttype = none``), so the page is small and
-searchable; the numbers drawn are the summaries' and the comparison's own.
+Each figure is its own :class:`~matplotlib.figure.Figure` (no pyplot, no global
+state) drawn under an ``rc_context``. Text stays text in the SVG
+(``svg.fonttype = none``), so the page is small and searchable, and it stays
+literal: a benchmark or run named ``$x^2$`` is not typeset as math, and one
+starting with ``_`` still shows in the legend. The numbers drawn are the
+summaries' and the comparison's own.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import math
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, ParamSpec
 
-import matplotlib
+from matplotlib import rc_context
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")  # no display: figures are drawn to strings
-import matplotlib.pyplot as plt  # noqa: E402
+if TYPE_CHECKING:
+    from .summary import Summary
 
-plt.rcParams["svg.fonttype"] = "none"
-plt.rcParams["font.size"] = 9
+P = ParamSpec("P")
 
 
-def _svg(fig: Any) -> str:
+def _figure(rows: int) -> tuple[Figure, Axes]:
+    fig = Figure(figsize=(7.5, 0.42 * rows + 1.2))
+    return fig, fig.add_subplot()
+
+
+def _styled(draw: Callable[P, str]) -> Callable[P, str]:
+    """Draw under the report's style: matplotlib reads it as texts are made and drawn."""
+
+    @functools.wraps(draw)
+    def styled(*args: P.args, **kwargs: P.kwargs) -> str:
+        with rc_context({"svg.fonttype": "none", "font.size": 9, "text.parse_math": False}):
+            return draw(*args, **kwargs)
+
+    return styled
+
+
+def _svg(fig: Figure) -> str:
     out = io.StringIO()
     fig.savefig(out, format="svg", bbox_inches="tight")
-    plt.close(fig)
     text = out.getvalue()
     return text[text.index("<svg") :]  # drop the XML prolog: it sits inside HTML
+
+
+def _label(name: str) -> str:
+    """A legend label as given (matplotlib hides labels that start with ``_``)."""
+    return "\u200b" + name if name.startswith("_") else name
 
 
 def _finite(x: Any) -> bool:
     return isinstance(x, (int, float)) and math.isfinite(x)
 
 
-def forest(summaries: list[tuple[str, dict[str, Any]]]) -> str:
+@_styled
+def forest(summaries: Sequence[tuple[str, Summary]]) -> str:
     """Per-benchmark means with 95% intervals, one marker per run, and the overall."""
     benchmarks = sorted({b for _, s in summaries for b in s["benchmarks"]})
     rows = [*benchmarks, "overall (macro)"]
-    fig, ax = plt.subplots(figsize=(7.5, 0.42 * len(rows) + 1.2))
+    fig, ax = _figure(len(rows))
     k = len(summaries)
     for i, (name, s) in enumerate(summaries):
         offset = (i - (k - 1) / 2) * (0.7 / max(k, 1))
@@ -52,7 +80,7 @@ def forest(summaries: list[tuple[str, dict[str, Any]]]) -> str:
             y = len(rows) - 1 - j + offset
             ax.errorbar(
                 mean, y, xerr=[[mean - lo], [hi - mean]], fmt="o", ms=4, capsize=2,
-                color=f"C{i % 10}", label=name if j == 0 else None,
+                color=f"C{i % 10}", label=_label(name) if j == 0 else None,
             )  # fmt: skip
     ax.set_yticks(range(len(rows)), list(reversed(rows)))
     ax.set_xlim(-0.02, 1.02)
@@ -63,11 +91,12 @@ def forest(summaries: list[tuple[str, dict[str, Any]]]) -> str:
     return _svg(fig)
 
 
+@_styled
 def differences(comparisons: list[dict[str, Any]]) -> str:
     """Each run minus the baseline, per benchmark and overall, with 95% intervals."""
     benchmarks = sorted({b for c in comparisons for b in c["benchmarks"]})
     rows = [*benchmarks, "overall (macro)"]
-    fig, ax = plt.subplots(figsize=(7.5, 0.42 * len(rows) + 1.2))
+    fig, ax = _figure(len(rows))
     k = len(comparisons)
     for i, c in enumerate(comparisons):
         offset = (i - (k - 1) / 2) * (0.7 / max(k, 1))
@@ -79,7 +108,7 @@ def differences(comparisons: list[dict[str, Any]]) -> str:
             y = len(rows) - 1 - j + offset
             ax.errorbar(
                 diff, y, xerr=[[diff - lo], [hi - diff]], fmt="s", ms=4, capsize=2,
-                color=f"C{(i + 1) % 10}", label=f"{c['a']} − {c['b']}" if j == 0 else None,
+                color=f"C{(i + 1) % 10}", label=_label(f"{c['a']} − {c['b']}") if j == 0 else None,
             )  # fmt: skip
     ax.axvline(0, color="0.3", lw=0.8)
     ax.set_yticks(range(len(rows)), list(reversed(rows)))

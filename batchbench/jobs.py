@@ -1,103 +1,44 @@
-"""Starting, resuming, pricing and cancelling runs from command-line options.
+"""Starting, resuming and pricing runs from their options.
 
-The CLI parses options into a :class:`RunOptions` and calls one function here;
-everything that checks inputs before a run directory or an API call exists
-lives here too, so bad input never leaves a half-made run behind.
+The CLI parses options into :class:`RunOptions` and calls one function here.
+Everything that can refuse (options, the dataset, a conflicting resume, a
+service other than the run's, a model the service does not know, the cost
+cap) does so before a run folder or a batch exists.
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import protocol
-from .api import BatchApi, check_base_url
-from .costs import Pricing
-from .dataset import Case
-from .errors import ConfigError, RunLockedError
-from .pipeline import Pipeline, Settings
+from .costs import Pricing, load_pricing
+from .dataset import Case, load_dataset, select_cases
+from .dryrun import plan
+from .errors import ConfigError
+from .events import Redo, Resumed
+from .group import Group, Member
+from .options import RunOptions
+from .pipeline import Pipeline
+from .providers import resolve
+from .providers.base import Service
 from .report import write_report, write_summary
-from .requests import MAX_LINES
 from .results import rows_in_registry_order
-from .rundir import Run, RunConfig, check_name
-from .runs import BatchSeen, CancelRequested, Event, Redo, Resumed, fold
-from .summary import summarize
+from .rundir import Run, RunConfig, check_name, default_name
+from .services import connect_all, new_services, run_services, stage_bundle
+from .state import fold
+from .summary import Summary, summarize
 
-__all__ = ["RunOptions", "Settings", "cancel_run", "dry_run", "execute", "prepare"]
-
-
-@dataclass
-class RunOptions:
-    answer_model: str
-    judge_model: str
-    dataset: Path
-    run: str | None = None
-    jobs_dir: Path = Path("jobs")
-    smoke: bool = False
-    limit: int | None = None
-    benchmarks: tuple[str, ...] = ()
-    reasoning_effort: str | None = None
-    base_url: str | None = None
-    api_key: str | None = None
-    no_wait: bool = False
-    pricing: Path | None = None
-    max_cost: float | None = None
-    assumed_answer_tokens: int = 800
-    settings: Settings = field(default_factory=Settings)
-
-    def check(self) -> RunOptions:
-        """Every option's own rule, before anything is read, written or called."""
-        _check_options(self)
-        return self
-
-
-REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
-
-
-def _number(option: str, value: float | None, *, low: float, strict: bool = False) -> None:
-    """A finite number at or above ``low`` (above it when ``strict``); NaN and inf refused."""
-    if value is None:
-        return
-    if not math.isfinite(value):
-        raise ConfigError(f"{option} must be a finite number, got {value}")
-    if value < low or (strict and value == low):
-        bound = f"greater than {low:g}" if strict else f"at least {low:g}"
-        raise ConfigError(f"{option} must be {bound}, got {value}")
-
-
-def _check_options(o: RunOptions) -> None:
-    s = o.settings
-    _number("--poll-interval", s.poll_interval, low=0, strict=True)
-    _number("--token-limit-wait", s.hold_seconds, low=0)
-    _number("--max-cost", o.max_cost, low=0)
-    _number("--max-attempts", s.max_attempts, low=1)
-    _number("--max-retries", s.max_retries, low=1)
-    _number("--max-enqueued-tokens", s.max_enqueued_tokens, low=1)
-    _number("--assumed-answer-tokens", o.assumed_answer_tokens, low=1)
-    if not 1 <= s.max_requests_per_batch <= MAX_LINES:
-        raise ConfigError(f"--max-requests-per-batch must be between 1 and {MAX_LINES}")
-    if o.reasoning_effort is not None and o.reasoning_effort not in REASONING_EFFORTS:
-        raise ConfigError(
-            f"--reasoning-effort {o.reasoning_effort!r} is not one of"
-            f" {', '.join(REASONING_EFFORTS)} (max is sent as xhigh)"
-        )
-    if o.run is not None:
-        check_name(o.run)
-    if o.base_url is not None:
-        check_base_url(o.base_url)
+__all__ = ["RunOptions", "dry_run", "execute", "execute_group", "prepare"]
 
 
 def prepare(
     options: RunOptions, *, check_existing: bool = True
 ) -> tuple[Run, RunConfig, dict[str, Case]]:
     """Check the options and the dataset, and that an existing run of this name matches."""
-    from .dataset import load_dataset, select_cases
-    from .rundir import default_name
-
     name = check_name(options.run or default_name(options.answer_model, options.smoke))
     for label, value in (
         ("--answer-model", options.answer_model),
@@ -124,6 +65,7 @@ def prepare(
             "benchmarks": sorted(options.benchmarks),
         },
         case_ids=[c["case_id"] for c in selected],
+        services=new_services(options.answer_model, options.base_url),
     )
     run = Run(Path(options.jobs_dir) / name)
     if check_existing and run.exists():
@@ -134,7 +76,7 @@ def prepare(
 @dataclass
 class RunResult:
     run: Run
-    summary: dict[str, Any] | None
+    summary: Summary | None
     complete: bool
     error: str | None = None  # why this run was set aside (in a group of several)
 
@@ -143,10 +85,11 @@ def execute(
     options: RunOptions,
     *,
     say: Callable[[str], None] = print,
+    warn: Callable[[str], None] | None = None,
     on_progress: Callable[[Pipeline], None] | None = None,
-) -> tuple[Run, dict[str, Any] | None, bool]:
+) -> tuple[Run, Summary | None, bool]:
     """Start or resume a run; returns the run, its summary (when written) and completeness."""
-    [result] = execute_group([options], say=say, on_progress=on_progress)
+    [result] = execute_group([options], say=say, warn=warn, on_progress=on_progress)
     return result.run, result.summary, result.complete
 
 
@@ -154,39 +97,36 @@ def execute_group(
     group: list[RunOptions],
     *,
     say: Callable[[str], None] = print,
+    warn: Callable[[str], None] | None = None,
     on_progress: Callable[[Pipeline], None] | None = None,
 ) -> list[RunResult]:
     """Start or resume one run per answer model and advance them all in one loop.
 
-    Bad options stop everything before anything is created. A model the API does
-    not know stops its own run only (when there are several); so does a run
-    that fails while advancing.
+    Bad options stop everything before anything is created. A model its service
+    does not know stops its own run only (when there are several); so does a
+    run that fails while advancing.
     """
-    from .api import make_client
-    from .costs import load_pricing
-    from .group import Group, Member
-
+    warn = warn or say
+    first = group[0]
     prepared = [prepare(options) for options in group]
-    pricing = load_pricing(group[0].pricing)
-    max_cost = group[0].max_cost
-    if max_cost is not None:
-        plans = [make_plan(o, c, cases, pricing) for o, (_, c, cases) in zip(group, prepared)]
-        total = {"batch_usd": None if any(p["total"]["batch_usd"] is None for p in plans) else
-                 sum(p["total"]["batch_usd"] for p in plans)}  # fmt: skip
-        stages = {f"{i}{k}": s for i, p in enumerate(plans) for k, s in p["stages"].items()}
-        refusal = cost_refusal({"total": total, "stages": stages}, max_cost)
-        if refusal:
-            raise ConfigError(f"{refusal}; nothing was submitted")
-    api = BatchApi(make_client(group[0].base_url, api_key=group[0].api_key))
-    api.check_models([prepared[0][1].judge_model])
+    pricing = load_pricing(first.pricing)
+    if first.max_cost is not None:
+        _check_cost(group, prepared, pricing, first.max_cost)
+    services = []
+    for options, (run, config, _) in zip(group, prepared):
+        state = run.state(config.case_ids) if run.exists() else fold(config.case_ids, [])
+        services.append(run_services(config, state, options.base_url, move=options.move_service))
+    clients = connect_all((s for s, _ in services), warn=warn, credentials=first.credentials)
+    for judge in {(s["judges"], c.judge_model) for (s, _), (_, c, _) in zip(services, prepared)}:
+        clients[judge[0]].check_models([judge[1]])
     results: list[RunResult] = []
     members: list[tuple[Member, Run, RunConfig]] = []
     with contextlib.ExitStack() as stack:
-        for options, (run, config, cases) in zip(group, prepared):
+        for options, (run, config, cases), (stages, changes) in zip(group, prepared, services):
             fresh = "RESUMING" if run.exists() else "NEW"
             say(f"{fresh} run {config.name!r} in {run.root.resolve()}")
             try:
-                api.check_models([config.answer_model])
+                _check_answer_model(clients, stages["answers"], config.answer_model)
             except ConfigError as exc:
                 if len(group) == 1:
                     raise
@@ -196,25 +136,19 @@ def execute_group(
             run.make_folder()
             stack.enter_context(run.lock())
             config = run.create(config)
-            pipeline = Pipeline(run, config, cases, api, options.settings, say=say)
-            if pipeline.state.cancelled:
-                pipeline.record(Resumed())
-            failed = [c for c in config.case_ids if pipeline.state.cases[c].final == "error"]
-            # Rerunning the command redoes them, as the reference does. A --no-wait
-            # invocation (cron, every few minutes) only resumes: redoing there would
-            # pay for a case that fails for good again and again.
-            if failed and not options.no_wait:
-                pipeline.record(Redo(cases=failed))
-                say(f"redoing {len(failed)} case(s) of {config.name!r} that ended in an error")
+            bundle = stage_bundle(stages, clients)
+            pipeline = Pipeline(run, config, cases, bundle, options.settings, say=say)
+            for change in changes:
+                pipeline.record(change)
+            _reopen(pipeline, options, say)
             members.append((Member(pipeline), run, config))
-        settings = group[0].settings
+        settings = first.settings
         Group(
             [m for m, _, _ in members],
-            api,
             settings.poll_interval,
             say=say,
             outage_seconds=settings.outage_seconds,
-        ).advance(wait=not group[0].no_wait, on_progress=on_progress)
+        ).advance(wait=not first.no_wait, on_progress=on_progress)
         for member, run, config in members:
             summary = write_run_summary(run, config)
             write_report(run, member.pipeline.state, config, pricing)
@@ -223,7 +157,42 @@ def execute_group(
     return sorted(results, key=lambda r: order.index(r.run.root))
 
 
-def write_run_summary(run: Run, config: RunConfig) -> dict[str, Any] | None:
+def _check_answer_model(clients: dict[Service, Any], service: Service, model: str) -> None:
+    clients[service].check_models([resolve(model)])
+
+
+def _reopen(pipeline: Pipeline, options: RunOptions, say: Callable[[str], None]) -> None:
+    """A resumed run takes new work again; a plain invocation redoes its failed cases.
+
+    A --no-wait invocation (cron, every few minutes) only resumes: redoing there
+    would pay for a case that fails for good again and again.
+    """
+    if pipeline.state.cancelled:
+        pipeline.record(Resumed())
+    config = pipeline.config
+    failed = [c for c in config.case_ids if pipeline.state.cases[c].final == "error"]
+    if failed and not options.no_wait:
+        pipeline.record(Redo(cases=failed))
+        say(f"redoing {len(failed)} case(s) of {config.name!r} that ended in an error")
+
+
+def _check_cost(
+    group: list[RunOptions],
+    prepared: list[tuple[Run, RunConfig, dict[str, Case]]],
+    pricing: Pricing,
+    max_cost: float,
+) -> None:
+    """``--max-cost`` against the sum of every run's estimate, before anything is created."""
+    plans = [make_plan(o, c, cases, pricing) for o, (_, c, cases) in zip(group, prepared)]
+    costs = [p["total"]["batch_usd"] for p in plans]
+    total = {"batch_usd": None if None in costs else sum(costs)}
+    stages = {f"{i}{k}": s for i, p in enumerate(plans) for k, s in p["stages"].items()}
+    refusal = cost_refusal({"total": total, "stages": stages}, max_cost)
+    if refusal:
+        raise ConfigError(f"{refusal}; nothing was submitted")
+
+
+def write_run_summary(run: Run, config: RunConfig) -> Summary | None:
     """Summarise a run's rows as the reference would, into its private summary file."""
     if not run.results_path.exists():
         return None
@@ -238,8 +207,6 @@ def write_run_summary(run: Run, config: RunConfig) -> dict[str, Any] | None:
 def make_plan(
     options: RunOptions, config: RunConfig, cases: dict[str, Case], pricing: Pricing
 ) -> dict[str, Any]:
-    from .dryrun import plan
-
     return plan(
         [cases[c] for c in config.case_ids],
         answer_model=config.answer_model,
@@ -255,16 +222,14 @@ def make_plan(
 
 def dry_run(options: RunOptions) -> dict[str, Any]:
     """The run's full plan and estimated cost, with no API call and nothing written."""
-    from .costs import load_pricing
-
     _, config, cases = prepare(options, check_existing=False)
-    plan = make_plan(options, config, cases, load_pricing(options.pricing))
+    result = make_plan(options, config, cases, load_pricing(options.pricing))
     if options.max_cost is not None:
-        plan["max_cost"] = {
+        result["max_cost"] = {
             "usd": options.max_cost,
-            "refused_because": cost_refusal(plan, options.max_cost),
+            "refused_because": cost_refusal(result, options.max_cost),
         }
-    return plan
+    return result
 
 
 def cost_refusal(plan: dict[str, Any], max_cost: float) -> str | None:
@@ -279,61 +244,3 @@ def cost_refusal(plan: dict[str, Any], max_cost: float) -> str | None:
     if estimate > max_cost:
         return f"estimated cost ${estimate:,.4f} at batch price exceeds --max-cost ${max_cost:,.4f}"
     return None
-
-
-def cancel_run(
-    jobs_dir: Path, name: str, base_url: str | None = None, api_key: str | None = None
-) -> list[str]:
-    """Stop a run: no new batches, and every in-flight batch cancelled. Returns their ids.
-
-    It does not need the run's lock: the intent is one appended journal line,
-    which a process advancing the run reads at its next tick (it then submits
-    nothing more), and cancelling a batch is the API's business.
-    """
-    from .api import make_client
-    from .rundir import open_run
-
-    run = open_run(jobs_dir, name)
-    config = run.load_config()
-    api = BatchApi(make_client(base_url, api_key=api_key))
-    run.record(CancelRequested())
-    cancelled: list[str] = []
-    for sub in fold(config.case_ids, run.events()).in_flight():
-        if sub.batch_id is not None and api.cancel(sub.batch_id) is not None:
-            cancelled.append(sub.batch_id)
-    return cancelled
-
-
-def refresh_status(
-    jobs_dir: Path, name: str, base_url: str | None = None, api_key: str | None = None
-) -> tuple[list[str], bool]:
-    """Ask the API (one list call per 100 batches) for the live state of every batch in
-    flight. When no process is advancing the run, what it says is journaled too.
-
-    Returns a line per batch and whether the journal was updated.
-    """
-    from .api import make_client
-    from .rundir import open_run
-    from .submit import Submitter
-
-    run = open_run(jobs_dir, name)
-    config = run.load_config()
-    api = BatchApi(make_client(base_url, api_key=api_key))
-    seen: list[Event] = []
-    try:
-        with run.lock():
-            flying = fold(config.case_ids, run.events()).in_flight()
-            Submitter(run, config, api, lambda e: seen.append(run.record(e))).poll(flying)
-            journaled = True
-    except RunLockedError:  # the advancing process journals it itself
-        flying = fold(config.case_ids, run.events()).in_flight()
-        Submitter(run, config, api, seen.append).poll(flying)
-        journaled = False
-    live = {e.sub: e for e in seen if isinstance(e, BatchSeen)}
-    lines = []
-    for sub in flying:
-        b = live.get(sub.id)
-        status, counts = (b.status, b.counts) if b else (sub.status, sub.counts)
-        done = counts.get("completed", 0) + counts.get("failed", 0)
-        lines.append(f"{sub.id} {sub.batch_id} {status} {done}/{counts.get('total', '?')} lines")
-    return lines, journaled

@@ -16,14 +16,17 @@ from pathlib import Path
 from typing import Any
 
 from . import figures
+from ._io import atomic_write_text
 from .compare import Side, compare, load_side
 from .dataset import Case, Dataset, load_dataset
 from .errors import ConfigError
-from .outputs import read_outputs
+from .kinds import STAGES, Stage
 from .protocol import PROTOCOL_VERSION
+from .replies import latest_request, read_replies
 from .report import error_cause, run_status
 from .results import read_rows
 from .rundir import Run
+from .summary import Summary, last_rows
 
 ANSWER_LIMIT = 4000  # characters of an answer shown per model; the rest is elided
 
@@ -32,7 +35,8 @@ ANSWER_LIMIT = 4000  # characters of an answer shown per model; the rest is elid
 class Source:
     side: Side
     rows: dict[str, dict[str, Any]]  # the last row of each case
-    replies: dict[str, str] = field(default_factory=dict)  # custom_id → raw reply (runs)
+    # (case id, stage) → the raw reply of its latest request (runs only)
+    replies: dict[tuple[str, Stage], str] = field(default_factory=dict)
     cost: dict[str, Any] | None = None
 
 
@@ -45,17 +49,18 @@ def load_sources(
         side = load_side(item, jobs_dir, ds)
         run = Run(Path(jobs_dir) / item)
         path = run.results_path if run.exists() else Path(item)
-        rows: dict[str, dict[str, Any]] = {}
-        for row in read_rows(path) if path.exists() else []:
-            rows[row["case_id"]] = row
+        rows, _ = last_rows(read_rows(path) if path.exists() else [])
         source = Source(side, rows)
         if run.exists():
-            ds = ds or load_dataset(run.load_config().dataset)
-            raw = sorted(run.raw_dir.glob("*.jsonl"))
-            if raw:
-                frame = read_outputs(raw)
-                for cid, content, body in frame.select("custom_id", "content", "body_text").rows():
-                    source.replies[cid] = content if content is not None else (body or "")
+            config = run.load_config()
+            ds = ds or load_dataset(config.dataset)
+            state = run.state(config.case_ids)
+            replies = read_replies(run, config, state)
+            for case_id in rows:
+                for stage in STAGES:
+                    request = latest_request(state, case_id, stage)
+                    if request in replies:
+                        source.replies[case_id, stage] = replies[request]
             source.cost = run_status(run)["cost"]
         sources.append(source)
     if ds is None:
@@ -129,7 +134,7 @@ def render(sources: list[Source], ds: Dataset, baseline: str | None = None) -> s
     return "".join(parts) + "</body></html>\n"
 
 
-def _header(sources: list[Source], first: dict[str, Any]) -> str:
+def _header(sources: list[Source], first: Summary) -> str:
     side = sources[0].side
     rows = [
         ("protocol", side.protocol_version or PROTOCOL_VERSION),
@@ -275,8 +280,8 @@ def _failures(sources: list[Source], ds: Dataset) -> str:
         out.append("</ul>")
         for r in failed:
             cid = r["case_id"]
-            answer = _last_reply(s.replies, f"answer:{cid}")
-            judge = _last_reply(s.replies, f"judge:{cid}")
+            answer = s.replies.get((cid, "answers"))
+            judge = s.replies.get((cid, "judges"))
             out.append(
                 f"<details class='failure' data-case='{_e(cid)}'><summary>{_e(cid)}:"
                 f" {_e(r['error'][:200])}</summary><pre>{_e(r['error'])}</pre>"
@@ -287,16 +292,7 @@ def _failures(sources: list[Source], ds: Dataset) -> str:
     return "".join(out) if len(out) > 1 else out[0] + "<p>None.</p>"
 
 
-def _last_reply(replies: dict[str, str], prefix: str) -> str | None:
-    attempts = [k for k in replies if k == prefix or k.startswith(prefix + ":")]
-    if not attempts:
-        return None
-    return replies[max(attempts, key=lambda k: int(k.rsplit(":", 1)[1]) if k != prefix else 1)]
-
-
 def write_page(path: Path, text: str) -> None:
-    from ._io import atomic_write_text
-
     atomic_write_text(path, text, mode=0o644)
 
 

@@ -3,10 +3,12 @@
 ``Pipeline.step()`` reads the folded state, picks the single next useful action,
 journals the intent, does it, and journals the outcome. After a crash the loop
 repeats at most one action, and every action is safe to repeat: an upload is
-merely orphaned, a create is preceded by a look for a batch carrying this
-submission's metadata, a download rewrites the same bytes, and a case's rows
-are written once (the journal counts them). What a collected batch means is
-decided by :mod:`batchbench.collection`; rows are built by :mod:`batchbench.results`.
+merely orphaned, a create is preceded by a look for the batch it may have
+made, a download rewrites the same bytes, and a case's rows are written once
+(the journal counts them). Each stage speaks to its own provider (answers may
+be Anthropic's while judges are OpenAI's); what a collected batch means is
+decided by :mod:`batchbench.collection`, rows are built by
+:mod:`batchbench.results`, and :class:`batchbench.group.Group` runs the loop.
 """
 
 from __future__ import annotations
@@ -19,32 +21,27 @@ from dataclasses import dataclass
 import polars as pl
 
 from . import _failpoints
-from .api import BatchApi
 from .collection import Collection, Limits, collect
 from .costs import prompt_tokens, token_counter
 from .dataset import Case
 from .errors import BatchFileError
-from .outputs import read_outputs
-from .requests import MAX_BYTES, stage_request, write_shards
+from .events import Event, Line, Plan
+from .kinds import STAGES, Stage
+from .providers import resolve
+from .providers.base import Provider
+from .providers.ids import claim
+from .requests import build_request, write_shards
 from .results import append_rows, row_counts, rows_for
 from .rundir import Run, RunConfig
-from .runs import (
-    Event,
-    Line,
-    Plan,
-    RunState,
-    Stage,
-    Submission,
-    fold,
-)
 from .scoring import rubric_frame
+from .state import RunState, Submission
 from .submit import Submitter
 
 
 @dataclass
 class Settings:
     max_requests_per_batch: int = 50_000
-    max_bytes_per_batch: int = MAX_BYTES
+    max_bytes_per_batch: int = 200 * 1024 * 1024
     max_attempts: int = 3  # judge replies per answer before an invalid one is an error
     max_retries: int = 6  # attempts per request, as the reference's --max-retries
     poll_interval: float = 30.0
@@ -61,7 +58,7 @@ class Pipeline:
         run: Run,
         config: RunConfig,
         cases: Mapping[str, Case],
-        api: BatchApi,
+        providers: Mapping[Stage, Provider],
         settings: Settings,
         *,
         say: Callable[[str], None] = print,
@@ -71,13 +68,13 @@ class Pipeline:
         self.run = run
         self.config = config
         self.cases = cases
-        self.api = api
+        self.providers = providers
         self.settings = settings
         self.say = say
         self.clock = clock
         self.sleep = sleep
         run.repair()  # the caller holds the run's lock
-        self.state: RunState = fold(config.case_ids, run.events())
+        self.state: RunState = run.state(config.case_ids)
         self._journal_size = run.journal_size()
         self.limits = Limits(settings.max_retries, settings.max_attempts, settings.hold_seconds)
         self._answers: dict[str, dict[str, str]] = {}
@@ -85,7 +82,7 @@ class Pipeline:
         self.submitter = Submitter(
             run,
             config,
-            api,
+            providers,
             self.record,
             clock=clock,
             sleep=sleep,
@@ -108,7 +105,7 @@ class Pipeline:
     def catch_up(self) -> None:
         """Read what another process appended to the journal (``cancel``) since."""
         if self.run.journal_size() != self._journal_size:
-            self.state = fold(self.config.case_ids, self.run.events())
+            self.state = self.run.state(self.config.case_ids)
             self._journal_size = self.run.journal_size()
 
     # decisions --------------------------------------------------------------
@@ -119,17 +116,17 @@ class Pipeline:
         """Do the next action that needs no waiting; None when only waiting remains."""
         st = self.state
         for sub in st.subs.values():
-            if sub.file_id is None:
+            if sub.file_id is None and self.providers[sub.stage].wire.uploads:
                 return self.submitter.upload(sub)
         for sub in st.subs.values():
             if sub.batch_id is None and not st.cancelled:
                 if st.holds.get(sub.stage, 0) > self.clock() or not self._fits_budget(sub):
                     continue
-                return self.submitter.create(sub)
+                return self.submitter.create(sub, st.batch_ids())
         # Plan before collecting the next file: the judges of a collected answer
         # file go out at once, not after every answer file is in.
         if not st.cancelled:
-            for stage in ("answers", "judges"):
+            for stage in STAGES:
                 if self.state.pending(stage, self.config.case_ids):
                     return self._plan(stage)
         for sub in st.subs.values():
@@ -144,55 +141,64 @@ class Pipeline:
                     return self.submitter.delete_remote(sub)
         return None
 
-    def _model(self, stage: str) -> str:
-        return self.config.answer_model if stage == "answers" else self.config.judge_model
+    def model(self, stage: Stage) -> str:
+        """The model id the stage's service is asked for (an answer model's alias resolved)."""
+        return resolve(self.config.answer_model) if stage == "answers" else self.config.judge_model
 
     def _fits_budget(self, sub: Submission) -> bool:
         """Release a file only while the model's estimated in-flight tokens stay in budget."""
         budget = self.settings.max_enqueued_tokens
         if budget is None:
             return True
-        model = self._model(sub.stage)
-        flying = sum(s.tokens for s in self.in_flight() if self._model(s.stage) == model)
+        model = self.model(sub.stage)
+        flying = sum(s.tokens for s in self.in_flight() if self.model(s.stage) == model)
         return flying == 0 or flying + sub.tokens <= budget
 
     def in_flight(self) -> list[Submission]:
         return self.state.in_flight()
 
-    def poll(self) -> None:
-        """Refresh this run's batches in flight (the group loop polls many runs at once)."""
-        self.submitter.poll(self.in_flight())
-
     # planning -----------------------------------------------------------------
     def _plan(self, stage: Stage) -> str:
         """Write the request files for every pending case of a stage, then journal them."""
-        model = self._model(stage)
+        model = self.model(stage)
+        wire = self.providers[stage].wire
         budget = self.settings.max_enqueued_tokens
         count = token_counter(model)[1] if budget is not None else None
+        pending = self.state.pending(stage, self.config.case_ids)
+        used = self.state.used_ids()
 
         def entries() -> Iterator[tuple[Line, bytes, int]]:
-            for case_id in self.state.pending(stage, self.config.case_ids):
+            for case_id in pending:
                 st = self.state.cases[case_id].stage(stage)
-                request = stage_request(
+                request = build_request(
+                    wire,
                     stage,
                     self.cases[case_id],
                     model,
                     st.attempt + 1,
+                    self.config.run_id,
                     temperature=st.temperature,
                     reasoning_effort=self.config.reasoning_effort,
                     answer=self.answer_text(case_id) if stage == "judges" else None,
                 )
-                tokens = prompt_tokens(request.body, count) if count is not None else 0
-                line = Line(case_id, request.attempt, "temperature" in request.body)
-                yield line, request.line(), tokens
+                claim(request.custom_id, case_id, used)
+                tokens = prompt_tokens(request.prompt, count) if count is not None else 0
+                line = Line(
+                    case_id, request.attempt, request.rendered.temperature, request.custom_id
+                )
+                yield line, request.line, tokens
 
         seq = self.state.next_seq(stage)
-        cap = min(self.settings.max_requests_per_batch, self.state.caps.get(stage, 10**9))
+        cap = min(
+            self.settings.max_requests_per_batch,
+            self.state.caps.get(stage, 10**9),
+            wire.limits.max_lines,
+        )
         files = write_shards(
             entries(),
             lambda k: self.run.requests_dir / f"{stage}-{seq + k:04d}.jsonl",
             max_lines=cap,
-            max_bytes=self.settings.max_bytes_per_batch,
+            max_bytes=min(self.settings.max_bytes_per_batch, wire.limits.max_bytes),
             max_tokens=budget,
         )
         for offset, (path, lines, tokens) in enumerate(files):
@@ -212,13 +218,17 @@ class Pipeline:
 
     # downloading and collecting ------------------------------------------------
     def _collect(self, sub: Submission) -> str:
+        wire = self.providers[sub.stage].wire
+        files = sub.result_files()
         frame = None
-        if sub.status != "failed":
-            frame = read_outputs([self.run.raw_path(f) for f in sub.result_files()])
+        if files or sub.view is None or sub.view.ending != "failed":
+            frame = wire.read_results([self.run.raw_path(f) for f in files])
         items = {
             c: [it["item_id"] for it in case["rubric_items"]] for c, case in self.cases.items()
         }
-        result = collect(sub, frame, self.state, self.limits, self.rubric, items, self.clock())
+        result = collect(
+            sub, frame, self.state, self.limits, self.rubric, items, self.clock(), wire
+        )
         for line in result.anomalies:
             self.say(f"warning: {line}")
         if result.notice:
@@ -235,7 +245,8 @@ class Pipeline:
         if st.source is None or st.custom_id is None:
             raise BatchFileError(f"no answer recorded for case {case_id}")
         if st.source not in self._answers:
-            frame = read_outputs([self.run.raw_path(st.source)])
+            wire = self.providers["answers"].wire
+            frame = wire.read_results([self.run.raw_path(st.source)])
             self._answers[st.source] = dict(zip(frame["custom_id"], frame["content"]))
         return self._answers[st.source][st.custom_id]
 
@@ -256,6 +267,7 @@ class Pipeline:
             result.judged,
             self.cases,
             self.config,
+            self.providers["answers"].wire.effort(self.config.reasoning_effort),
             self.state,
             self.answer_text,
             self.clock(),
@@ -263,25 +275,3 @@ class Pipeline:
         if rows:
             append_rows(self.run.results_path, rows, self.config.case_ids)
             written.update(r["case_id"] for r in rows)
-
-    # the loop --------------------------------------------------------------------
-    def advance(self, *, wait: bool, on_progress: Callable[[Pipeline], None] | None = None) -> bool:
-        """Steps and polls until every case is final; without ``wait``, until only waiting is left.
-
-        The loop is :class:`group.Group`'s, with this run alone in it. A call
-        that still fails once the API client's retries are spent is tried again
-        at the next tick (the journal makes that safe), until the API has failed
-        for ``outage_seconds`` without a break. Returns whether every case is final.
-        """
-        from .group import Group, Member
-
-        Group(
-            [Member(self)],
-            self.api,
-            self.settings.poll_interval,
-            say=self.say,
-            clock=self.clock,
-            sleep=self.sleep,
-            outage_seconds=self.settings.outage_seconds,
-        ).advance(wait=wait, on_progress=on_progress)
-        return self.done()

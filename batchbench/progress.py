@@ -12,7 +12,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
-from .runs import RunState
+from .kinds import STAGES
+from .state import RunState
 
 if TYPE_CHECKING:
     from .pipeline import Pipeline
@@ -34,8 +35,9 @@ def eta(state: RunState, now: float) -> float | None:
     """Seconds until the slowest batch in flight is through its lines, at its pace so far."""
     waits = []
     for sub in state.in_flight():
-        total = sub.counts.get("total", 0)
-        done = sub.counts.get("completed", 0) + sub.counts.get("failed", 0)
+        if sub.view is None:
+            continue
+        total, done = sub.view.total, sub.view.completed + sub.view.failed
         since = now - (sub.create_started or sub.planned_at)
         if total and done and since > 0:
             waits.append((total - done) * since / done)
@@ -45,18 +47,13 @@ def eta(state: RunState, now: float) -> float | None:
 def progress_line(state: RunState, now: float) -> str:
     """``answers 120/250 (+30/40 running) · judges 80/250 · 3 failed · 5m12s · ETA 4m10s``."""
     parts = []
-    judged_never = sum(1 for c in state.cases.values() if c.answers.status == "failed")
-    for stage in ("answers", "judges"):
-        total = len(state.cases) - (judged_never if stage == "judges" else 0)
-        if stage == "answers":
-            done = sum(1 for c in state.cases.values() if c.answers.status == "ok")
-        else:
-            done = sum(1 for c in state.cases.values() if c.final == "scored")
-        running = [s for s in state.in_flight() if s.stage == stage]
-        lines = sum(s.counts.get("completed", 0) + s.counts.get("failed", 0) for s in running)
-        size = sum(s.counts.get("total", 0) for s in running)
+    for stage in STAGES:
+        progress = state.progress(stage)
+        running = [s.view for s in state.in_flight() if s.stage == stage and s.view is not None]
+        lines = sum(v.completed + v.failed for v in running)
+        size = sum(v.total for v in running)
         extra = f" (+{lines}/{size} running)" if size else ""
-        parts.append(f"{stage} {done}/{total}{extra}")
+        parts.append(f"{stage} {progress.done}/{progress.total}{extra}")
     failed = sum(1 for c in state.cases.values() if c.final == "error")
     if failed:
         parts.append(f"{failed} failed")

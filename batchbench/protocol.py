@@ -1,21 +1,22 @@
-"""The grading protocol's wire format: prompts, request bodies, judge replies.
+"""The grading protocol: what each model is asked, how a judge reply reads, error texts.
 
 Every string here is byte-exact with the reference runner, because a changed
 space in a prompt is a different benchmark. Parsing is strict for the same
-reason: an invalid judge reply never earns partial credit.
+reason: an invalid judge reply never earns partial credit. What a model is
+asked is a neutral :class:`Prompt`; each provider renders it into its own body
+(:mod:`batchbench.providers`).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
 
 from .dataset import Case, RubricItem
 from .errors import JudgeReplyError
+from .providers.base import Prompt
 
 PROTOCOL_VERSION = "bedside-bench-grading-v1"
-ENDPOINT = "/v1/chat/completions"
 
 ANSWER_SYSTEM_MESSAGE = (
     "You are a physician answering a clinical question. Give a direct, self-contained answer"
@@ -61,59 +62,30 @@ def judge_user_message(case: Case, answer: str) -> str:
     return f"CLINICAL PROMPT:\n{case['prompt']}\n\nANSWER:\n{answer}\n\nRUBRIC ITEMS:\n{lines}"
 
 
-def api_reasoning_effort(effort: str | None) -> str | None:
-    """The reference sends ``max`` to OpenAI models as ``xhigh``."""
-    return "xhigh" if effort == "max" else effort
+def answer_prompt(case: Case, *, reasoning_effort: str | None, temperature: bool) -> Prompt:
+    """What the model under test is asked; ``temperature`` False once it refused one."""
+    return Prompt(
+        system=ANSWER_SYSTEM_MESSAGE,
+        user=case["prompt"],
+        max_tokens=ANSWER_MAX_COMPLETION_TOKENS,
+        temperature=ANSWER_TEMPERATURE if temperature else None,
+        json_mode=False,
+        reasoning_effort=reasoning_effort,
+    )
 
 
-def answer_body(
-    case: Case,
-    model: str,
-    *,
-    reasoning_effort: str | None = None,
-    temperature: float | None = ANSWER_TEMPERATURE,
-) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "model": model,
-        "messages": [
-            {"role": "system", "content": ANSWER_SYSTEM_MESSAGE},
-            {"role": "user", "content": case["prompt"]},
-        ],
-        "max_completion_tokens": ANSWER_MAX_COMPLETION_TOKENS,
-    }
-    if temperature is not None:
-        body["temperature"] = temperature
-    effort = api_reasoning_effort(reasoning_effort)
-    if effort is not None:
-        body["reasoning_effort"] = effort
-    return body
+def judge_prompt(case: Case, answer: str, *, temperature: bool) -> Prompt:
+    """What the judge is asked about one answer."""
+    return Prompt(
+        system=JUDGE_SYSTEM_MESSAGE,
+        user=judge_user_message(case, answer),
+        max_tokens=JUDGE_MAX_COMPLETION_TOKENS,
+        temperature=JUDGE_TEMPERATURE if temperature else None,
+        json_mode=True,
+        reasoning_effort=None,
+    )
 
 
-def judge_body(
-    case: Case,
-    answer: str,
-    model: str,
-    *,
-    temperature: float | None = JUDGE_TEMPERATURE,
-) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "model": model,
-        "messages": [
-            {"role": "system", "content": JUDGE_SYSTEM_MESSAGE},
-            {"role": "user", "content": judge_user_message(case, answer)},
-        ],
-        "response_format": {"type": "json_object"},
-        "max_completion_tokens": JUDGE_MAX_COMPLETION_TOKENS,
-    }
-    if temperature is not None:
-        body["temperature"] = temperature
-    return body
-
-
-# HTTP statuses the reference retries (with 429 and 5xx of the batch service's own
-# making); any other status fails the call at once.
-RETRIED_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
-EMPTY_MESSAGE = "API returned an empty message"
 BODY_TEXT_LIMIT = 1000
 ERROR_TEXT_LIMIT = 2000
 
@@ -137,9 +109,12 @@ def http_error(status_code: int, body_text: str | None) -> str:
     return f"HTTP {status_code}: {(body_text or '')[:BODY_TEXT_LIMIT]}"
 
 
-def gave_up(attempts: int, last_error: str) -> str:
-    """The reference's error row once a call's retries are spent."""
-    return error_text(f"API request failed after {attempts} attempts: {last_error}", "RuntimeError")
+def gave_up(label: str, attempts: int, last_error: str) -> str:
+    """The reference's error row once a call's retries are spent (``label``: ``API``,
+    ``Anthropic``, ``Gemini`` or ``Fireworks``, as it names the service)."""
+    return error_text(
+        f"{label} request failed after {attempts} attempts: {last_error}", "RuntimeError"
+    )
 
 
 def parse_judge_reply(content: str, item_ids: Sequence[str]) -> dict[str, bool]:

@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import stat
 import time
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from ._io import atomic_write_text
-from .costs import Pricing
+from .costs import Pricing, usage_cost
+from .errors import RunStateError
+from .kinds import STAGES, Stage
 from .rundir import Run, RunConfig
-from .runs import RunState, fold
+from .state import RunState
 
-if TYPE_CHECKING:
-    pass
+if TYPE_CHECKING:  # numpy stays out of `status` and `list`
+    from .summary import Summary
 
 
 class StageStatus(TypedDict):
@@ -30,13 +34,58 @@ class StageStatus(TypedDict):
     usage: dict[str, int]  # tokens used so far, by kind
 
 
-def summary_json(summary: dict[str, Any]) -> str:
+MAX_SUMMARY_BYTES = 16 * 1024 * 1024
+
+
+def summary_json(summary: Summary) -> str:
     """The reference's bytes: 2-space indent, NaN as ``NaN``, final newline."""
     return json.dumps(summary, indent=2) + "\n"
 
 
-def write_summary(path: str | Path, summary: dict[str, Any], mode: int = 0o644) -> None:
+def write_summary(path: str | Path, summary: Summary, mode: int = 0o644) -> None:
     atomic_write_text(path, summary_json(summary), mode=mode)
+
+
+def read_summary(path: Path) -> Summary:
+    """A ``results.summary.json``, checked; anything else is a one-line run-state error.
+
+    Only a regular file of a summary's size is opened (a FIFO or a link to
+    ``/dev/zero`` would hang or never end), and it must have a summary's shape.
+    """
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise RunStateError(f"{path}: not a regular file, so not a summary")
+        if info.st_size > MAX_SUMMARY_BYTES:
+            raise RunStateError(f"{path}: {info.st_size:,} bytes, too large for a summary")
+        data = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise RunStateError(f"{path}: no summary yet") from None
+    except OSError as exc:
+        raise RunStateError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    except (ValueError, RecursionError):
+        raise RunStateError(f"{path}: damaged (not a summary's JSON)") from None
+    if not _summary_shaped(data):
+        raise RunStateError(f"{path}: damaged (not a summary's fields)")
+    return cast("Summary", data)
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _summary_shaped(data: Any) -> bool:
+    if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), dict):
+        return False
+    pairs = [data.get("overall_ci95"), *(b.get("ci95") for b in data["benchmarks"].values()
+             if isinstance(b, dict))]  # fmt: skip
+    return (
+        all(isinstance(b, dict) and _number(b.get("mean")) and isinstance(b.get("n"), int)
+            for b in data["benchmarks"].values())
+        and all(isinstance(p, list) and len(p) == 2 and all(map(_number, p)) for p in pairs)
+        and _number(data.get("overall_macro_mean"))
+        and all(isinstance(data.get(k), int) for k in ("completed_cases", "errors"))
+    )  # fmt: skip
 
 
 def _num(value: Any, width: int = 6) -> str:
@@ -49,7 +98,7 @@ def _ci(ci: Any) -> str:
     return f"[{_num(ci[0], 5)}, {_num(ci[1], 5)}]"
 
 
-def summary_table(summary: dict[str, Any]) -> str:
+def summary_table(summary: Summary) -> str:
     """A compact table: per-benchmark n, mean and interval, then the overall line."""
     names = list(summary["benchmarks"])
     width = max([len("overall (macro)"), *(len(n) for n in names)])
@@ -79,45 +128,29 @@ def summary_table(summary: dict[str, Any]) -> str:
 
 def stage_cost(state: RunState, stage: str, model: str, pricing: Pricing | None) -> dict[str, Any]:
     """Tokens used (from every collected output line's usage) and what they cost."""
-    from .costs import usage_cost
-
     usage = dict(state.usage.get(stage, {}))
     price = pricing.price(model) if pricing is not None else None
     discount = pricing.batch_discount if pricing is not None else 0.5
     return {"model": model, **usage, **usage_cost(usage, price, discount)}
 
 
-def stage_status(state: RunState, stage: str) -> StageStatus:
-    """Done/failed/total for one stage, counted from collected results only.
-
-    A batch that is still finalizing has collected nothing yet, so progress never
-    reaches 100% before the last result is in hand.
-    """
-    total = len(state.cases)
-    if stage == "judges":  # a case whose answer failed for good is never judged
-        total -= sum(1 for c in state.cases.values() if c.answers.status == "failed")
-    done = failed = 0
-    for case in state.cases.values():
-        st = case.stage(stage)
-        if stage == "answers" and st.status == "ok" or stage == "judges" and case.final == "scored":
-            done += 1
-        elif st.status == "failed":
-            failed += 1
+def stage_status(state: RunState, stage: Stage) -> StageStatus:
+    """One stage's progress and its batches, for ``status`` and report.json."""
+    progress = state.progress(stage)
     batches: dict[str, int] = {}
     running: list[str] = []
     for sub in state.subs.values():
         if sub.stage != stage:
             continue
-        status = sub.status or ("created" if sub.batch_id else "not submitted")
-        batches[status] = batches.get(status, 0) + 1
-        counts = sub.counts or {}
-        if sub.in_flight and counts.get("total"):
-            done_lines = counts.get("completed", 0) + counts.get("failed", 0)
-            running.append(f"{sub.id} {status} {done_lines}/{counts['total']}")
+        batches[sub.status] = batches.get(sub.status, 0) + 1
+        view = sub.view
+        if sub.in_flight and view is not None and view.total:
+            done_lines = view.completed + view.failed
+            running.append(f"{sub.id} {sub.status} {done_lines}/{view.total}")
     return StageStatus(
-        done=done,
-        failed=failed,
-        total=total,
+        done=progress.done,
+        failed=progress.failed,
+        total=progress.total,
         batches=batches,
         running=running,
         usage=dict(state.usage.get(stage, {})),
@@ -145,7 +178,7 @@ def _costs(state: RunState, config: RunConfig, pricing: Pricing | None) -> dict[
 def run_status(run: Run, pricing: Pricing | None = None) -> dict[str, Any]:
     """Everything `batchbench status` shows, from the journal alone (no API call)."""
     config = run.load_config()
-    state = fold(config.case_ids, run.events())
+    state = run.state(config.case_ids)
     scored = sum(1 for c in state.cases.values() if c.final == "scored")
     errors = sum(1 for c in state.cases.values() if c.final == "error")
     if scored + errors == len(state.cases):
@@ -168,7 +201,7 @@ def run_status(run: Run, pricing: Pricing | None = None) -> dict[str, Any]:
             "errors": errors,
             "pending": len(state.cases) - scored - errors,
         },
-        "stages": {stage: stage_status(state, stage) for stage in ("answers", "judges")},
+        "stages": {stage: stage_status(state, stage) for stage in STAGES},
         "batches": [
             {
                 "submission": s.id,
@@ -182,10 +215,10 @@ def run_status(run: Run, pricing: Pricing | None = None) -> dict[str, Any]:
         "anomalies": list(state.anomalies),
         "cost": _costs(state, config, pricing),
     }
-    if run.summary_path.exists():
-        summary = json.loads(run.summary_path.read_text())
-        out["overall_macro_mean"] = summary.get("overall_macro_mean")
-        out["overall_ci95"] = summary.get("overall_ci95")
+    if run.summary_path.exists() or run.summary_path.is_symlink():
+        summary = read_summary(run.summary_path)
+        out["overall_macro_mean"] = summary["overall_macro_mean"]
+        out["overall_ci95"] = summary["overall_ci95"]
     return out
 
 
@@ -303,7 +336,7 @@ def write_report(
     report = {
         "run": config.name,
         "run_id": config.run_id,
-        "stages": {stage: stage_status(state, stage) for stage in ("answers", "judges")},
+        "stages": {stage: stage_status(state, stage) for stage in STAGES},
         "batches": [
             {
                 "submission": s.id,
@@ -312,8 +345,8 @@ def write_report(
                 "status": s.status,
                 "requests": len(s.lines),
                 "adopted": s.adopted,
-                "output_file_id": s.output_file_id,
-                "error_file_id": s.error_file_id,
+                "input_file_id": s.file_id,
+                "result_files": s.result_files(),
             }
             for s in state.subs.values()
         ],

@@ -18,8 +18,8 @@ from .dataset import Case
 from .decisions import join_verdicts
 from .errors import ResultsError
 from .rundir import RunConfig
-from .runs import RunState, Submission
 from .scoring import rubric_frame, score_joined, score_records
+from .state import RunState, Submission
 
 if TYPE_CHECKING:
     from .collection import Outcome
@@ -254,6 +254,7 @@ def score_row(
     case: Case,
     config: RunConfig,
     *,
+    effort: str | None,
     started: float,
     finished: float,
     answer: str,
@@ -267,7 +268,7 @@ def score_row(
     start, end = _utc(started), _utc(finished)
     return ScoredRow(
         **base_row(case, config),
-        answer_reasoning_effort=config.reasoning_effort,
+        answer_reasoning_effort=effort,
         answer_temperature=protocol.ANSWER_TEMPERATURE if answer_temperature else None,
         judge_temperature=protocol.JUDGE_TEMPERATURE if judge_temperature else None,
         started_at=start.isoformat(),
@@ -289,12 +290,14 @@ def rows_for(
     judged: Judged | None,
     cases: Mapping[str, Case],
     config: RunConfig,
+    effort: str | None,
     state: RunState,
     answer_text: Callable[[str], str],
     now: float,
 ) -> list[Row]:
     """The rows of the cases these outcomes end: an error row per failed request, a
-    scored row per valid judge reply (scored from the decisions joined to the rubric)."""
+    scored row per valid judge reply (scored from the decisions joined to the rubric).
+    ``effort`` is the reasoning effort as the answer model's service was sent it."""
     rows: list[Row] = [
         error_row(cases[o.case_id], config, now, o.detail or "")
         for o in outcomes.values()
@@ -311,6 +314,7 @@ def rows_for(
             score_row(
                 cases[case_id],
                 config,
+                effort=effort,
                 started=case_state.started or now,
                 finished=now,
                 answer=answer_text(case_id),

@@ -24,11 +24,15 @@ import msgspec
 
 from ._io import append_line, atomic_write_text, jsonl_lines, storage
 from .errors import ConfigError, RunLockedError, RunStateError
-from .runs import DECODER, ENCODER, Event
+from .events import DECODER, ENCODER, Event
+from .kinds import PROVIDERS, STAGES, ProviderName, Stage
+from .state import RunState, fold
 
 E = TypeVar("E", bound=Event)
 
 NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
+_SAFE = re.compile(r"[A-Za-z0-9_.-]")
+PROVIDER_NAMES: dict[str, ProviderName] = {p: p for p in PROVIDERS}
 CONFIG_FILE = "run.json"
 JOURNAL_FILE = "journal.jsonl"
 RESULTS_FILE = "results.jsonl"
@@ -45,6 +49,7 @@ IDENTITY_KEYS = (
     "dataset_sha256",
     "selection",
     "case_ids",
+    "providers",
 )
 
 
@@ -61,9 +66,32 @@ class RunConfig:
     case_ids: list[str]
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     created_at: float = field(default_factory=time.time)
+    # Each stage's service, {"provider", "base_url"} (never a key). Runs made
+    # before 0.2 have none: both stages were OpenAI's, at a base URL the journal
+    # records on their first resume (:class:`events.ServiceSet`).
+    services: dict[str, dict[str, str]] | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2) + "\n"
+
+    @property
+    def providers(self) -> dict[Stage, ProviderName]:
+        """Which provider serves each stage (what the run measures, so part of its identity)."""
+        if not self.services:
+            return {"answers": "openai", "judges": "openai"}
+        found: dict[Stage, ProviderName] = {}
+        for stage in STAGES:
+            name = self.services.get(stage, {}).get("provider", "")
+            if name not in PROVIDER_NAMES:
+                raise RunStateError(f"run {self.name!r}: unknown {stage} provider {name!r}")
+            found[stage] = PROVIDER_NAMES[name]
+        return found
+
+    def base_url(self, state: RunState, stage: Stage) -> str | None:
+        """Where the stage's batches live: the journal's latest word, else the config's."""
+        if stage in state.services:
+            return state.services[stage][1]
+        return self.services[stage]["base_url"] if self.services else None
 
 
 MAX_NAME = 128
@@ -121,9 +149,12 @@ class Run:
         return self.root / "raw"
 
     def raw_path(self, file_id: str) -> Path:
-        if not re.match(r"^[A-Za-z0-9_.-]+$", file_id):
+        """Where a downloaded result file is kept: its service's id, with any character
+        outside ``[A-Za-z0-9_.-]`` written ``%XX`` (``files/x`` → ``files%2Fx.jsonl``)."""
+        name = "".join(c if _SAFE.match(c) else f"%{ord(c):02X}" for c in file_id)
+        if not file_id or name.startswith(".") or len(name) > 200:
             raise RunStateError(f"unsafe file id from the API: {file_id!r}")
-        return self.raw_dir / f"{file_id}.jsonl"
+        return self.raw_dir / f"{name}.jsonl"
 
     # config ---------------------------------------------------------------
     def exists(self) -> bool:
@@ -180,6 +211,10 @@ class Run:
             return self.journal_path.stat().st_size
         except FileNotFoundError:
             return 0
+
+    def state(self, case_ids: list[str]) -> RunState:
+        """The run's state, folded from its journal."""
+        return fold(case_ids, self.events(), str(self.journal_path))
 
     def events(self) -> list[Event]:
         try:
@@ -257,7 +292,9 @@ def config_conflicts(old: RunConfig, new: RunConfig) -> list[str]:
         a, b = getattr(old, key), getattr(new, key)
         if a == b:
             continue
-        if key == "case_ids":
+        if key == "providers":
+            diffs += [f"{s} provider: {a[s]} → {b[s]}" for s in STAGES if a[s] != b[s]]
+        elif key == "case_ids":
             diffs.append(f"selected cases: {len(a)} → {len(b)}")
         elif key == "selection":
             diffs.append(f"selection: {describe_selection(a)} → {describe_selection(b)}")

@@ -1,21 +1,24 @@
-"""Doing one server action for one submission, journaling intent before and outcome after.
+"""Doing one service action for one submission, journaling intent before and outcome after.
 
-The pipeline decides which action comes next; a :class:`Submitter` does it. Each
-billable or state-changing call is preceded by its intent in the journal and
-followed by its outcome, so a crash at any point is resumed without a batch
-created twice: an interrupted create is first looked for on the server by the
-submission's metadata, and adopted when found.
+The pipeline decides which action comes next; a :class:`Submitter` does it,
+through the stage's provider. Each billable or state-changing call is preceded
+by its intent in the journal and followed by its outcome, so a crash at any
+point is resumed without a batch created twice: an interrupted create is first
+looked for on the service (:meth:`Client.find`) and adopted when found. On a
+service whose batches carry no metadata an adoption is confirmed by the ids in
+its results: a batch whose results name none of the submission's requests is
+disowned and the submission created again.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
 
 from . import _failpoints
-from .api import BatchApi
+from ._io import durable_replace
 from .collection import check_download
 from .errors import (
     ApiError,
@@ -23,22 +26,39 @@ from .errors import (
     BatchFileError,
     FileNotYetVisible,
     TransientApiError,
+    TruncatedFileError,
 )
-from .outputs import TruncatedFileError, read_outputs
-from .requests import check_file
-from .rundir import Run, RunConfig
-from .runs import (
-    BATCH_STATUSES,
+from .events import (
     BatchSeen,
     Created,
     CreateStarted,
+    Disowned,
     Downloaded,
     Event,
     RemoteDeleted,
-    Submission,
     Uploaded,
     UploadStarted,
 )
+from .kinds import Stage
+from .providers.base import BatchView, Client, Provider, Tag
+from .rundir import Run, RunConfig
+from .state import Submission
+
+# A batch found after a crash may carry a service clock this far behind ours.
+CLOCK_SKEW = 600.0
+
+
+def walk(
+    client: Client, subs: Sequence[Submission]
+) -> tuple[dict[str, BatchView], list[Submission]]:
+    """One walk of a service's batch list for these submissions' batches: what it said
+    of each one it reached, and the submissions it did not reach."""
+    waiting = {s.batch_id: s for s in subs if s.batch_id is not None}
+    if not waiting:
+        return {}, []
+    since = min(s.planned_at for s in waiting.values()) - CLOCK_SKEW
+    found = client.poll(list(waiting), since)
+    return found, [s for batch_id, s in waiting.items() if batch_id not in found]
 
 
 class Submitter:
@@ -46,7 +66,7 @@ class Submitter:
         self,
         run: Run,
         config: RunConfig,
-        api: BatchApi,
+        providers: Mapping[Stage, Provider],
         record: Callable[[Event], None],
         *,
         clock: Callable[[], float] = time.time,
@@ -55,55 +75,59 @@ class Submitter:
     ) -> None:
         self.run = run
         self.config = config
-        self.api = api
+        self.providers = providers
         self.record = record
         self.clock = clock
         self.sleep = sleep
         self.max_ambiguous_creates = max_ambiguous_creates
         self._ambiguous_creates = 0
 
-    def metadata(self, sub: Submission) -> dict[str, str]:
-        return {
-            "batchbench_run": self.config.name[:512],
-            "batchbench_run_id": self.config.run_id,
-            "batchbench_stage": sub.stage,
-            "batchbench_shard": str(sub.seq),
-            "batchbench_attempt": str(max(line.attempt for line in sub.lines)),
-            "batchbench_sub": sub.id,
-        }
+    def tag(self, sub: Submission) -> Tag:
+        ids = tuple(sub.ids())
+        return Tag(
+            run=self.config.name,
+            run_id=self.config.run_id,
+            stage=sub.stage,
+            sub=sub.id,
+            seq=sub.seq,
+            attempt=max(line.attempt for line in sub.lines),
+            requests=len(sub.lines),
+            custom_ids=ids,
+        )
+
+    def _checked(self, sub: Submission) -> None:
+        """The service's file rules, checked on the file as it will be sent."""
+        path = self.run.requests_dir / sub.path
+        lines = path.read_bytes().splitlines(keepends=True)
+        self.providers[sub.stage].wire.check_file(lines, str(path))
 
     def upload(self, sub: Submission) -> str:
-        path = self.run.requests_dir / sub.path
-        check_file(path.read_bytes().splitlines(keepends=True), str(path))
+        self._checked(sub)
         self.record(UploadStarted(sub=sub.id))
-        file_id = self.api.upload(path)
+        client = self.providers[sub.stage].client
+        file_id = client.upload(self.run.requests_dir / sub.path, self.tag(sub))
         _failpoints.hit("uploaded")
         self.record(Uploaded(sub=sub.id, file_id=file_id))
         return f"uploaded {sub.id} as {file_id}"
 
-    def find_on_server(self, sub: Submission) -> dict[str, Any] | None:
-        """The batch an earlier, interrupted create may have made for this submission."""
-        for batch in self.api.batches_since((sub.create_started or self.clock()) - 600):
-            meta = batch.get("metadata") or {}
-            if (
-                meta.get("batchbench_run_id") == self.config.run_id
-                and meta.get("batchbench_sub") == sub.id
-            ):
-                return batch
-        return None
-
-    def create(self, sub: Submission) -> str:
-        """Create once; after an ambiguous failure, look for the batch before creating again."""
-        assert sub.file_id is not None
+    def create(self, sub: Submission, known: set[str]) -> str:
+        """Create once; after an ambiguous failure, look for the batch (not one of the
+        run's ``known`` batches) before creating again."""
+        provider = self.providers[sub.stage]
         if sub.create_started is not None:
-            found = self.find_on_server(sub)
+            since = sub.create_started - CLOCK_SKEW
+            found = provider.client.find(self.tag(sub), since, known)
             if found is not None:
-                self.record(Created(sub=sub.id, batch_id=found["id"], adopted=True))
+                self.record(Created(sub=sub.id, batch_id=found.id, adopted=True))
                 self.record_batch(sub, found)
-                return f"adopted {found['id']} for {sub.id}"
+                return f"adopted {found.id} for {sub.id}"
+        if not provider.wire.uploads:
+            self._checked(sub)
         self.record(CreateStarted(sub=sub.id, file_id=sub.file_id))
         try:
-            batch = self.api.create(sub.file_id, self.metadata(sub))
+            view = provider.client.create(
+                self.tag(sub), sub.file_id, self.run.requests_dir / sub.path
+            )
         except (TransientApiError, FileNotYetVisible):
             # Ambiguous (the batch may exist: look for it first), or the file not
             # yet visible right after its upload: create again, a little later.
@@ -114,42 +138,31 @@ class Submitter:
             return f"create of {sub.id} failed; will look for it, then create again"
         self._ambiguous_creates = 0
         _failpoints.hit("created")
-        self.record(Created(sub=sub.id, batch_id=batch["id"]))
-        self.record_batch(sub, batch)
-        return f"created {batch['id']} for {sub.id}"
+        self.record(Created(sub=sub.id, batch_id=view.id))
+        self.record_batch(sub, view)
+        return f"created {view.id} for {sub.id}"
 
-    def record_batch(self, sub: Submission, batch: dict[str, Any]) -> None:
-        """Journal what the API says of a batch whenever it changes (counts included)."""
-        status = batch.get("status")
-        if status not in BATCH_STATUSES:
-            raise ApiError(
-                f"batch {batch.get('id')} has an unknown status {status!r}",
-                batch_id=batch.get("id"),
-            )
-        seen = BatchSeen.from_api(sub.id, batch)
-        now = (sub.status, sub.output_file_id, sub.error_file_id, sub.errors, sub.counts)
-        if now != (status, seen.output_file_id, seen.error_file_id, seen.errors, seen.counts):
-            self.record(seen)
+    def record_batch(self, sub: Submission, view: BatchView) -> None:
+        """Journal what the service says of a batch whenever it changes (counts included)."""
+        if dataclasses.replace(view, created_at=None) != sub.view:
+            self.record(BatchSeen.of(sub.id, view))
 
-    def poll(self, subs: list[Submission]) -> None:
-        """Refresh these batches, one list call per 100 batches when possible."""
-        waiting = {s.batch_id: s for s in subs if s.batch_id is not None}
-        if not waiting:
-            return
-        for batch in self.api.batches_since(min(s.planned_at for s in waiting.values()) - 600):
-            sub = waiting.pop(batch["id"], None)
-            if sub is not None:
-                self.record_batch(sub, batch)
-            if not waiting:
-                break
-        for sub in waiting.values():  # older than the walk reached
-            self.refresh(sub)
+    def poll(self, subs: Sequence[Submission]) -> None:
+        """Refresh these batches: one walk of each service's list, then one by one."""
+        for stage, provider in self.providers.items():
+            found, rest = walk(provider.client, [s for s in subs if s.stage == stage])
+            for sub in subs:
+                if sub.batch_id in found:
+                    self.record_batch(sub, found[sub.batch_id])
+            for sub in rest:
+                self.refresh(sub)
 
     def refresh(self, sub: Submission) -> None:
         """Ask for one batch by id; one that vanished (404) cannot be collected: stop."""
-        assert sub.batch_id is not None
+        if sub.batch_id is None:
+            return
         try:
-            self.record_batch(sub, self.api.retrieve(sub.batch_id))
+            self.record_batch(sub, self.providers[sub.stage].client.retrieve(sub.batch_id))
         except ApiNotFoundError:
             raise ApiError(
                 f"batch {sub.batch_id} ({sub.id}) vanished from the API (404);"
@@ -165,34 +178,40 @@ class Submitter:
         names requests this submission never sent stops the run with the
         culprit named, leaving the run's state as it was.
         """
+        provider = self.providers[sub.stage]
         final = self.run.raw_path(file_id)
         staging = final.with_name(f".{final.name}.check")
         where = f"{file_id} (batch {sub.batch_id})"
+        batch_id = sub.batch_id or ""
         try:
             for attempt in range(1, 4):
-                size = self.api.download(file_id, staging)
+                size = provider.client.download(batch_id, file_id, staging)
                 try:
-                    earlier: set[str] = set()
-                    for other in sub.downloaded:
-                        earlier.update(read_outputs([self.run.raw_path(other)])["custom_id"])
-                    check_download(read_outputs([staging]), sub, earlier, where)
+                    frame = provider.wire.read_results([staging])
                     break
                 except TruncatedFileError:
                     if attempt == 3:
                         raise BatchFileError(
                             f"{where}: three downloads were all truncated"
                         ) from None
-            os.replace(staging, final)
+            ids = set(frame["custom_id"].to_list())
+            if sub.adopted and ids and not ids & set(sub.ids()):
+                self.record(Disowned(sub=sub.id, batch_id=batch_id))
+                return f"{batch_id} was not {sub.id}'s (its results name other requests)"
+            earlier: set[str] = set()
+            for other in sub.downloaded:
+                earlier.update(provider.wire.read_results([self.run.raw_path(other)])["custom_id"])
+            check_download(frame, sub, earlier, where)
+            durable_replace(staging, final)
         finally:
             if staging.exists():
-                staging.unlink()
+                os.unlink(staging)
         self.record(Downloaded(sub=sub.id, file_id=file_id))
         return f"downloaded {file_id} ({size} bytes) for {sub.id}"
 
     def delete_remote(self, sub: Submission) -> str:
-        """Free the project's file storage: the raw copies on disk are the source of truth."""
+        """Free the service's storage: the raw copies on disk are the source of truth."""
         files = [f for f in (sub.file_id, *sub.result_files()) if f]
-        for file_id in files:
-            self.api.delete_file(file_id)
+        self.providers[sub.stage].client.delete(files)
         self.record(RemoteDeleted(sub=sub.id, file_ids=files))
         return f"deleted {len(files)} file(s) of {sub.id} on the server"

@@ -18,7 +18,7 @@ import random
 import statistics
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -264,8 +264,9 @@ def stratified_means(
     ]
 
 
-def _last_rows(rows: Iterable[dict[str, Any]]) -> tuple[dict[str, dict], dict[str, dict]]:
-    """Last row of each case, and last successful row of each case."""
+def last_rows(rows: Iterable[dict[str, Any]]) -> tuple[dict[str, dict], dict[str, dict]]:
+    """Last row of each case, and last successful row of each case: the rows that
+    count, by the reference's rule (the last successful row wins)."""
     last: dict[str, dict] = {}
     last_ok: dict[str, dict] = {}
     for row in rows:
@@ -288,20 +289,47 @@ def _single(values: Iterable[Any]) -> Any:
     return distinct[0] if len(distinct) == 1 else None
 
 
+class BenchmarkSummary(TypedDict):
+    n: int
+    mean: float
+    ci95: list[float]
+
+
+class Summary(TypedDict):
+    """The reference's summary, keys in its order (``results.summary.json``)."""
+
+    protocol_version: str
+    dataset_sha256: str | None
+    answer_model: str | None
+    judge_model: str | None
+    answer_temperature: float | None
+    judge_temperature: float | None
+    judge_passes_per_answer: int
+    started_at: str | None
+    finished_at: str | None
+    completed_cases: int
+    errors: int
+    overall_macro_mean: float
+    overall_ci95: list[float]
+    benchmarks: dict[str, BenchmarkSummary]
+    bootstrap_samples: int
+    bootstrap_seed: int
+
+
 def summarize(
     rows: Sequence[dict[str, Any]],
     samples: int = DEFAULT_SAMPLES,
     seed: int = DEFAULT_SEED,
     expected_case_ids: Iterable[str] | None = None,
     dataset_sha256: str | None = None,
-) -> dict[str, Any]:
+) -> Summary:
     """The reference runner's summary dict (same keys, same order, same numbers)."""
     if samples < 1:
         raise ConfigError(f"--bootstrap-samples must be at least 1, got {samples}")
     if expected_case_ids is not None:
         selected = set(expected_case_ids)
         rows = [r for r in rows if r.get("case_id") in selected]
-    last, last_ok = _last_rows(rows)
+    last, last_ok = last_rows(rows)
     ok_rows = [r for r in rows if is_success(r)]
     scores: dict[str, list[float]] = {}
     for row in last_ok.values():
@@ -319,7 +347,7 @@ def summarize(
     temps = _single((r.get("answer_temperature"), r.get("judge_temperature")) for r in ok_rows)
     started = [r["started_at"] for r in rows if isinstance(r.get("started_at"), str)]
     finished = [r["finished_at"] for r in rows if isinstance(r.get("finished_at"), str)]
-    return {
+    return {  # a Summary: a literal keeps the reference's key order visible
         "protocol_version": PROTOCOL_VERSION,
         "dataset_sha256": dataset_sha256,
         "answer_model": _single(r.get("answer_model") for r in ok_rows),
@@ -334,7 +362,8 @@ def summarize(
         "overall_macro_mean": statistics.fmean(means.values()) if means else NAN,
         "overall_ci95": overall_ci,
         "benchmarks": {
-            b: {"n": len(scores[b]), "mean": means[b], "ci95": intervals[b]} for b in benchmarks
+            b: BenchmarkSummary(n=len(scores[b]), mean=means[b], ci95=intervals[b])
+            for b in benchmarks
         },
         "bootstrap_samples": samples,
         "bootstrap_seed": seed,

@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
+from .dataset import load_dataset, select_cases
 from .errors import ConfigError, ResultsError
 from .report import write_summary
+from .results import check_against, read_numbered_rows, summary_path
 from .rundir import SUMMARY_FILE, Run
-from .summary import summarize
+from .summary import Summary, summarize
 
 
 def summarize_results(
@@ -25,14 +26,11 @@ def summarize_results(
     seed: int = 42,
     output: Path | None = None,
     force: bool = False,
-) -> tuple[dict[str, Any], Path, list[str]]:
+) -> tuple[Summary, Path, list[str]]:
     """``batchbench summarize``: check the rows, summarise them, guard the target, write.
 
     Returns the summary, where it was written, and notes for the user.
     """
-    from .dataset import load_dataset, select_cases
-    from .results import check_against, read_numbered_rows, summary_path
-
     expected: list[str] | None = None
     digest: str | None = None
     numbered = read_numbered_rows(results)
@@ -70,7 +68,7 @@ def summarize_results(
     return summary, out, notes
 
 
-def _guard_target(out: Path, summary: dict[str, Any], expected: list[str] | None) -> None:
+def _guard_target(out: Path, summary: Summary, expected: list[str] | None) -> None:
     """Never replace a summary of another dataset or selection without --force."""
     if not out.exists():
         return

@@ -118,11 +118,13 @@ def write_outputs(cases: list[dict], folder: Path, files: int, seed: int = 1) ->
 
 def run_batchbench(cases: list[dict], paths: list[Path]) -> dict[str, list]:
     from batchbench.collection import Limits, collect
-    from batchbench.outputs import read_outputs
+    from batchbench.events import Line
+    from batchbench.providers.base import BatchView
+    from batchbench.providers.openai_wire import OpenAIWire
     from batchbench.results import rows_for
     from batchbench.rundir import RunConfig
-    from batchbench.runs import Line, Submission, fold
     from batchbench.scoring import rubric_frame
+    from batchbench.state import Submission, fold
 
     ids = [c["case_id"] for c in cases]
     by_id = {c["case_id"]: c for c in cases}
@@ -131,15 +133,19 @@ def run_batchbench(cases: list[dict], paths: list[Path]) -> dict[str, list]:
     rubric = rubric_frame(cases)  # built once when the run starts, as the pipeline does
     items = {c["case_id"]: [it["item_id"] for it in c["rubric_items"]] for c in cases}
     key_seconds = time.perf_counter() - started
-    sub = Submission(
-        "judges-0001", "judges", 1, "x", [Line(i, 1, True) for i in ids], 0.0, status="completed"
-    )
+    ended = BatchView("b", "completed", "ended", "completed", files=("out",))
+    sub = Submission("judges-0001", "judges", 1, "x", [Line(i, 1, True) for i in ids], 0.0)
+    sub.view = ended
+    wire = OpenAIWire()
     state = fold(ids, [])
     for case in state.cases.values():
         case.judges.sub = sub.id
     start = time.perf_counter()
-    result = collect(sub, read_outputs(paths), state, Limits(6, 3, 60), rubric, items, 0.0)
-    rows = rows_for(sub, result.outcomes, result.judged, by_id, config, state, lambda c: "A.", 0.0)
+    frame = wire.read_results(paths)
+    result = collect(sub, frame, state, Limits(6, 3, 60), rubric, items, 0.0, wire)
+    rows = rows_for(
+        sub, result.outcomes, result.judged, by_id, config, None, state, lambda c: "A.", 0.0
+    )
     elapsed = time.perf_counter() - start
     assert not result.anomalies and len(rows) == len(cases) and all("score" in r for r in rows)
     return {"seconds": elapsed, "key_seconds": key_seconds, "rows": _digest(rows)}

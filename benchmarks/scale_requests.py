@@ -49,23 +49,30 @@ def make_case(i: int) -> dict:
 
 
 def batchbench_build(n: int, answer: str, folder: Path) -> tuple[int, int]:
-    from batchbench.requests import judge_request, write_shards
+    from batchbench.providers.openai_wire import OpenAIWire
+    from batchbench.requests import build_request, write_shards
 
     total = 0
+    wire = OpenAIWire()
 
     def entries():
         nonlocal total
         for i in range(n):
-            line = judge_request(make_case(i), answer, "judge", 1, temperature=0).line()
+            line = build_request(wire, "judges", make_case(i), "judge", 1, "r", answer=answer).line
             total += len(line)
             yield i, line, 0
 
-    files = write_shards(entries(), lambda k: folder / f"judges-{k:04d}.jsonl")
+    files = write_shards(
+        entries(),
+        lambda k: folder / f"judges-{k:04d}.jsonl",
+        max_lines=50_000,
+        max_bytes=MAX_BYTES,
+    )
     return total, len(files)
 
 
 def baseline_build(n: int, answer: str, folder: Path) -> tuple[int, int]:
-    from batchbench import protocol
+    from batchbench import protocol  # the prompts' texts; the body is built here
 
     files, size, total, count = 0, 0, 0, 0
     out = open(folder / "base-0000.jsonl", "wb")  # noqa: SIM115 - reopened per file
@@ -77,7 +84,19 @@ def baseline_build(n: int, answer: str, folder: Path) -> tuple[int, int]:
                     "custom_id": f"judge:{case['case_id']}",
                     "method": "POST",
                     "url": "/v1/chat/completions",
-                    "body": protocol.judge_body(case, answer, "judge"),
+                    "body": {
+                        "model": "judge",
+                        "messages": [
+                            {"role": "system", "content": protocol.JUDGE_SYSTEM_MESSAGE},
+                            {
+                                "role": "user",
+                                "content": protocol.judge_user_message(case, answer),
+                            },
+                        ],
+                        "response_format": {"type": "json_object"},
+                        "max_completion_tokens": 5000,
+                        "temperature": 0,
+                    },
                 }
             )
             + "\n"

@@ -17,8 +17,9 @@ from conftest import REPO, assert_one_line_error, run_cli
 from test_run import env, rows_of, run_args
 
 from batchbench.costs import load_pricing
+from batchbench.events import BatchSeen, Created, Line, Plan
 from batchbench.progress import WIDTH, Progress, progress_line
-from batchbench.runs import BatchSeen, Created, Line, Plan, fold
+from batchbench.state import fold
 
 pytest_plugins = ["batchbench.emulator.pytest_plugin"]
 

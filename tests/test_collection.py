@@ -8,9 +8,11 @@ import json
 import pytest
 
 from batchbench.collection import Limits, collect
-from batchbench.outputs import read_outputs
-from batchbench.runs import Line, RunState, Submission, fold
+from batchbench.events import Line
+from batchbench.providers.base import BatchView
+from batchbench.providers.openai_wire import OpenAIWire
 from batchbench.scoring import rubric_frame
+from batchbench.state import RunState, Submission, fold
 
 CASES = [
     {
@@ -44,7 +46,8 @@ def line_error(cid: str, code: str):
 
 def submission(stage: str, sent_temperature: bool = True, n: int = 4) -> Submission:
     lines = [Line(f"c{i}", 1, sent_temperature) for i in range(n)]
-    return Submission("s", stage, 1, "s.jsonl", lines, 0.0, status="completed")  # type: ignore[arg-type]
+    ended = BatchView("b", "completed", "ended", "completed", files=("out",))
+    return Submission("s", stage, 1, "s.jsonl", lines, 0.0, view=ended)
 
 
 def run_collect(tmp_path, stage, records, state: RunState | None = None, sent=True, limits=LIMITS):
@@ -55,7 +58,9 @@ def run_collect(tmp_path, stage, records, state: RunState | None = None, sent=Tr
     for line in sub.lines:
         state.cases[line.case_id].stage(stage).sub = sub.id
     items = {c["case_id"]: [it["item_id"] for it in c["rubric_items"]] for c in CASES}
-    return collect(sub, read_outputs([path]), state, limits, rubric_frame(CASES), items, 100.0)
+    wire = OpenAIWire()
+    frame = wire.read_results([path])
+    return collect(sub, frame, state, limits, rubric_frame(CASES), items, 100.0, wire)
 
 
 def kinds(result):
@@ -141,10 +146,10 @@ def test_judges_are_parsed_strictly_and_judged_again_until_the_cap(tmp_path):
 
 def test_a_batch_over_the_token_limit_is_sent_again_smaller_and_later(tmp_path):
     sub = submission("answers")
-    sub.status = "failed"
-    sub.errors = [{"code": "token_limit_exceeded", "message": "Enqueued token limit reached"}]
+    error = {"code": "token_limit_exceeded", "message": "Enqueued token limit reached"}
+    sub.view = BatchView("b", "failed", "ended", "failed", errors=(error,))
     state = fold([c["case_id"] for c in CASES], [])
-    result = collect(sub, None, state, LIMITS, rubric_frame(CASES), {}, now=100.0)
+    result = collect(sub, None, state, LIMITS, rubric_frame(CASES), {}, 100.0, OpenAIWire())
     assert {o.kind for o in result.outcomes.values()} == {"transient"}
     assert result.free_retry and result.cap == 2 and result.hold_until == 160.0
     event = result.event(sub)

@@ -1,25 +1,45 @@
-"""The state machine with a fake Batch API and a fake clock: no HTTP, no sleeping.
+"""The state machine with a fake provider and a fake clock: no HTTP, no sleeping.
 
-The fake keeps batches in memory and runs each line through the emulator's own
-default model when its time comes, so these tests check the pipeline's
-decisions (what it journals, what it adopts, what it refuses) in milliseconds.
+The fake provider implements the seam (:class:`Wire` and :class:`Client`) with
+its own request and result formats, not OpenAI's, so these tests also show the
+pipeline speaks to a service only through the seam. Its batches run each line
+through the emulator's default model when their time comes; the tests check
+the pipeline's decisions (what it journals, what it adopts, what it refuses)
+in milliseconds.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 
+from batchbench import frames
 from batchbench.dataset import load_dataset
-from batchbench.emulator.model import run_line
-from batchbench.errors import ApiError, TransientApiError
+from batchbench.emulator.model import default_content
+from batchbench.errors import ApiError, PlanError, TransientApiError
+from batchbench.group import Group, Member
+from batchbench.kinds import ProviderName, Stage
 from batchbench.pipeline import Pipeline, Settings
+from batchbench.providers.base import (
+    BatchFailure,
+    BatchView,
+    Limits,
+    LineRules,
+    Prompt,
+    Provider,
+    Rendered,
+    Service,
+    Tag,
+)
 from batchbench.report import write_report
 from batchbench.rundir import Run, RunConfig
-from batchbench.runs import fold
+from batchbench.state import fold
 
 FIXTURE = Path(__file__).parent / "fixtures" / "dataset"
 
@@ -35,76 +55,147 @@ class Clock:
         self.now += seconds
 
 
-class FakeApi:
+@dataclass
+class FakeWire:
+    """Lines ``{"id", "ask"}``; results ``{"id", "text"}`` or ``{"id", "status", "why"}``."""
+
+    name: ProviderName = "openai"
+    limits: Limits = field(default_factory=lambda: Limits(1000, 10**9))
+    rules: LineRules = field(default_factory=lambda: LineRules("Fake", frozenset({429, 500})))
+    uploads: bool = True
+
+    def effort(self, asked: str | None) -> str | None:
+        return asked
+
+    def render(self, prompt: Prompt, model: str) -> Rendered:
+        body: dict[str, Any] = {
+            "model": model,
+            "messages": [
+                {"role": "system", "content": prompt.system},
+                {"role": "user", "content": prompt.user},
+            ],
+        }
+        if prompt.json_mode:
+            body["response_format"] = {"type": "json_object"}
+        return Rendered(body, temperature=False)
+
+    def custom_id(self, stage: Stage, case_id: str, attempt: int, run_id: str) -> str:
+        return f"{stage[0]}.{attempt}.{case_id}"
+
+    def request_line(self, custom_id: str, rendered: Rendered) -> bytes:
+        return (json.dumps({"id": custom_id, "ask": rendered.body}) + "\n").encode()
+
+    def check_file(self, lines: Sequence[bytes], where: str) -> None:
+        if len(lines) > self.limits.max_lines:
+            raise PlanError(f"{where}: too many lines")
+
+    def failure(self, errors: Sequence[dict[str, Any]] | None, requests: int) -> BatchFailure:
+        return BatchFailure("fail", None, "FakeError: the batch failed")
+
+    def read_results(self, paths: Sequence[Path]) -> pl.DataFrame:
+        records = [
+            (str(p), n, json.loads(line))
+            for p in paths
+            for n, line in enumerate(Path(p).read_bytes().splitlines(), 1)
+        ]
+        ok = ["text" in r for _, _, r in records]
+        return frames.build(
+            {
+                "file": [f for f, _, _ in records],
+                "lineno": [n for _, n, _ in records],
+                "row": list(range(len(records))),
+                "custom_id": [r["id"] for _, _, r in records],
+                "status_code": [
+                    200 if good else r["status"] for good, (_, _, r) in zip(ok, records)
+                ],
+                "has_response": [True] * len(records),
+                "has_error": [False] * len(records),
+                "error_code": [None] * len(records),
+                "error_message": [None] * len(records),
+                "body_text": [None if good else r["why"] for good, (_, _, r) in zip(ok, records)],
+                "content": [r.get("text") for _, _, r in records],
+                "empty_error": "Fake returned nothing",
+                **{c: [0] * len(records) for c in frames.USAGE_COLUMNS},
+            }
+        )
+
+
+class FakeClient:
     """Batches finish ``duration`` seconds after creation, counting lines as they go."""
 
     def __init__(self, clock: Clock, duration: float = 100.0) -> None:
+        self.service = Service("openai", "fake://service")
         self.clock = clock
         self.duration = duration
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         self.created = 0
-        self.fail_next_create_after_creating = False
-        self.status_override: str | None = None
+        self.lose_next_create = False  # the batch is made, the reply is lost
+        self.walks = 0
+        self.down = False
 
-    def upload(self, path: Path) -> str:
-        file_id = f"file-{len(self.files)}"
+    def _up(self) -> None:
+        if self.down:
+            raise TransientApiError("fake service: connection refused")
+
+    def check_models(self, models: Iterable[str]) -> None:
+        self._up()
+
+    def upload(self, path: Path, tag: Tag) -> str:
+        self._up()
+        file_id = f"in-{len(self.files)}"
         self.files[file_id] = path.read_bytes()
         return file_id
 
-    def create(self, file_id: str, metadata: dict[str, str]) -> dict[str, Any]:
+    def create(self, tag: Tag, input_ref: str | None, path: Path) -> BatchView:
+        self._up()
         self.created += 1
         batch_id = f"batch_{self.created}"
-        lines = [json.loads(x) for x in self.files[file_id].splitlines()]
-        self.batches[batch_id] = {
-            "id": batch_id,
-            "metadata": metadata,
-            "created_at": int(self.clock()),
-            "lines": lines,
-            "output_file_id": None,
-        }
-        if self.fail_next_create_after_creating:
-            self.fail_next_create_after_creating = False
+        lines = [json.loads(x) for x in self.files[input_ref or ""].splitlines()]
+        self.batches[batch_id] = {"tag": tag, "created": self.clock(), "lines": lines}
+        if self.lose_next_create:
+            self.lose_next_create = False
             raise TransientApiError("create batch: HTTP 502: bad gateway", status=502)
-        return self._obj(batch_id)
+        return self.retrieve(batch_id)
 
-    def _obj(self, batch_id: str) -> dict[str, Any]:
+    def find(self, tag: Tag, since: float, known: Collection[str]) -> BatchView | None:
+        self._up()
+        for batch_id, b in self.batches.items():
+            if b["tag"].sub == tag.sub and b["tag"].run_id == tag.run_id and batch_id not in known:
+                return self.retrieve(batch_id)
+        return None
+
+    def poll(self, batch_ids: Collection[str], since: float) -> dict[str, BatchView]:
+        self._up()
+        self.walks += 1
+        return {b: self.retrieve(b) for b in batch_ids if b in self.batches}
+
+    def retrieve(self, batch_id: str) -> BatchView:
+        self._up()
         b = self.batches[batch_id]
         total = len(b["lines"])
-        share = min(1.0, (self.clock() - b["created_at"]) / self.duration)
-        done = int(total * share)
-        status = "completed" if share >= 1 else "in_progress"
-        if status == "completed" and b["output_file_id"] is None:
-            out = []
-            for line in b["lines"]:
-                response, error = run_line(line["body"], "req", None)
-                out.append({"custom_id": line["custom_id"], "response": response, "error": error})
-            b["output_file_id"] = f"file-out-{batch_id}"
-            self.files[b["output_file_id"]] = "".join(json.dumps(x) + "\n" for x in out).encode()
-        return {
-            "id": batch_id,
-            "status": self.status_override or status,
-            "metadata": b["metadata"],
-            "created_at": b["created_at"],
-            "output_file_id": b["output_file_id"],
-            "error_file_id": None,
-            "errors": None,
-            "request_counts": {"total": total, "completed": done, "failed": 0},
-        }
+        share = min(1.0, (self.clock() - b["created"]) / self.duration)
+        if share < 1:
+            done = int(total * share)
+            return BatchView(batch_id, "working", "running", total=total, completed=done)
+        out = f"out-{batch_id}"
+        if out not in self.files:
+            replies = [{"id": x["id"], "text": default_content(x["ask"])} for x in b["lines"]]
+            self.files[out] = "".join(json.dumps(r) + "\n" for r in replies).encode()
+        return BatchView(
+            batch_id, "done", "ended", "completed", total, total, 0, files=(out,)
+        )  # fmt: skip
 
-    def batches_since(self, since: float):
-        for batch_id in sorted(self.batches, key=lambda i: -int(i.split("_")[1])):
-            yield self._obj(batch_id)
+    def cancel(self, batch_id: str) -> BatchView | None:
+        return None
 
-    def retrieve(self, batch_id: str) -> dict[str, Any]:
-        return self._obj(batch_id)
+    def download(self, batch_id: str, ref: str, dest: Path) -> int:
+        dest.write_bytes(self.files[ref])
+        return len(self.files[ref])
 
-    def download(self, file_id: str, dest: Path) -> int:
-        dest.write_bytes(self.files[file_id])
-        return len(self.files[file_id])
-
-    def delete_file(self, file_id: str) -> None:
-        self.files.pop(file_id, None)
+    def delete(self, refs: Sequence[str]) -> None:
+        for ref in refs:
+            self.files.pop(ref, None)
 
 
 @pytest.fixture
@@ -127,109 +218,120 @@ def made(tmp_path):
     with run.lock():
         run.create(config)
     clock = Clock()
-    api = FakeApi(clock)
+    client = FakeClient(clock)
+    provider = Provider(FakeWire(), client)
 
-    def pipeline(**settings: Any) -> Pipeline:
+    def pipeline(run: Run = run, config: RunConfig = config, **settings: Any) -> Pipeline:
         return Pipeline(
             run,
             config,
             cases,
-            api,  # type: ignore[arg-type]
+            {"answers": provider, "judges": provider},
             Settings(poll_interval=10, max_requests_per_batch=3, **settings),
             say=lambda _: None,
             clock=clock,
             sleep=clock.sleep,
         )
 
-    return run, config, api, clock, pipeline
+    return run, config, client, clock, pipeline
+
+
+def advance(*pipelines: Pipeline, wait: bool = True, outage: float = 600.0) -> Group:
+    first = pipelines[0]
+    group = Group(
+        [Member(p) for p in pipelines],
+        first.settings.poll_interval,
+        say=lambda _: None,
+        clock=first.clock,
+        sleep=first.sleep,
+        outage_seconds=outage,
+    )
+    group.advance(wait=wait)
+    return group
 
 
 def test_a_whole_run_on_the_fake_clock(made):
-    run, config, api, clock, pipeline = made
+    run, config, client, clock, pipeline = made
     p = pipeline()
-    assert p.advance(wait=True) is True
+    advance(p)
+    assert p.done()
     rows = [json.loads(x) for x in run.results_path.read_bytes().split(b"\n") if x]
     assert sorted(r["case_id"] for r in rows) == sorted(config.case_ids)
     assert all("score" in r for r in rows)
-    assert api.created == 4  # 6 answers and 6 judges, 3 to a file
+    assert client.created == 4  # 6 answers and 6 judges, 3 to a file
     assert clock.now - 1_000_000.0 < 400  # waited by polling, not by spinning
+    # The provider's own ids went out, and the journal recorded them.
+    ids = {line.custom_id for sub in run.state(config.case_ids).subs.values() for line in sub.lines}
+    assert ids == {f"{s}.1.{c}" for s in "aj" for c in config.case_ids}
 
 
 def test_status_and_report_read_the_counts_from_the_journal(made):
-    run, config, api, clock, pipeline = made
+    run, config, client, clock, pipeline = made
     p = pipeline()
-    p.advance(wait=False)  # submitted, nothing finished
+    advance(p, wait=False)  # submitted, nothing finished
     clock.sleep(50)
-    p.poll()  # half way: the API says so, and the journal records it
-    refolded = fold(config.case_ids, run.events())
-    counts = {s.id: s.counts for s in refolded.subs.values()}
-    assert counts == {s.id: s.counts for s in p.state.subs.values()}
-    assert {c["completed"] for c in counts.values()} == {1}  # 3 lines, half done
+    p.submitter.poll(p.in_flight())  # half way: the service says so, and the journal records it
+    refolded = run.state(config.case_ids)
+    views = {s.id: s.view for s in refolded.subs.values()}
+    assert views == {s.id: s.view for s in p.state.subs.values()}
+    assert {v.completed for v in views.values() if v is not None} == {1}  # 3 lines, half done
     write_report(run, p.state, config)
     report = json.loads(run.report_path.read_text())
-    assert any("1/3" in r for r in report["stages"]["answers"]["running"])
+    assert report["stages"]["answers"]["running"] == [
+        "answers-0001 working 1/3",
+        "answers-0002 working 1/3",
+    ]
 
 
 def test_an_ambiguous_create_is_adopted_not_made_twice(made):
-    run, config, api, clock, pipeline = made
-    api.fail_next_create_after_creating = True  # the batch exists; the reply was lost
+    run, config, client, clock, pipeline = made
+    client.lose_next_create = True  # the batch exists; the reply was lost
     p = pipeline()
-    assert p.advance(wait=True) is True
-    subs = [b["metadata"]["batchbench_sub"] for b in api.batches.values()]
-    assert len(subs) == len(set(subs))  # one batch per submission
+    advance(p)
+    assert p.done()
+    subs = [b["tag"].sub for b in client.batches.values()]
+    assert len(subs) == len(set(subs)) == 4  # one batch per submission
     adopted = [e for e in run.events() if getattr(e, "adopted", False)]
     assert len(adopted) == 1
 
 
-def test_an_unknown_batch_status_stops_the_run_naming_the_batch(made):
-    run, config, api, clock, pipeline = made
-    p = pipeline()
-    p.advance(wait=False)
-    api.status_override = "paused"
-    clock.sleep(20)
-    with pytest.raises(ApiError, match=r"batch batch_\d has an unknown status 'paused'"):
-        p.poll()
+def test_an_unknown_openai_batch_status_is_an_error_naming_the_batch():
+    from batchbench.providers.openai_client import view
+
+    with pytest.raises(ApiError, match=r"batch b7 has an unknown status 'paused'"):
+        view({"id": "b7", "status": "paused"})
 
 
 def test_a_long_outage_gives_up_after_the_outage_budget(made):
-    run, config, api, clock, pipeline = made
-    p = pipeline(outage_seconds=120)
-    p.advance(wait=False)
-
-    def down(*args: Any, **kwargs: Any):
-        raise TransientApiError("list batches: Connection refused")
-
-    api.batches_since = down  # type: ignore[method-assign]
-    api.retrieve = down  # type: ignore[method-assign]
+    run, config, client, clock, pipeline = made
+    p = pipeline()
+    advance(p, wait=False)
+    client.down = True
     start = clock.now
     with pytest.raises(TransientApiError):
-        p.advance(wait=True)
-    assert 120 <= clock.now - start < 200
+        advance(p, outage=120)
+    assert 120 <= clock.now - start < 130  # retried every 5 s until the budget was spent
 
 
-def test_a_group_walks_the_batch_list_once_a_tick_for_all_its_runs(made, tmp_path):
-    from batchbench.group import Group, Member
-
-    run, config, api, clock, pipeline = made
+def test_a_group_walks_each_service_once_a_tick_for_all_its_runs(made, tmp_path):
+    run, config, client, clock, pipeline = made
     other_run = Run(tmp_path / "other")
     other_run.make_folder()
     with other_run.lock():
         other_config = other_run.create(RunConfig(**{**config.__dict__, "name": "other"}))
-    first = pipeline()
-    second = Pipeline(
-        other_run, other_config, first.cases, api, first.settings,
-        say=lambda _: None, clock=clock, sleep=clock.sleep,
-    )  # fmt: skip
-    walks = []
-    real = api.batches_since
-
-    def counted(since):
-        walks.append(since)
-        return real(since)
-
-    api.batches_since = counted  # type: ignore[method-assign]
-    group = Group([Member(first), Member(second)], api, 10, say=lambda _: None,
-                  clock=clock, sleep=clock.sleep)  # fmt: skip
-    group.advance(wait=True)
+    first, second = pipeline(), pipeline(other_run, other_config)
+    group = advance(first, second)
     assert first.done() and second.done()
-    assert len(walks) == group.list_walks > 0  # one walk per tick, for both runs' batches
+    assert client.walks == group.list_walks > 0  # one walk per tick, for both runs' batches
+
+
+def test_a_journal_line_naming_an_unknown_case_is_a_run_state_error(made):
+    run, config, client, clock, pipeline = made
+    pipeline()
+    with run.journal_path.open("a") as fh:
+        fh.write('{"ev":"redo","t":1.0,"cases":["not-a-case"]}\n')
+    from batchbench.errors import RunStateError
+
+    with pytest.raises(RunStateError, match=r"journal.jsonl: event 1 \(Redo\) names case"):
+        run.state(config.case_ids)
+    assert fold(["x"], []).cases == {"x": fold(["x"], []).cases["x"]}

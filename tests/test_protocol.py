@@ -9,6 +9,8 @@ import pytest
 
 from batchbench import protocol
 from batchbench.errors import JudgeReplyError
+from batchbench.providers.openai_wire import OpenAIWire
+from batchbench.requests import build_request
 
 
 @pytest.fixture(scope="module")
@@ -47,16 +49,41 @@ def test_judge_user_message_layout_and_points_format():
 
 
 def test_request_bodies():
-    case = {"prompt": "Q", "rubric_items": [{"item_id": "x_0", "text": "t", "points": 1}]}
-    body = protocol.answer_body(case, "m", reasoning_effort="max")
+    case = {
+        "case_id": "c",
+        "prompt": "Q",
+        "rubric_items": [{"item_id": "x_0", "text": "t", "points": 1}],
+    }
+    wire = OpenAIWire()
+    answer = build_request(wire, "answers", case, "m", 1, "r" * 32, reasoning_effort="max")
+    body = answer.rendered.body
     assert body["messages"][1] == {"role": "user", "content": "Q"}
     assert body["max_completion_tokens"] == 32000 and body["temperature"] == 1
     assert body["reasoning_effort"] == "xhigh"
-    assert "temperature" not in protocol.answer_body(case, "m", temperature=None)
-    judge = protocol.judge_body(case, "ans", "j")
+    retry = build_request(wire, "answers", case, "m", 2, "r" * 32, temperature=False)
+    assert "temperature" not in retry.rendered.body and retry.custom_id == "answer:c:2"
+    judge = build_request(wire, "judges", case, "j", 1, "r" * 32, answer="ans").rendered.body
     assert judge["response_format"] == {"type": "json_object"}
     assert judge["max_completion_tokens"] == 5000 and judge["temperature"] == 0
     assert judge["messages"][0]["content"] == protocol.JUDGE_SYSTEM_MESSAGE
+    # The line's bytes: the reference's body, key order included, in the Batch API's
+    # line (compact JSON, non-ASCII kept), as the 0.1 release wrote it.
+    expected = {
+        "custom_id": "answer:c",
+        "method": "POST",
+        "url": "/v1/chat/completions",
+        "body": {
+            "model": "m",
+            "messages": [
+                {"role": "system", "content": protocol.ANSWER_SYSTEM_MESSAGE},
+                {"role": "user", "content": "Q"},
+            ],
+            "max_completion_tokens": 32000,
+            "temperature": 1,
+            "reasoning_effort": "xhigh",
+        },
+    }
+    assert answer.line == (json.dumps(expected, separators=(",", ":")) + "\n").encode()
 
 
 IDS = ["a_0", "a_1"]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import os
+import traceback
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -18,8 +20,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 SAMPLE_DATASET = Path(str(resources.files("batchbench").joinpath("sample")))
 
 
+TRACEBACK_VARIABLE = "BATCHBENCH_TRACEBACK"
+
+
 def friendly(fn: F) -> F:
-    """Turn a BatchbenchError into one line on stderr and a non-zero exit."""
+    """Turn a BatchbenchError into one line on stderr and a non-zero exit; anything
+    unforeseen into one "internal error" line (exit 70), with its traceback only when
+    ``BATCHBENCH_TRACEBACK=1``."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -31,12 +38,21 @@ def friendly(fn: F) -> F:
         except OSError as exc:  # file work no module turned into a StorageError
             typer.echo(f"error: {exc.filename or 'a file'}: {exc.strerror or exc}", err=True)
             raise typer.Exit(StorageError.exit_code) from None
-        except InvariantError as exc:
-            typer.echo(f"internal error (a bug in batchbench, please report it): {exc}", err=True)
-            raise typer.Exit(InvariantError.exit_code) from None
         except KeyboardInterrupt:
             typer.echo("interrupted: nothing is lost; run the same command to resume", err=True)
             raise typer.Exit(130) from None
+        except (typer.Exit, typer.Abort):
+            raise
+        except Exception as exc:  # the last resort: a bug, said in one line
+            if os.environ.get(TRACEBACK_VARIABLE) == "1":
+                traceback.print_exc()
+            what = str(exc) if isinstance(exc, InvariantError) else f"{type(exc).__name__}: {exc}"
+            typer.echo(
+                f"internal error (a bug in batchbench, please report it): {what}"
+                f" (set {TRACEBACK_VARIABLE}=1 for the traceback)",
+                err=True,
+            )
+            raise typer.Exit(InvariantError.exit_code) from None
 
     return wrapper  # type: ignore[return-value]
 

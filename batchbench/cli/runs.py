@@ -27,7 +27,8 @@ def demo(
     import tempfile
 
     from ..emulator import Emulator
-    from ..jobs import RunOptions, Settings, execute
+    from ..jobs import RunOptions, execute
+    from ..pipeline import Settings
 
     with tempfile.TemporaryDirectory() as tmp, Emulator(latency=0.3) as emu:
         typer.echo(f"emulator on {emu.base_url}; simulated models sim-answer and sim-judge")
@@ -38,13 +39,13 @@ def demo(
             jobs_dir=jobs_dir or Path(tmp),
             dataset=dataset,
             base_url=emu.base_url,
-            api_key="demo-key-not-secret",
+            credentials={"openai": "demo-key-not-secret"},
             settings=Settings(max_requests_per_batch=5, poll_interval=0.2),
         )
         if jobs_dir is None:
             typer.echo("(the run lives in a temporary folder; pass --jobs-dir to keep it)")
         code = _finish_run(
-            *execute(options, say=typer.echo, on_progress=Progress()),
+            *execute(options, say=typer.echo, warn=_warn, on_progress=Progress()),
             temporary=jobs_dir is None,
         )
         raise typer.Exit(code)
@@ -83,8 +84,20 @@ def run(
         str | None, typer.Option(help="reasoning_effort for the answer model (max → xhigh).")
     ] = None,
     base_url: Annotated[
-        str | None, typer.Option(help="API base URL (default: OPENAI_BASE_URL or OpenAI's).")
+        str | None,
+        typer.Option(
+            help="OpenAI's base URL, for judges and OpenAI answer models (default: the run's,"
+            " else OPENAI_BASE_URL or OpenAI's)."
+        ),
     ] = None,
+    move_service: Annotated[
+        bool,
+        typer.Option(
+            "--move-service",
+            help="Resume a run against the base URL given although its batches were made at"
+            " another (a proxy in front of the same service, say).",
+        ),
+    ] = False,
     poll_interval: Annotated[float, typer.Option(help="Seconds between status polls.")] = 30.0,
     max_requests_per_batch: Annotated[
         int, typer.Option(help="Cap on requests per batch file (the API allows 50,000).")
@@ -145,7 +158,8 @@ def run(
     --dataset ../bedside-bench --smoke
     """
     from ..errors import ConfigError
-    from ..jobs import RunOptions, Settings, execute_group
+    from ..jobs import RunOptions, execute_group
+    from ..pipeline import Settings
 
     if dataset is None:
         raise ConfigError(
@@ -165,6 +179,7 @@ def run(
         benchmarks=tuple(benchmark or ()),
         reasoning_effort=reasoning_effort,
         base_url=base_url,
+        move_service=move_service,
         no_wait=no_wait,
         pricing=pricing,
         max_cost=max_cost,
@@ -203,9 +218,13 @@ def run(
         else:
             typer.echo("\n\n".join(plan_text(p) for p in plans))
         return
-    results = execute_group(group, say=typer.echo, on_progress=Progress())
+    results = execute_group(group, say=typer.echo, warn=_warn, on_progress=Progress())
     codes = [_finish_run(r.run, r.summary, r.complete, error=r.error) for r in results]
     raise typer.Exit(3 if 3 in codes else max(codes))
+
+
+def _warn(line: str) -> None:
+    typer.echo(line, err=True)
 
 
 def _finish_run(
@@ -260,7 +279,9 @@ def status(
             " when no process is advancing the run.",
         ),
     ] = False,
-    base_url: Annotated[str | None, typer.Option(help="API base URL, with --refresh.")] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="OpenAI's base URL, with --refresh (default: the run's).")
+    ] = None,
 ) -> None:
     """Show a run's progress, token usage and cost from its journal (no API call unless
     --refresh), and how old that information is.
@@ -271,7 +292,6 @@ def status(
 
     from ..costs import load_pricing
     from ..errors import ConfigError
-    from ..jobs import refresh_status
     from ..report import run_status, status_text
     from ..rundir import list_runs, open_run
 
@@ -282,8 +302,10 @@ def status(
     if refresh:
         if not names:
             raise ConfigError("--refresh asks the API about the runs you name: name them")
+        from ..control import refresh_status  # the SDKs only when the API is asked
+
         for run in runs:
-            lines, journaled = refresh_status(jobs_dir, run.name, base_url)
+            lines, journaled = refresh_status(jobs_dir, run.name, base_url, warn=_warn)
             for line in lines or ["no batch in flight"]:
                 typer.echo(f"live: {run.name}: {line}")
             if lines and not journaled:
@@ -333,15 +355,17 @@ def list_command(
 def cancel(
     names: Annotated[list[str], typer.Argument(metavar="RUN...", help="Run names.")],
     jobs_dir: JobsDirOpt = Path("jobs"),
-    base_url: Annotated[str | None, typer.Option(help="API base URL.")] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="OpenAI's base URL (default: the run's).")
+    ] = None,
 ) -> None:
     """Cancel a run's in-flight batches and submit nothing more (until `run` resumes it);
     works while another process is advancing the run.
 
     Example: batchbench cancel gpt-5.4-mini
     """
-    from ..jobs import cancel_run
+    from ..control import cancel_run
 
     for name in names:
-        cancelled = cancel_run(jobs_dir, name, base_url)
+        cancelled = cancel_run(jobs_dir, name, base_url, warn=_warn)
         typer.echo(f"{name}: cancelled {len(cancelled)} batch(es): {' '.join(cancelled) or '-'}")

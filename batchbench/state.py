@@ -1,170 +1,45 @@
-"""Run state: the journal's typed events, and their fold into what the run has reached.
+"""The fold: a run's journal events → what the run has reached.
 
-Every change of state is an event appended to the run's journal (intent before
-a billable call, outcome after it); :func:`fold` replays them. Nothing else
-holds state, so ``status``, ``report.json`` and the engine always agree, and a
-crash loses at most the last, torn line (its action is repeated, and every
-action is safe to repeat). Events are msgspec structs tagged by ``ev``: one
-JSON object a line, readable with ``jq``.
+:func:`fold` replays the journal (:mod:`batchbench.events`); nothing else holds
+state. Each case has a small state machine per stage (pending → inflight → ok
+or failed), each submission (one request file) the batch it became and what
+the service last said of it, as a :class:`BatchView`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
-import msgspec
-
-Stage = Literal["answers", "judges"]
-STAGES: tuple[Stage, ...] = ("answers", "judges")
-TERMINAL = ("completed", "failed", "expired", "cancelled")
-BATCH_STATUSES = ("validating", "in_progress", "finalizing", "cancelling", *TERMINAL)
-
-
-class Event(msgspec.Struct, tag_field="ev", kw_only=True):
-    t: float = 0.0  # when it was recorded (seconds since the epoch)
-
-
-class Line(msgspec.Struct, array_like=True):
-    """One request of a submission: which case, which attempt, whether it sent temperature."""
-
-    case_id: str
-    attempt: int
-    sent_temperature: bool
-
-
-class Plan(Event, tag="plan"):
-    """A request file was written: the submission's lines, before any upload."""
-
-    sub: str
-    stage: Stage
-    seq: int
-    path: str
-    lines: list[Line]
-    tokens: int = 0  # estimated prompt tokens, for the enqueued-token budget
-
-
-class UploadStarted(Event, tag="upload_started"):
-    sub: str
-
-
-class Uploaded(Event, tag="uploaded"):
-    sub: str
-    file_id: str
-
-
-class CreateStarted(Event, tag="create_started"):
-    """About to create the batch: after a crash, look for it before creating again."""
-
-    sub: str
-    file_id: str
-
-
-class Created(Event, tag="created"):
-    sub: str
-    batch_id: str
-    adopted: bool = False  # found on the server after an interrupted create
-
-
-class BatchSeen(Event, tag="batch"):
-    """What the API said of the batch, journaled whenever it changes."""
-
-    sub: str
-    batch_id: str
-    status: str
-    output_file_id: str | None = None
-    error_file_id: str | None = None
-    errors: list[dict[str, Any]] | None = None
-    counts: dict[str, int] = {}
-
-    @classmethod
-    def from_api(cls, sub: str, batch: dict[str, Any]) -> BatchSeen:
-        """The fields batchbench keeps from a Batch API batch object."""
-        counts = batch.get("request_counts") or {}
-        errors = batch.get("errors") or {}
-        return cls(
-            sub=sub,
-            batch_id=batch["id"],
-            status=batch["status"],
-            output_file_id=batch.get("output_file_id"),
-            error_file_id=batch.get("error_file_id"),
-            errors=errors.get("data") if errors else None,
-            counts={k: int(v) for k, v in counts.items() if v is not None},
-        )
-
-
-class Downloaded(Event, tag="downloaded"):
-    sub: str
-    file_id: str
-
-
-class CaseOutcome(msgspec.Struct, array_like=True):
-    """What one request came to: kind (ok, transient, no_temperature, invalid, failed)."""
-
-    kind: str
-    detail: str | None
-    source: str | None  # raw file id holding the successful line
-    custom_id: str
-
-
-class Collected(Event, tag="collected"):
-    """A submission's result files were turned into outcomes (and rows written)."""
-
-    sub: str
-    outcomes: dict[str, CaseOutcome]  # by case id
-    usage: dict[str, int] = {}
-    anomalies: list[str] = []
-    free_retry: bool = False  # not the requests' fault: their retries are not used up
-    cap: int | None = None  # send this stage again in files of at most this many lines
-    hold_until: float | None = None  # and not before this time
-
-
-class RemoteDeleted(Event, tag="remote_deleted"):
-    sub: str
-    file_ids: list[str]
-
-
-class CancelRequested(Event, tag="cancel_requested"):
-    pass
-
-
-class Resumed(Event, tag="resumed"):
-    pass
-
-
-class Redo(Event, tag="redo"):
-    """A new invocation redoes the cases whose last row is an error, as the reference does."""
-
-    cases: list[str]
-
-
-AnyEvent = (
-    Plan
-    | UploadStarted
-    | Uploaded
-    | CreateStarted
-    | Created
-    | BatchSeen
-    | Downloaded
-    | Collected
-    | RemoteDeleted
-    | CancelRequested
-    | Resumed
-    | Redo
+from .errors import RunStateError
+from .events import (
+    BatchSeen,
+    CancelRequested,
+    Collected,
+    Created,
+    CreateStarted,
+    Disowned,
+    Downloaded,
+    Event,
+    Line,
+    Plan,
+    Redo,
+    RemoteDeleted,
+    Resumed,
+    ServiceSet,
+    Uploaded,
+    UploadStarted,
 )
-ENCODER = msgspec.json.Encoder()
-DECODER = msgspec.json.Decoder(AnyEvent)
-
-
-# ---------------------------------------------------------------------------
-# The fold: journal events → the run's current state.
+from .kinds import ProviderName, Stage, StageStatus
+from .providers.base import BatchView
 
 
 @dataclass
 class StageState:
-    """One case in one stage. ``status``: pending, inflight, ok, failed."""
+    """One case in one stage."""
 
-    status: str = "pending"
+    status: StageStatus = "pending"
     attempt: int = 0
     temperature: bool = True  # False once the model rejected it: send none from then on
     transients: int = 0  # attempts used up by retried replies
@@ -181,11 +56,11 @@ class CaseState:
     answers: StageState = field(default_factory=StageState)
     judges: StageState = field(default_factory=StageState)
     started: float | None = None
-    final: str | None = None  # "scored" or "error" once its row is written
+    final: Literal["scored", "error"] | None = None  # once its row is written
     error: str | None = None
     rows: int = 0  # result rows written for it so far (one per final outcome)
 
-    def stage(self, name: str) -> StageState:
+    def stage(self, name: Stage) -> StageState:
         return self.answers if name == "answers" else self.judges
 
     def reopen(self) -> None:
@@ -217,29 +92,44 @@ class Submission:
     planned_at: float
     tokens: int = 0
     upload_started: bool = False
-    file_id: str | None = None
+    file_id: str | None = None  # the uploaded input, for services that take one
     create_started: float | None = None
     batch_id: str | None = None
     adopted: bool = False
-    status: str | None = None
-    output_file_id: str | None = None
-    error_file_id: str | None = None
-    errors: list[dict[str, Any]] | None = None
-    counts: dict[str, int] = field(default_factory=dict)
+    view: BatchView | None = None  # what the service last said of the batch
+    disowned: set[str] = field(default_factory=set)  # batches adopted by mistake
     downloaded: set[str] = field(default_factory=set)
     collected: bool = False
     remote_deleted: bool = False
 
     @property
+    def status(self) -> str:
+        """The service's own word for the batch, for people."""
+        if self.view is not None:
+            return self.view.status
+        return "created" if self.batch_id else "not submitted"
+
+    @property
     def terminal(self) -> bool:
-        return self.status in TERMINAL
+        return self.view is not None and self.view.phase == "ended"
 
     @property
     def in_flight(self) -> bool:
         return self.batch_id is not None and not self.terminal
 
     def result_files(self) -> list[str]:
-        return [f for f in (self.output_file_id, self.error_file_id) if f]
+        return list(self.view.files) if self.view is not None else []
+
+    def ids(self) -> dict[str, Line]:
+        """Each request's id → its line (the journaled mapping)."""
+        return {line.id(self.stage): line for line in self.lines}
+
+
+@dataclass(frozen=True)
+class StageProgress:
+    done: int
+    failed: int
+    total: int
 
 
 @dataclass
@@ -250,11 +140,12 @@ class RunState:
     caps: dict[str, int] = field(default_factory=dict)  # stage → shrunk shard size
     usage: dict[str, dict[str, int]] = field(default_factory=dict)
     anomalies: list[str] = field(default_factory=list)
+    services: dict[Stage, tuple[ProviderName, str]] = field(default_factory=dict)
     cancelled: bool = False
     started: float | None = None
     last_event: float | None = None  # when the journal last changed
 
-    def pending(self, stage: str, case_ids: list[str]) -> list[str]:
+    def pending(self, stage: Stage, case_ids: Sequence[str]) -> list[str]:
         """Cases (in registry order) with a request of this stage still to plan."""
         out = []
         for case_id in case_ids:
@@ -272,8 +163,33 @@ class RunState:
     def in_flight(self) -> list[Submission]:
         return [s for s in self.subs.values() if s.in_flight]
 
-    def next_seq(self, stage: str) -> int:
+    def progress(self, stage: Stage) -> StageProgress:
+        """Done, failed and total cases of a stage, counted from collected results only
+        (a batch still finalizing has collected nothing, so 100% means every result is in
+        hand). A case whose answer failed for good is never judged."""
+        total = len(self.cases)
+        if stage == "judges":
+            total -= sum(1 for c in self.cases.values() if c.answers.status == "failed")
+        done = failed = 0
+        for case in self.cases.values():
+            st = case.stage(stage)
+            if case.final == "scored" if stage == "judges" else st.status == "ok":
+                done += 1
+            elif st.status == "failed":
+                failed += 1
+        return StageProgress(done, failed, total)
+
+    def next_seq(self, stage: Stage) -> int:
         return 1 + max((s.seq for s in self.subs.values() if s.stage == stage), default=0)
+
+    def batch_ids(self) -> set[str]:
+        """Every batch the run has held (disowned ones included)."""
+        found = {s.batch_id for s in self.subs.values() if s.batch_id is not None}
+        return found.union(*(s.disowned for s in self.subs.values()))
+
+    def used_ids(self) -> dict[str, str]:
+        """Every request id the run has planned so far, and its case."""
+        return {cid: ln.case_id for sub in self.subs.values() for cid, ln in sub.ids().items()}
 
     def apply(self, event: Event) -> None:
         """Fold one journal event into the state (the only way state changes)."""
@@ -288,6 +204,8 @@ class RunState:
         elif isinstance(event, Redo):
             for case_id in event.cases:
                 self.cases[case_id].reopen()
+        elif isinstance(event, ServiceSet):
+            self.services[event.stage] = (event.provider, event.base_url)
         sub = self.subs.get(getattr(event, "sub", ""))
         if sub is None:
             return
@@ -299,16 +217,18 @@ class RunState:
             sub.create_started = event.t
         elif isinstance(event, Created):
             sub.batch_id, sub.adopted = event.batch_id, event.adopted
-            sub.status = sub.status or "validating"
         elif isinstance(event, BatchSeen):
-            sub.status, sub.errors, sub.counts = event.status, event.errors, dict(event.counts)
-            sub.output_file_id, sub.error_file_id = event.output_file_id, event.error_file_id
+            sub.view = event.view()
         elif isinstance(event, Downloaded):
             sub.downloaded.add(event.file_id)
         elif isinstance(event, Collected):
             self._apply_collected(sub, event)
         elif isinstance(event, RemoteDeleted):
             sub.remote_deleted = True
+        elif isinstance(event, Disowned):
+            sub.disowned.add(event.batch_id)
+            sub.batch_id, sub.adopted, sub.view, sub.create_started = None, False, None, None
+            sub.downloaded.clear()
 
     def _apply_plan(self, event: Plan) -> None:
         sub = Submission(
@@ -362,8 +282,16 @@ class RunState:
         self.anomalies.extend(event.anomalies)
 
 
-def fold(case_ids: list[str], events: list[Event]) -> RunState:
+def fold(case_ids: Sequence[str], events: Sequence[Event], where: str = "journal") -> RunState:
+    """The run's state from its events; an event naming a case the run does not have
+    is a one-line error naming the journal and the case."""
     state = RunState({cid: CaseState(cid) for cid in case_ids})
-    for event in events:
-        state.apply(event)
+    for number, event in enumerate(events, 1):
+        try:
+            state.apply(event)
+        except KeyError as exc:
+            raise RunStateError(
+                f"{where}: event {number} ({type(event).__name__}) names case {exc.args[0]!r},"
+                f" which is not one of the run's {len(case_ids)} cases"
+            ) from None
     return state

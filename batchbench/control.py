@@ -1,0 +1,84 @@
+"""Acting on a run from outside its advancing process: cancel it, or ask for its live state.
+
+Both go to the services the run recorded (never to whatever the environment
+says today), and both work while another process advances the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from .errors import RunLockedError
+from .events import BatchSeen, CancelRequested, Event
+from .kinds import Stage
+from .providers.base import Provider
+from .rundir import Run, RunConfig, open_run
+from .services import connect_all, run_services, stage_bundle
+from .state import RunState
+from .submit import Submitter
+
+
+def _providers(
+    run: Run, config: RunConfig, state: RunState, base_url: str | None, warn: Callable[[str], None]
+) -> dict[Stage, Provider]:
+    services, _ = run_services(config, state, base_url)
+    return stage_bundle(services, connect_all([services], warn=warn))
+
+
+def cancel_run(
+    jobs_dir: Path, name: str, base_url: str | None = None, *, warn: Callable[[str], None]
+) -> list[str]:
+    """Stop a run: no new batches, and every in-flight batch cancelled. Returns their ids.
+
+    It does not need the run's lock: the intent is one appended journal line,
+    which a process advancing the run reads at its next tick (it then submits
+    nothing more), and cancelling a batch is the service's business. The
+    journal is read (and so checked) before anything is appended to it.
+    """
+    run = open_run(jobs_dir, name)
+    config = run.load_config()
+    state = run.state(config.case_ids)
+    providers = _providers(run, config, state, base_url, warn)
+    run.record(CancelRequested())
+    cancelled: list[str] = []
+    for sub in state.in_flight():
+        client = providers[sub.stage].client
+        if sub.batch_id is not None and client.cancel(sub.batch_id) is not None:
+            cancelled.append(sub.batch_id)
+    return cancelled
+
+
+def refresh_status(
+    jobs_dir: Path, name: str, base_url: str | None = None, *, warn: Callable[[str], None]
+) -> tuple[list[str], bool]:
+    """Ask the services (one list walk each) for the live state of every batch in
+    flight. When no process is advancing the run, what they say is journaled too.
+
+    Returns a line per batch and whether the journal was updated.
+    """
+    run = open_run(jobs_dir, name)
+    config = run.load_config()
+    seen: list[Event] = []
+    try:
+        with run.lock():
+            state = run.state(config.case_ids)
+            providers = _providers(run, config, state, base_url, warn)
+            Submitter(run, config, providers, lambda e: seen.append(run.record(e))).poll(
+                state.in_flight()
+            )
+            journaled = True
+    except RunLockedError:  # the advancing process journals it itself
+        state = run.state(config.case_ids)
+        providers = _providers(run, config, state, base_url, warn)
+        Submitter(run, config, providers, seen.append).poll(state.in_flight())
+        journaled = False
+    live = {e.sub: e.view() for e in seen if isinstance(e, BatchSeen)}
+    lines = []
+    for sub in state.in_flight():
+        v = live.get(sub.id) or sub.view
+        status = v.status if v else sub.status
+        done = (v.completed + v.failed) if v else 0
+        total = v.total if v and v.total else "?"
+        lines.append(f"{sub.id} {sub.batch_id} {status} {done}/{total} lines")
+    return lines, journaled

@@ -1,0 +1,111 @@
+"""Downloaded result files → one frame, whatever service wrote them.
+
+Every provider's reader (:meth:`Wire.read_results`) turns its service's result
+lines into rows of :data:`FRAME_SCHEMA`, so what a line means for its case is
+decided once, in :mod:`batchbench.collection`. The columns:
+
+- ``file``, ``lineno``, ``row``: where the line is;
+- ``custom_id``: the request it answers;
+- ``status_code``: the HTTP status of the reply (null when the line carries none);
+- ``has_response`` / ``has_error``: a reply, or a failure of the line itself
+  (``error_code``/``error_message``; services' cancelled and expired lines read
+  as ``batch_cancelled``/``batch_expired``);
+- ``body_text``: a failed reply's body as text (error rows and the temperature
+  rule read it so);
+- ``content``: the answer text by the provider's reading rule (null: none);
+- ``empty_error``: what the reference calls an empty answer from this service;
+- usage: tokens the line was billed for.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from .errors import BatchFileError, TruncatedFileError
+
+USAGE_COLUMNS = ("prompt_tokens", "cached_tokens", "completion_tokens", "reasoning_tokens")
+
+FRAME_SCHEMA: dict[str, Any] = {
+    "file": pl.String,
+    "lineno": pl.Int64,
+    "row": pl.Int64,
+    "custom_id": pl.String,
+    "status_code": pl.Int64,
+    "has_response": pl.Boolean,
+    "has_error": pl.Boolean,
+    "error_code": pl.String,
+    "error_message": pl.String,
+    "body_text": pl.String,
+    "content": pl.String,
+    "empty_error": pl.String,
+    **{c: pl.Int64 for c in USAGE_COLUMNS},
+}
+
+
+def check_tail(data: bytes | mmap.mmap, path: Path) -> None:
+    """A file that ends in the middle of a line was cut off: download it again."""
+    if not len(data) or data[-1:] == b"\n":
+        return
+    last = data[data.rfind(b"\n") + 1 :]
+    try:
+        json.loads(last)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise TruncatedFileError(f"{path}: ends mid-line (truncated download)") from None
+
+
+def map_file(path: Path) -> bytes | mmap.mmap:
+    """The file's bytes without copying them (an empty file cannot be mapped)."""
+    with open(path, "rb") as fh:
+        if os.fstat(fh.fileno()).st_size == 0:
+            return b""
+        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def line_problem(line: bytes) -> str:
+    """Why a line that does not decode is not a result line."""
+    try:
+        json.loads(line)
+        return "not a JSON object"
+    except json.JSONDecodeError as exc:
+        return f"not JSON ({exc.msg})"
+    except UnicodeDecodeError:
+        return "not UTF-8 text"
+    except (ValueError, RecursionError):
+        return "unreadable JSON"
+
+
+def build(columns: Mapping[str, Sequence[Any] | str]) -> pl.DataFrame:
+    """The frame of these columns (a ``str`` stands for every line; usage nulls read
+    0), every line checked to name a request and to carry a reply or a line error."""
+    lists = {k: v for k, v in columns.items() if not isinstance(v, str)}
+    frame = (
+        pl.DataFrame(lists, schema={k: FRAME_SCHEMA[k] for k in lists})
+        .with_columns(
+            pl.lit(v, dtype=pl.String).alias(k) for k, v in columns.items() if isinstance(v, str)
+        )
+        .with_columns(pl.col(c).fill_null(0) for c in USAGE_COLUMNS)
+        .select(list(FRAME_SCHEMA))
+    )
+    bad = frame.filter(
+        pl.col("custom_id").is_null() | ~(pl.col("has_response") | pl.col("has_error"))
+    )
+    if bad.height:
+        row = bad.row(0, named=True)
+        where = f"{row['file']}: line {row['lineno']}"
+        if row["custom_id"] is None:
+            raise BatchFileError(f"{where}: no string 'custom_id'")
+        raise BatchFileError(
+            f"{where}: custom_id {row['custom_id']!r} has neither response nor error"
+        )
+    return frame
+
+
+def empty() -> pl.DataFrame:
+    return pl.DataFrame(schema=FRAME_SCHEMA)

@@ -1,0 +1,31 @@
+"""The closed sets batchbench names things by, in one place.
+
+Each is a ``Literal`` so a misspelt stage or status is a type error, not a
+silent miss in a comparison.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Stage = Literal["answers", "judges"]
+STAGES: tuple[Stage, ...] = ("answers", "judges")
+
+ProviderName = Literal["openai", "anthropic", "gemini", "fireworks"]
+PROVIDERS: tuple[ProviderName, ...] = ("openai", "anthropic", "gemini", "fireworks")
+
+# Where a batch is, whatever the service calls it: accepted but not started
+# (a job stuck there is resubmitted after --resubmit-after), running, or ended
+# with its results ready to download.
+Phase = Literal["pending", "running", "ended"]
+# How an ended batch ended.
+Ending = Literal["completed", "failed", "expired", "cancelled"]
+
+# What one request came to, once its batch is collected.
+OutcomeKind = Literal["ok", "transient", "no_temperature", "invalid", "failed"]
+# Where one case is in one stage.
+StageStatus = Literal["pending", "inflight", "ok", "failed"]
+# Where a whole run is.
+RunStatus = Literal[
+    "not started", "in progress", "cancelled", "complete", "finished with errors", "failed"
+]

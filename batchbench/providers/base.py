@@ -1,0 +1,199 @@
+"""The provider seam: what a batch service must do for a run, as two protocols and plain records.
+
+A provider has two halves. Its :class:`Wire` is offline and needs no SDK: how a
+neutral :class:`Prompt` is rendered into the service's request body, the
+request ids, the request file's lines and rules, and how downloaded result
+files read into the one frame :mod:`batchbench.collection` consumes. Its
+:class:`Client` speaks to the service through the official SDK: upload (or
+not), create, find a batch again after a crash, poll, cancel, download. The
+pipeline, journal, progress and report read only these records, never a
+service's own vocabulary, so a provider is one module pair behind this seam.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from ..kinds import Ending, Phase, ProviderName, Stage
+
+if TYPE_CHECKING:
+    import polars as pl
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """What the model sees, before any service's wire format."""
+
+    system: str
+    user: str
+    max_tokens: int
+    temperature: float | None  # None once the model refused it
+    json_mode: bool
+    reasoning_effort: str | None  # as asked: each provider maps ``max`` its own way
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A request body exactly as the service receives it."""
+
+    body: dict[str, Any]
+    temperature: bool  # whether it carries a temperature (the row records 1 or null)
+
+
+@dataclass(frozen=True)
+class Service:
+    """Where a stage's batches live: a provider and its base URL (never a key)."""
+
+    provider: ProviderName
+    base_url: str
+
+    def __str__(self) -> str:
+        return f"{self.provider} at {self.base_url}"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How large one batch may be."""
+
+    max_lines: int
+    max_bytes: int
+
+
+@dataclass(frozen=True)
+class LineRules:
+    """How a failed line is treated, in the reference's words for this provider."""
+
+    label: str  # "<label> request failed after <n> attempts: ..."
+    retried: frozenset[int]  # HTTP statuses sent again
+
+
+@dataclass(frozen=True)
+class Tag:
+    """What identifies one submission to the service, so it can be found again."""
+
+    run: str
+    run_id: str
+    stage: Stage
+    sub: str
+    seq: int
+    attempt: int  # the highest attempt among its lines
+    requests: int
+    custom_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BatchView:
+    """A batch as the service describes it, normalised.
+
+    ``completed`` and ``failed`` count lines as the service reports them while
+    it runs (a service that reports nothing until the end says 0); ``files``
+    are the result files to download, set once the results can be fetched.
+    """
+
+    id: str
+    status: str  # the service's own word, for people
+    phase: Phase
+    ending: Ending | None = None
+    total: int = 0
+    completed: int = 0
+    failed: int = 0
+    files: tuple[str, ...] = ()
+    errors: tuple[dict[str, Any], ...] | None = None  # why a batch failed as a whole
+    created_at: float | None = None
+
+
+FailureKind = Literal["resubmit", "smaller", "later_smaller", "fail"]
+
+
+@dataclass(frozen=True)
+class BatchFailure:
+    """What a batch that failed as a whole (no result files) means for its requests.
+
+    ``resubmit``: not their fault, send them again; ``smaller``: in smaller
+    batches; ``later_smaller``: smaller and after a wait; ``fail``: the
+    requests themselves are refused (``detail`` is each one's error).
+    """
+
+    kind: FailureKind
+    code: str | None
+    detail: str
+
+
+class Wire(Protocol):
+    """The offline half: what is sent and how replies read (no SDK, no network)."""
+
+    name: ProviderName
+    limits: Limits
+    rules: LineRules
+    uploads: bool  # a request file is uploaded before the create (else it travels inline)
+
+    def effort(self, asked: str | None) -> str | None:
+        """The reasoning effort the service is sent (and the row records)."""
+        ...
+
+    def render(self, prompt: Prompt, model: str) -> Rendered: ...
+
+    def custom_id(self, stage: Stage, case_id: str, attempt: int, run_id: str) -> str: ...
+
+    def request_line(self, custom_id: str, rendered: Rendered) -> bytes: ...
+
+    def check_file(self, lines: Sequence[bytes], where: str) -> None:
+        """The service's rules for one request file; a PlanError when broken."""
+        ...
+
+    def failure(self, errors: Sequence[dict[str, Any]] | None, requests: int) -> BatchFailure: ...
+
+    def read_results(self, paths: Sequence[Path]) -> pl.DataFrame:
+        """Downloaded result files → the frame of :data:`batchbench.frames.FRAME_SCHEMA`."""
+        ...
+
+
+class Client(Protocol):
+    """The online half: one service, through its official SDK, errors mapped to ours."""
+
+    service: Service
+
+    def check_models(self, models: Iterable[str]) -> None: ...
+
+    def upload(self, path: Path, tag: Tag) -> str:
+        """Send a request file; its reference for :meth:`create`."""
+        ...
+
+    def create(self, tag: Tag, input_ref: str | None, path: Path) -> BatchView:
+        """One attempt, never retried blind: after an ambiguous failure the caller
+        looks for the batch (:meth:`find`) before creating again."""
+        ...
+
+    def find(self, tag: Tag, since: float, known: Collection[str]) -> BatchView | None:
+        """The batch an interrupted create may have made (not one of ``known``)."""
+        ...
+
+    def poll(self, batch_ids: Collection[str], since: float) -> dict[str, BatchView]:
+        """What one walk of the service's batch list says of these batches (those it
+        reaches; the caller retrieves the rest)."""
+        ...
+
+    def retrieve(self, batch_id: str) -> BatchView: ...
+
+    def cancel(self, batch_id: str) -> BatchView | None:
+        """None when the batch had already ended."""
+        ...
+
+    def download(self, batch_id: str, ref: str, dest: Path) -> int:
+        """A result file's bytes, verbatim, to ``dest`` (atomically); its size."""
+        ...
+
+    def delete(self, refs: Sequence[str]) -> None:
+        """Remove a batch's files from the service (the run keeps its copies)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Provider:
+    """One stage's service: its wire and, when talking to it, its client."""
+
+    wire: Wire
+    client: Client

@@ -1,0 +1,54 @@
+"""Request ids (``custom_id``): the codecs the providers use.
+
+The journal records every request's id when it is planned, so an id is never
+decoded: a result line is matched to its case by the recorded mapping, and a
+new id that collides with one the run already used is refused before it is
+sent (:func:`claim`). Journals written before ids were recorded hold
+OpenAI requests only, whose ids :func:`openai_id` derives again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from ..errors import InvariantError
+from ..kinds import Stage
+
+_PREFIX = {"answers": "answer", "judges": "judge"}
+SAFE_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_SAFE_CASE = re.compile(r"^[a-zA-Z0-9_-]+$")
+
+
+def openai_id(stage: Stage, case_id: str, attempt: int) -> str:
+    """``answer:<case_id>`` on the first attempt, ``answer:<case_id>:<n>`` after."""
+    base = f"{_PREFIX[stage]}:{case_id}"
+    return base if attempt == 1 else f"{base}:{attempt}"
+
+
+def safe_id(stage: Stage, case_id: str, attempt: int, run_id: str) -> str:
+    """An id in ``^[a-zA-Z0-9_-]{1,64}$`` that also names the run.
+
+    ``<run tag>-<a|j><attempt>-<case_id>`` when the case id fits, else the case
+    id's SHA-256 after ``_`` (``-`` or ``_`` after the attempt tells the two
+    forms apart). The run tag (the run id's first 8 characters) keeps two runs'
+    requests apart on services whose batches carry no metadata: a batch found
+    after a crash is confirmed as this run's by the ids of its results.
+    """
+    head = f"{run_id[:8]}-{_PREFIX[stage][0]}{attempt}"
+    plain = f"{head}-{case_id}"
+    if _SAFE_CASE.match(case_id) and len(plain) <= 64:
+        return plain
+    digest = hashlib.sha256(case_id.encode("utf-8")).hexdigest()
+    return f"{head}_{digest}"[:64]
+
+
+def claim(custom_id: str, case_id: str, used: dict[str, str]) -> None:
+    """Take a new request id for a case; one the run already used (a bug, or a hash
+    collision) is refused before anything is written or sent."""
+    other = used.get(custom_id)
+    if other is not None:
+        raise InvariantError(
+            f"request id {custom_id!r} of case {case_id} collides with case {other}'s"
+        )
+    used[custom_id] = case_id

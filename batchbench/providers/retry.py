@@ -1,0 +1,75 @@
+"""The one retry policy for every service call, and what the user is told about it.
+
+Every SDK client is made with its own retries off, so which replies are tried
+again is decided here, once, for all providers: a :class:`TransientApiError`
+(429, 408, 409, 500, 502, 503, 504, timeouts, dropped connections, a service
+not reachable) is tried again with exponential backoff, honouring the
+service's ``retry-after``; anything else is final for the call. The one call
+never passed through here is a batch's create: after an ambiguous failure
+the pipeline looks for the batch before creating again. Faults are said on
+stderr, one line per burst, so silent retries stay visible.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import TypeVar
+
+from ..errors import TransientApiError
+
+T = TypeVar("T")
+
+ATTEMPTS = 5  # one call and four retries: about 8 s of backoff, plus each attempt's timeout
+MAX_WAIT = 60.0
+
+
+class Retrier:
+    """Calls with the retry policy; one warning line per burst of faults."""
+
+    def __init__(
+        self,
+        warn: Callable[[str], None],
+        *,
+        attempts: int = ATTEMPTS,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.warn = warn
+        self.attempts = attempts
+        self.clock = clock
+        self.sleep = sleep
+        self.counts: Counter[str] = Counter()
+        self.said_at: float | None = None
+
+    def __call__(self, call: Callable[[], T], attempts: int | None = None) -> T:
+        tries = self.attempts if attempts is None else attempts
+        attempt = 0
+        while True:
+            try:
+                return call()
+            except TransientApiError as exc:
+                attempt += 1
+                if attempt >= tries:
+                    raise
+                self._notice(str(exc.status) if exc.status else "connection error")
+                self.sleep(self.backoff(attempt - 1, exc.retry_after))
+
+    @staticmethod
+    def backoff(attempt: int, retry_after: float | None) -> float:
+        """The service's ``retry-after`` when it gave one, else 0.5 s doubling to 8 s."""
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), MAX_WAIT)
+        return min(0.5 * 2**attempt, 8.0) * (0.75 + random.random() / 4)
+
+    def _notice(self, fault: str) -> None:
+        self.counts[fault] += 1
+        now = self.clock()
+        if self.said_at is None or now - self.said_at >= 60:
+            faults = ", ".join(f"{n} × {s}" for s, n in sorted(self.counts.items()))
+            since = "" if self.said_at is None else " in the last minute"
+            self.warn(f"warning: {faults} from the API{since}; retrying")
+            self.counts.clear()
+            self.said_at = now
