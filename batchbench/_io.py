@@ -8,6 +8,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from . import _failpoints
 from .errors import StorageError
 
 
@@ -50,8 +51,6 @@ def append_bytes(path: str | Path, data: bytes, failpoint: str, mode: int = 0o60
     The crash tests can kill the process half way through (``failpoint``): a
     reader must then cope with a torn last line, which :meth:`Run.repair` drops.
     """
-    from . import _failpoints
-
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
         try:

@@ -15,12 +15,13 @@ from typing import Any
 import polars as pl
 
 from ._io import storage
-from .dataset import Case, load_dataset
+from .dataset import Case
 from .errors import ConfigError
 from .events import Collected, Plan
 from .replies import read_replies
 from .results import read_rows
 from .rundir import Run
+from .sources import run_dataset
 from .summary import last_rows
 
 COMPONENTS = (
@@ -38,11 +39,7 @@ def _case(run: Run, case_id: str, dataset: Path | None) -> Case:
     config = run.load_config()
     if case_id not in config.case_ids:
         raise ConfigError(f"run {run.name!r} has no case {case_id!r}")
-    root = dataset or Path(config.dataset)
-    ds = load_dataset(root)
-    if ds.sha256 != config.dataset_sha256:
-        raise ConfigError(f"{root} is not the dataset run {run.name!r} was made with")
-    return ds.by_id()[case_id]
+    return run_dataset(config, dataset).by_id()[case_id]
 
 
 def _attempts(run: Run, case_id: str) -> list[str]:

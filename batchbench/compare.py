@@ -21,11 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from .dataset import Dataset, load_dataset
+from .dataset import Dataset
 from .errors import ConfigError
-from .report import read_summary
 from .results import check_against, read_numbered_rows
-from .rundir import Run
+from .sources import resolve, run_dataset
 from .summary import (
     Summary,
     WordStream,
@@ -36,6 +35,7 @@ from .summary import (
     stratified_means,
 )
 from .summary import summarize as summarize_rows
+from .summary_io import read_summary
 
 
 @dataclass
@@ -59,23 +59,18 @@ def _single(values: set[Any]) -> Any:
 
 def load_side(item: str, jobs_dir: Path, dataset: Dataset | None) -> Side:
     """A run name (its folder in ``jobs_dir``) or a results file (with ``dataset``)."""
-    path = Path(item)
-    run = Run(Path(jobs_dir) / item) if not path.is_file() else None
-    if run is not None and run.exists():
+    named = resolve(item, jobs_dir)
+    run, path = named.run, named.results
+    if run is not None:
         config = run.load_config()
-        ds = dataset if dataset is not None and dataset.sha256 == config.dataset_sha256 else None
-        ds = ds or load_dataset(config.dataset)
-        rows = (
-            [r for _, r in read_numbered_rows(run.results_path)]
-            if run.results_path.exists()
-            else []
-        )
+        ds = run_dataset(config, dataset)
+        rows = [r for _, r in read_numbered_rows(path)] if path.exists() else []
         if not run.summary_path.exists() and not run.summary_path.is_symlink():
             raise ConfigError(f"run {item!r} has no summary yet: let it finish first")
         summary = read_summary(run.summary_path)
         name, answer, judge = run.name, config.answer_model, config.judge_model
         protocol, digest = config.protocol_version, config.dataset_sha256
-    elif path.is_file():
+    else:
         if dataset is None:
             raise ConfigError(f"{item}: a results file needs --dataset (its cases and digest)")
         numbered = read_numbered_rows(path)
@@ -86,12 +81,10 @@ def load_side(item: str, jobs_dir: Path, dataset: Dataset | None) -> Side:
             rows, expected_case_ids=[c["case_id"] for c in ds.cases], dataset_sha256=digest
         )
         ok = [r for r in rows if is_success(r)]
-        name = path.stem
+        name = named.name
         answer = _single({r.get("answer_model") for r in ok})
         judge = _single({r.get("judge_model") for r in ok})
         protocol = _single({r.get("protocol_version") for r in rows})
-    else:
-        raise ConfigError(f"{item!r} is neither a results file nor a run in {jobs_dir}")
     known = {c["case_id"] for c in ds.cases}
     _, last_ok = last_rows(rows)
     scores = {cid: float(r["score"]) for cid, r in last_ok.items() if cid in known}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TypedDict
 
 from . import providers
 from .costs import Pricing, cost, prompt_tokens, token_counter
@@ -20,6 +20,52 @@ from .providers.base import Wire
 from .requests import Request, build_request, shard
 
 DRY_RUN_ID = "0" * 32  # the run id a dry run's request ids are built with
+
+
+class StagePlan(TypedDict):
+    model: str
+    provider: str
+    requests: int
+    files: int
+    file_sizes: list[int]
+    bytes: int
+    input_tokens: int
+    output_tokens: int
+    tokenizer: str
+    priced: bool
+    batch_usd: float | None
+    sync_usd: float | None
+
+
+class PlanTotal(TypedDict):
+    requests: int
+    files: int
+    bytes: int
+    input_tokens: int
+    output_tokens: int
+    batch_usd: float | None
+    sync_usd: float | None
+
+
+class MaxCost(TypedDict):
+    usd: float
+    refused_because: str | None
+
+
+class _Plan(TypedDict):
+    cases: int
+    assumed_answer_tokens: int
+    pricing: str
+    batch_discount: float
+    stages: dict[Stage, StagePlan]
+    total: PlanTotal
+    note: str
+
+
+class Plan(_Plan, total=False):
+    """A dry run's plan (``--dry-run --json`` prints it as is)."""
+
+    max_cost: MaxCost
 
 
 def _stage(
@@ -33,7 +79,7 @@ def _stage(
     max_bytes: int,
     max_tokens: int | None,
     pricing: Pricing,
-) -> dict[str, Any]:
+) -> StagePlan:
     described, count = token_counter(model)
     lines = [r.line for r in requests]
     tokens = [prompt_tokens(r.prompt, count) for r in requests]
@@ -51,6 +97,8 @@ def _stage(
     price = pricing.price(model)
     priced = cost(price, prompt, 0, output, batch_discount=pricing.batch_discount)
     return {
+        "batch_usd": priced["batch_usd"],
+        "sync_usd": priced["sync_usd"],
         "model": model,
         "provider": wire.name,
         "requests": len(requests),
@@ -61,7 +109,6 @@ def _stage(
         "output_tokens": output,
         "tokenizer": described,
         "priced": price is not None,
-        **priced,
     }
 
 
@@ -76,7 +123,7 @@ def plan(
     max_bytes: int = 200 * 1024 * 1024,
     max_tokens: int | None = None,
     assumed_answer_tokens: int = 800,
-) -> dict[str, Any]:
+) -> Plan:
     """The full plan of a run: files, tokens and cost per stage, and the totals."""
     wires: dict[Stage, Wire] = {
         "answers": providers.wire(providers.route(answer_model)),
@@ -122,12 +169,16 @@ def plan(
         for stage, (requests, model, replies) in work.items()
     }
     priced = all(s["priced"] for s in stages.values())
-    total = {
-        key: sum(s[key] for s in stages.values())
-        for key in ("requests", "files", "bytes", "input_tokens", "output_tokens")
-    }
-    for key in ("batch_usd", "sync_usd"):
-        total[key] = round(sum(s[key] for s in stages.values()), 6) if priced else None
+    parts = list(stages.values())
+    total = PlanTotal(
+        requests=sum(s["requests"] for s in parts),
+        files=sum(s["files"] for s in parts),
+        bytes=sum(s["bytes"] for s in parts),
+        input_tokens=sum(s["input_tokens"] for s in parts),
+        output_tokens=sum(s["output_tokens"] for s in parts),
+        batch_usd=round(sum(s["batch_usd"] or 0 for s in parts), 6) if priced else None,
+        sync_usd=round(sum(s["sync_usd"] or 0 for s in parts), 6) if priced else None,
+    )
     return {
         "cases": len(cases),
         "assumed_answer_tokens": assumed_answer_tokens,
@@ -144,7 +195,7 @@ def _usd(value: float | None) -> str:
     return "n/a" if value is None else f"${value:,.4f}"
 
 
-def plan_text(p: dict[str, Any]) -> str:
+def plan_text(p: Plan) -> str:
     lines = [
         f"dry run: {p['cases']} cases; prices from {p['pricing']}"
         f" (batch discount {p['batch_discount']:.0%})"

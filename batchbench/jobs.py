@@ -9,7 +9,7 @@ cap) does so before a run folder or a batch exists.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ from typing import Any
 from . import protocol
 from .costs import Pricing, load_pricing
 from .dataset import Case, load_dataset, select_cases
-from .dryrun import plan
+from .dryrun import MaxCost, Plan, plan
 from .errors import ConfigError
 from .events import Redo, Resumed
 from .group import Group, Member
@@ -25,12 +25,13 @@ from .options import RunOptions
 from .pipeline import Pipeline
 from .providers import resolve
 from .providers.base import Service
-from .report import write_report, write_summary
 from .results import rows_in_registry_order
 from .rundir import Run, RunConfig, check_name, default_name
 from .services import connect_all, new_services, run_services, stage_bundle
 from .state import fold
+from .status import write_report
 from .summary import Summary, summarize
+from .summary_io import write_summary
 
 __all__ = ["RunOptions", "dry_run", "execute", "execute_group", "prepare"]
 
@@ -184,10 +185,7 @@ def _check_cost(
 ) -> None:
     """``--max-cost`` against the sum of every run's estimate, before anything is created."""
     plans = [make_plan(o, c, cases, pricing) for o, (_, c, cases) in zip(group, prepared)]
-    costs = [p["total"]["batch_usd"] for p in plans]
-    total = {"batch_usd": None if None in costs else sum(costs)}
-    stages = {f"{i}{k}": s for i, p in enumerate(plans) for k, s in p["stages"].items()}
-    refusal = cost_refusal({"total": total, "stages": stages}, max_cost)
+    refusal = cost_refusal(plans, max_cost)
     if refusal:
         raise ConfigError(f"{refusal}; nothing was submitted")
 
@@ -206,7 +204,7 @@ def write_run_summary(run: Run, config: RunConfig) -> Summary | None:
 
 def make_plan(
     options: RunOptions, config: RunConfig, cases: dict[str, Case], pricing: Pricing
-) -> dict[str, Any]:
+) -> Plan:
     return plan(
         [cases[c] for c in config.case_ids],
         answer_model=config.answer_model,
@@ -220,27 +218,29 @@ def make_plan(
     )
 
 
-def dry_run(options: RunOptions) -> dict[str, Any]:
+def dry_run(options: RunOptions) -> Plan:
     """The run's full plan and estimated cost, with no API call and nothing written."""
     _, config, cases = prepare(options, check_existing=False)
     result = make_plan(options, config, cases, load_pricing(options.pricing))
     if options.max_cost is not None:
-        result["max_cost"] = {
-            "usd": options.max_cost,
-            "refused_because": cost_refusal(result, options.max_cost),
-        }
+        result["max_cost"] = MaxCost(
+            usd=options.max_cost, refused_because=cost_refusal([result], options.max_cost)
+        )
     return result
 
 
-def cost_refusal(plan: dict[str, Any], max_cost: float) -> str | None:
-    """Why ``--max-cost`` refuses this plan, or None when it fits (one rule, run and dry run)."""
-    estimate = plan["total"]["batch_usd"]
-    if estimate is None:
-        unpriced = [s["model"] for s in plan["stages"].values() if not s["priced"]]
+def cost_refusal(plans: Sequence[Plan], max_cost: float) -> str | None:
+    """Why ``--max-cost`` refuses these runs' plans together, or None when they fit
+    (one rule, run and dry run, one model or several)."""
+    costs = [p["total"]["batch_usd"] for p in plans]
+    if any(c is None for c in costs):
+        stages = [s for p in plans for s in p["stages"].values()]
+        unpriced = list(dict.fromkeys(s["model"] for s in stages if not s["priced"]))
         return (
             f"--max-cost: no price for {', '.join(map(repr, unpriced))};"
             " give one with --pricing FILE"
         )
+    estimate = sum(c or 0.0 for c in costs)
     if estimate > max_cost:
         return f"estimated cost ${estimate:,.4f} at batch price exceeds --max-cost ${max_cost:,.4f}"
     return None

@@ -23,9 +23,9 @@ from .errors import ConfigError
 from .kinds import STAGES, Stage
 from .protocol import PROTOCOL_VERSION
 from .replies import latest_request, read_replies
-from .report import error_cause, run_status
 from .results import read_rows
-from .rundir import Run
+from .sources import resolve, run_dataset
+from .status import error_cause, run_status
 from .summary import Summary, last_rows
 
 ANSWER_LIMIT = 4000  # characters of an answer shown per model; the rest is elided
@@ -47,13 +47,13 @@ def load_sources(
     sources = []
     for item in items:
         side = load_side(item, jobs_dir, ds)
-        run = Run(Path(jobs_dir) / item)
-        path = run.results_path if run.exists() else Path(item)
+        named = resolve(item, jobs_dir)
+        run, path = named.run, named.results
         rows, _ = last_rows(read_rows(path) if path.exists() else [])
         source = Source(side, rows)
-        if run.exists():
+        if run is not None:
             config = run.load_config()
-            ds = ds or load_dataset(config.dataset)
+            ds = ds or run_dataset(config)
             state = run.state(config.case_ids)
             replies = read_replies(run, config, state)
             for case_id in rows:

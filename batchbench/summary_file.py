@@ -9,10 +9,10 @@ from pathlib import Path
 
 from .dataset import load_dataset, select_cases
 from .errors import ConfigError, ResultsError
-from .report import write_summary
 from .results import check_against, read_numbered_rows, summary_path
 from .rundir import SUMMARY_FILE, Run
 from .summary import Summary, summarize
+from .summary_io import write_summary
 
 
 def summarize_results(

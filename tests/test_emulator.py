@@ -40,15 +40,24 @@ def submit(c, lines, **kw):
     return c.batches.create(input_file_id=f.id, endpoint=EP, completion_window="24h", **kw)
 
 
-def wait(c, batch_id, timeout=20.0, seen=None):
+def wait(c, batch_id, timeout=20.0):
+    """For an emulator in another process: poll until the batch ends."""
     deadline = time.time() + timeout
     while True:
         b = c.batches.retrieve(batch_id)
-        if seen is not None and (not seen or seen[-1] != b.status):
-            seen.append(b.status)
         if b.status in TERMINAL or time.time() > deadline:
             return b
-        time.sleep(0.005)
+        time.sleep(0.01)
+
+
+def finish(emu, c, batch_id):
+    """The batch at its end, by the emulator's own clock (no waiting on ours)."""
+    emu.flush()
+    return c.batches.retrieve(batch_id)
+
+
+def created_at(emu, batch_id) -> float:
+    return emu.store.batches[batch_id].created
 
 
 def records(c, file_id):
@@ -96,10 +105,10 @@ def test_uploads_are_not_judged_by_their_name(batch_emulator):
     data = "".join(json.dumps(line(i)) + "\n" for i in range(3)).encode()
     f = c.files.create(file=("upload", data), purpose="batch")
     b = c.batches.create(input_file_id=f.id, endpoint=EP, completion_window="24h")
-    assert wait(c, b.id).status == "completed"
+    assert finish(batch_emulator, c, b.id).status == "completed"
     bad = c.files.create(file=("upload", b"a,b\n"), purpose="batch")
     b = c.batches.create(input_file_id=bad.id, endpoint=EP, completion_window="24h")
-    done = wait(c, b.id)
+    done = finish(batch_emulator, c, b.id)
     assert done.status == "failed" and done.errors.data[0].code == "invalid_json_line"
     with pytest.raises(openai.BadRequestError):
         c.files.create(file=("x.jsonl", b"{}"), purpose="nonsense")
@@ -108,18 +117,28 @@ def test_uploads_are_not_judged_by_their_name(batch_emulator):
 # lifecycle --------------------------------------------------------------------
 
 
-def test_lifecycle_statuses_timestamps_and_counts(batch_emulator):
-    c = client(batch_emulator)
+def test_lifecycle_statuses_timestamps_and_counts(batch_emulator_factory):
+    emu = batch_emulator_factory(latency=1.0, paused=True)  # its clock, driven here
+    c = client(emu)
     b = submit(c, [line(i) for i in range(40)], metadata={"run": "r1"})
     assert b.status == "validating" and b.in_progress_at is None
     assert b.request_counts.total == 0 and b.expires_at - b.created_at == 86400
-    seen: list[str] = []
-    done = wait(c, b.id, seen=seen)
-    assert seen[0] == "validating" and seen[-1] == "completed"
+    t0 = created_at(emu, b.id)
+    seen = []
+    # Validation takes a latency; line i then runs at start + latency * i / total (the
+    # first at once); finalizing takes another latency.
+    for dt in (0.5, 1.0, 1.5, 2.0, 3.0):
+        emu.tick(t0 + dt)
+        now = c.batches.retrieve(b.id)
+        seen.append((now.status, now.request_counts.completed))
     assert seen == [
-        s for s in ["validating", "in_progress", "finalizing", "completed"] if s in seen
+        ("validating", 0),
+        ("in_progress", 1),
+        ("in_progress", 21),
+        ("finalizing", 40),
+        ("completed", 40),
     ]
-    assert "in_progress" in seen and "finalizing" in seen
+    done = c.batches.retrieve(b.id)
     assert done.in_progress_at and done.finalizing_at and done.completed_at
     assert done.request_counts.total == 40 and done.request_counts.completed == 40
     assert done.model == "m" and done.metadata == {"run": "r1"}
@@ -134,15 +153,16 @@ def test_lifecycle_statuses_timestamps_and_counts(batch_emulator):
 
 
 def test_lines_execute_progressively(batch_emulator_factory):
-    emu = batch_emulator_factory(latency=0.6)
+    emu = batch_emulator_factory(latency=1.0, paused=True)
     c = client(emu)
     b = submit(c, [line(i) for i in range(200)])
-    counts = set()
-    while (cur := c.batches.retrieve(b.id)).status != "completed":
-        if cur.status == "in_progress":
-            counts.add(cur.request_counts.completed)
-        time.sleep(0.02)
-    assert len([n for n in counts if 0 < n < 200]) >= 2
+    t0 = created_at(emu, b.id)
+    counts = []
+    for dt in (1.0, 1.25, 1.5, 1.75, 2.0):
+        emu.tick(t0 + dt)
+        counts.append(c.batches.retrieve(b.id).request_counts.completed)
+    assert counts == [1, 51, 101, 151, 200]
+    assert len(emu.ledger()["executions"]) == 200
 
 
 def test_create_checks(batch_emulator):
@@ -175,18 +195,21 @@ def test_list_pagination_newest_first(batch_emulator):
 
 
 def test_cancel_keeps_finished_lines(batch_emulator_factory):
-    emu = batch_emulator_factory(latency=1.0)
+    emu = batch_emulator_factory(latency=1.0, paused=True)
     c = client(emu)
     b = submit(c, [line(i) for i in range(100)])
-    while c.batches.retrieve(b.id).request_counts.completed < 10:
-        time.sleep(0.01)
+    t0 = created_at(emu, b.id)
+    emu.tick(t0 + 1.0)  # validated: running from now on
+    emu.tick(t0 + 1.0 + 0.095)  # lines 0..9 have run
+    assert c.batches.retrieve(b.id).request_counts.completed == 10
     cancelling = c.batches.cancel(b.id)
     assert cancelling.status == "cancelling" and cancelling.cancelling_at
-    done = wait(c, b.id)
+    emu.tick(time.time() + 1.0)  # cancelling takes a latency; nothing more runs
+    done = c.batches.retrieve(b.id)
     assert done.status == "cancelled" and done.cancelled_at
     ok = records(c, done.output_file_id)
     errors = records(c, done.error_file_id)
-    assert 10 <= len(ok) < 100 and len(ok) + len(errors) == 100
+    assert len(ok) == 10 and len(errors) == 90
     assert {e["error"]["code"] for e in errors} == {"batch_cancelled"}
     assert all(e["response"] is None for e in errors)
     executed = {x["custom_id"] for x in emu.ledger()["executions"]}
@@ -197,14 +220,17 @@ def test_cancel_keeps_finished_lines(batch_emulator_factory):
 
 
 def test_expiry_keeps_finished_lines(batch_emulator_factory):
-    emu = batch_emulator_factory(latency=0.2, completion_window=0.35)
+    emu = batch_emulator_factory(latency=0.2, completion_window=0.35, paused=True)
     c = client(emu)
     b = submit(c, [line(i) for i in range(50)])
-    done = wait(c, b.id)
+    t0 = created_at(emu, b.id)
+    emu.tick(t0 + 0.2)  # validated
+    emu.tick(t0 + 0.5)  # past the window: lines up to t0 + 0.35 ran (0.15 of 0.2 s)
+    done = c.batches.retrieve(b.id)
     assert done.status == "expired" and done.expired_at
     ok = records(c, done.output_file_id)
     errors = records(c, done.error_file_id)
-    assert 0 < len(ok) < 50 and len(ok) + len(errors) == 50
+    assert len(ok) == int(50 * 0.15 / 0.2) + 1 and len(ok) + len(errors) == 50
     assert {e["error"]["code"] for e in errors} == {"batch_expired"}
     with pytest.raises(openai.ConflictError):
         c.batches.cancel(b.id)
@@ -231,7 +257,7 @@ def test_expiry_keeps_finished_lines(batch_emulator_factory):
 )
 def test_validation_failures(batch_emulator, lines, code, line_no):
     c = client(batch_emulator)
-    done = wait(c, submit(c, lines).id)
+    done = finish(batch_emulator, c, submit(c, lines).id)
     assert done.status == "failed" and done.failed_at
     assert len(done.errors.data) == 1
     assert done.errors.data[0].code == code and done.errors.data[0].line == line_no
@@ -243,7 +269,7 @@ def test_validation_failures(batch_emulator, lines, code, line_no):
 def test_line_and_size_limits(batch_emulator):
     c = client(batch_emulator)
     many = [line(i) for i in range(50_001)]
-    done = wait(c, submit(c, many).id, timeout=60)
+    done = finish(batch_emulator, c, submit(c, many).id)
     assert done.status == "failed" and done.errors.data[0].code == "too_many_tasks"
     http(
         batch_emulator, "/_emulator/config", "POST", json.dumps({"max_batch_bytes": 1000}).encode()
@@ -256,28 +282,28 @@ def test_line_and_size_limits(batch_emulator):
 
 def test_fifty_thousand_lines_complete(batch_emulator_factory):
     emu = batch_emulator_factory(latency=0.5)
-    c = client(emu, timeout=120)
-    done = wait(c, submit(c, [line(i) for i in range(50_000)]).id, timeout=120)
+    c = client(emu)
+    done = finish(emu, c, submit(c, [line(i) for i in range(50_000)]).id)
     assert done.status == "completed" and done.request_counts.completed == 50_000
     assert len(emu.ledger()["executions"]) == 50_000
 
 
 def test_enqueued_token_limit(batch_emulator_factory):
-    emu = batch_emulator_factory(latency=2.0, enqueued_token_limit=60)
+    emu = batch_emulator_factory(latency=2.0, enqueued_token_limit=60, paused=True)
     c = client(emu)
     first = submit(c, [line(i) for i in range(10)])  # ~3 tokens a line
-    while c.batches.retrieve(first.id).status == "validating":
-        time.sleep(0.01)
+    emu.tick(created_at(emu, first.id) + 2.0)  # in progress: its tokens are enqueued
+    assert c.batches.retrieve(first.id).status == "in_progress"
     second = submit(c, [line(i) for i in range(20)])
     other_model = submit(c, [line(i, model="other") for i in range(10)])
-    http(emu, "/_emulator/config", "POST", json.dumps({"latency": 0.02}).encode())
-    failed = wait(c, second.id)
+    emu.tick(created_at(emu, other_model.id) + 2.0)  # both validated while first runs
+    failed = finish(emu, c, second.id)
     assert failed.status == "failed"
     err = failed.errors.data[0]
     assert err.code == "token_limit_exceeded" and err.line is None
     assert "Enqueued token limit reached for m" in err.message
-    assert wait(c, other_model.id).status == "completed"
-    assert wait(c, first.id).status == "completed"
+    assert finish(emu, c, other_model.id).status == "completed"
+    assert finish(emu, c, first.id).status == "completed"
 
 
 # the simulated model and responders ---------------------------------------------
@@ -294,7 +320,11 @@ def test_default_judge_follows_the_documented_rule(batch_emulator):
         "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": user}],
         "response_format": {"type": "json_object"},
     }
-    done = wait(c, submit(c, [{"custom_id": "j1", "method": "POST", "url": EP, "body": body}]).id)
+    done = finish(
+        batch_emulator,
+        c,
+        submit(c, [{"custom_id": "j1", "method": "POST", "url": EP, "body": body}]).id,
+    )
     [rec] = records(c, done.output_file_id)
     reply = json.loads(rec["response"]["body"]["choices"][0]["message"]["content"])
     expected = [
@@ -331,7 +361,7 @@ def test_responder_is_called_once_per_executed_line(batch_emulator_factory):
 
     emu = batch_emulator_factory(responder=responder)
     c = client(emu)
-    done = wait(c, submit(c, [line(i) for i in range(20)]).id)
+    done = finish(emu, c, submit(c, [line(i) for i in range(20)]).id)
     assert sorted(calls) == sorted(f"question {i}" for i in range(20))
     ok = records(c, done.output_file_id)
     errors = {r["custom_id"]: r for r in records(c, done.error_file_id)}
@@ -347,7 +377,7 @@ def test_responder_is_called_once_per_executed_line(batch_emulator_factory):
 def test_all_failed_batch_has_null_output_file(batch_emulator_factory):
     emu = batch_emulator_factory(responder=lambda body: {"status_code": 400, "body": {}})
     c = client(emu)
-    done = wait(c, submit(c, [line(i) for i in range(3)]).id)
+    done = finish(emu, c, submit(c, [line(i) for i in range(3)]).id)
     assert done.status == "completed"
     assert done.output_file_id is None and done.error_file_id is not None
 
@@ -566,7 +596,11 @@ def test_a_body_its_endpoint_refuses_is_a_400_row(batch_emulator, body, param):
     f = c.files.create(file=("in.jsonl", (json.dumps(
         {"custom_id": "r0", "method": "POST", "url": EP, "body": body}) + "\n").encode()),
         purpose="batch")  # fmt: skip
-    done = wait(c, c.batches.create(input_file_id=f.id, endpoint=EP, completion_window="24h").id)
+    done = finish(
+        batch_emulator,
+        c,
+        c.batches.create(input_file_id=f.id, endpoint=EP, completion_window="24h").id,
+    )
     assert done.status == "completed" and done.output_file_id is None
     [row] = [json.loads(x) for x in c.files.content(done.error_file_id).text.splitlines()]
     assert row["error"] is None and row["response"]["status_code"] == 400
@@ -585,7 +619,7 @@ def test_output_expires_after_is_checked_and_applied(batch_emulator):
         input_file_id=f.id, endpoint=EP, completion_window="24h",
         output_expires_after={"anchor": "created_at", "seconds": 7200},
     )  # fmt: skip
-    out = c.files.retrieve(wait(c, b.id).output_file_id)
+    out = c.files.retrieve(finish(batch_emulator, c, b.id).output_file_id)
     assert out.expires_at - out.created_at == 7200
 
 
@@ -603,5 +637,5 @@ def test_the_embeddings_input_limit(batch_emulator):
     data = "".join(json.dumps(x) + "\n" for x in lines).encode()
     f = c.files.create(file=("in.jsonl", data), purpose="batch")
     b = c.batches.create(input_file_id=f.id, endpoint="/v1/embeddings", completion_window="24h")
-    done = wait(c, b.id)
+    done = finish(batch_emulator, c, b.id)
     assert done.status == "failed" and done.errors.data[0].code == "too_many_inputs"

@@ -37,9 +37,9 @@ from batchbench.providers.base import (
     Service,
     Tag,
 )
-from batchbench.report import write_report
 from batchbench.rundir import Run, RunConfig
 from batchbench.state import fold
+from batchbench.status import write_report
 
 FIXTURE = Path(__file__).parent / "fixtures" / "dataset"
 

@@ -52,6 +52,9 @@ def test_a_run_left_mid_flight_by_the_previous_release_finishes(
     old_subs = {json.loads(x)["sub"] for x in before if '"ev":"created"' in x}
     assert old_subs <= collected
     new = events[len(before) :]
+    # 0.1 recorded no service: the first resume records the one it used.
+    services = {(e["stage"], e["provider"], e["base_url"]) for e in new if e["ev"] == "service"}
+    assert services == {("answers", "openai", emu.base_url), ("judges", "openai", emu.base_url)}
     planned_now = {e["sub"] for e in new if e["ev"] == "plan"}
     assert planned_now and {e["sub"] for e in new if e["ev"] == "created"} == planned_now
     ledger = emu.ledger()

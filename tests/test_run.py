@@ -387,7 +387,7 @@ def test_killed_and_restarted_run_pays_once(
             proc.send_signal(signal.SIGKILL)
             kills += 1
         proc.wait()
-    assert kills >= 2
+    assert kills == 4  # killed at each moment: the run could not have ended before it
     proc = run_cli(*args, env=env())
     assert proc.returncode == 0, proc.stderr
     rows = rows_of(tmp_path / "jobs" / "ans-model" / "results.jsonl")

@@ -13,7 +13,7 @@ from conftest import REPO, assert_one_line_error, run_cli
 
 from batchbench import summarize
 from batchbench.dataset import select_cases
-from batchbench.report import summary_json
+from batchbench.summary_io import summary_json
 
 GOLDEN = [("full", False), ("uneven", False), ("smoke", True)]
 

@@ -48,8 +48,8 @@ def summarize(
 
     Example: batchbench summarize results.jsonl --dataset ../bedside-bench --smoke
     """
-    from ..report import summary_json, summary_table
     from ..summary_file import summarize_results
+    from ..summary_io import summary_json, summary_table
 
     summary, out, notes = summarize_results(
         results,
@@ -82,24 +82,6 @@ def validate(dataset: DatasetOpt = SAMPLE_DATASET) -> None:
     ds = load_dataset(dataset)
     typer.echo(f"{len(ds.cases)} cases in {len(ds.benchmarks)} benchmarks")
     typer.echo(f"dataset_sha256 {ds.sha256}")
-
-
-def resolve_sources(items: list[str], jobs_dir: Path) -> list[tuple[str, Path]]:
-    """Run names (in the jobs folder) or results files, each as (name, results file)."""
-    from ..errors import ConfigError
-    from ..rundir import open_run
-
-    sources = []
-    for item in items:
-        path = Path(item)
-        if path.is_file():
-            sources.append((path.stem, path))
-            continue
-        run = open_run(jobs_dir, item)
-        if not run.exists():
-            raise ConfigError(f"{item!r} is neither a results file nor a run in {jobs_dir}")
-        sources.append((run.name, run.results_path))
-    return sources
 
 
 @friendly
@@ -149,7 +131,10 @@ def export(
     fmt = fmt or output.suffix.lstrip(".").lower()
     if fmt not in ("parquet", "csv"):
         raise ConfigError(f"--format must be parquet or csv, got {fmt or 'nothing'!r}")
-    frame = export_frame(resolve_sources(runs, jobs_dir), decisions)
+    from ..sources import resolve
+
+    named = [resolve(item, jobs_dir) for item in runs]
+    frame = export_frame([(n.name, n.results) for n in named], decisions)
     write_export(frame, output, fmt)
     typer.echo(f"wrote {frame.height} rows to {output}")
 

@@ -231,7 +231,8 @@ def _finish_run(
     run: Run, summary: Any, complete: bool, *, temporary: bool = False, error: str | None = None
 ) -> int:
     """Print where the run stands after this invocation's work; its exit status."""
-    from ..report import errors_line, run_status, status_text, summary_table
+    from ..status import errors_line, run_status, status_text
+    from ..summary_io import summary_table
 
     if error is not None and not run.exists():
         typer.echo(f"{run.name}: not started ({error})")
@@ -292,8 +293,8 @@ def status(
 
     from ..costs import load_pricing
     from ..errors import ConfigError
-    from ..report import run_status, status_text
     from ..rundir import list_runs, open_run
+    from ..status import run_status, status_text
 
     runs = [open_run(jobs_dir, name) for name in names] if names else list_runs(jobs_dir)
     for run in runs:
@@ -333,8 +334,8 @@ def list_command(
     import json
 
     from ..costs import load_pricing
-    from ..report import run_listing
     from ..rundir import list_runs
+    from ..status import run_listing
 
     listing = [run_listing(r, load_pricing(None)) for r in list_runs(jobs_dir)]
     if as_json:

@@ -1,15 +1,36 @@
-"""A loopback OpenAI Batch API for tests, demos and rehearsals.
+"""Loopback stand-ins for the providers' batch APIs, for tests, demos and rehearsals.
 
-It is a stand-in for a service we do not control, so it shares no code with
+It is a stand-in for services we do not control, so it shares no code with
 the pipeline: a shared helper would let one bug hide on both sides.
 
     from batchbench.emulator import Emulator
     with Emulator(latency=0.05) as emu:
         client = openai.OpenAI(api_key="test", base_url=emu.base_url)
+
+The names below load on first use, so the CLI starts without the server.
 """
 
-from .model import judge_matches, load_responder
-from .server import Faults
-from .service import Emulator, serve
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .model import judge_matches, load_responder
+    from .server import Faults
+    from .service import Emulator, serve
 
 __all__ = ["Emulator", "Faults", "judge_matches", "load_responder", "serve"]
+_HOMES = {
+    "Emulator": "service",
+    "serve": "service",
+    "Faults": "server",
+    "judge_matches": "model",
+    "load_responder": "model",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_HOMES[name]}", __name__), name)

@@ -1,7 +1,8 @@
 """``batchbench emulator``: serve the emulator from the command line.
 
 It lives with the emulator (which shares no code with the pipeline) and says
-its own one-line errors.
+its own one-line errors. Like the package's CLI, it imports the server only
+when the command runs, so every other command starts without it.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ from typing import Annotated, NoReturn
 import typer
 
 from .anomalies import ANOMALIES, parse_anomaly
-from .model import load_responder
-from .service import Emulator, serve
 
 
 def fail(message: str) -> NoReturn:
@@ -77,6 +76,9 @@ def emulator_command(
 
     Example: batchbench emulator --port 8765 --latency 2 --fault-rate 0.1
     """
+    from .model import load_responder  # the server only when it is asked for
+    from .service import Emulator, serve
+
     if not 0 <= port <= 65535:
         fail(f"--port must be between 0 and 65535, got {port}")
     for name, seconds in (

@@ -14,6 +14,7 @@ import json
 import random
 import re
 import socket
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -47,8 +48,6 @@ class _Server(ThreadingHTTPServer):
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client killed mid-request is ordinary here (crash tests); say nothing."""
-        import sys
-
         if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
             super().handle_error(request, client_address)
 

@@ -37,8 +37,9 @@ class Emulator:
         mangle: Callable[[str, list[str]], list[str]] | None = None,
         unknown_models: Sequence[str] = (),
         anomalies: Mapping[str, float] | None = None,
+        paused: bool = False,
     ) -> None:
-        settings = Settings(latency, completion_window, enqueued_token_limit)
+        settings = Settings(latency, completion_window, enqueued_token_limit, paused)
         settings.unknown_models = list(unknown_models)
         settings.anomalies = dict(anomalies or {})
         self.store = Store(settings, seed=seed, responder=responder, mangle=mangle)
@@ -63,8 +64,11 @@ class Emulator:
         return f"{self.url}/v1"
 
     def _clock(self) -> None:
+        """The emulated service's clock; ``paused`` stops it (a test then drives
+        :meth:`tick` by hand)."""
         while not self._stop.is_set():
-            self.store.tick()
+            if not self.store.settings.paused:
+                self.store.tick()
             interval = min(0.05, max(0.002, self.store.settings.latency / 10))
             self._stop.wait(interval)
 
@@ -93,7 +97,12 @@ class Emulator:
         return {**self.store.ledger(), "faults": dict(self._server.injected)}
 
     def flush(self) -> None:
+        """Every batch to its end, now."""
         self.store.tick(flush=True)
+
+    def tick(self, now: float) -> None:
+        """Advance every batch to where the clock puts it at ``now`` (a Unix time)."""
+        self.store.tick(now)
 
 
 def serve(emulator: Emulator, announce: Callable[[str], None] = print) -> None:

@@ -192,8 +192,6 @@ class Store:
     def tick(self, now: float | None = None, flush: bool = False) -> None:
         """Advance every batch to where the clock puts it (``flush``: to the end)."""
         with self.lock:
-            if self.settings.paused and not flush:
-                return
             now = time.time() if now is None else now
             for batch in sorted(self.batches.values(), key=lambda b: b.seq):
                 self._advance(batch, now, flush)

@@ -1,26 +1,58 @@
-"""Human-readable and file renderings of a summary."""
+"""Where a run stands, from its journal alone: ``status``, ``list`` and ``report.json``."""
 
 from __future__ import annotations
 
 import json
-import math
-import os
 import re
-import stat
 import time
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict, cast
+from typing import Any, TypedDict
 
 from ._io import atomic_write_text
 from .costs import Pricing, usage_cost
-from .errors import RunStateError
-from .kinds import STAGES, Stage
+from .kinds import STAGES, RunStatus, Stage
 from .rundir import Run, RunConfig
 from .state import RunState
+from .summary_io import _ci, _num, read_summary
 
-if TYPE_CHECKING:  # numpy stays out of `status` and `list`
-    from .summary import Summary
+
+class CaseCounts(TypedDict):
+    total: int
+    scored: int
+    errors: int
+    pending: int
+
+
+class BatchRecord(TypedDict):
+    submission: str
+    batch_id: str | None
+    status: str
+    requests: int
+    adopted: bool
+
+
+class _RunStatus(TypedDict):
+    run: str
+    status: RunStatus
+    as_of: float | None
+    dataset: str
+    errors_by_cause: dict[str, int]
+    answer_model: str
+    judge_model: str
+    dataset_sha256: str
+    cases: CaseCounts
+    stages: dict[Stage, StageStatus]
+    batches: list[BatchRecord]
+    anomalies: list[str]
+    cost: dict[str, Any]
+
+
+class RunStatusRecord(_RunStatus, total=False):
+    """Everything ``batchbench status`` shows (``--json`` prints it as is)."""
+
+    overall_macro_mean: float
+    overall_ci95: list[float]
 
 
 class StageStatus(TypedDict):
@@ -32,98 +64,6 @@ class StageStatus(TypedDict):
     batches: dict[str, int]  # batch status → how many
     running: list[str]  # "<submission> <status> <lines done>/<total>" for batches in flight
     usage: dict[str, int]  # tokens used so far, by kind
-
-
-MAX_SUMMARY_BYTES = 16 * 1024 * 1024
-
-
-def summary_json(summary: Summary) -> str:
-    """The reference's bytes: 2-space indent, NaN as ``NaN``, final newline."""
-    return json.dumps(summary, indent=2) + "\n"
-
-
-def write_summary(path: str | Path, summary: Summary, mode: int = 0o644) -> None:
-    atomic_write_text(path, summary_json(summary), mode=mode)
-
-
-def read_summary(path: Path) -> Summary:
-    """A ``results.summary.json``, checked; anything else is a one-line run-state error.
-
-    Only a regular file of a summary's size is opened (a FIFO or a link to
-    ``/dev/zero`` would hang or never end), and it must have a summary's shape.
-    """
-    try:
-        info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode):
-            raise RunStateError(f"{path}: not a regular file, so not a summary")
-        if info.st_size > MAX_SUMMARY_BYTES:
-            raise RunStateError(f"{path}: {info.st_size:,} bytes, too large for a summary")
-        data = json.loads(path.read_bytes())
-    except FileNotFoundError:
-        raise RunStateError(f"{path}: no summary yet") from None
-    except OSError as exc:
-        raise RunStateError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    except (ValueError, RecursionError):
-        raise RunStateError(f"{path}: damaged (not a summary's JSON)") from None
-    if not _summary_shaped(data):
-        raise RunStateError(f"{path}: damaged (not a summary's fields)")
-    return cast("Summary", data)
-
-
-def _number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-
-def _summary_shaped(data: Any) -> bool:
-    if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), dict):
-        return False
-    pairs = [data.get("overall_ci95"), *(b.get("ci95") for b in data["benchmarks"].values()
-             if isinstance(b, dict))]  # fmt: skip
-    return (
-        all(isinstance(b, dict) and _number(b.get("mean")) and isinstance(b.get("n"), int)
-            for b in data["benchmarks"].values())
-        and all(isinstance(p, list) and len(p) == 2 and all(map(_number, p)) for p in pairs)
-        and _number(data.get("overall_macro_mean"))
-        and all(isinstance(data.get(k), int) for k in ("completed_cases", "errors"))
-    )  # fmt: skip
-
-
-def _num(value: Any, width: int = 6) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a".rjust(width)
-    return f"{value:.3f}".rjust(width)
-
-
-def _ci(ci: Any) -> str:
-    return f"[{_num(ci[0], 5)}, {_num(ci[1], 5)}]"
-
-
-def summary_table(summary: Summary) -> str:
-    """A compact table: per-benchmark n, mean and interval, then the overall line."""
-    names = list(summary["benchmarks"])
-    width = max([len("overall (macro)"), *(len(n) for n in names)])
-    lines = [
-        f"answer model {summary['answer_model']}  judge {summary['judge_model']}"
-        f"  protocol {summary['protocol_version']}",
-        f"dataset {summary['dataset_sha256']}",
-        f"{'benchmark'.ljust(width)}  {'n':>4}  {'mean':>6}  95% CI",
-    ]
-    for name in names:
-        b = summary["benchmarks"][name]
-        lines.append(f"{name.ljust(width)}  {b['n']:>4}  {_num(b['mean'])}  {_ci(b['ci95'])}")
-    lines.append(
-        f"{'overall (macro)'.ljust(width)}  {summary['completed_cases']:>4}"
-        f"  {_num(summary['overall_macro_mean'])}  {_ci(summary['overall_ci95'])}"
-    )
-    lines.append(
-        f"completed {summary['completed_cases']}  errors {summary['errors']}"
-        f"  bootstrap {summary['bootstrap_samples']} resamples, seed {summary['bootstrap_seed']}"
-    )
-    return "\n".join(lines)
-
-
-# ---------------------------------------------------------------------------
-# Run status: progress lines, `batchbench status`, and report.json.
 
 
 def stage_cost(state: RunState, stage: str, model: str, pricing: Pricing | None) -> dict[str, Any]:
@@ -175,18 +115,19 @@ def _costs(state: RunState, config: RunConfig, pricing: Pricing | None) -> dict[
     }
 
 
-def run_status(run: Run, pricing: Pricing | None = None) -> dict[str, Any]:
+def run_status(run: Run, pricing: Pricing | None = None) -> RunStatusRecord:
     """Everything `batchbench status` shows, from the journal alone (no API call)."""
     config = run.load_config()
     state = run.state(config.case_ids)
     scored = sum(1 for c in state.cases.values() if c.final == "scored")
     errors = sum(1 for c in state.cases.values() if c.final == "error")
+    status: RunStatus
     if scored + errors == len(state.cases):
         status = "failed" if not scored else "finished with errors" if errors else "complete"
     else:
         status = "cancelled" if state.cancelled else "in progress" if state.subs else "not started"
     causes = Counter(error_cause(c.error or "") for c in state.cases.values() if c.final == "error")
-    out: dict[str, Any] = {
+    out: RunStatusRecord = {
         "run": config.name,
         "status": status,
         "as_of": state.last_event,
@@ -225,7 +166,7 @@ def run_status(run: Run, pricing: Pricing | None = None) -> dict[str, Any]:
 def error_cause(error: str) -> str:
     """An error row's cause, without its particulars: what errors are grouped by."""
     text = error.split(": ", 1)[1] if ": " in error else error
-    gave_up = re.match(r"API request failed after \d+ attempts: (.*)", text, re.S)
+    gave_up = re.match(r"\w+ request failed after \d+ attempts: (.*)", text, re.S)
     if gave_up:
         return error_cause("Error: " + gave_up.group(1)) + " (retries spent)"
     for pattern in (
@@ -281,7 +222,7 @@ def run_listing(run: Run, pricing: Pricing | None) -> dict[str, Any]:
     }
 
 
-def status_text(status: dict[str, Any], now: float | None = None) -> str:
+def status_text(status: RunStatusRecord, now: float | None = None) -> str:
     c = status["cases"]
     lines = [
         f"{status['run']}: {status['status']}  ({status['answer_model']} judged by"

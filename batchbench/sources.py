@@ -1,0 +1,58 @@
+"""What ``compare``, ``report`` and ``export`` are given: runs or results files, one rule.
+
+A run is named by its name (it lives in the jobs folder; a name has no path
+separator), anything else is a path to a reference-format results file. A
+run's name wins over a file of the same name in the current folder, and a
+folder is never taken for a run: a run elsewhere is named with ``--jobs-dir``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .dataset import Dataset, load_dataset
+from .errors import ConfigError
+from .rundir import NAME_RE, Run, RunConfig
+
+
+@dataclass(frozen=True)
+class Named:
+    """A run or a results file, as named on the command line."""
+
+    name: str
+    results: Path
+    run: Run | None  # None for a results file
+
+
+def resolve(item: str, jobs_dir: Path) -> Named:
+    if NAME_RE.match(item) and item not in (".", ".."):
+        run = Run(Path(jobs_dir) / item)
+        if run.exists():
+            return Named(run.name, run.results_path, run)
+    path = Path(item)
+    if path.is_file():
+        return Named(path.stem, path, None)
+    if path.is_dir():
+        raise ConfigError(
+            f"{item!r} is a folder: name a run by its name (with --jobs-dir for its folder)"
+            " or give a results file"
+        )
+    raise ConfigError(f"{item!r} is neither a results file nor a run in {Path(jobs_dir).resolve()}")
+
+
+def run_dataset(config: RunConfig, given: Dataset | Path | None = None) -> Dataset:
+    """The dataset a run was made with: the one given if it is that dataset, else the
+    one at the path the run recorded, and only if it still has the run's digest (a
+    case moved or a rubric edited since would show numbers of another dataset)."""
+    if isinstance(given, Dataset) and given.sha256 == config.dataset_sha256:
+        return given
+    path = given if isinstance(given, Path) else Path(config.dataset)
+    ds = load_dataset(path)
+    if ds.sha256 != config.dataset_sha256:
+        raise ConfigError(
+            f"{path} is not the dataset run {config.name!r} was made with: its digest is"
+            f" {ds.sha256[:12]}…, the run's {config.dataset_sha256[:12]}…"
+            " (pass --dataset with the run's dataset)"
+        )
+    return ds
