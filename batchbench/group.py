@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from .errors import BatchbenchError, TransientApiError
 from .pipeline import Pipeline
 from .providers.base import Client
+from .reporting import quiet
 from .state import Submission
 from .submit import walk
 
@@ -36,7 +37,7 @@ class Member:
 class Group:
     members: list[Member]
     poll_interval: float
-    say: Callable[[str], None] = print
+    say: Callable[[str], None] = quiet
     clock: Callable[[], float] = time.time
     sleep: Callable[[float], None] = time.sleep
     outage_seconds: float = 600.0

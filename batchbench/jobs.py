@@ -25,6 +25,7 @@ from .options import RunOptions
 from .pipeline import Pipeline
 from .providers import resolve
 from .providers.base import Service
+from .reporting import quiet
 from .results import rows_in_registry_order
 from .rundir import Run, RunConfig, check_name, default_name
 from .services import connect_all, new_services, run_services, stage_bundle
@@ -85,7 +86,7 @@ class RunResult:
 def execute(
     options: RunOptions,
     *,
-    say: Callable[[str], None] = print,
+    say: Callable[[str], None] = quiet,
     warn: Callable[[str], None] | None = None,
     on_progress: Callable[[Pipeline], None] | None = None,
 ) -> tuple[Run, Summary | None, bool]:
@@ -97,7 +98,7 @@ def execute(
 def execute_group(
     group: list[RunOptions],
     *,
-    say: Callable[[str], None] = print,
+    say: Callable[[str], None] = quiet,
     warn: Callable[[str], None] | None = None,
     on_progress: Callable[[Pipeline], None] | None = None,
 ) -> list[RunResult]:

@@ -30,6 +30,7 @@ from .kinds import STAGES, Stage
 from .providers import resolve
 from .providers.base import Provider
 from .providers.ids import claim
+from .reporting import quiet
 from .requests import build_request, write_shards
 from .results import append_rows, row_counts, rows_for
 from .rundir import Run, RunConfig
@@ -61,7 +62,7 @@ class Pipeline:
         providers: Mapping[Stage, Provider],
         settings: Settings,
         *,
-        say: Callable[[str], None] = print,
+        say: Callable[[str], None] = quiet,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
