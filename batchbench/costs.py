@@ -13,13 +13,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .providers import resolve
 from .providers.base import Prompt
 
 TOKENS_PER_MESSAGE = 3
@@ -61,7 +62,7 @@ def _encoder(name: str) -> tuple[str, Callable[[str], int]] | None:
 
 def token_counter(model: str) -> tuple[str, Callable[[str], int]]:
     """``(description, count)`` for this model: its tokenizer if offline, else the estimate."""
-    name = encoding_name(model)
+    name = encoding_name(base_model(model))
     found = _encoder(name) if name else None
     if found is not None:
         return found
@@ -80,11 +81,34 @@ def prompt_tokens(prompt: Prompt, count: Callable[[str], int]) -> int:
 
 @dataclass(frozen=True)
 class Price:
-    """USD per 1M tokens at the synchronous list price."""
+    """USD per 1M tokens at the synchronous list price, and where that figure is from."""
 
     input: float
     cached_input: float
     output: float
+    as_of: str | None = None
+    source: str | None = None
+
+
+def base_model(model: str) -> str:
+    """The model a fine-tune was made from (``ft:gpt-4o-mini:org::id`` is gpt-4o-mini):
+    it has its base's tokenizer and price."""
+    if model.startswith("ft:"):
+        parts = model.split(":")
+        if len(parts) > 1 and parts[1]:
+            return parts[1]
+    return model
+
+
+def _names(model: str) -> list[str]:
+    """The table entries that may price a model, most specific first: the name, its
+    alias's target, a fine-tune's base, a dated snapshot's family (gpt-4o-2024-08-06,
+    claude-haiku-4-5-20251001); never a shorter prefix (gpt-4o-mni is not gpt-4o)."""
+    out: list[str] = []
+    for name in (model, resolve(model), base_model(model)):
+        dated = re.fullmatch(r"(.+?)-(\d{4}-\d{2}-\d{2}|\d{8})", name)
+        out += [name, *([dated.group(1)] if dated else [])]
+    return list(dict.fromkeys(out))
 
 
 @dataclass(frozen=True)
@@ -92,14 +116,22 @@ class Pricing:
     batch_discount: float
     models: dict[str, Price]
     source: str
+    unpriced: dict[str, str] = field(default_factory=dict)  # model → why it has no price
 
     def price(self, model: str) -> Price | None:
-        """The model's price, or its family's for a dated snapshot (gpt-4o-2024-08-06 is
-        gpt-4o); never a shorter prefix's (gpt-4o-mni is not gpt-4o)."""
-        if model in self.models:
-            return self.models[model]
-        dated = re.fullmatch(r"(.+)-\d{4}-\d{2}-\d{2}", model)
-        return self.models.get(dated.group(1)) if dated else None
+        for name in _names(model):
+            if name in self.models:
+                return self.models[name]
+            if name in self.unpriced:
+                return None
+        return None
+
+    def why_unpriced(self, model: str) -> str:
+        """Why a model has no price here, for the user."""
+        for name in _names(model):
+            if name in self.unpriced:
+                return self.unpriced[name]
+        return f"not in {self.source}"
 
 
 def load_pricing(path: str | Path | None = None) -> Pricing:
@@ -121,19 +153,29 @@ def load_pricing(path: str | Path | None = None) -> Pricing:
     discount = data.get("batch_discount", 0.5)
     if not isinstance(discount, (int, float)) or not 0 <= discount < 1:
         raise ConfigError(f"{source}: batch_discount must be a number in [0, 1)")
-    models = {}
+    models: dict[str, Price] = {}
+    unpriced: dict[str, str] = {}
     for name, entry in data["models"].items():
+        if isinstance(entry, dict) and "input" in entry and entry["input"] is None:
+            when = f" (as of {entry['as_of']})" if entry.get("as_of") else ""
+            unpriced[name] = f"{entry.get('source') or 'no public price'}{when}"
+            continue
         try:
             values = {k: float(entry[k]) for k in ("input", "output")}
             values["cached_input"] = float(entry.get("cached_input", entry["input"]))
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, AttributeError):
             raise ConfigError(
                 f"{source}: models.{name} needs numeric 'input' and 'output' (USD per 1M tokens)"
             ) from None
         if min(values.values()) < 0:
             raise ConfigError(f"{source}: models.{name} has a negative price")
-        models[name] = Price(**values)
-    return Pricing(float(discount), models, source)
+        as_of, said = entry.get("as_of"), entry.get("source")
+        models[name] = Price(
+            **values,
+            as_of=as_of if isinstance(as_of, str) else None,
+            source=said if isinstance(said, str) else None,
+        )
+    return Pricing(float(discount), models, source, unpriced)
 
 
 def cost(

@@ -33,6 +33,7 @@ class StagePlan(TypedDict):
     output_tokens: int
     tokenizer: str
     priced: bool
+    no_price: str | None  # why, when not priced
     batch_usd: float | None
     sync_usd: float | None
 
@@ -109,6 +110,7 @@ def _stage(
         "output_tokens": output,
         "tokenizer": described,
         "priced": price is not None,
+        "no_price": None if price is not None else pricing.why_unpriced(model),
     }
 
 
@@ -191,6 +193,27 @@ def plan(
     }
 
 
+def _files(sizes: Sequence[int]) -> str:
+    """``1 file of 250 requests``, ``3 files of 100, 100 and 50 requests``."""
+    if len(sizes) == 1:
+        return f"1 file of {sizes[0]:,} requests"
+    head = ", ".join(f"{n:,}" for n in sizes[:-1])
+    return f"{len(sizes)} files of {head} and {sizes[-1]:,} requests"
+
+
+def grand_total(plans: Sequence[Plan]) -> str:
+    """The last line of a dry run of several models: what the whole command would cost."""
+    costs = [p["total"]["batch_usd"] for p in plans]
+    requests = sum(p["total"]["requests"] for p in plans)
+    head = f"all {len(plans)} runs: {requests:,} requests"
+    if any(c is None for c in costs):
+        stages = [s for p in plans for s in p["stages"].values()]
+        unpriced = sorted({s["model"] for s in stages if not s["priced"]})
+        return f"{head}; total cost unknown (no price for {', '.join(unpriced)})"
+    sync = sum(p["total"]["sync_usd"] or 0.0 for p in plans)
+    return f"{head}, {_usd(sum(c or 0.0 for c in costs))} at batch price (sync {_usd(sync)})"
+
+
 def _usd(value: float | None) -> str:
     return "n/a" if value is None else f"${value:,.4f}"
 
@@ -213,9 +236,9 @@ def plan_text(p: Plan) -> str:
         )
     for name, s in p["stages"].items():
         lines.append(
-            f"{name}: {s['model']}, files of {s['file_sizes']} requests,"
+            f"{name}: {s['model']} ({s['provider']}), {_files(s['file_sizes'])},"
             f" tokens by {s['tokenizer']}"
-            + ("" if s["priced"] else f"; no price for {s['model']} (give one with --pricing)")
+            + ("" if s["priced"] else f"; no price for {s['model']}: {s.get('no_price')}")
         )
     if "max_cost" in p:
         why = p["max_cost"]["refused_because"]

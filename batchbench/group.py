@@ -125,9 +125,7 @@ class Group:
                 self.poll()
                 last_poll = self.clock()
                 acted = self._step_all() or acted
-            if on_progress is not None:
-                for member in self.active():
-                    on_progress(member.pipeline)
+            self._report(on_progress)
             if self._faults:  # a service failed for a passing reason: try again soon
                 self.sleep(min(self.poll_interval, 5.0))
                 continue
@@ -137,5 +135,11 @@ class Group:
                 m.pipeline.state.cancelled and not m.pipeline.in_flight() for m in self.active()
             )
             if not wait or cancelled:
-                return
+                break
             self.sleep(max(0.01, last_poll + self.poll_interval - self.clock()))
+        self._report(on_progress)  # the state each run ended this invocation in
+
+    def _report(self, on_progress: Callable[[Pipeline], None] | None) -> None:
+        for member in self.members:
+            if on_progress is not None and member.error is None:
+                on_progress(member.pipeline)

@@ -18,7 +18,7 @@ from . import protocol
 from .costs import Pricing, load_pricing
 from .dataset import Case, load_dataset, select_cases
 from .dryrun import MaxCost, Plan, plan
-from .errors import ConfigError
+from .errors import ConfigError, RunLockedError
 from .events import Redo, Resumed
 from .group import Group, Member
 from .options import RunOptions
@@ -81,6 +81,7 @@ class RunResult:
     summary: Summary | None
     complete: bool
     error: str | None = None  # why this run was set aside (in a group of several)
+    note: str | None = None  # a --no-wait tick that had nothing to do, and why
 
 
 def execute(
@@ -136,12 +137,23 @@ def execute_group(
                 results.append(RunResult(run, None, False, str(exc)))
                 continue
             run.make_folder()
-            stack.enter_context(run.lock())
+            try:
+                stack.enter_context(run.lock())
+            except RunLockedError as exc:
+                if not options.no_wait:
+                    raise
+                if run.exists():  # another configuration is refused even so
+                    run.create(config)
+                results.append(RunResult(run, None, False, note=f"{exc}: nothing for this tick"))
+                continue
             config = run.create(config)
             bundle = stage_bundle(stages, clients)
             pipeline = Pipeline(run, config, cases, bundle, options.settings, say=say)
             for change in changes:
                 pipeline.record(change)
+            if options.no_wait and pipeline.done():
+                results.append(RunResult(run, None, True, note=_finished(pipeline)))
+                continue
             _reopen(pipeline, options, say)
             members.append((Member(pipeline), run, config))
         settings = first.settings
@@ -161,6 +173,18 @@ def execute_group(
 
 def _check_answer_model(clients: dict[Service, Any], service: Service, model: str) -> None:
     clients[service].check_models([resolve(model)])
+
+
+def _finished(pipeline: Pipeline) -> str:
+    """What a cron tick says of a run that had already finished."""
+    cases = pipeline.state.cases.values()
+    scored = sum(1 for c in cases if c.final == "scored")
+    failed = sum(1 for c in cases if c.final == "error")
+    redo = "; run it without --no-wait to redo the failed cases" if failed else ""
+    return (
+        f"run {pipeline.config.name!r} is complete: {scored} scored, {failed} failed"
+        f" ({pipeline.run.results_path.resolve()}){redo}"
+    )
 
 
 def _reopen(pipeline: Pipeline, options: RunOptions, say: Callable[[str], None]) -> None:

@@ -1,7 +1,10 @@
-"""Progress while a run advances: on stderr, from the journal and the batches' own counts.
+"""Progress while runs advance: on stderr, from the journal and the batches' own counts.
 
-On a terminal one line is rewritten in place; in a log (cron) a heartbeat line
-comes when something changed, at most every few minutes, with an ETA taken
+On a terminal, ``rich`` keeps one live line per run (its name, answers and
+judges done/failed/total, the time so far and an ETA), redrawn in place and
+finished cleanly before the results are printed; lines the run says meanwhile
+(warnings, NEW/RESUMING) scroll above it. In a log (cron) a heartbeat line per
+run comes when something changed, at most every few minutes, with an ETA taken
 from how fast the batches in flight have been getting through their lines.
 """
 
@@ -11,6 +14,10 @@ import sys
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
+
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
 
 from .kinds import STAGES
 from .state import RunState
@@ -65,7 +72,11 @@ def progress_line(state: RunState, now: float) -> str:
 
 
 class Progress:
-    """Shows :func:`progress_line` as the run advances (called after every step)."""
+    """Shows :func:`progress_line` per run as they advance (called after every step).
+
+    Use it as a context manager, so a terminal's live lines are finished (left
+    showing the final state) before anything else is printed.
+    """
 
     def __init__(
         self,
@@ -76,22 +87,52 @@ class Progress:
         self.stream = stream or sys.stderr
         self.clock = clock
         self.tty = self.stream.isatty() if tty is None else tty
-        self.last = ""
-        self.last_at = float("-inf")
+        self.lines: dict[str, str] = {}  # run → its line now
+        self.said: dict[str, tuple[str, float]] = {}  # run → (what changed, when) in a log
+        self._live: Live | None = None
+        self._drawn = float("-inf")
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Leave the final state on screen and stop redrawing."""
+        if self._live is not None:
+            self._live.update(self._render(), refresh=True)
+            self._live.stop()
+            self._live = None
 
     def __call__(self, pipeline: Pipeline) -> None:
         now = self.clock()
+        name = pipeline.config.name
         line = progress_line(pipeline.state, now)
-        body = line.split(" · ETA")[0].rsplit(" · ", 1)[0]  # what changed, not the clock
-        done = pipeline.done()
+        self.lines[name] = line
         if self.tty:
-            if body != self.last and (now - self.last_at >= 1.0 or done):
-                self.stream.write("\r" + line.ljust(WIDTH)[:WIDTH] + ("\n" if done else ""))
-                self.stream.flush()
-                self.last, self.last_at = body, now
-        elif (body != self.last and now - self.last_at >= HEARTBEAT) or (
-            done and body != self.last
-        ):
-            self.stream.write(line + "\n")
+            self._draw(now, pipeline.done())
+        else:
+            self._heartbeat(name, line, now, pipeline.done())
+
+    def _render(self) -> Text:
+        width = max(len(n) for n in self.lines)
+        return Text("\n".join(f"{n:<{width}}  {line}" for n, line in self.lines.items()))
+
+    def _draw(self, now: float, done: bool) -> None:
+        if self._live is None:
+            console = Console(file=self.stream, force_terminal=True, soft_wrap=True)
+            self._live = Live(console=console, auto_refresh=False, transient=False)
+            self._live.start()
+        if done or now - self._drawn >= 0.25:
+            self._live.update(self._render(), refresh=True)
+            self._drawn = now
+
+    def _heartbeat(self, name: str, line: str, now: float, done: bool) -> None:
+        body = line.split(" · ETA")[0].rsplit(" · ", 1)[0]  # what changed, not the clock
+        last, at = self.said.get(name, ("", float("-inf")))
+        if body != last and (now - at >= HEARTBEAT or done):
+            prefix = f"{name}: " if len(self.lines) > 1 else ""
+            self.stream.write(f"{prefix}{line}\n")
             self.stream.flush()
-            self.last, self.last_at = body, now
+            self.said[name] = (body, now)

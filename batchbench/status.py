@@ -6,11 +6,10 @@ import json
 import re
 import time
 from collections import Counter
-from pathlib import Path
 from typing import Any, TypedDict
 
 from ._io import atomic_write_text
-from .costs import Pricing, usage_cost
+from .costs import Pricing, load_pricing, usage_cost
 from .kinds import STAGES, RunStatus, Stage
 from .rundir import Run, RunConfig
 from .state import RunState
@@ -66,12 +65,15 @@ class StageStatus(TypedDict):
     usage: dict[str, int]  # tokens used so far, by kind
 
 
-def stage_cost(state: RunState, stage: str, model: str, pricing: Pricing | None) -> dict[str, Any]:
-    """Tokens used (from every collected output line's usage) and what they cost."""
+def stage_cost(state: RunState, stage: str, model: str, pricing: Pricing) -> dict[str, Any]:
+    """Tokens used (from every collected output line's usage) and what they cost at the
+    batch price; an unpriced model says why."""
     usage = dict(state.usage.get(stage, {}))
-    price = pricing.price(model) if pricing is not None else None
-    discount = pricing.batch_discount if pricing is not None else 0.5
-    return {"model": model, **usage, **usage_cost(usage, price, discount)}
+    price = pricing.price(model)
+    out = {"model": model, **usage, **usage_cost(usage, price, pricing.batch_discount)}
+    if price is None:
+        out["no_price"] = pricing.why_unpriced(model)
+    return out
 
 
 def stage_status(state: RunState, stage: Stage) -> StageStatus:
@@ -97,7 +99,7 @@ def stage_status(state: RunState, stage: Stage) -> StageStatus:
     )
 
 
-def _costs(state: RunState, config: RunConfig, pricing: Pricing | None) -> dict[str, Any]:
+def _costs(state: RunState, config: RunConfig, pricing: Pricing) -> dict[str, Any]:
     stages = {
         "answers": stage_cost(state, "answers", config.answer_model, pricing),
         "judges": stage_cost(state, "judges", config.judge_model, pricing),
@@ -108,15 +110,27 @@ def _costs(state: RunState, config: RunConfig, pricing: Pricing | None) -> dict[
         "batch_usd": None if None in both else round(sum(both), 6),
         "sync_usd": None if None in sync else round(sum(sync), 6),
     }
-    return {
-        "stages": stages,
-        "total": total,
-        "pricing": pricing.source if pricing is not None else None,
-    }
+    return {"stages": stages, "total": total, "pricing": pricing.source}
+
+
+def cost_line(cost: dict[str, Any]) -> str:
+    """``cost at batch price: answers $0.0123, judges $0.0456, total $0.0579 (sync $0.1158)``."""
+    parts = [
+        f"{stage} {_usd(c['batch_usd'])}"
+        if c["batch_usd"] is not None
+        else f"{stage}: no price for {c['model']} ({c.get('no_price', 'unknown')})"
+        for stage, c in cost["stages"].items()
+    ]
+    total = cost["total"]
+    if total["batch_usd"] is not None:
+        parts.append(f"total {_usd(total['batch_usd'])} (sync {_usd(total['sync_usd'])})")
+    return "cost at batch price: " + ", ".join(parts)
 
 
 def run_status(run: Run, pricing: Pricing | None = None) -> RunStatusRecord:
-    """Everything `batchbench status` shows, from the journal alone (no API call)."""
+    """Everything `batchbench status` shows, from the journal alone (no API call); costs
+    at the built-in prices unless others are given."""
+    pricing = pricing or load_pricing()
     config = run.load_config()
     state = run.state(config.case_ids)
     scored = sum(1 for c in state.cases.values() if c.final == "scored")
@@ -203,25 +217,6 @@ def _age(when: float | None, now: float) -> str:
     return f"as of {time.strftime('%H:%M', time.gmtime(when))} UTC, {ago}"
 
 
-def run_listing(run: Run, pricing: Pricing | None) -> dict[str, Any]:
-    """One line of ``batchbench list``: who, on what, how far, how well, at what cost."""
-    s = run_status(run, pricing)
-    c = s["cases"]
-    return {
-        "run": s["run"],
-        "answer_model": s["answer_model"],
-        "judge_model": s["judge_model"],
-        "dataset": Path(s["dataset"]).name,
-        "dataset_sha256": s["dataset_sha256"],
-        "status": s["status"],
-        "scored": c["scored"],
-        "failed": c["errors"],
-        "total": c["total"],
-        "overall_macro_mean": s.get("overall_macro_mean"),
-        "cost_usd": s["cost"]["total"]["batch_usd"],
-    }
-
-
 def status_text(status: RunStatusRecord, now: float | None = None) -> str:
     c = status["cases"]
     lines = [
@@ -249,7 +244,7 @@ def status_text(status: RunStatusRecord, now: float | None = None) -> str:
             price = (
                 f"cost {_usd(c['batch_usd'])} (sync {_usd(c['sync_usd'])})"
                 if c["batch_usd"] is not None
-                else f"no price for {c['model']}"
+                else f"no price for {c['model']} ({c.get('no_price', 'unknown')})"
             )
             lines.append(
                 f"  {stage} usage: {c.get('requests', 0)} requests, {c.get('prompt_tokens', 0):,}"
@@ -274,6 +269,7 @@ def write_report(
     run: Run, state: RunState, config: RunConfig, pricing: Pricing | None = None
 ) -> None:
     """report.json: what the reference has no field for (counts, usage, cost, batches)."""
+    pricing = pricing or load_pricing()
     report = {
         "run": config.name,
         "run_id": config.run_id,

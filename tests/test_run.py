@@ -6,6 +6,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -298,7 +299,7 @@ def test_no_wait_status_and_resume(batch_emulator_factory, tmp_path, fixture_dir
     assert data["status"] == "in progress" and data["cases"]["total"] == smoke
     assert len(data["batches"]) == math.ceil(smoke / 4)  # answers only, 4 to a file
     listing = run_cli("list", "--jobs-dir", str(tmp_path / "jobs"))
-    assert "ans-model\tin progress" in listing.stdout
+    assert re.search(r"^ans-model\s+\S+ \S+\s+in progress\s", listing.stdout, re.M)
     for _ in range(100):
         proc = run_cli(*args, env=env())
         if proc.returncode != 3:

@@ -9,16 +9,19 @@ from __future__ import annotations
 import typer
 
 from ..emulator.command import emulator_command
+from .common import Command, Group
 from .results import compare, export, report, show, summarize, validate
-from .runs import cancel, demo, list_command, run, status
+from .run import demo, run
+from .runs import cancel, list_command, status
 
 app = typer.Typer(
+    cls=Group,
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    rich_markup_mode=None,
+    rich_markup_mode="rich",
     context_settings={"help_option_names": ["-h", "--help"]},
-    help="Run BedsideBench through the OpenAI Batch API, scored exactly like the reference.",
+    help="Run BedsideBench through the providers' batch APIs, scored exactly like the reference.",
 )
 
 
@@ -33,24 +36,29 @@ def _version(value: bool) -> None:
 @app.callback()
 def root(
     show_version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        False,
+        "--version",
+        metavar="",
+        callback=_version,
+        is_eager=True,
+        help="Print the version and exit.",
     ),
 ) -> None:
-    """Run BedsideBench through the OpenAI Batch API, scored exactly like the reference."""
+    """Run BedsideBench through the providers' batch APIs, scored exactly like the reference."""
 
 
-app.command()(demo)
-app.command()(run)
-app.command()(status)
-app.command("list")(list_command)
-app.command()(show)
-app.command()(compare)
-app.command()(report)
-app.command()(export)
-app.command()(cancel)
-app.command()(summarize)
-app.command()(validate)
-app.command("emulator")(emulator_command)
+app.command(cls=Command)(demo)
+app.command(cls=Command)(run)
+app.command(cls=Command)(status)
+app.command("list", cls=Command)(list_command)
+app.command(cls=Command)(show)
+app.command(cls=Command)(compare)
+app.command(cls=Command)(report)
+app.command(cls=Command)(export)
+app.command(cls=Command)(cancel)
+app.command(cls=Command)(summarize)
+app.command(cls=Command)(validate)
+app.command("emulator", cls=Command)(emulator_command)
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 from ..errors import BatchbenchError, InvariantError, StorageError
 
@@ -21,6 +22,31 @@ SAMPLE_DATASET = Path(str(resources.files("batchbench").joinpath("sample")))
 
 
 TRACEBACK_VARIABLE = "BATCHBENCH_TRACEBACK"
+
+
+class Command(TyperCommand):
+    """A command whose help shows no ``<bool>`` beside ``--help``."""
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+
+class Group(TyperGroup):
+    """The command group, likewise."""
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+
+def warn(line: str) -> None:
+    """The reporter for warnings: stderr, one line."""
+    typer.echo(line, err=True)
 
 
 def friendly(fn: F) -> F:
@@ -58,11 +84,20 @@ def friendly(fn: F) -> F:
 
 
 DatasetOpt = Annotated[
-    Path, typer.Option("--dataset", help="BedsideBench checkout (registry.json at its root).")
+    Path,
+    typer.Option(
+        "--dataset",
+        metavar="DIR",
+        envvar="BATCHBENCH_DATASET",
+        help="BedsideBench checkout (registry.json at its root; or BATCHBENCH_DATASET).",
+    ),
 ]
-SmokeOpt = Annotated[bool, typer.Option("--smoke", help="Only the first case of each benchmark.")]
+SmokeOpt = Annotated[
+    bool, typer.Option("--smoke", metavar="", help="Only the first case of each benchmark.")
+]
 LimitOpt = Annotated[
-    int | None, typer.Option("--limit", help="Keep the first N cases of the selection.")
+    int | None,
+    typer.Option("--limit", metavar="N", help="Keep the first N cases of the selection."),
 ]
 
 
@@ -70,6 +105,7 @@ JobsDirOpt = Annotated[
     Path,
     typer.Option(
         "--jobs-dir",
+        metavar="DIR",
         envvar="BATCHBENCH_JOBS_DIR",
         help="Folder holding one directory per run (or BATCHBENCH_JOBS_DIR).",
     ),

@@ -20,25 +20,36 @@ def summarize(
             "--dataset",
             help="BedsideBench checkout: its digest and selection define the expected cases."
             " Without it every case in RESULTS counts and the digest is null.",
+            metavar="DIR",
         ),
     ] = None,
     smoke: SmokeOpt = False,
     limit: LimitOpt = None,
     benchmark: Annotated[
-        list[str] | None, typer.Option("--benchmark", help="Only this benchmark (repeatable).")
+        list[str] | None,
+        typer.Option("--benchmark", help="Only this benchmark (repeatable).", metavar="TEXT"),
     ] = None,
-    bootstrap_samples: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 10000,
-    bootstrap_seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 42,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary JSON.")] = False,
+    bootstrap_samples: Annotated[
+        int, typer.Option(help="Bootstrap resamples.", metavar="N")
+    ] = 10000,
+    bootstrap_seed: Annotated[int, typer.Option(help="Bootstrap seed.", metavar="N")] = 42,
+    as_json: Annotated[
+        bool, typer.Option("--json", metavar="", help="Print the summary JSON.")
+    ] = False,
     output: Annotated[
         Path | None,
         typer.Option(
-            "--output", "-o", help="Write the summary here (default: RESULTS.summary.json)."
+            "--output",
+            "-o",
+            help="Write the summary here (default: RESULTS.summary.json).",
+            metavar="FILE",
         ),
     ] = None,
     force: Annotated[
         bool,
-        typer.Option("--force", help="Replace a summary of another dataset or selection."),
+        typer.Option(
+            "--force", metavar="", help="Replace a summary of another dataset or selection."
+        ),
     ] = False,
 ) -> None:
     """Write RESULTS.summary.json exactly as the reference runner would, and print it.
@@ -91,7 +102,7 @@ def show(
     jobs_dir: JobsDirOpt = Path("jobs"),
     dataset: Annotated[
         Path | None,
-        typer.Option(help="The run's dataset, if it moved since the run was made."),
+        typer.Option(help="The run's dataset, if it moved since the run was made.", metavar="DIR"),
     ] = None,
 ) -> None:
     """Print one case: prompt, answer, each rubric item's points and verdict, the score,
@@ -112,12 +123,20 @@ def show(
 @friendly
 def export(
     runs: Annotated[list[str], typer.Argument(metavar="RUN_OR_RESULTS...", help="Runs or files.")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="The file to write.")],
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="The file to write.", metavar="FILE")
+    ],
     fmt: Annotated[
-        str | None, typer.Option("--format", help="parquet or csv (default: from -o's suffix).")
+        str | None,
+        typer.Option(
+            "--format", help="parquet or csv (default: from -o's suffix).", metavar="FORMAT"
+        ),
     ] = None,
     decisions: Annotated[
-        bool, typer.Option("--decisions", help="One row per rubric item instead of per case.")
+        bool,
+        typer.Option(
+            "--decisions", metavar="", help="One row per rubric item instead of per case."
+        ),
     ] = False,
     jobs_dir: JobsDirOpt = Path("jobs"),
 ) -> None:
@@ -143,14 +162,18 @@ def export(
 def compare(
     runs: Annotated[list[str], typer.Argument(metavar="RUN_OR_RESULTS...", help="Runs or files.")],
     baseline: Annotated[
-        str | None, typer.Option(help="The run the others are compared with (default: first).")
+        str | None,
+        typer.Option(help="The run the others are compared with (default: first).", metavar="RUN"),
     ] = None,
     dataset: Annotated[
-        Path | None, typer.Option(help="The dataset of results files (reference runner's too).")
+        Path | None,
+        typer.Option(help="The dataset of results files (reference runner's too).", metavar="DIR"),
     ] = None,
-    bootstrap_samples: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 10000,
-    bootstrap_seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 42,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    bootstrap_samples: Annotated[
+        int, typer.Option(help="Bootstrap resamples.", metavar="N")
+    ] = 10000,
+    bootstrap_seed: Annotated[int, typer.Option(help="Bootstrap seed.", metavar="N")] = 42,
+    as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print JSON.")] = False,
     jobs_dir: JobsDirOpt = Path("jobs"),
 ) -> None:
     """A leaderboard, and each run against the baseline: the paired difference per
@@ -177,11 +200,15 @@ def compare(
 def report(
     runs: Annotated[list[str], typer.Argument(metavar="RUN_OR_RESULTS...", help="Runs or files.")],
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="The page (default: report.html).")
+        Path | None,
+        typer.Option("--output", "-o", help="The page (default: report.html).", metavar="FILE"),
     ] = None,
-    baseline: Annotated[str | None, typer.Option(help="Compare against this run.")] = None,
+    baseline: Annotated[
+        str | None, typer.Option(help="Compare against this run.", metavar="RUN")
+    ] = None,
     dataset: Annotated[
-        Path | None, typer.Option(help="The dataset of results files (reference runner's too).")
+        Path | None,
+        typer.Option(help="The dataset of results files (reference runner's too).", metavar="DIR"),
     ] = None,
     jobs_dir: JobsDirOpt = Path("jobs"),
 ) -> None:

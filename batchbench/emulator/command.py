@@ -21,45 +21,60 @@ def fail(message: str) -> NoReturn:
 
 
 def emulator_command(
-    host: Annotated[str, typer.Option(help="Address to listen on (keep it loopback).")] = (
-        "127.0.0.1"
-    ),
-    port: Annotated[int, typer.Option(help="Port; 0 picks a free one.")] = 8765,
+    host: Annotated[
+        str, typer.Option(help="Address to listen on (keep it loopback).", metavar="HOST")
+    ] = ("127.0.0.1"),
+    port: Annotated[int, typer.Option(help="Port; 0 picks a free one.", metavar="PORT")] = 8765,
     latency: Annotated[
-        float, typer.Option(help="Seconds each phase takes: validating, in_progress, finalizing.")
+        float,
+        typer.Option(
+            help="Seconds each phase takes: validating, in_progress, finalizing.", metavar="SECONDS"
+        ),
     ] = 1.0,
     completion_window: Annotated[
-        float, typer.Option(help="Seconds the emulated '24h' window lasts before expiry.")
+        float,
+        typer.Option(
+            help="Seconds the emulated '24h' window lasts before expiry.", metavar="SECONDS"
+        ),
     ] = 86400.0,
     responder: Annotated[
         str | None,
         typer.Option(
             help="FILE.py:FUNCTION called once per executed line with the request body;"
-            " returns the reply content (str) or {'status_code', 'body'}."
+            " returns the reply content (str) or {'status_code', 'body'}.",
+            metavar="FILE.py:FUNCTION",
         ),
     ] = None,
     fault_rate: Annotated[
-        float, typer.Option(help="Fraction of API calls answered 429 or 500.")
+        float, typer.Option(help="Fraction of API calls answered 429 or 500.", metavar="RATE")
     ] = 0.0,
-    slow_rate: Annotated[float, typer.Option(help="Fraction of API calls delayed.")] = 0.0,
-    slow_seconds: Annotated[float, typer.Option(help="Delay of a slow call.")] = 1.0,
+    slow_rate: Annotated[
+        float, typer.Option(help="Fraction of API calls delayed.", metavar="RATE")
+    ] = 0.0,
+    slow_seconds: Annotated[
+        float, typer.Option(help="Delay of a slow call.", metavar="SECONDS")
+    ] = 1.0,
     truncate_rate: Annotated[
-        float, typer.Option(help="Fraction of file downloads cut off mid-body.")
+        float, typer.Option(help="Fraction of file downloads cut off mid-body.", metavar="RATE")
     ] = 0.0,
-    seed: Annotated[int, typer.Option(help="Seed for ids, shuffling and faults.")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed for ids, shuffling and faults.", metavar="N")] = 0,
     enqueued_token_limit: Annotated[
         int | None,
         typer.Option(
             help="Per-model in-flight prompt tokens; over it a batch fails"
-            " with token_limit_exceeded."
+            " with token_limit_exceeded.",
+            metavar="N",
         ),
     ] = None,
     api_key: Annotated[
-        str | None, typer.Option(help="Accept only this bearer token (default: any).")
+        str | None,
+        typer.Option(help="Accept only this bearer token (default: any).", metavar="KEY"),
     ] = None,
     unknown_model: Annotated[
         list[str] | None,
-        typer.Option(help="A model GET /v1/models/{id} answers 404 for (repeatable)."),
+        typer.Option(
+            help="A model GET /v1/models/{id} answers 404 for (repeatable).", metavar="MODEL"
+        ),
     ] = None,
     anomaly: Annotated[
         list[str] | None,
