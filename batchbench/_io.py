@@ -12,26 +12,39 @@ from . import _failpoints
 from .errors import StorageError
 
 
-def atomic_write_bytes(path: str | Path, data: bytes, mode: int = 0o600) -> None:
-    """Write to a temporary file in the same folder, fsync, then rename over ``path``."""
+@contextlib.contextmanager
+def replacing(path: str | Path, mode: int = 0o600) -> Iterator[Path]:
+    """A temporary file beside ``path`` to write whole; on success it is fsynced and
+    renamed over ``path`` (a symlink there is replaced, not followed), on any failure
+    removed. A crash leaves the old file whole, never a half-written one. The
+    temporary name is short, so a long target name cannot push it past 255 bytes."""
     path = Path(path)
+    if path.is_dir() and not path.is_symlink():
+        raise StorageError(f"{path} is a folder; give a file name")
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        fd, name = tempfile.mkstemp(dir=path.parent, prefix=".bb-", suffix=".tmp")
     except OSError as exc:
         raise StorageError.of(exc, path) from None
+    os.close(fd)
+    tmp = Path(name)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
+        yield tmp
+        with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
-        durable_replace(Path(tmp), path)
+        durable_replace(tmp, path)
     except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         if isinstance(exc, OSError):
             raise StorageError.of(exc, path) from None
         raise
+
+
+def atomic_write_bytes(path: str | Path, data: bytes, mode: int = 0o600) -> None:
+    """Write the whole file beside ``path``, fsync, then rename over it."""
+    with replacing(path, mode) as tmp:
+        tmp.write_bytes(data)
 
 
 def durable_replace(tmp: Path, dest: Path) -> None:

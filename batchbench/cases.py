@@ -9,19 +9,20 @@ reference-format file's) into one polars frame for parquet or CSV.
 from __future__ import annotations
 
 import json
+import unicodedata
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from ._io import storage
+from ._io import replacing
 from .dataset import Case
-from .errors import ConfigError
+from .errors import ConfigError, NotFinished, RunStateError
 from .events import Collected, Plan
 from .replies import read_replies
 from .results import read_rows
 from .rundir import Run
-from .sources import run_dataset
+from .sources import not_finished, run_dataset
 from .summary import last_rows
 
 COMPONENTS = (
@@ -53,19 +54,41 @@ def _attempts(run: Run, case_id: str) -> list[str]:
             plans[event.sub] = event
         elif isinstance(event, Collected) and case_id in event.outcomes:
             outcome = event.outcomes[case_id]
-            plan = plans[event.sub]
-            line = next(x for x in plan.lines if x.case_id == case_id)
+            plan = plans.get(event.sub)
+            line = next((x for x in plan.lines if x.case_id == case_id), None) if plan else None
+            if plan is None or line is None:
+                raise RunStateError(
+                    f"{run.journal_path}: submission {event.sub!r} was collected for case"
+                    f" {case_id} but never planned for it (a damaged journal)"
+                )
             detail = f": {outcome.detail}" if outcome.detail else ""
             lines.append(f"  {plan.stage} #{line.attempt} ({event.sub}): {outcome.kind}{detail}")
             reply = replies.get(line.id(plan.stage))
             if reply is not None and (outcome.kind != "ok" or plan.stage == "judges"):
-                lines.append(f"    reply: {reply[:800]}")
+                lines.append(f"    reply: {visible(reply[:800])}")
     return lines
+
+
+def visible(text: object) -> str:
+    """Text as a terminal should show it: control characters (escapes, BEL, NUL…) written
+    as ``\\x1b``-style escapes, never sent raw; a value that is not text as its JSON."""
+    if not isinstance(text, str):
+        text = json.dumps(text, ensure_ascii=False)
+    return "".join(
+        c if c in "\n\t" or unicodedata.category(c) not in ("Cc", "Cf", "Cs") else _escape(c)
+        for c in text
+    )
+
+
+def _escape(c: str) -> str:
+    return f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
 
 
 def show_case(run: Run, case_id: str, dataset: Path | None = None) -> str:
     """The case, its answer, each rubric item with its points and verdict, its score, and
     every attempt it took (with the error and the raw reply of those that failed)."""
+    if not run.results_path.exists():
+        raise NotFinished(not_finished(run))
     case = _case(run, case_id, dataset)
     rows = (
         [r for r in read_rows(run.results_path) if r["case_id"] == case_id]
@@ -73,25 +96,35 @@ def show_case(run: Run, case_id: str, dataset: Path | None = None) -> str:
         else []
     )
     last = rows[-1] if rows else None
-    verdicts = {d["item_id"]: d["matched"] for d in (last or {}).get("decisions", [])}
+    decisions = (last or {}).get("decisions")
+    verdicts = {
+        d.get("item_id"): d.get("matched")
+        for d in (decisions if isinstance(decisions, list) else [])
+        if isinstance(d, dict)
+    }
     if last is None:
-        outcome = "not finished"
+        outcome = "not finished yet"
     elif "error" in last:
         outcome = f"error: {last['error']}"
     else:
-        outcome = f"score {last['score']}  {json.dumps(last['score_components'])}"
+        outcome = f"score {last['score']}  {json.dumps(last.get('score_components'))}"
+    answer = (last or {}).get("answer")
     out = [
         f"case {case_id}  ({case['benchmark']}, {case['grading_method']})",
-        f"  {outcome}",
+        f"  {visible(outcome)}",
         "PROMPT",
-        *(f"  {line}" for line in case["prompt"].splitlines()),
+        *(f"  {line}" for line in visible(case["prompt"]).splitlines()),
         "ANSWER",
-        *(f"  {line}" for line in ((last or {}).get("answer") or "(none)").splitlines()),
+        *(
+            f"  {line}"
+            for line in (visible(answer) if answer is not None else "(none)").splitlines()
+        ),
         "RUBRIC  (x matched, . not matched, ? not judged)",
     ]
     for item in case["rubric_items"]:
-        mark = {True: "x", False: "."}.get(verdicts.get(item["item_id"]), "?")  # type: ignore[arg-type]
-        out.append(f"  [{mark}] {item['points']:+g}  {item['text']}  ({item['item_id']})")
+        verdict = verdicts.get(item["item_id"])
+        mark = "x" if verdict is True else "." if verdict is False else "?"
+        out.append(f"  [{mark}] {item['points']:+g}  {visible(item['text'])}  ({item['item_id']})")
     out += ["ATTEMPTS", *(_attempts(run, case_id) or ["  none yet"])]
     return "\n".join(out)
 
@@ -114,7 +147,8 @@ def export_frame(sources: list[tuple[str, Path]], decisions: bool = False) -> pl
                 "error": row.get("error"),
             }
             if not decisions:
-                parts = row.get("score_components") or {}
+                parts = row.get("score_components")
+                parts = parts if isinstance(parts, dict) else {}
                 records.append({**base, **{c: parts.get(c) for c in COMPONENTS}})
                 continue
             for d in row.get("decisions") or []:
@@ -145,8 +179,9 @@ def export_frame(sources: list[tuple[str, Path]], decisions: bool = False) -> pl
 
 
 def write_export(frame: pl.DataFrame, out: Path, fmt: str) -> None:
-    with storage(out):
+    """Written whole beside ``out`` and renamed over it: a crash leaves the old file."""
+    with replacing(out, mode=0o644) as tmp:
         if fmt == "parquet":
-            frame.write_parquet(out)
+            frame.write_parquet(tmp)
         else:
-            frame.write_csv(out)
+            frame.write_csv(tmp)

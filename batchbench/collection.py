@@ -25,8 +25,13 @@ from .kinds import OutcomeKind
 from .providers.base import BatchFailure, LineRules, Wire
 from .state import RunState, Submission
 
-# Line errors that are the batch's, not the request's: the request runs again.
-TRANSIENT_CODES = ("batch_expired", "batch_cancelled", "request_timeout")
+# Lines the service lost (expired or cancelled with their batch): sent again without
+# spending the request's --max-retries, which are for its own replies.
+LOST_CODES = ("batch_expired", "batch_cancelled")
+# A line error that is the request's own but passing: it runs again, spending a retry.
+TRANSIENT_CODES = ("request_timeout",)
+# How often one request may be lost by the service before it fails (per max_retries).
+LOSSES_PER_RETRY = 3
 
 
 @dataclass
@@ -101,16 +106,18 @@ def check_download(frame: pl.DataFrame, sub: Submission, earlier: set[str], wher
 
 
 def classify_frame(
-    frame: pl.DataFrame, expected: pl.DataFrame, rules: LineRules
+    frame: pl.DataFrame, expected: pl.DataFrame, rules: LineRules, expired: bool = False
 ) -> tuple[pl.DataFrame, dict[str, int], list[str]]:
     """Outcome per expected request (``expected``: custom_id, case_id, sent_temperature).
 
-    Ids the submission never sent are reported and ignored; an id that appears
-    more than once is reported and its lines are not used (the request runs
-    again); an id with no line at all is transient (it runs again). The rest
-    follows the reference: an empty content and the HTTP statuses it retries
-    are transient, a temperature refusal is resent without it, any other
-    failed reply fails the case with the reference's ``RuntimeError`` text.
+    Ids the submission never sent are reported and ignored. What the service lost
+    is ``lost`` (sent again without spending the request's retries): an id with no
+    line at all, one that appears more than once (its lines are not used), a line
+    expired or cancelled with its batch, a status-0 line, and an expired batch's
+    5xx rows. The rest follows the reference: an empty content and the HTTP
+    statuses it retries are transient, a temperature refusal is resent without
+    it, any other failed reply fails the case with the reference's ``RuntimeError``
+    text.
     """
     anomalies = [
         f"{r['file']}: line {r['lineno']}: unknown custom_id {r['custom_id']!r} (ignored)"
@@ -140,11 +147,19 @@ def classify_frame(
     )
     status = pl.col("status_code")
     empty = pl.col("content").is_null() | (pl.col("content") == "")
-    retried = status.is_in(sorted(rules.retried)) | (status == 0)
+    retried = status.is_in(sorted(rules.retried))
+    line_lost = pl.col("has_error") & pl.col("error_code").is_in(LOST_CODES)
     line_transient = pl.col("has_error") & pl.col("error_code").is_in(TRANSIENT_CODES)
+    lost = (
+        pl.col("file").is_null()
+        | line_lost
+        | (~pl.col("has_error") & ((status == 0) | (pl.lit(expired) & (status >= 500))))
+    )
     refused = pl.col("refuses_temperature") & pl.col("sent_temperature")
     kind = (
-        pl.when(pl.col("file").is_null() | line_transient)
+        pl.when(lost)
+        .then(pl.lit("lost"))
+        .when(line_transient)
         .then(pl.lit("transient"))
         .when(pl.col("has_error"))
         .then(pl.lit("failed"))
@@ -167,7 +182,7 @@ def classify_frame(
             .then(pl.lit("duplicated in the output"))
             .otherwise(pl.lit("no result line"))
         )
-        .when(line_transient)
+        .when(line_lost | line_transient)
         .then(pl.col("error_code"))
         .when(pl.col("has_error"))
         .then(
@@ -183,7 +198,7 @@ def classify_frame(
         .then(pl.col("empty_error"))
         .when(ok)
         .then(pl.lit(None, dtype=pl.String))
-        .when(retried | refused)
+        .when(retried | refused | lost)
         .then(pl.col("http_error"))
         .otherwise(
             pl.format("RuntimeError: {}", pl.col("http_error")).str.slice(
@@ -204,7 +219,10 @@ def classify_frame(
 
 
 def classify(
-    frame: pl.DataFrame, expected: Mapping[str, tuple[str, bool]], rules: LineRules
+    frame: pl.DataFrame,
+    expected: Mapping[str, tuple[str, bool]],
+    rules: LineRules,
+    expired: bool = False,
 ) -> tuple[dict[str, Outcome], dict[str, int], list[str]]:
     """:func:`classify_frame` with Python dicts in and :class:`Outcome` objects out."""
     exp = pl.DataFrame(
@@ -212,7 +230,7 @@ def classify(
         schema={"custom_id": pl.String, "case_id": pl.String, "sent_temperature": pl.Boolean},
         orient="row",
     )
-    outcomes, usage, anomalies = classify_frame(frame, exp, rules)
+    outcomes, usage, anomalies = classify_frame(frame, exp, rules, expired)
     result = {}
     columns = ("custom_id", "case_id", "kind", "detail", "content", "source")
     for cid, case_id, kind, detail, content, source in outcomes.select(columns).iter_rows():
@@ -276,7 +294,8 @@ def collect(
         failure = wire.failure(errors, len(sub.lines))
         result = _failed_batch(sub, failure, limits.hold_seconds, now)
     else:
-        outcomes, usage, anomalies = classify(frame, expected_lines(sub), wire.rules)
+        expired = sub.view is not None and sub.view.ending == "expired"
+        outcomes, usage, anomalies = classify(frame, expected_lines(sub), wire.rules, expired)
         result = Collection(outcomes, usage=usage, anomalies=anomalies)
     invalid: dict[str, str] = {}
     if sub.stage == "judges" and frame is not None:
@@ -289,6 +308,13 @@ def collect(
         retried = o.kind in ("transient", "no_temperature")
         if retried and not result.free_retry and st.transients + 1 >= limits.max_retries:
             detail = protocol.gave_up(wire.rules.label, st.transients + 1, o.detail or "")
+            o = Outcome(o.case_id, "failed", detail)
+        elif o.kind == "lost" and st.losses + 1 >= LOSSES_PER_RETRY * limits.max_retries:
+            detail = protocol.error_text(
+                f"the batch service lost this request {st.losses + 1} times"
+                f" (last: {o.detail})",
+                "RuntimeError",
+            )
             o = Outcome(o.case_id, "failed", detail)
         elif o.kind == "ok" and o.case_id in invalid:
             message = invalid[o.case_id]

@@ -16,18 +16,18 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .dataset import Dataset
-from .errors import ConfigError
+from .errors import ConfigError, NotFinished, ResultsError
 from .results import check_against, read_numbered_rows
-from .sources import resolve, run_dataset
+from .sources import Named, not_finished, run_dataset
 from .summary import (
     Summary,
     WordStream,
+    check_samples,
     interval,
     is_success,
     last_rows,
@@ -57,25 +57,28 @@ def _single(values: set[Any]) -> Any:
     return next(iter(values)) if len(values) == 1 else None
 
 
-def load_side(item: str, jobs_dir: Path, dataset: Dataset | None) -> Side:
-    """A run name (its folder in ``jobs_dir``) or a results file (with ``dataset``)."""
-    named = resolve(item, jobs_dir)
+def load_side(named: Named, dataset: Dataset | None) -> Side:
+    """A run (its dataset, digest-checked) or a results file (with ``dataset``)."""
     run, path = named.run, named.results
     if run is not None:
         config = run.load_config()
         ds = run_dataset(config, dataset)
-        rows = [r for _, r in read_numbered_rows(path)] if path.exists() else []
+        numbered = read_numbered_rows(path) if path.exists() else []
+        check_against(numbered, path, ds.by_id())
+        rows = [r for _, r in numbered]
         if not run.summary_path.exists() and not run.summary_path.is_symlink():
-            raise ConfigError(f"run {item!r} has no summary yet: let it finish first")
+            raise NotFinished(not_finished(run))
         summary = read_summary(run.summary_path)
-        name, answer, judge = run.name, config.answer_model, config.judge_model
+        name, answer, judge = named.name, config.answer_model, config.judge_model
         protocol, digest = config.protocol_version, config.dataset_sha256
     else:
         if dataset is None:
-            raise ConfigError(f"{item}: a results file needs --dataset (its cases and digest)")
+            raise ConfigError(f"{path}: a results file needs --dataset (its cases and digest)")
         numbered = read_numbered_rows(path)
         check_against(numbered, path, dataset.by_id())
         rows = [r for _, r in numbered]
+        if not {r["case_id"] for r in rows} & set(dataset.by_id()):
+            raise ResultsError(f"{path}: no row for any case of the dataset ({dataset.root})")
         ds, digest = dataset, dataset.sha256
         summary = summarize_rows(
             rows, expected_case_ids=[c["case_id"] for c in ds.cases], dataset_sha256=digest
@@ -114,12 +117,19 @@ def _check_comparable(a: Side, b: Side) -> None:
             )
 
 
+def check_together(sides: list[Side]) -> None:
+    """Sides that may stand in one table: one judge, protocol and dataset digest."""
+    for side in sides[1:]:
+        _check_comparable(side, sides[0])
+
+
 def paired(a: Side, b: Side, samples: int = 10_000, seed: int = 42) -> dict[str, Any]:
     """The paired difference of ``a`` against ``b``, per benchmark and overall."""
     _check_comparable(a, b)
     both = [c for c in a.order if c in a.scores and c in b.scores]
     if not both:
         raise ConfigError(f"{a.name} and {b.name} have no case scored in both")
+    check_samples(samples, len(both))
     excluded = len(set(a.scores) ^ set(b.scores))
     by_benchmark: dict[str, list[str]] = {}
     for case_id in both:  # registry order
@@ -174,8 +184,9 @@ def compare(
     if len(sides) < 2:
         raise ConfigError("compare needs at least two runs or results files")
     names = [s.name for s in sides]
-    if len(set(names)) != len(names):
-        raise ConfigError(f"two of the runs compared have the same name: {names}")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ConfigError(f"two of the runs compared are named {', '.join(map(repr, twice))}")
     base = next((s for s in sides if s.name == baseline), None) if baseline else sides[0]
     if base is None:
         raise ConfigError(f"--baseline {baseline!r} is not one of {', '.join(names)}")

@@ -13,7 +13,7 @@ from .errors import RunLockedError
 from .events import BatchSeen, CancelRequested, Event
 from .kinds import Stage
 from .providers.base import Provider
-from .rundir import Run, RunConfig, open_run
+from .rundir import Run, RunConfig, existing_run
 from .services import connect_all, run_services, stage_bundle
 from .state import RunState
 from .submit import Submitter
@@ -36,7 +36,7 @@ def cancel_run(
     nothing more), and cancelling a batch is the service's business. The
     journal is read (and so checked) before anything is appended to it.
     """
-    run = open_run(jobs_dir, name)
+    run = existing_run(jobs_dir, name)
     config = run.load_config()
     state = run.state(config.case_ids)
     providers = _providers(run, config, state, base_url, warn)
@@ -57,7 +57,7 @@ def refresh_status(
 
     Returns a line per batch and whether the journal was updated.
     """
-    run = open_run(jobs_dir, name)
+    run = existing_run(jobs_dir, name)
     config = run.load_config()
     seen: list[Event] = []
     try:

@@ -7,6 +7,8 @@ a foreseeable problem. The tree:
 
 - :class:`InputError` (exit 2): the user's own inputs — options, dataset,
   results files, pricing, a resume with another configuration. Fix the input.
+- :class:`NotFinished` (exit 3): the run is still in progress (``run
+  --no-wait`` says so too); there is nothing to show, export or report yet.
 - :class:`RunStateError` (exit 4): a run folder that cannot be advanced as it
   is — locked by another process, a corrupt journal, a downloaded batch file
   that breaks the Batch API's format, a disk that is full or read-only. The
@@ -53,8 +55,18 @@ class ConfigError(InputError):
     """An option or run configuration is invalid or conflicts with a run."""
 
 
+class UnknownRun(ConfigError):
+    """A run name that is not a run of the jobs folder (the same for every command)."""
+
+
 class ProviderUnavailable(ConfigError):
     """A model's provider needs an SDK that is not installed (an optional extra)."""
+
+
+class NotFinished(BatchbenchError):
+    """A run with nothing to show yet: still in progress (exit 3, as ``run --no-wait``)."""
+
+    exit_code = 3
 
 
 class RunStateError(BatchbenchError):

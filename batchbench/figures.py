@@ -49,6 +49,12 @@ def _svg(fig: Figure) -> str:
     return text[text.index("<svg") :]  # drop the XML prolog: it sits inside HTML
 
 
+def _legend(ax: Axes, **where: Any) -> None:
+    """A legend when there is something to label (an all-failed run draws nothing)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(**where)
+
+
 def _label(name: str) -> str:
     """A legend label as given (matplotlib hides labels that start with ``_``)."""
     return "\u200b" + name if name.startswith("_") else name
@@ -87,7 +93,7 @@ def forest(summaries: Sequence[tuple[str, Summary]]) -> str:
     ax.set_xlabel("mean case score, with its 95% bootstrap interval")
     ax.axhline(0.5, color="0.85", lw=0.8)
     ax.grid(axis="x", color="0.92")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.6 / len(rows)), ncol=min(k, 4))
+    _legend(ax, loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.6 / len(rows)), ncol=min(k, 4))
     return _svg(fig)
 
 
@@ -114,5 +120,5 @@ def differences(comparisons: list[dict[str, Any]]) -> str:
     ax.set_yticks(range(len(rows)), list(reversed(rows)))
     ax.set_xlabel("paired difference against the baseline, with its 95% bootstrap interval")
     ax.grid(axis="x", color="0.92")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.6 / len(rows)), ncol=min(k, 3))
+    _legend(ax, loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.6 / len(rows)), ncol=min(k, 3))
     return _svg(fig)

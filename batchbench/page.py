@@ -10,8 +10,9 @@ text.
 from __future__ import annotations
 
 import html
-from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +25,13 @@ from .kinds import STAGES, Stage
 from .protocol import PROTOCOL_VERSION
 from .replies import latest_request, read_replies
 from .results import read_rows
-from .sources import resolve, run_dataset
-from .status import error_cause, run_status
+from .sources import resolve_all, run_dataset
+from .status import cost_line, error_cause, readable_error, run_status
 from .summary import Summary, last_rows
 
 ANSWER_LIMIT = 4000  # characters of an answer shown per model; the rest is elided
+CI_HEADS = "<th>95% CI low</th><th>95% CI high</th>"
+PROMPT_WORDS = 12  # words of a case's prompt shown beside its id
 
 
 @dataclass
@@ -38,16 +41,17 @@ class Source:
     # (case id, stage) → the raw reply of its latest request (runs only)
     replies: dict[tuple[str, Stage], str] = field(default_factory=dict)
     cost: dict[str, Any] | None = None
+    state: str | None = None  # the run's status (runs only)
+    pending: int = 0  # its cases still without a final row
 
 
 def load_sources(
-    items: list[str], jobs_dir: Path, dataset: Path | None
+    items: list[str], jobs_dir: Path, dataset: Path | None, labels: Sequence[str] = ()
 ) -> tuple[list[Source], Dataset]:
     ds = load_dataset(dataset) if dataset is not None else None
     sources = []
-    for item in items:
-        side = load_side(item, jobs_dir, ds)
-        named = resolve(item, jobs_dir)
+    for named in resolve_all(items, jobs_dir, labels):
+        side = load_side(named, ds)
         run, path = named.run, named.results
         rows, _ = last_rows(read_rows(path) if path.exists() else [])
         source = Source(side, rows)
@@ -61,7 +65,9 @@ def load_sources(
                     request = latest_request(state, case_id, stage)
                     if request in replies:
                         source.replies[case_id, stage] = replies[request]
-            source.cost = run_status(run)["cost"]
+            status = run_status(run)
+            source.cost, source.state = status["cost"], status["status"]
+            source.pending = status["cases"]["pending"]
         sources.append(source)
     if ds is None:
         raise ConfigError("report needs --dataset for results files")
@@ -137,6 +143,7 @@ def render(sources: list[Source], ds: Dataset, baseline: str | None = None) -> s
 def _header(sources: list[Source], first: Summary) -> str:
     side = sources[0].side
     rows = [
+        ("generated", datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
         ("protocol", side.protocol_version or PROTOCOL_VERSION),
         ("dataset digest", side.dataset_sha256),
         ("judge", f"{side.judge_model} (temperature {first.get('judge_temperature')})"),
@@ -146,14 +153,15 @@ def _header(sources: list[Source], first: Summary) -> str:
     for s in sources:
         summary = s.side.summary
         cases = f"{summary['completed_cases']} completed, {summary['errors']} failed"
+        if s.state is not None:
+            cases = f"{s.state}: {cases}, {s.pending} pending"
         if s.cost:
             usage = "; ".join(
                 f"{stage}: {c.get('requests', 0)} requests, {c.get('prompt_tokens', 0):,} in,"
                 f" {c.get('completion_tokens', 0):,} out"
-                + (f", ${c['batch_usd']:,.4f}" if c.get("batch_usd") is not None else "")
                 for stage, c in s.cost["stages"].items()
             )
-            cases += f" — {usage}"
+            cases += f" — {usage}; {cost_line(s.cost)}"
         rows.append((s.side.name, cases))
     items = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in rows)
     return f"<h1>BedsideBench report</h1><dl id='header'>{items}</dl>"
@@ -169,13 +177,14 @@ def _leaderboard(sources: list[Source]) -> str:
     )
     return (
         "<h2 id='leaderboard'>Leaderboard</h2><table><tr><th>run</th><th>answer model</th>"
-        f"<th>cases</th><th>macro mean</th><th colspan=2>95% CI</th></tr>{body}</table>"
+        f"<th>cases</th><th>macro mean</th>{CI_HEADS}</tr>{body}</table>"
     )
 
 
 def _benchmarks(sources: list[Source]) -> str:
     names = sorted({b for s in sources for b in s.side.summary["benchmarks"]})
     head = "".join(f"<th colspan=3>{_e(s.side.name)}</th>" for s in sources)
+    sub_heads = f"<th>mean</th>{CI_HEADS}" * len(sources)
     body = ""
     for name in names:
         cells = ""
@@ -185,7 +194,7 @@ def _benchmarks(sources: list[Source]) -> str:
         body += f"<tr data-benchmark='{_e(name)}'><td>{_e(name)}</td>{cells}</tr>"
     return (
         "<h2 id='benchmarks'>Per benchmark</h2><p>mean, then its 95% interval</p>"
-        f"<table><tr><th>benchmark</th>{head}</tr>{body}</table>"
+        f"<table><tr><th rowspan=2>benchmark</th>{head}</tr><tr>{sub_heads}</tr>{body}</table>"
     )
 
 
@@ -201,7 +210,7 @@ def _comparisons(result: dict[str, Any]) -> str:
         out.append(
             f"<h3>{_e(c['a'])} − {_e(c['b'])}: {c['paired_cases']} paired cases,"
             f" {c['excluded_cases']} scored in only one</h3><table class='comparison'>"
-            "<tr><th>benchmark</th><th>n</th><th>diff</th><th colspan=2>95% CI</th>"
+            f"<tr><th>benchmark</th><th>n</th><th>diff</th>{CI_HEADS}"
             f"<th>share a better</th></tr>{rows}</table>"
         )
     return "".join(out)
@@ -250,7 +259,8 @@ def _cases(sources: list[Source], ds: Dataset) -> str:
         items.append(
             f"<details class='case' data-benchmark='{_e(case['benchmark'])}'"
             f" data-disagree='{int(disagree)}' data-case='{_e(cid)}'><summary>"
-            f"{_e(case['benchmark'])} · {_e(cid)} · {scores}</summary>"
+            f"{_e(case['benchmark'])} · {_e(cid)} · <q>{_e(_first_words(case['prompt']))}</q>"
+            f" · {scores}</summary>"
             f"<h4>prompt</h4><pre>{_e(case['prompt'])}</pre>{answers}"
             f"<table><tr><th>points</th><th>rubric item</th>{head}</tr>{rubric}</table></details>"
         )
@@ -262,6 +272,11 @@ def _cases(sources: list[Source], ds: Dataset) -> str:
     )
 
 
+def _first_words(text: str) -> str:
+    words = text.split()
+    return " ".join(words[:PROMPT_WORDS]) + (" …" if len(words) > PROMPT_WORDS else "")
+
+
 def _mark(matched: Any) -> str:
     if matched is None:
         return "<td>–</td>"
@@ -269,26 +284,32 @@ def _mark(matched: Any) -> str:
 
 
 def _failures(sources: list[Source], ds: Dataset) -> str:
+    """Each run's failures grouped under their cause, each with its benchmark and a
+    readable message; the raw error, and the answer and judge reply, in a <details>."""
     out = ["<h2 id='failures'>Failures</h2>"]
+    benchmark_of = {c["case_id"]: c["benchmark"] for c in ds.cases}
     for s in sources:
         failed = [r for r in s.rows.values() if "error" in r]
         if not failed:
             continue
-        causes = Counter(error_cause(r["error"]) for r in failed)
-        out.append(f"<h3>{_e(s.side.name)}: {len(failed)} failed</h3><ul>")
-        out += [f"<li>{n} × {_e(cause)}</li>" for cause, n in causes.most_common()]
-        out.append("</ul>")
+        out.append(f"<h3>{_e(s.side.name)}: {len(failed)} failed</h3>")
+        by_cause: dict[str, list[dict[str, Any]]] = {}
         for r in failed:
-            cid = r["case_id"]
-            answer = s.replies.get((cid, "answers"))
-            judge = s.replies.get((cid, "judges"))
-            out.append(
-                f"<details class='failure' data-case='{_e(cid)}'><summary>{_e(cid)}:"
-                f" {_e(r['error'][:200])}</summary><pre>{_e(r['error'])}</pre>"
-                + (f"<h4>answer</h4>{_answer(answer)}" if answer is not None else "")
-                + (f"<h4>judge reply</h4>{_answer(judge)}" if judge is not None else "")
-                + "</details>"
-            )
+            by_cause.setdefault(error_cause(str(r["error"])), []).append(r)
+        for cause, rows in sorted(by_cause.items(), key=lambda kv: -len(kv[1])):
+            out.append(f"<h4 class='cause'>{len(rows)} × {_e(cause)}</h4>")
+            for r in rows:
+                cid, error = r["case_id"], str(r["error"])
+                answer = s.replies.get((cid, "answers"))
+                judge = s.replies.get((cid, "judges"))
+                out.append(
+                    f"<details class='failure' data-case='{_e(cid)}'><summary>"
+                    f"{_e(benchmark_of.get(cid, '?'))} · {_e(cid)}: {_e(readable_error(error))}"
+                    f"</summary><h5>raw error</h5><pre>{_e(error)}</pre>"
+                    + (f"<h5>answer</h5>{_answer(answer)}" if answer is not None else "")
+                    + (f"<h5>judge reply</h5>{_answer(judge)}" if judge is not None else "")
+                    + "</details>"
+                )
     return "".join(out) if len(out) > 1 else out[0] + "<p>None.</p>"
 
 

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from ._io import append_line, atomic_write_text, jsonl_lines, storage
-from .errors import ConfigError, RunLockedError, RunStateError
+from .errors import ConfigError, RunLockedError, RunStateError, UnknownRun
 from .events import DECODER, ENCODER, Event
 from .kinds import PROVIDERS, STAGES, ProviderName, Stage
 from .state import RunState, fold
@@ -276,6 +276,14 @@ class Run:
 
 def open_run(jobs_dir: Path, name: str) -> Run:
     return Run(Path(jobs_dir) / check_name(name))
+
+
+def existing_run(jobs_dir: Path, name: str) -> Run:
+    """The run of this name in the jobs folder; one line naming the folder when none."""
+    run = open_run(jobs_dir, name)
+    if not run.exists():
+        raise UnknownRun(f"no run {name!r} in {Path(jobs_dir).resolve()}")
+    return run
 
 
 def list_runs(jobs_dir: Path) -> list[Run]:

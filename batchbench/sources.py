@@ -8,11 +8,14 @@ folder is never taken for a run: a run elsewhere is named with ``--jobs-dir``.
 
 from __future__ import annotations
 
+import dataclasses
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from .dataset import Dataset, load_dataset
-from .errors import ConfigError
+from .errors import ConfigError, UnknownRun
 from .rundir import NAME_RE, Run, RunConfig
 
 
@@ -38,7 +41,7 @@ def resolve(item: str, jobs_dir: Path) -> Named:
             f"{item!r} is a folder: name a run by its name (with --jobs-dir for its folder)"
             " or give a results file"
         )
-    raise ConfigError(f"{item!r} is neither a results file nor a run in {Path(jobs_dir).resolve()}")
+    raise UnknownRun(f"no run {item!r} in {Path(jobs_dir).resolve()}, and no such results file")
 
 
 def run_dataset(config: RunConfig, given: Dataset | Path | None = None) -> Dataset:
@@ -56,3 +59,34 @@ def run_dataset(config: RunConfig, given: Dataset | Path | None = None) -> Datas
             " (pass --dataset with the run's dataset)"
         )
     return ds
+
+
+def not_finished(run: Run) -> str:
+    """What show, export, report and compare say of a run with no results yet."""
+    return f"run {run.name!r} is not finished yet (no results): see `batchbench status {run.name}`"
+
+
+def resolve_all(items: Sequence[str], jobs_dir: Path, labels: Sequence[str] = ()) -> list[Named]:
+    """Each item resolved and named (by ``--label``, in order, when given); the same
+    source twice, or two sources of one name, is refused with the names said."""
+    named = [resolve(item, jobs_dir) for item in items]
+    if labels:
+        if len(labels) != len(named):
+            raise ConfigError(
+                f"--label: {len(labels)} label(s) for {len(named)} runs or files;"
+                " give one per source, in order"
+            )
+        named = [dataclasses.replace(n, name=label) for n, label in zip(named, labels)]
+    paths = Counter(n.results.resolve() for n in named)
+    for path, times in paths.items():
+        if times > 1:
+            raise ConfigError(f"{path} is given {times} times")
+    names = Counter(n.name for n in named)
+    for name, times in names.items():
+        if times > 1:
+            places = " and ".join(str(n.results) for n in named if n.name == name)
+            raise ConfigError(
+                f"{times} of the sources are named {name!r} ({places}): name each with"
+                " --label NAME, once per source in order"
+            )
+    return named

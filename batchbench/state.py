@@ -43,6 +43,7 @@ class StageState:
     attempt: int = 0
     temperature: bool = True  # False once the model rejected it: send none from then on
     transients: int = 0  # attempts used up by retried replies
+    losses: int = 0  # requests the service lost (not counted against the retries)
     invalid: int = 0  # invalid judge replies so far
     sub: str | None = None
     source: str | None = None  # raw file id holding the successful line
@@ -76,7 +77,7 @@ class CaseState:
         for st in (self.answers, self.judges):
             if st.status == "failed":
                 st.status = "pending"
-            st.transients = st.invalid = 0
+            st.transients = st.invalid = st.losses = 0
             st.temperature = True
 
 
@@ -140,6 +141,7 @@ class RunState:
     caps: dict[str, int] = field(default_factory=dict)  # stage → shrunk shard size
     usage: dict[str, dict[str, int]] = field(default_factory=dict)
     anomalies: list[str] = field(default_factory=list)
+    losses: dict[str, int] = field(default_factory=dict)  # stage → requests the service lost
     services: dict[Stage, tuple[ProviderName, str]] = field(default_factory=dict)
     cancelled: bool = False
     started: float | None = None
@@ -272,6 +274,9 @@ class RunState:
                     st.invalid += 1
                 elif kind == "transient" and not event.free_retry:
                     st.transients += 1
+                elif kind == "lost":
+                    st.losses += 1
+                    self.losses[stage] = self.losses.get(stage, 0) + 1
         if event.hold_until:
             self.holds[stage] = max(self.holds.get(stage, 0.0), event.hold_until)
         if event.cap:

@@ -44,6 +44,7 @@ class _RunStatus(TypedDict):
     stages: dict[Stage, StageStatus]
     batches: list[BatchRecord]
     anomalies: list[str]
+    losses: dict[str, int]  # stage → requests the service lost and that were sent again
     cost: dict[str, Any]
 
 
@@ -168,6 +169,7 @@ def run_status(run: Run, pricing: Pricing | None = None) -> RunStatusRecord:
             for s in state.subs.values()
         ],
         "anomalies": list(state.anomalies),
+        "losses": dict(state.losses),
         "cost": _costs(state, config, pricing),
     }
     if run.summary_path.exists() or run.summary_path.is_symlink():
@@ -195,6 +197,23 @@ def error_cause(error: str) -> str:
         if found:
             return found.group(1)
     return text[:60]
+
+
+def readable_error(error: str, limit: int = 200) -> str:
+    """An error row's text for people: the service's own message when the error quotes
+    an HTTP reply, without the exception's type; cut to ``limit`` characters."""
+    text = error.split(": ", 1)[1] if re.match(r"\w+: ", error) else error
+    found = re.search(r"HTTP (\d+): (\{.*\})", text, re.S)
+    if found:
+        try:
+            body = json.loads(found.group(2))
+            inner = body.get("error", body) if isinstance(body, dict) else body
+            message = inner.get("message") if isinstance(inner, dict) else None
+            if isinstance(message, str) and message:
+                text = text[: found.start(2)] + message
+        except ValueError:
+            pass
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def errors_line(causes: dict[str, int]) -> str:
@@ -256,6 +275,12 @@ def status_text(status: RunStatusRecord, now: float | None = None) -> str:
                 f"  total cost {_usd(cost['total']['batch_usd'])} at batch price"
                 f" (sync {_usd(cost['total']['sync_usd'])})"
             )
+    lost = {stage: n for stage, n in status["losses"].items() if n}
+    if lost:
+        each = ", ".join(f"{stage} {n}" for stage, n in lost.items())
+        lines.append(
+            f"  lost by the service and sent again: {each} (not counted against --max-retries)"
+        )
     for anomaly in status["anomalies"]:
         lines.append(f"  anomaly: {anomaly}")
     return "\n".join(lines)

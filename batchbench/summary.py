@@ -316,6 +316,18 @@ class Summary(TypedDict):
     bootstrap_seed: int
 
 
+def check_samples(samples: int, cases: int) -> None:
+    """A bootstrap that fits in memory: ``samples`` resamples of ``cases`` draws each."""
+    if samples < 1:
+        raise ConfigError(f"--bootstrap-samples must be at least 1, got {samples}")
+    if samples * cases > MAX_PICKS:
+        raise ConfigError(
+            f"--bootstrap-samples {samples} with {cases} cases needs {samples * cases:,} draws;"
+            f" at most {MAX_PICKS:,} fit in memory here (so {MAX_PICKS // max(cases, 1):,}"
+            " samples)"
+        )
+
+
 def summarize(
     rows: Sequence[dict[str, Any]],
     samples: int = DEFAULT_SAMPLES,
@@ -324,8 +336,6 @@ def summarize(
     dataset_sha256: str | None = None,
 ) -> Summary:
     """The reference runner's summary dict (same keys, same order, same numbers)."""
-    if samples < 1:
-        raise ConfigError(f"--bootstrap-samples must be at least 1, got {samples}")
     if expected_case_ids is not None:
         selected = set(expected_case_ids)
         rows = [r for r in rows if r.get("case_id") in selected]
@@ -335,13 +345,7 @@ def summarize(
     for row in last_ok.values():
         scores.setdefault(row["benchmark"], []).append(float(row["score"]))
     benchmarks = sorted(scores)
-    cases = sum(len(s) for s in scores.values())
-    if samples * cases > MAX_PICKS:
-        raise ConfigError(
-            f"--bootstrap-samples {samples} with {cases} cases needs {samples * cases:,} draws;"
-            f" at most {MAX_PICKS:,} fit in memory here (so {MAX_PICKS // max(cases, 1):,}"
-            " samples)"
-        )
+    check_samples(samples, sum(len(s) for s in scores.values()))
     means = {b: statistics.fmean(scores[b]) for b in benchmarks}
     intervals, overall_ci = bootstrap(scores, samples, seed)
     temps = _single((r.get("answer_temperature"), r.get("judge_temperature")) for r in ok_rows)

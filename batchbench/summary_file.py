@@ -7,7 +7,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from .dataset import load_dataset, select_cases
+from .dataset import Dataset, load_dataset, select_cases
 from .errors import ConfigError, ResultsError
 from .results import check_against, read_numbered_rows, summary_path
 from .rundir import SUMMARY_FILE, Run
@@ -33,16 +33,19 @@ def summarize_results(
     """
     expected: list[str] | None = None
     digest: str | None = None
+    notes: list[str] = []
     numbered = read_numbered_rows(results)
     if dataset is not None:
         ds = load_dataset(dataset)
         selected = select_cases(ds, smoke=smoke, limit=limit, benchmarks=benchmarks)
         expected, digest = [c["case_id"] for c in selected], ds.sha256
         check_against(numbered, results, ds.by_id())
-        if not {row["case_id"] for _, row in numbered} & set(expected):
+        present = {row["case_id"] for _, row in numbered}
+        if not present & set(expected):
             raise ResultsError(
                 f"{results}: no row for any of the {len(expected)} selected cases of {dataset}"
             )
+        notes += _missing(results, expected, present, ds, benchmarks)
     elif smoke or limit is not None or benchmarks:
         raise ConfigError("--smoke, --limit and --benchmark select from a dataset: pass --dataset")
     elif not numbered:
@@ -60,12 +63,31 @@ def summarize_results(
     several = sum(
         1 for cid, n in successes.items() if n > 1 and (expected is None or cid in expected)
     )
-    notes = (
-        [f"note: {several} case(s) have several successful rows; the last of each counts"]
-        if several
-        else []
-    )
+    if several:
+        notes.append(
+            f"note: {several} case(s) have several successful rows; the last of each counts"
+        )
     return summary, out, notes
+
+
+def _missing(
+    results: Path, expected: list[str], present: set[str], ds: Dataset, benchmarks: tuple[str, ...]
+) -> list[str]:
+    """A warning when selected cases have no row, naming the selection the rows match."""
+    missing = [c for c in expected if c not in present]
+    if not missing:
+        return []
+    hint = ""
+    ids = [c for c in expected if c in present]
+    smoke = [c["case_id"] for c in select_cases(ds, smoke=True, benchmarks=benchmarks)]
+    if set(ids) == set(smoke):
+        hint = "; the rows are the smoke selection: add --smoke"
+    elif ids == expected[: len(ids)]:
+        hint = f"; the rows are the first {len(ids)} cases: add --limit {len(ids)}"
+    return [
+        f"warning: {len(missing)} of the {len(expected)} selected cases have no row in"
+        f" {results} (they count as missing, not as errors){hint}"
+    ]
 
 
 def _guard_target(out: Path, summary: Summary, expected: list[str] | None) -> None:

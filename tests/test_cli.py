@@ -328,7 +328,7 @@ def test_new_commands_name_their_bad_input_in_one_line(tmp_path):
         (["export", "demo", "-o", f"{missing}.xlsx"], ["--format must be parquet or csv"]),
         (["export", "demo", "-o", f"{missing}.csv"], [f"cannot write {missing}.csv"]),
         (["report", "demo", "-o", f"{missing}.html"], [f"cannot write {missing}.html"]),
-        (["report", "nosuchrun"], ["'nosuchrun' is neither a results file nor a run"]),
+        (["report", "nosuchrun"], ["no run 'nosuchrun'", "and no such results file"]),
         (["compare", "demo"], ["at least two runs"]),
         (["status", "--refresh"], ["name them"]),
     ]:

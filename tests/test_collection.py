@@ -104,12 +104,38 @@ def test_batch_line_errors_and_missing_lines(tmp_path):
         "answers",
         [line_error("answer:c0", "batch_expired"), line_error("answer:c1", "invalid_request")],
     )
+    # What the service lost is sent again without spending the request's retries.
     assert kinds(result) == {
-        "c0": ("transient", "batch_expired"),
+        "c0": ("lost", "batch_expired"),
         "c1": ("failed", "BatchLineError: invalid_request: m"),
-        "c2": ("transient", "no result line"),
-        "c3": ("transient", "no result line"),
+        "c2": ("lost", "no result line"),
+        "c3": ("lost", "no result line"),
     }
+
+
+def test_what_the_service_loses_does_not_spend_the_retries(tmp_path):
+    """Status-0 lines and an expired batch's 5xx rows are the service's losses; a
+    request lost 3 x --max-retries times fails, saying so."""
+    state = fold([c["case_id"] for c in CASES], [])
+    state.cases["c0"].answers.transients = 5  # one retry left for its own replies
+    state.cases["c3"].answers.losses = 17  # this is its eighteenth loss: 3 x 6
+    zero = {"custom_id": "answer:c0", "response": {"status_code": 0, "body": None}}
+    result = run_collect(
+        tmp_path,
+        "answers",
+        [
+            zero,
+            http("answer:c1", 500, {}),
+            ok("answer:c2", "fine"),
+            zero | {"custom_id": "answer:c3"},
+        ],
+        state=state,
+    )
+    got = kinds(result)
+    assert got["c0"][0] == "lost" and got["c1"][0] == "transient" and got["c2"][0] == "ok"
+    assert got["c3"] == ("failed", "RuntimeError: the batch service lost this request 18 times"
+                         " (last: HTTP 0: null)")  # fmt: skip
+    assert got["c0"] == ("lost", "HTTP 0: null")
 
 
 def test_the_last_retry_fails_with_the_references_text(tmp_path):

@@ -122,7 +122,8 @@ def test_runs_with_no_case_scored_in_both_are_refused(tmp_path):
 
 def test_a_results_file_needs_its_dataset(tmp_path):
     a = _write(tmp_path / "a.jsonl", _rows("full"))
-    proc = run_cli("compare", str(a), str(a))
+    b = _write(tmp_path / "b.jsonl", _rows("full"))
+    proc = run_cli("compare", str(a), str(b))
     assert_one_line_error(proc, "needs --dataset")
 
 

@@ -111,13 +111,9 @@ def show(
     Example: batchbench show gpt-5.4-mini 1e5677631491079c4988b5458cec4632
     """
     from ..cases import show_case
-    from ..errors import ConfigError
-    from ..rundir import open_run
+    from ..rundir import existing_run
 
-    run = open_run(jobs_dir, run_name)
-    if not run.exists():
-        raise ConfigError(f"no run {run_name!r} in {jobs_dir.resolve()}")
-    typer.echo(show_case(run, case_id, dataset))
+    typer.echo(show_case(existing_run(jobs_dir, run_name), case_id, dataset))
 
 
 @friendly
@@ -138,21 +134,37 @@ def export(
             "--decisions", metavar="", help="One row per rubric item instead of per case."
         ),
     ] = False,
+    dataset: Annotated[
+        Path | None,
+        typer.Option(help="The dataset of results files (reference runner's too).", metavar="DIR"),
+    ] = None,
     jobs_dir: JobsDirOpt = Path("jobs"),
+    label: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--label",
+            metavar="NAME",
+            help="A name for each run or file, in order (repeatable), e.g. for two files"
+            " both called results.jsonl.",
+        ),
+    ] = None,
 ) -> None:
     """Write runs' rows as one table: model, benchmark, case, score and its components.
 
     Example: batchbench export gpt-5.4-mini gpt-5.5 -o scores.parquet
     """
     from ..cases import export_frame, write_export
+    from ..compare import check_together, load_side
+    from ..dataset import load_dataset
     from ..errors import ConfigError
+    from ..sources import resolve_all
 
     fmt = fmt or output.suffix.lstrip(".").lower()
     if fmt not in ("parquet", "csv"):
         raise ConfigError(f"--format must be parquet or csv, got {fmt or 'nothing'!r}")
-    from ..sources import resolve
-
-    named = [resolve(item, jobs_dir) for item in runs]
+    ds = load_dataset(dataset) if dataset is not None else None
+    named = resolve_all(runs, jobs_dir, label or ())
+    check_together([load_side(n, ds) for n in named])  # what compare would refuse
     frame = export_frame([(n.name, n.results) for n in named], decisions)
     write_export(frame, output, fmt)
     typer.echo(f"wrote {frame.height} rows to {output}")
@@ -175,6 +187,15 @@ def compare(
     bootstrap_seed: Annotated[int, typer.Option(help="Bootstrap seed.", metavar="N")] = 42,
     as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print JSON.")] = False,
     jobs_dir: JobsDirOpt = Path("jobs"),
+    label: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--label",
+            metavar="NAME",
+            help="A name for each run or file, in order (repeatable), e.g. for two files"
+            " both called results.jsonl.",
+        ),
+    ] = None,
 ) -> None:
     """A leaderboard, and each run against the baseline: the paired difference per
     benchmark and overall, with its 95% interval, over the cases both scored.
@@ -186,12 +207,10 @@ def compare(
     from ..compare import compare as make_comparison
     from ..compare import compare_text, load_side
     from ..dataset import load_dataset
-    from ..errors import ConfigError
+    from ..sources import resolve_all
 
-    if bootstrap_samples < 1:
-        raise ConfigError(f"--bootstrap-samples must be at least 1, got {bootstrap_samples}")
     ds = load_dataset(dataset) if dataset is not None else None
-    sides = [load_side(item, jobs_dir, ds) for item in runs]
+    sides = [load_side(n, ds) for n in resolve_all(runs, jobs_dir, label or ())]
     result = make_comparison(sides, baseline, bootstrap_samples, bootstrap_seed)
     typer.echo(json.dumps(result, indent=2) if as_json else compare_text(result))
 
@@ -211,6 +230,15 @@ def report(
         typer.Option(help="The dataset of results files (reference runner's too).", metavar="DIR"),
     ] = None,
     jobs_dir: JobsDirOpt = Path("jobs"),
+    label: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--label",
+            metavar="NAME",
+            help="A name for each run or file, in order (repeatable), e.g. for two files"
+            " both called results.jsonl.",
+        ),
+    ] = None,
 ) -> None:
     """Write one self-contained HTML page: header, leaderboard, per-benchmark table,
     figures, the comparison, every case with each run's verdicts, and the failures.
@@ -219,7 +247,7 @@ def report(
     """
     from ..page import load_sources, render, write_page
 
-    sources, ds = load_sources(runs, jobs_dir, dataset)
+    sources, ds = load_sources(runs, jobs_dir, dataset, label or ())
     out = output or Path("report.html")
     write_page(out, render(sources, ds, baseline))
     typer.echo(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")

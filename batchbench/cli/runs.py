@@ -45,13 +45,10 @@ def status(
 
     from ..costs import load_pricing
     from ..errors import ConfigError
-    from ..rundir import list_runs, open_run
+    from ..rundir import existing_run, list_runs
     from ..status import run_status, status_text
 
-    runs = [open_run(jobs_dir, name) for name in names] if names else list_runs(jobs_dir)
-    for run in runs:
-        if not run.exists():
-            raise ConfigError(f"no run {run.name!r} in {jobs_dir.resolve()}")
+    runs = [existing_run(jobs_dir, name) for name in names] if names else list_runs(jobs_dir)
     if refresh:
         if not names:
             raise ConfigError("--refresh asks the API about the runs you name: name them")

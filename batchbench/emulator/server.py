@@ -73,6 +73,7 @@ ROUTES: list[Route] = [
     ("GET", re.compile(r"^/v1/batches$"), "list_batches"),
     ("GET", re.compile(r"^/v1/batches/([^/]+)$"), "get_batch"),
     ("POST", re.compile(r"^/v1/batches/([^/]+)/cancel$"), "cancel"),
+    ("GET", re.compile(r"^/v1/models$"), "models"),
     ("GET", re.compile(r"^/v1/models/(.+)$"), "model"),
     ("GET", re.compile(r"^/_emulator/ledger$"), "ledger"),
     ("GET", re.compile(r"^/_emulator/health$"), "health"),
@@ -297,6 +298,12 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(
             200, {"id": model, "object": "model", "created": 0, "owned_by": "batchbench-emulator"}
         )
+
+    def _r_models(self, *, query: dict, body: bytes) -> None:
+        known = ["gpt-4o-mini", "gpt-4.1", "gpt-5.4-mini", "gpt-5.6-sol"]  # any other is too
+        data = [{"id": m, "object": "model", "created": 0, "owned_by": "batchbench-emulator"}
+                for m in known]  # fmt: skip
+        self._send(200, {"object": "list", "data": data})
 
     def _r_health(self, *, query: dict, body: bytes) -> None:
         self._send(200, {"ok": True})

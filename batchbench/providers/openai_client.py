@@ -145,10 +145,22 @@ class OpenAIClient:
             try:
                 self._call(f"look up model {model!r}", self._look_up(model))
             except ApiNotFoundError:
+                self._check_base_url()
                 raise ConfigError(
                     f"model {model!r} is not available at {self.service.base_url} (HTTP 404);"
                     " check its name"
                 ) from None
+
+    def _check_base_url(self) -> None:
+        """A 404 for a model may be a base URL that is not the API's (no ``/v1``, say):
+        if the list of models is not found either, it is the URL that is wrong."""
+        try:
+            self._call("list models", self.sdk.models.list)
+        except ApiNotFoundError:
+            raise ConfigError(
+                f"{self.service.base_url} is not the OpenAI API's base URL: it answers 404 to"
+                " GET /models too (does it end in /v1?); check --base-url or OPENAI_BASE_URL"
+            ) from None
 
     def _look_up(self, model: str) -> Callable[[], Any]:
         def retrieve() -> Any:
