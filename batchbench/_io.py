@@ -29,6 +29,7 @@ def replacing(path: str | Path, mode: int = 0o600) -> Iterator[Path]:
     tmp = Path(name)
     try:
         yield tmp
+        _failpoints.hit("replacing")  # crash tests: written, not yet in place
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)

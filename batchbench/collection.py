@@ -311,8 +311,7 @@ def collect(
             o = Outcome(o.case_id, "failed", detail)
         elif o.kind == "lost" and st.losses + 1 >= LOSSES_PER_RETRY * limits.max_retries:
             detail = protocol.error_text(
-                f"the batch service lost this request {st.losses + 1} times"
-                f" (last: {o.detail})",
+                f"the batch service lost this request {st.losses + 1} times (last: {o.detail})",
                 "RuntimeError",
             )
             o = Outcome(o.case_id, "failed", detail)

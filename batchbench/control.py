@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from .errors import RunLockedError
+from .errors import BatchbenchError, RunLockedError
 from .events import BatchSeen, CancelRequested, Event
 from .kinds import Stage
 from .providers.base import Provider
@@ -33,8 +33,11 @@ def cancel_run(
 
     It does not need the run's lock: the intent is one appended journal line,
     which a process advancing the run reads at its next tick (it then submits
-    nothing more), and cancelling a batch is the service's business. The
-    journal is read (and so checked) before anything is appended to it.
+    nothing more), and cancelling a batch is the service's business. What the
+    service says of each batch is journaled too, so ``status`` can tell a run
+    whose batches were told to stop from one whose cancel never reached them
+    (it then says to run ``cancel`` again). The journal is read (and so
+    checked) before anything is appended to it.
     """
     run = existing_run(jobs_dir, name)
     config = run.load_config()
@@ -42,10 +45,23 @@ def cancel_run(
     providers = _providers(run, config, state, base_url, warn)
     run.record(CancelRequested())
     cancelled: list[str] = []
+    failures: list[BatchbenchError] = []
     for sub in state.in_flight():
-        client = providers[sub.stage].client
-        if sub.batch_id is not None and client.cancel(sub.batch_id) is not None:
+        if sub.batch_id is None:
+            continue
+        try:
+            view = providers[sub.stage].client.cancel(sub.batch_id)
+        except BatchbenchError as exc:
+            failures.append(exc)
+            continue
+        if view is not None:
+            run.record(BatchSeen.of(sub.id, view))
             cancelled.append(sub.batch_id)
+    if failures:
+        raise type(failures[0])(
+            f"{len(failures)} batch(es) could not be cancelled, so they still run"
+            f" ({failures[0]}); run `batchbench cancel {name}` again"
+        )
     return cancelled
 
 

@@ -107,7 +107,15 @@ class BatchSeen(Event, tag="batch"):
             phase, ending, files = self.phase, self.ending, tuple(self.files or ())
         else:  # written by 0.1: an OpenAI batch
             ending = _OPENAI_ENDINGS.get(self.status)
-            phase = "ended" if ending else "pending" if self.status == "validating" else "running"
+            phase = (
+                "ended"
+                if ending
+                else "pending"
+                if self.status == "validating"
+                else "cancelling"
+                if self.status == "cancelling"
+                else "running"
+            )
             found = (self.output_file_id, self.error_file_id)
             files = tuple(f for f in found if f) if ending else ()
         return BatchView(

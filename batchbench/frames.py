@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ import polars as pl
 
 from .errors import BatchFileError, TruncatedFileError
 
+_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads joins pairs: any left is lone
 USAGE_COLUMNS = ("prompt_tokens", "cached_tokens", "completion_tokens", "reasoning_tokens")
 
 FRAME_SCHEMA: dict[str, Any] = {
@@ -79,6 +81,19 @@ def line_problem(line: bytes) -> str:
         return "not UTF-8 text"
     except (ValueError, RecursionError):
         return "unreadable JSON"
+
+
+def clean(value: Any) -> Any:
+    """A decoded JSON value with every lone surrogate (valid JSON, ``\\ud800``, but not
+    text: no UTF-8 holds it) read as U+FFFD, so a reply carrying one is an answer like
+    any other; the raw file keeps the original."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [clean(v) for v in value]
+    if isinstance(value, dict):
+        return {clean(k): clean(v) for k, v in value.items()}
+    return value
 
 
 def build(columns: Mapping[str, Sequence[Any] | str]) -> pl.DataFrame:

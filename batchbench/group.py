@@ -37,7 +37,7 @@ class Member:
 class Group:
     members: list[Member]
     poll_interval: float
-    say: Callable[[str], None] = quiet
+    warn: Callable[[str], None] = quiet  # faults and runs set aside (stderr in the CLI)
     clock: Callable[[], float] = time.time
     sleep: Callable[[float], None] = time.sleep
     outage_seconds: float = 600.0
@@ -67,12 +67,12 @@ class Group:
             member.failing_since = member.failing_since or now
             if now - member.failing_since < self.outage_seconds:
                 self._faults = True
-                self.say(f"warning: {exc}; trying again at the next tick")
+                self.warn(f"warning: {exc}; trying again at the next tick")
                 return
         if len(self.members) == 1:
             raise exc
         member.error = str(exc)
-        self.say(f"error: run {member.pipeline.config.name!r} stopped: {exc}")
+        self.warn(f"error: run {member.pipeline.config.name!r} stopped: {exc}")
 
     def _step_all(self) -> bool:
         acted = False

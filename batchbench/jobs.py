@@ -160,7 +160,7 @@ def execute_group(
         Group(
             [m for m, _, _ in members],
             settings.poll_interval,
-            say=say,
+            warn=warn,
             outage_seconds=settings.outage_seconds,
         ).advance(wait=not first.no_wait, on_progress=on_progress)
         for member, run, config in members:
@@ -191,11 +191,18 @@ def _reopen(pipeline: Pipeline, options: RunOptions, say: Callable[[str], None])
     """A resumed run takes new work again; a plain invocation redoes its failed cases.
 
     A --no-wait invocation (cron, every few minutes) only resumes: redoing there
-    would pay for a case that fails for good again and again.
+    would pay for a case that fails for good again and again, and taking a
+    cancelled run up again would undo the user's cancel at the next tick.
     """
-    if pipeline.state.cancelled:
-        pipeline.record(Resumed())
     config = pipeline.config
+    if pipeline.state.cancelled:
+        if options.no_wait:
+            say(
+                f"{config.name!r} was cancelled: collecting what finished, submitting nothing"
+                " (run it without --no-wait to take it up again)"
+            )
+            return
+        pipeline.record(Resumed())
     failed = [c for c in config.case_ids if pipeline.state.cases[c].final == "error"]
     if failed and not options.no_wait:
         pipeline.record(Redo(cases=failed))

@@ -15,9 +15,9 @@ ProviderName = Literal["openai", "anthropic", "gemini", "fireworks"]
 PROVIDERS: tuple[ProviderName, ...] = ("openai", "anthropic", "gemini", "fireworks")
 
 # Where a batch is, whatever the service calls it: accepted but not started
-# (a job stuck there is resubmitted after --resubmit-after), running, or ended
-# with its results ready to download.
-Phase = Literal["pending", "running", "ended"]
+# (a job stuck there is resubmitted after --resubmit-after), running, told to
+# stop (the service acknowledged a cancel), or ended with its results ready.
+Phase = Literal["pending", "running", "cancelling", "ended"]
 # How an ended batch ended.
 Ending = Literal["completed", "failed", "expired", "cancelled"]
 
@@ -27,5 +27,11 @@ OutcomeKind = Literal["ok", "transient", "lost", "no_temperature", "invalid", "f
 StageStatus = Literal["pending", "inflight", "ok", "failed"]
 # Where a whole run is.
 RunStatus = Literal[
-    "not started", "in progress", "cancelled", "complete", "finished with errors", "failed"
+    "not started",
+    "in progress",
+    "cancel pending",  # cancelled, but some batch in flight was never told (unreachable)
+    "cancelled",
+    "complete",
+    "finished with errors",
+    "failed",
 ]

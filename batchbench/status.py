@@ -137,10 +137,13 @@ def run_status(run: Run, pricing: Pricing | None = None) -> RunStatusRecord:
     scored = sum(1 for c in state.cases.values() if c.final == "scored")
     errors = sum(1 for c in state.cases.values() if c.final == "error")
     status: RunStatus
+    untold = [s for s in state.in_flight() if s.view is None or s.view.phase != "cancelling"]
     if scored + errors == len(state.cases):
         status = "failed" if not scored else "finished with errors" if errors else "complete"
+    elif state.cancelled:
+        status = "cancel pending" if untold else "cancelled"
     else:
-        status = "cancelled" if state.cancelled else "in progress" if state.subs else "not started"
+        status = "in progress" if state.subs else "not started"
     causes = Counter(error_cause(c.error or "") for c in state.cases.values() if c.final == "error")
     out: RunStatusRecord = {
         "run": config.name,
@@ -275,6 +278,11 @@ def status_text(status: RunStatusRecord, now: float | None = None) -> str:
                 f"  total cost {_usd(cost['total']['batch_usd'])} at batch price"
                 f" (sync {_usd(cost['total']['sync_usd'])})"
             )
+    if status["status"] == "cancel pending":
+        lines.append(
+            "  the cancel did not reach every batch in flight: they still run; run"
+            f" `batchbench cancel {status['run']}` again"
+        )
     lost = {stage: n for stage, n in status["losses"].items() if n}
     if lost:
         each = ", ".join(f"{stage} {n}" for stage, n in lost.items())

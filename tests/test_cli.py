@@ -207,7 +207,7 @@ def test_cancel_works_while_another_process_advances_the_run(
     assert cancel.returncode == 0, cancel.stderr
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 3, err
-    assert "cancelled: advance it again with the same command" in out
+    assert "cancelled: run it again (without --no-wait) to take it up again" in out
     created_after = [
         e for e in journal.read_text().split("\n")[journal.read_text().split("\n").index(
             next(x for x in journal.read_text().split("\n") if '"cancel_requested"' in x)

@@ -241,7 +241,6 @@ def advance(*pipelines: Pipeline, wait: bool = True, outage: float = 600.0) -> G
     group = Group(
         [Member(p) for p in pipelines],
         first.settings.poll_interval,
-        say=lambda _: None,
         clock=first.clock,
         sleep=first.sleep,
         outage_seconds=outage,

@@ -375,9 +375,12 @@ def _finish_run(
     if error is not None:
         return 1
     if not complete:
-        what = "cancelled" if status["status"] == "cancelled" else "in progress"
-        typer.echo(
-            f"{what}: advance it again with the same command, or see `batchbench status {run.name}`"
-        )
+        see = f"see `batchbench status {run.name}`"
+        if status["status"] == "cancelled":
+            typer.echo(f"cancelled: run it again (without --no-wait) to take it up again; {see}")
+        elif status["status"] == "cancel pending":
+            typer.echo(f"cancel pending: run `batchbench cancel {run.name}` again; {see}")
+        else:
+            typer.echo(f"in progress: advance it again with the same command, or {see}")
         return 3
     return 1 if status["cases"]["errors"] or summary is None else 0

@@ -45,6 +45,25 @@ class _Server(ThreadingHTTPServer):
     api_key: str | None
 
     injected: dict[str, int]
+    connections: set[socket.socket]  # open client connections, so an outage can drop them
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self.rng_lock:
+            self.connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self.rng_lock:
+            self.connections.discard(request)
+        super().shutdown_request(request)
+
+    def drop_connections(self) -> None:
+        """Reset every open connection (kept-alive ones too), as a network outage does."""
+        with self.rng_lock:
+            open_now = list(self.connections)
+        for conn in open_now:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client killed mid-request is ordinary here (crash tests); say nothing."""

@@ -44,15 +44,23 @@ class Emulator:
         settings.anomalies = dict(anomalies or {})
         self.store = Store(settings, seed=seed, responder=responder, mangle=mangle)
         self.faults = Faults(fault_rate, slow_rate, slow_seconds, truncate_rate)
-        self._server = _Server((host, port), _Handler)
-        self._server.store = self.store
-        self._server.faults = self.faults
-        self._server.rng = random.Random(seed + 1)
-        self._server.rng_lock = threading.Lock()
-        self._server.api_key = api_key
-        self._server.injected = {}
+        self._api_key = api_key
+        self._rng = random.Random(seed + 1)
+        self._injected: dict[str, int] = {}
+        self._server = self._listen((host, port))
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+
+    def _listen(self, address: tuple[str, int]) -> _Server:
+        server = _Server(address, _Handler)
+        server.store = self.store
+        server.faults = self.faults
+        server.rng = self._rng
+        server.rng_lock = threading.Lock()
+        server.api_key = self._api_key
+        server.injected = self._injected
+        server.connections = set()
+        return server
 
     @property
     def url(self) -> str:
@@ -95,6 +103,24 @@ class Emulator:
     def ledger(self) -> dict[str, Any]:
         """Every batch created and line executed, and the faults injected so far."""
         return {**self.store.ledger(), "faults": dict(self._server.injected)}
+
+    def outage(self, seconds: float) -> None:
+        """Tests: stop listening for ``seconds`` (connections are refused), then come back
+        on the same port with everything the service held, as after a network outage."""
+        address = self._server.server_address[:2]
+        self._server.shutdown()
+        self._server.server_close()
+        self._server.drop_connections()
+
+        def come_back() -> None:
+            if self._stop.wait(seconds):
+                return
+            self._server = self._listen((str(address[0]), int(address[1])))
+            self._server.serve_forever()
+
+        thread = threading.Thread(target=come_back, daemon=True)
+        thread.start()
+        self._threads.append(thread)
 
     def flush(self) -> None:
         """Every batch to its end, now."""

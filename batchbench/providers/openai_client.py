@@ -60,7 +60,15 @@ def view(batch: dict[str, Any]) -> BatchView:
     counts = batch.get("request_counts") or {}
     ending = ENDINGS.get(status)
     ended = ending is not None
-    phase: Phase = "ended" if ended else "pending" if status == "validating" else "running"
+    phase: Phase = (
+        "ended"
+        if ended
+        else "pending"
+        if status == "validating"
+        else "cancelling"
+        if status == "cancelling"
+        else "running"
+    )
     errors = (batch.get("errors") or {}).get("data")
     files = (batch.get("output_file_id"), batch.get("error_file_id"))
     return BatchView(

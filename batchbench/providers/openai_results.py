@@ -9,6 +9,7 @@ same reader serves every OpenAI-shaped output (Fireworks' included).
 
 from __future__ import annotations
 
+import json
 import mmap
 from collections.abc import Sequence
 from pathlib import Path
@@ -92,13 +93,28 @@ def _decode_lines(data: bytes | mmap.mmap, path: Path) -> tuple[list[_Line], lis
     for lineno, line in jsonl_lines(bytes(data)):
         where = f"{path}: line {lineno}"
         try:
-            lines.append(_LINE.decode(line))
+            lines.append(_decode_line(line))
         except msgspec.ValidationError as exc:
             raise BatchFileError(f"{where}: {_field_problem(exc)}") from None
         except msgspec.DecodeError:
             raise BatchFileError(f"{where}: {frames.line_problem(line)}") from None
         numbers.append(lineno)
     return lines, numbers
+
+
+def _decode_line(line: bytes) -> _Line:
+    """One line; one msgspec cannot take (a lone surrogate in a reply) is read by the
+    json module and its text cleaned (:func:`frames.clean`) before it is typed."""
+    try:
+        return _LINE.decode(line)
+    except msgspec.DecodeError:
+        try:
+            value = json.loads(line)
+        except (ValueError, RecursionError):
+            raise msgspec.DecodeError("not JSON") from None
+        if not isinstance(value, dict):
+            raise
+        return _LINE.decode(json.dumps(frames.clean(value), ensure_ascii=False).encode())
 
 
 def _field_problem(exc: msgspec.ValidationError) -> str:
