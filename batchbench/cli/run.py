@@ -257,7 +257,8 @@ def run(
 
     Exit status: 0 when every selected case is scored (or, with --no-wait, when
     the run had already finished or another process is advancing it), 1 when
-    some case ended in an error, 3 when --no-wait leaves the run still in progress.
+    some case ended in an error, 3 when --no-wait leaves the run still in progress
+    or the run was cancelled.
 
     Example: batchbench run --answer-model gpt-5.4-mini --judge-model gpt-5.6-sol
     --dataset ../bedside-bench --smoke
