@@ -8,9 +8,9 @@ the service last said of it, as a :class:`BatchView`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from .errors import RunStateError
 from .events import (
@@ -196,41 +196,19 @@ class RunState:
     def apply(self, event: Event) -> None:
         """Fold one journal event into the state (the only way state changes)."""
         self.last_event = event.t
-        if isinstance(event, Plan):
-            self._apply_plan(event)
+        run_level = _RUN_EVENTS.get(type(event))
+        if run_level is not None:
+            run_level(self, event)
             return
-        if isinstance(event, CancelRequested):
-            self.cancelled = True
-        elif isinstance(event, Resumed):
-            self.cancelled = False
-        elif isinstance(event, Redo):
-            for case_id in event.cases:
-                self.cases[case_id].reopen()
-        elif isinstance(event, ServiceSet):
-            self.services[event.stage] = (event.provider, event.base_url)
         sub = self.subs.get(getattr(event, "sub", ""))
         if sub is None:
             return
-        if isinstance(event, UploadStarted):
-            sub.upload_started = True
-        elif isinstance(event, Uploaded):
-            sub.file_id = event.file_id
-        elif isinstance(event, CreateStarted):
-            sub.create_started = event.t
-        elif isinstance(event, Created):
-            sub.batch_id, sub.adopted = event.batch_id, event.adopted
-        elif isinstance(event, BatchSeen):
-            sub.view = event.view()
-        elif isinstance(event, Downloaded):
-            sub.downloaded.add(event.file_id)
-        elif isinstance(event, Collected):
+        if isinstance(event, Collected):
             self._apply_collected(sub, event)
-        elif isinstance(event, RemoteDeleted):
-            sub.remote_deleted = True
-        elif isinstance(event, Disowned):
-            sub.disowned.add(event.batch_id)
-            sub.batch_id, sub.adopted, sub.view, sub.create_started = None, False, None, None
-            sub.downloaded.clear()
+            return
+        handler = _SUB_EVENTS.get(type(event))
+        if handler is not None:
+            handler(sub, event)
 
     def _apply_plan(self, event: Plan) -> None:
         sub = Submission(
@@ -285,6 +263,78 @@ class RunState:
         for key, value in event.usage.items():
             usage[key] = usage.get(key, 0) + int(value)
         self.anomalies.extend(event.anomalies)
+
+
+def _cancel(state: RunState, _: CancelRequested) -> None:
+    state.cancelled = True
+
+
+def _resume(state: RunState, _: Resumed) -> None:
+    state.cancelled = False
+
+
+def _redo(state: RunState, event: Redo) -> None:
+    for case_id in event.cases:
+        state.cases[case_id].reopen()
+
+
+def _service(state: RunState, event: ServiceSet) -> None:
+    state.services[event.stage] = (event.provider, event.base_url)
+
+
+def _created(sub: Submission, event: Created) -> None:
+    sub.batch_id, sub.adopted = event.batch_id, event.adopted
+
+
+def _disowned(sub: Submission, event: Disowned) -> None:
+    sub.disowned.add(event.batch_id)
+    sub.batch_id, sub.adopted, sub.view, sub.create_started = None, False, None, None
+    sub.downloaded.clear()
+
+
+def _deleted(sub: Submission, _: RemoteDeleted) -> None:
+    sub.remote_deleted = True
+
+
+def _upload_started(sub: Submission, _: UploadStarted) -> None:
+    sub.upload_started = True
+
+
+def _uploaded(sub: Submission, event: Uploaded) -> None:
+    sub.file_id = event.file_id
+
+
+def _create_started(sub: Submission, event: CreateStarted) -> None:
+    sub.create_started = event.t
+
+
+def _seen(sub: Submission, event: BatchSeen) -> None:
+    sub.view = event.view()
+
+
+def _downloaded(sub: Submission, event: Downloaded) -> None:
+    sub.downloaded.add(event.file_id)
+
+
+# One handler per event type: a table lookup, not a chain of isinstance tests
+# (``status`` and ``list`` fold every run's journal on each call).
+_RUN_EVENTS: dict[type, Callable[[RunState, Any], None]] = {
+    Plan: RunState._apply_plan,
+    CancelRequested: _cancel,
+    Resumed: _resume,
+    Redo: _redo,
+    ServiceSet: _service,
+}
+_SUB_EVENTS: dict[type, Callable[[Submission, Any], None]] = {
+    UploadStarted: _upload_started,
+    Uploaded: _uploaded,
+    CreateStarted: _create_started,
+    Created: _created,
+    BatchSeen: _seen,
+    Downloaded: _downloaded,
+    RemoteDeleted: _deleted,
+    Disowned: _disowned,
+}
 
 
 def fold(case_ids: Sequence[str], events: Sequence[Event], where: str = "journal") -> RunState:
