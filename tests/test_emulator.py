@@ -451,6 +451,7 @@ def test_ledger_and_flush(batch_emulator_factory):
     assert ledger["batches"] == [
         {
             "id": b.id,
+            "provider": "openai",
             "status": "validating",
             "metadata": {"batchbench_run": "x"},
             "input_file_id": b.input_file_id,

@@ -25,12 +25,13 @@ MAX_FILE_BYTES = 512 * 1024 * 1024
 
 
 class ApiFailure(Exception):
-    """An HTTP error reply with the real error envelope."""
+    """An HTTP error reply with the real error envelope (``body``): OpenAI's unless made
+    by :meth:`anthropic`."""
 
     def __init__(self, status: int, message: str, param: str | None = None, code: Any = None):
         super().__init__(message)
         self.status = status
-        self.body = {
+        self.body: dict[str, Any] = {
             "error": {
                 "message": message,
                 "type": "invalid_request_error",
@@ -38,6 +39,54 @@ class ApiFailure(Exception):
                 "code": code,
             }
         }
+
+    @classmethod
+    def anthropic(cls, status: int, message: str, kind: str | None = None) -> ApiFailure:
+        from .anthropic import error_body
+
+        failure = cls(status, message)
+        failure.body = error_body(status, message, kind)
+        return failure
+
+
+def due_lines(total: int, start: float, now: float, latency: float, flush: bool) -> int:
+    """How many of a batch's lines have run by ``now``: line i runs at ``start + latency *
+    i / total`` (the first at once), so a batch makes progress, but not all at once."""
+    if flush or latency <= 0:
+        return total
+    return min(total, int(total * (now - start) / latency) + 1)
+
+
+def check_create(payload: Any) -> None:
+    """An OpenAI batch create body's own rules (the input file is the store's business)."""
+    if not isinstance(payload, dict):
+        raise ApiFailure(400, "Request body must be a JSON object")
+    for key in ("input_file_id", "endpoint", "completion_window"):
+        if key not in payload:
+            raise ApiFailure(400, f"Missing required parameter: '{key}'.", param=key)
+    if payload["endpoint"] not in ENDPOINTS:
+        raise ApiFailure(400, f"Invalid endpoint: {payload['endpoint']!r}", "endpoint")
+    if payload["completion_window"] != "24h":
+        raise ApiFailure(
+            400, "Invalid completion_window: only '24h' is supported", "completion_window"
+        )
+    metadata = payload.get("metadata")
+    if metadata is not None:
+        check_metadata(metadata)
+    expires_after = payload.get("output_expires_after")
+    if expires_after is not None:
+        seconds = expires_after.get("seconds") if isinstance(expires_after, dict) else None
+        if (
+            not isinstance(expires_after, dict)
+            or expires_after.get("anchor") != "created_at"
+            or not isinstance(seconds, int)
+            or not 3600 <= seconds <= 2_592_000
+        ):
+            raise ApiFailure(
+                400,
+                "output_expires_after must be {anchor: created_at, seconds: 3600 to 2592000}",
+                param="output_expires_after",
+            )
 
 
 @dataclass
@@ -48,6 +97,7 @@ class Settings:
     paused: bool = False
     max_lines: int = MAX_LINES
     max_batch_bytes: int = MAX_BATCH_BYTES
+    max_request_bytes: int = 256 * 1024 * 1024  # Anthropic: one create call's body
     unknown_models: list[str] = field(default_factory=list)  # GET /v1/models/{id} says 404
     anomalies: dict[str, float] = field(default_factory=dict)  # name → rate (see ANOMALIES)
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .model import Responder
-from .server import Faults, _Handler, _Server
+from .server import Faults, Handler, _Server
 from .store import Settings, Store
 
 
@@ -52,7 +52,7 @@ class Emulator:
         self._threads: list[threading.Thread] = []
 
     def _listen(self, address: tuple[str, int]) -> _Server:
-        server = _Server(address, _Handler)
+        server = _Server(address, Handler)
         server.store = self.store
         server.faults = self.faults
         server.rng = self._rng
@@ -69,7 +69,13 @@ class Emulator:
 
     @property
     def base_url(self) -> str:
+        """OpenAI's base URL here (the openai SDK's ``base_url``)."""
         return f"{self.url}/v1"
+
+    @property
+    def base_urls(self) -> dict[str, str]:
+        """Each provider's face, as its SDK's base URL (``ANTHROPIC_BASE_URL`` has no /v1)."""
+        return {"openai": self.base_url, "anthropic": self.url}
 
     def _clock(self) -> None:
         """The emulated service's clock; ``paused`` stops it (a test then drives

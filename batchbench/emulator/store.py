@@ -16,9 +16,9 @@ from collections.abc import Callable
 from typing import Any
 
 from .anomalies import SERVER_ERROR, damage_results
+from .anthropic import AnthropicBook
 from .model import Responder, run_line
 from .objects import (
-    ENDPOINTS,
     MAX_FILE_BYTES,
     TERMINAL,
     UPLOAD_PURPOSES,
@@ -26,7 +26,8 @@ from .objects import (
     Batch,
     Settings,
     StoredFile,
-    check_metadata,
+    check_create,
+    due_lines,
     page,
 )
 from .validate import parse_input
@@ -46,17 +47,18 @@ class Store:
         self.responder = responder
         self.mangle = mangle
         self.lock = threading.RLock()
-        self._rng = random.Random(seed)
+        self.rng = random.Random(seed)
         self.files: dict[str, StoredFile] = {}
         self.batches: dict[str, Batch] = {}
-        self._seq = 0
+        self.seq = 0
         self.ledger_batches: list[str] = []
         self.executions: list[dict[str, Any]] = []
         self._create_tried: set[str] = set()  # file ids a create was tried for
+        self.anthropic = AnthropicBook(self)  # Anthropic's Message Batches, same clock
 
     # ids ------------------------------------------------------------------
-    def _id(self, prefix: str) -> str:
-        return f"{prefix}{self._rng.getrandbits(96):024x}"
+    def new_id(self, prefix: str) -> str:
+        return f"{prefix}{self.rng.getrandbits(96):024x}"
 
     # files ----------------------------------------------------------------
     def upload(
@@ -81,7 +83,7 @@ class Store:
                 expires = now + seconds
             elif purpose == "batch":
                 expires = now + 2_592_000
-            f = StoredFile(self._id("file-"), filename, purpose, data, now, expires)
+            f = StoredFile(self.new_id("file-"), filename, purpose, data, now, expires)
             self.files[f.id] = f
             return f.obj()
 
@@ -108,54 +110,28 @@ class Store:
     # batches --------------------------------------------------------------
     def create_batch(self, payload: Any) -> dict[str, Any]:
         with self.lock:
-            if not isinstance(payload, dict):
-                raise ApiFailure(400, "Request body must be a JSON object")
-            for key in ("input_file_id", "endpoint", "completion_window"):
-                if key not in payload:
-                    raise ApiFailure(400, f"Missing required parameter: '{key}'.", param=key)
-            if payload["endpoint"] not in ENDPOINTS:
-                raise ApiFailure(400, f"Invalid endpoint: {payload['endpoint']!r}", "endpoint")
-            if payload["completion_window"] != "24h":
-                raise ApiFailure(
-                    400, "Invalid completion_window: only '24h' is supported", "completion_window"
-                )
+            check_create(payload)
             metadata = payload.get("metadata")
-            if metadata is not None:
-                check_metadata(metadata)
             expires_after = payload.get("output_expires_after")
-            if expires_after is not None:
-                seconds = expires_after.get("seconds") if isinstance(expires_after, dict) else None
-                if (
-                    not isinstance(expires_after, dict)
-                    or expires_after.get("anchor") != "created_at"
-                    or not isinstance(seconds, int)
-                    or not 3600 <= seconds <= 2_592_000
-                ):
-                    raise ApiFailure(
-                        400,
-                        "output_expires_after must be {anchor: created_at, seconds: 3600 to"
-                        " 2592000}",
-                        param="output_expires_after",
-                    )
             f = self.files.get(payload["input_file_id"])
             first_try = f is not None and f.id not in self._create_tried
             if f is not None:
                 self._create_tried.add(f.id)
-            if f is None or f.purpose != "batch" or (first_try and self._roll("file-not-found")):
+            if f is None or f.purpose != "batch" or (first_try and self.roll("file-not-found")):
                 raise ApiFailure(
                     400,
                     f"Cannot find file {payload['input_file_id']}, or project does not have"
                     " access to it.",
                     param="file_id",
                 )
-            self._seq += 1
+            self.seq += 1
             batch = Batch(
-                id=self._id("batch_"),
+                id=self.new_id("batch_"),
                 endpoint=payload["endpoint"],
                 input_file_id=f.id,
                 metadata=dict(metadata) if metadata else None,
                 created=time.time(),
-                seq=self._seq,
+                seq=self.seq,
                 output_expires_after=expires_after["seconds"] if expires_after else None,
             )
             self.batches[batch.id] = batch
@@ -195,6 +171,7 @@ class Store:
             now = time.time() if now is None else now
             for batch in sorted(self.batches.values(), key=lambda b: b.seq):
                 self._advance(batch, now, flush)
+            self.anthropic.advance(now, flush)
 
     def _advance(self, batch: Batch, now: float, flush: bool) -> None:
         lat = self.settings.latency
@@ -203,12 +180,11 @@ class Store:
         if batch.status == "validating" and (flush or now >= batch.created + lat):
             self._validate(batch, min(now, deadline))
         if batch.status == "in_progress":
-            # Line i runs at start + latency * i / total (the first at once), never
-            # past the deadline: a batch always makes progress, but not all at once.
+            # Never past the deadline: a batch always makes progress, but not all at once.
             start = batch.stamps["in_progress"]
             total = len(batch.lines)
             t = min(now, deadline)
-            due = total if flush or lat <= 0 else min(total, int(total * (t - start) / lat) + 1)
+            due = due_lines(total, start, t, lat, flush)
             while batch.executed < due:
                 self._execute(batch, batch.order[batch.executed])
                 batch.executed += 1
@@ -245,7 +221,7 @@ class Store:
         if f is None:
             error = {"code": "invalid_request", "message": "Input file was deleted.", "line": None}
         else:
-            error = parse_input(batch, f.data, self.settings, self._rng)
+            error = parse_input(batch, f.data, self.settings, self.rng)
         if error is None and self.settings.enqueued_token_limit is not None:
             in_flight = sum(
                 b.tokens
@@ -274,7 +250,7 @@ class Store:
 
     def _execute(self, batch: Batch, index: int) -> None:
         line = batch.lines[index]
-        request_id = f"req_{self._rng.getrandbits(64):016x}"
+        request_id = f"req_{self.rng.getrandbits(64):016x}"
         try:
             response, error = run_line(line["body"], request_id, self.responder, batch.endpoint)
         except Exception as exc:  # a broken responder is a 500 for that line, not a crash
@@ -309,7 +285,7 @@ class Store:
         err_lines: list[str] = []
         for custom_id, response, error in batch.results:
             record = {
-                "id": self._id("batch_req_"),
+                "id": self.new_id("batch_req_"),
                 "custom_id": custom_id,
                 "response": response,
                 "error": error,
@@ -318,17 +294,17 @@ class Store:
             (out_lines if ok else err_lines).append(json.dumps(record))
         for custom_id in unfinished if code else []:
             record = {
-                "id": self._id("batch_req_"),
+                "id": self.new_id("batch_req_"),
                 "custom_id": custom_id,
                 "response": None,
                 "error": {"code": code, "message": message},
             }
-            if code == "batch_expired" and self._roll("expired-500"):
+            if code == "batch_expired" and self.roll("expired-500"):
                 record["response"], record["error"] = SERVER_ERROR, None
             err_lines.append(json.dumps(record))
-        out_lines, err_lines = damage_results(out_lines, err_lines, self._roll)
-        self._rng.shuffle(out_lines)
-        self._rng.shuffle(err_lines)
+        out_lines, err_lines = damage_results(out_lines, err_lines, self.roll)
+        self.rng.shuffle(out_lines)
+        self.rng.shuffle(err_lines)
         if self.mangle is not None:  # tests: a service that returns broken files
             out_lines = self.mangle("output", out_lines)
             err_lines = self.mangle("error", err_lines)
@@ -339,19 +315,19 @@ class Store:
 
     def _obj(self, batch: Batch) -> dict[str, Any]:
         """The batch as a poll sees it (its counts a poll behind, under lagging-counts)."""
-        batch.lag = self._roll("lagging-counts")
+        batch.lag = self.roll("lagging-counts")
         return batch.obj(self.settings.completion_window)
 
-    def _roll(self, anomaly: str) -> bool:
+    def roll(self, anomaly: str) -> bool:
         rate = self.settings.anomalies.get(anomaly)
-        return rate is not None and self._rng.random() < rate
+        return rate is not None and self.rng.random() < rate
 
     def _store_output(self, batch: Batch, kind: str, lines: list[str]) -> str | None:
         if not lines:
             return None
         data = ("\n".join(lines) + "\n").encode("utf-8")
         f = StoredFile(
-            self._id("file-"),
+            self.new_id("file-"),
             f"{batch.id}_{kind}.jsonl",
             "batch_output",
             data,
@@ -372,14 +348,14 @@ class Store:
                 stored = StoredFile(f["id"], f["filename"], f["purpose"], data, int(now))
                 self.files[f["id"]] = stored
             for b in state["batches"]:
-                self._seq += 1
+                self.seq += 1
                 batch = Batch(
                     id=b["id"],
                     endpoint=b["endpoint"],
                     input_file_id=b["input_file_id"],
                     metadata=b["metadata"],
                     created=now,
-                    seq=self._seq,
+                    seq=self.seq,
                 )
                 self.batches[batch.id] = batch
                 self.ledger_batches.append(batch.id)
@@ -399,12 +375,14 @@ class Store:
                 "batches": [
                     {
                         "id": b.id,
+                        "provider": "openai",
                         "status": b.status,
                         "metadata": b.metadata,
                         "input_file_id": b.input_file_id,
                         "created_at": int(b.created),
                     }
                     for b in (self.batches[i] for i in self.ledger_batches)
-                ],
+                ]
+                + self.anthropic.ledger(),
                 "executions": list(self.executions),
             }
