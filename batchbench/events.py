@@ -74,7 +74,8 @@ class Created(Event, tag="created"):
 class BatchSeen(Event, tag="batch"):
     """What the service said of the batch (normalised), journaled whenever it changes.
 
-    ``counts`` are ``total``, ``completed`` and ``failed`` lines. Journals before 0.2
+    ``counts`` are ``total``, ``completed`` and ``failed`` lines (and ``processing``,
+    from a service that says only how many are not yet done). Journals before 0.2
     hold OpenAI's statuses and file ids and no ``phase``: :meth:`view` reads both.
     """
 
@@ -96,7 +97,8 @@ class BatchSeen(Event, tag="batch"):
             batch_id=v.id,
             status=v.status,
             errors=list(v.errors) if v.errors is not None else None,
-            counts={"total": v.total, "completed": v.completed, "failed": v.failed},
+            counts={"total": v.total, "completed": v.completed, "failed": v.failed}
+            | ({"processing": v.processing} if v.processing is not None else {}),
             phase=v.phase,
             ending=v.ending,
             files=list(v.files),
@@ -127,6 +129,7 @@ class BatchSeen(Event, tag="batch"):
             completed=self.counts.get("completed", 0),
             failed=self.counts.get("failed", 0),
             files=files,
+            processing=self.counts.get("processing"),
             errors=tuple(self.errors) if self.errors is not None else None,
         )
 
@@ -172,7 +175,8 @@ class RemoteDeleted(Event, tag="remote_deleted"):
 
 class Disowned(Event, tag="disowned"):
     """A batch adopted after a lost create turned out not to be this submission's
-    (its results name other requests): the submission is created again."""
+    (its results name other requests): the submission is looked for again, then
+    created."""
 
     sub: str
     batch_id: str

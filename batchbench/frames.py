@@ -25,10 +25,13 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import msgspec
+import numpy as np
 import polars as pl
 
+from ._io import jsonl_lines
 from .errors import BatchFileError, TruncatedFileError
 
 _SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads joins pairs: any left is lone
@@ -81,6 +84,59 @@ def line_problem(line: bytes) -> str:
         return "not UTF-8 text"
     except (ValueError, RecursionError):
         return "unreadable JSON"
+
+
+T = TypeVar("T")
+
+
+def decode_lines(
+    data: bytes | mmap.mmap, path: Path, decoder: msgspec.json.Decoder[T]
+) -> tuple[list[T], list[int]]:
+    """Every line of a result file decoded against a service's typed schema, and its line
+    number; a bad line is named with what is wrong. The whole file is decoded at once;
+    only when that fails (blank lines, two values on a line, a bad line) is it read
+    again line by line, to say which."""
+    try:
+        lines = decoder.decode_lines(data)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        lines = None
+    newlines = np.count_nonzero(np.frombuffer(data, np.uint8) == 10) if len(data) else 0
+    if lines is not None and len(lines) == newlines + (len(data) > 0 and data[-1:] != b"\n"):
+        return lines, list(range(1, len(lines) + 1))
+    lines, numbers = [], []
+    for lineno, line in jsonl_lines(bytes(data)):
+        where = f"{path}: line {lineno}"
+        try:
+            lines.append(_decode_line(line, decoder))
+        except msgspec.ValidationError as exc:
+            raise BatchFileError(f"{where}: {field_problem(exc)}") from None
+        except msgspec.DecodeError:
+            raise BatchFileError(f"{where}: {line_problem(line)}") from None
+        numbers.append(lineno)
+    return lines, numbers
+
+
+def _decode_line(line: bytes, decoder: msgspec.json.Decoder[T]) -> T:
+    """One line; one msgspec cannot take (a lone surrogate in a reply) is read by the
+    json module and its text cleaned (:func:`clean`) before it is typed."""
+    try:
+        return decoder.decode(line)
+    except msgspec.DecodeError:
+        try:
+            value = json.loads(line)
+        except (ValueError, RecursionError):
+            raise msgspec.DecodeError("not JSON") from None
+        if not isinstance(value, dict):
+            raise
+        return decoder.decode(json.dumps(clean(value), ensure_ascii=False).encode())
+
+
+def field_problem(exc: msgspec.ValidationError) -> str:
+    """A schema mismatch in the words of the file: which field, what was expected."""
+    text = str(exc)
+    if text.startswith("Expected `object`, got") and "- at" not in text:
+        return f"expected a JSON object, got {text.split('got `', 1)[1].rstrip('`')}"
+    return text.replace("`$.", "`").replace(" - at ", " at ")
 
 
 def clean(value: Any) -> Any:

@@ -67,7 +67,7 @@ def prepare(
             "benchmarks": sorted(options.benchmarks),
         },
         case_ids=[c["case_id"] for c in selected],
-        services=new_services(options.answer_model, options.base_url),
+        services=new_services(options.answer_model, options.base_url, options.base_urls),
     )
     run = Run(Path(options.jobs_dir) / name)
     if check_existing and run.exists():
@@ -118,7 +118,11 @@ def execute_group(
     services = []
     for options, (run, config, _) in zip(group, prepared):
         state = run.state(config.case_ids) if run.exists() else fold(config.case_ids, [])
-        services.append(run_services(config, state, options.base_url, move=options.move_service))
+        services.append(
+            run_services(
+                config, state, options.base_url, move=options.move_service, given=options.base_urls
+            )
+        )
     clients = connect_all((s for s, _ in services), warn=warn, credentials=first.credentials)
     for judge in {(s["judges"], c.judge_model) for (s, _), (_, c, _) in zip(services, prepared)}:
         clients[judge[0]].check_models([judge[1]])

@@ -31,6 +31,7 @@ class RunOptions:
     reasoning_effort: str | None = None
     base_url: str | None = None  # OpenAI's service (judges; OpenAI answer models)
     credentials: Mapping[ProviderName, str] | None = None  # keys given in code (the demo)
+    base_urls: Mapping[ProviderName, str] | None = None  # services given in code (the demo)
     move_service: bool = False  # resume against a base URL other than the run's
     no_wait: bool = False
     pricing: Path | None = None

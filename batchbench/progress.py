@@ -56,10 +56,14 @@ def progress_line(state: RunState, now: float) -> str:
     parts = []
     for stage in STAGES:
         progress = state.progress(stage)
-        running = [s.view for s in state.in_flight() if s.stage == stage and s.view is not None]
+        views = [s.view for s in state.in_flight() if s.stage == stage and s.view is not None]
+        running = [v for v in views if v.processing is None]
         lines = sum(v.completed + v.failed for v in running)
         size = sum(v.total for v in running)
         extra = f" (+{lines}/{size} running)" if size else ""
+        # A service that reports only what is not yet done (Anthropic, until the end).
+        processing = sum(v.processing or 0 for v in views if v.processing is not None)
+        extra += f" ({processing} processing)" if processing else ""
         parts.append(f"{stage} {progress.done}/{progress.total}{extra}")
     failed = sum(1 for c in state.cases.values() if c.final == "error")
     if failed:

@@ -23,8 +23,8 @@ from typing import Any, TypeVar
 import msgspec
 
 from ._io import append_line, atomic_write_text, jsonl_lines, storage
-from .errors import ConfigError, RunLockedError, RunStateError, UnknownRun
-from .events import DECODER, ENCODER, Event
+from .errors import BatchbenchError, ConfigError, RunLockedError, RunStateError, UnknownRun
+from .events import DECODER, ENCODER, Created, Disowned, Event
 from .kinds import PROVIDERS, STAGES, ProviderName, Stage
 from .state import RunState, fold
 
@@ -291,6 +291,23 @@ def list_runs(jobs_dir: Path) -> list[Run]:
     if not jobs_dir.is_dir():
         return []
     return [Run(p) for p in sorted(jobs_dir.iterdir()) if (p / CONFIG_FILE).is_file()]
+
+
+def batches_elsewhere(run: Run) -> set[str]:
+    """Every batch the other runs of the jobs folder hold (their journals, read as they
+    are): a batch found after a lost create on a service whose batches carry no
+    metadata must not be one of theirs. A journal that does not read is skipped."""
+    found: set[str] = set()
+    for other in list_runs(run.root.parent):
+        if other.root == run.root:
+            continue
+        try:
+            events = other.events()
+        except BatchbenchError:
+            continue
+        held = {e.batch_id for e in events if isinstance(e, Created)}
+        found |= held - {e.batch_id for e in events if isinstance(e, Disowned)}
+    return found
 
 
 def config_conflicts(old: RunConfig, new: RunConfig) -> list[str]:

@@ -28,11 +28,14 @@ def stage_providers(answer_model: str) -> dict[Stage, ProviderName]:
     return {"answers": providers.route(answer_model), "judges": "openai"}
 
 
-def new_services(answer_model: str, base_url: str | None) -> dict[str, dict[str, str]]:
+def new_services(
+    answer_model: str, base_url: str | None, given: Mapping[ProviderName, str] | None = None
+) -> dict[str, dict[str, str]]:
     """A new run's services: the base URL given, else the provider's own."""
     out: dict[str, dict[str, str]] = {}
     for stage, name in stage_providers(answer_model).items():
-        url = providers.explicit_base_url(name, base_url) or providers.DEFAULT_BASE_URLS[name]
+        chosen = providers.explicit_base_url(name, base_url, given=given)
+        url = chosen or providers.DEFAULT_BASE_URLS[name]
         out[stage] = {"provider": name, "base_url": url}
     return out
 
@@ -43,19 +46,20 @@ def run_services(
     base_url: str | None,
     *,
     move: bool = False,
+    given: Mapping[ProviderName, str] | None = None,
 ) -> tuple[dict[Stage, Service], list[ServiceSet]]:
     """Each stage's service for this invocation, and the events that record a change.
 
     ``base_url`` is the ``--base-url`` given (OpenAI's); other providers' come
-    from their SDKs' variables.
+    from their SDKs' variables; ``given`` sets any provider's in code (the demo).
     """
     found: dict[Stage, Service] = {}
     changes: list[ServiceSet] = []
     for stage, name in config.providers.items():
         stored = config.base_url(state, stage)
-        given = providers.explicit_base_url(name, base_url)
-        url = stored or given or providers.DEFAULT_BASE_URLS[name]
-        if stored is not None and given is not None and given != stored:
+        chosen = providers.explicit_base_url(name, base_url, given=given)
+        url = stored or chosen or providers.DEFAULT_BASE_URLS[name]
+        if stored is not None and chosen is not None and chosen != stored:
             if not move:
                 source = (
                     "--base-url"
@@ -64,9 +68,9 @@ def run_services(
                 )
                 raise ConfigError(
                     f"run {config.name!r} has its {stage} batches at {stored}, but {source}"
-                    f" says {given}; to move the run there, add --move-service"
+                    f" says {chosen}; to move the run there, add --move-service"
                 )
-            url = given
+            url = chosen
         if url != stored:
             changes.append(ServiceSet(stage=stage, provider=name, base_url=url))
         found[stage] = Service(name, url)

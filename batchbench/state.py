@@ -287,8 +287,10 @@ def _created(sub: Submission, event: Created) -> None:
 
 
 def _disowned(sub: Submission, event: Disowned) -> None:
+    """Not this submission's batch: it is looked for again (``create_started`` kept, the
+    disowned batch never taken again), then created if nothing is found."""
     sub.disowned.add(event.batch_id)
-    sub.batch_id, sub.adopted, sub.view, sub.create_started = None, False, None, None
+    sub.batch_id, sub.adopted, sub.view = None, False, None
     sub.downloaded.clear()
 
 

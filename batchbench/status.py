@@ -88,8 +88,11 @@ def stage_status(state: RunState, stage: Stage) -> StageStatus:
         batches[sub.status] = batches.get(sub.status, 0) + 1
         view = sub.view
         if sub.in_flight and view is not None and view.total:
-            done_lines = view.completed + view.failed
-            running.append(f"{sub.id} {sub.status} {done_lines}/{view.total}")
+            if view.processing is not None:  # a service that says nothing else until the end
+                running.append(f"{sub.id} {sub.status} processing {view.processing}")
+            else:
+                done_lines = view.completed + view.failed
+                running.append(f"{sub.id} {sub.status} {done_lines}/{view.total}")
     return StageStatus(
         done=progress.done,
         failed=progress.failed,

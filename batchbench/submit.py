@@ -4,10 +4,11 @@ The pipeline decides which action comes next; a :class:`Submitter` does it,
 through the stage's provider. Each billable or state-changing call is preceded
 by its intent in the journal and followed by its outcome, so a crash at any
 point is resumed without a batch created twice: an interrupted create is first
-looked for on the service (:meth:`Client.find`) and adopted when found. On a
-service whose batches carry no metadata an adoption is confirmed by the ids in
-its results: a batch whose results name none of the submission's requests is
-disowned and the submission created again.
+looked for on the service (:meth:`Client.find`) and adopted when found, never
+one this run or another run of the jobs folder holds. On a service whose
+batches carry no metadata an adoption is confirmed by the ids in its results:
+a batch whose results name none of the submission's requests is disowned and
+the submission looked for again (then created, if nothing else is found).
 """
 
 from __future__ import annotations
@@ -40,12 +41,9 @@ from .events import (
     UploadStarted,
 )
 from .kinds import Stage
-from .providers.base import BatchView, Client, Provider, Tag
-from .rundir import Run, RunConfig
+from .providers.base import CLOCK_SKEW, BatchView, Client, Provider, Tag
+from .rundir import Run, RunConfig, batches_elsewhere
 from .state import Submission
-
-# A batch found after a crash may carry a service clock this far behind ours.
-CLOCK_SKEW = 600.0
 
 
 def walk(
@@ -115,8 +113,8 @@ class Submitter:
         run's ``known`` batches) before creating again."""
         provider = self.providers[sub.stage]
         if sub.create_started is not None:
-            since = sub.create_started - CLOCK_SKEW
-            found = provider.client.find(self.tag(sub), since, known)
+            known = known | batches_elsewhere(self.run)  # not another run's either
+            found = provider.client.find(self.tag(sub), sub.create_started, known)
             if found is not None:
                 self.record(Created(sub=sub.id, batch_id=found.id, adopted=True))
                 self.record_batch(sub, found)

@@ -67,8 +67,8 @@ def kill_and_restart(
             proc.send_signal(signal.SIGKILL)
         else:
             proc = spawn(args, {**env, "BATCHBENCH_FAILPOINT": f"{mode}:{rng.randint(1, 2)}"})
-        rc = proc.wait(timeout=300)
-        err = proc.stderr.read() if proc.stderr else ""
+        err = proc.communicate(timeout=300)[1] or ""
+        rc = proc.returncode
         if rc == -signal.SIGKILL:
             kinds[mode] += 1
             stages[last_stage(journal)] += 1
@@ -98,7 +98,13 @@ def normalised(run_dir: Path) -> tuple[list[dict], dict]:
 
 
 def duplicates(ledger: dict) -> tuple[list[str], list[str]]:
-    """Submissions created more than once and lines executed more than once."""
-    subs = Counter(b["metadata"]["batchbench_sub"] for b in ledger["batches"])
+    """Submissions created more than once and lines executed more than once.
+
+    An OpenAI batch names its submission in its metadata; an Anthropic one carries
+    none, so a request id held by two batches is a submission made twice.
+    """
+    subs = Counter(b["metadata"]["batchbench_sub"] for b in ledger["batches"] if b.get("metadata"))
+    held = Counter(cid for b in ledger["batches"] for cid in b.get("custom_ids", ()))
     lines = Counter(e["custom_id"] for e in ledger["executions"])
-    return [s for s, n in subs.items() if n > 1], [c for c, n in lines.items() if n > 1]
+    made_twice = [s for s, n in subs.items() if n > 1] + [c for c, n in held.items() if n > 1]
+    return made_twice, [c for c, n in lines.items() if n > 1]

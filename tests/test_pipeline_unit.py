@@ -158,7 +158,7 @@ class FakeClient:
             raise TransientApiError("create batch: HTTP 502: bad gateway", status=502)
         return self.retrieve(batch_id)
 
-    def find(self, tag: Tag, since: float, known: Collection[str]) -> BatchView | None:
+    def find(self, tag: Tag, intent: float, known: Collection[str]) -> BatchView | None:
         self._up()
         for batch_id, b in self.batches.items():
             if b["tag"].sub == tag.sub and b["tag"].run_id == tag.run_id and batch_id not in known:

@@ -21,28 +21,37 @@ def demo(
         typer.Option(metavar="DIR", help="Keep the demo run here (default: a temporary folder)."),
     ] = None,
     dataset: DatasetOpt = SAMPLE_DATASET,
+    answer_model: Annotated[
+        str,
+        typer.Option(
+            metavar="MODEL",
+            help="The simulated model under test; a Claude name (claude-sim, say) is graded"
+            " through the emulator's Message Batches face.",
+        ),
+    ] = "sim-answer",
 ) -> None:
     """Run the bundled sample end to end against the in-process emulator.
 
-    Example: batchbench demo --jobs-dir /tmp/demo-run
+    Example: batchbench demo --jobs-dir /tmp/demo-run --answer-model claude-sim
     """
     import tempfile
 
     from ..emulator import Emulator
     from ..jobs import RunOptions, execute
+    from ..kinds import PROVIDERS
     from ..pipeline import Settings
     from ..progress import Progress
 
     with tempfile.TemporaryDirectory() as tmp, Emulator(latency=0.3) as emu:
-        typer.echo(f"emulator on {emu.base_url}; simulated models sim-answer and sim-judge")
+        typer.echo(f"emulator on {emu.url}; simulated models {answer_model} and sim-judge")
         options = RunOptions(
-            answer_model="sim-answer",
+            answer_model=answer_model,
             judge_model="sim-judge",
             run="demo",
             jobs_dir=jobs_dir or Path(tmp),
             dataset=dataset,
-            base_url=emu.base_url,
-            credentials={"openai": "demo-key-not-secret"},
+            base_urls={p: url for p, url in emu.base_urls.items() if p in PROVIDERS},
+            credentials=dict.fromkeys(PROVIDERS, "demo-key-not-secret"),
             settings=Settings(max_requests_per_batch=5, poll_interval=0.2),
         )
         if jobs_dir is None:

@@ -55,6 +55,12 @@ KEY_VARIABLES: dict[ProviderName, tuple[str, ...]] = {
 # provider → (wire class, client class, the SDK it needs, the extra that installs it)
 _MODULES: dict[ProviderName, tuple[str, str, str, str]] = {
     "openai": ("openai_wire:OpenAIWire", "openai_client:OpenAIClient", "openai", ""),
+    "anthropic": (
+        "anthropic_wire:AnthropicWire",
+        "anthropic_client:AnthropicClient",
+        "anthropic",
+        "anthropic",
+    ),
 }
 
 
@@ -128,9 +134,15 @@ def key_from_env(name: ProviderName, env: Mapping[str, str] = os.environ) -> str
 
 
 def explicit_base_url(
-    name: ProviderName, flag: str | None, env: Mapping[str, str] = os.environ
+    name: ProviderName,
+    flag: str | None,
+    env: Mapping[str, str] = os.environ,
+    given: Mapping[ProviderName, str] | None = None,
 ) -> str | None:
-    """A base URL the user chose: ``--base-url`` (OpenAI's), else the SDK's variable."""
+    """A base URL the user chose: one given in code (the demo's emulator), ``--base-url``
+    (OpenAI's), else the SDK's variable."""
+    if given and name in given:
+        return normal_url(given[name])
     if name == "openai" and flag:
         return normal_url(flag)
     value = env.get(BASE_URL_VARIABLES[name])

@@ -23,6 +23,11 @@ if TYPE_CHECKING:
     import polars as pl
 
 
+# A service's clock may be this far behind ours: a batch looked for after a crash, or
+# polled by a walk of the list, is looked for from this long before our time.
+CLOCK_SKEW = 600.0
+
+
 @dataclass(frozen=True)
 class Prompt:
     """What the model sees, before any service's wire format."""
@@ -89,8 +94,9 @@ class BatchView:
     """A batch as the service describes it, normalised.
 
     ``completed`` and ``failed`` count lines as the service reports them while
-    it runs (a service that reports nothing until the end says 0); ``files``
-    are the result files to download, set once the results can be fetched.
+    it runs (a service that reports nothing until the end says 0, and how many
+    lines are still ``processing``); ``files`` are the result files to
+    download, set once the results can be fetched.
     """
 
     id: str
@@ -103,6 +109,7 @@ class BatchView:
     files: tuple[str, ...] = ()
     errors: tuple[dict[str, Any], ...] | None = None  # why a batch failed as a whole
     created_at: float | None = None
+    processing: int | None = None  # lines not yet done, from a service that says only that
 
 
 FailureKind = Literal["resubmit", "smaller", "later_smaller", "fail"]
@@ -167,8 +174,9 @@ class Client(Protocol):
         looks for the batch (:meth:`find`) before creating again."""
         ...
 
-    def find(self, tag: Tag, since: float, known: Collection[str]) -> BatchView | None:
-        """The batch an interrupted create may have made (not one of ``known``)."""
+    def find(self, tag: Tag, intent: float, known: Collection[str]) -> BatchView | None:
+        """The batch an interrupted create may have made (not one of ``known``); ``intent``
+        is when the create was journaled as about to happen (our clock)."""
         ...
 
     def poll(self, batch_ids: Collection[str], since: float) -> dict[str, BatchView]:

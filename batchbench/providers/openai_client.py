@@ -10,37 +10,19 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import openai
 
-from .. import _failpoints
-from .._io import durable_replace, storage
-from ..errors import (
-    ApiConflictError,
-    ApiError,
-    ApiNotFoundError,
-    ConfigError,
-    FileNotYetVisible,
-    Unreachable,
-)
-from ..errors import TransientApiError as Transient
+from ..errors import ApiConflictError, ApiError, ApiNotFoundError, FileNotYetVisible
 from ..kinds import Ending, Phase
-from .base import BatchView, Service, Tag
-from .http_errors import one_line, retry_after, status_error
+from .base import CLOCK_SKEW, BatchView, Service, Tag
+from .http_errors import one_line
 from .openai_wire import ENDPOINT
-from .retry import Retrier
+from .stainless import SdkCalls, timeout
 
-try:  # openai 3.x uses httpx2; 1.x/2.x use httpx. Streaming errors are theirs, unwrapped.
-    import httpx2 as _httpx
-except ImportError:  # pragma: no cover - depends on the installed SDK
-    import httpx as _httpx  # type: ignore[no-redef]
-
-T = TypeVar("T")
-TIMEOUT = 60.0
 ENDINGS: dict[str, Ending] = {
     "completed": "completed",
     "failed": "failed",
@@ -85,104 +67,35 @@ def view(batch: dict[str, Any]) -> BatchView:
     )
 
 
+def _file_not_visible(what: str, exc: Any) -> ApiError | None:
+    """A 400 naming ``file_id`` right after an upload: the file is not visible yet."""
+    param = getattr(exc, "param", None)
+    if exc.status_code == 400 and param == "file_id":
+        return FileNotYetVisible(f"{what}: {one_line(exc.message)}", status=400, param=param)
+    return None
+
+
 class OpenAIClient:
     """Batch API calls, SDK errors turned into batchbench's typed errors."""
 
     def __init__(self, service: Service, api_key: str, *, warn: Callable[[str], None]) -> None:
         self.service = service
-        self.retry = Retrier(warn)
         self.sdk = openai.OpenAI(
-            api_key=api_key,
-            base_url=service.base_url,
-            max_retries=0,
-            timeout=_httpx.Timeout(TIMEOUT, connect=5.0),
+            api_key=api_key, base_url=service.base_url, max_retries=0, timeout=timeout(openai)
         )
-        self._secret = api_key
-
-    @contextlib.contextmanager
-    def _errors(self, what: str, batch_id: str | None = None) -> Iterator[None]:
-        """The SDK's exceptions → typed errors naming the call (the exception map)."""
-        try:
-            yield
-        except (openai.APIConnectionError, _httpx.TransportError) as exc:
-            cause = exc.__cause__ if isinstance(exc, openai.APIConnectionError) else exc
-            text = one_line(cause or exc, self._secret) or type(exc).__name__
-            url = self.service.base_url
-            if isinstance(cause, _httpx.ConnectError):
-                unreachable = f"{what}: cannot connect to {url} ({text})"
-                raise Unreachable(unreachable, batch_id=batch_id) from None
-            raise Transient(f"{what}: {text} ({url})", batch_id=batch_id) from None
-        except openai.APIStatusError as exc:
-            param = getattr(exc, "param", None)
-            if exc.status_code == 400 and param == "file_id":
-                raise FileNotYetVisible(
-                    f"{what}: {one_line(exc.message)}", status=400, param=param
-                ) from None
-            raise status_error(
-                what,
-                exc.status_code,
-                one_line(exc.message, self._secret),
-                key_hint="OPENAI_API_KEY",
-                batch_id=batch_id,
-                param=param if isinstance(param, str) else None,
-                wait=retry_after(exc.response.headers),
-            ) from None
-        except openai.APIResponseValidationError as exc:
-            raise ApiError(f"{what}: the reply is not what the Batch API sends: {exc}") from None
-
-    def _call(self, what: str, fn: Callable[[], T], batch_id: str | None = None) -> T:
-        def attempt() -> T:
-            with self._errors(what, batch_id):
-                return self._reply(fn())
-
-        return self.retry(attempt)
-
-    def _reply(self, obj: T) -> T:
-        """A reply that is not JSON (an HTML page served with 200) reaches us as a str."""
-        if isinstance(obj, (str, bytes)):
-            raise ApiError(
-                f"{self.service.base_url} answered with something that is not the OpenAI API"
-                f" (not JSON: {str(obj)[:60]!r}...); check --base-url"
-            )
-        return obj
+        self._call = SdkCalls(
+            openai, service, api_key, display="OpenAI", key_hint="OPENAI_API_KEY", warn=warn,
+            refine=_file_not_visible,
+        )  # fmt: skip
 
     # the service ---------------------------------------------------------------
     def check_models(self, models: Iterable[str]) -> None:
-        """Before anything is paid: each model exists for this key (and the API answers)."""
-        for model in dict.fromkeys(models):
-            try:
-                self._call(f"look up model {model!r}", self._look_up(model))
-            except ApiNotFoundError:
-                self._check_base_url()
-                raise ConfigError(
-                    f"model {model!r} is not available at {self.service.base_url} (HTTP 404);"
-                    " check its name"
-                ) from None
-
-    def _check_base_url(self) -> None:
-        """A 404 for a model may be a base URL that is not the API's (no ``/v1``, say):
-        if the list of models is not found either, it is the URL that is wrong."""
-        try:
-            self._call("list models", self.sdk.models.list)
-        except ApiNotFoundError:
-            raise ConfigError(
-                f"{self.service.base_url} is not the OpenAI API's base URL: it answers 404 to"
-                " GET /models too (does it end in /v1?); check --base-url or OPENAI_BASE_URL"
-            ) from None
-
-    def _look_up(self, model: str) -> Callable[[], Any]:
-        def retrieve() -> Any:
-            try:
-                return self.sdk.models.retrieve(model)
-            except openai.APIConnectionError as exc:
-                cause = exc.__cause__
-                if isinstance(cause, _httpx.ConnectError):  # before a run: a wrong URL, not
-                    url, why = self.service.base_url, one_line(cause)  # an outage: said at once
-                    what = f"look up model {model!r}: cannot connect to {url} ({why})"
-                    raise ApiError(what) from None
-                raise
-
-        return retrieve
+        self._call.check_models(
+            models,
+            self.sdk.models.retrieve,
+            self.sdk.models.list,
+            "--base-url or OPENAI_BASE_URL (does it end in /v1?)",
+        )
 
     def upload(self, path: Path, tag: Tag) -> str:
         def send() -> Any:
@@ -202,14 +115,14 @@ class OpenAIClient:
             "batchbench_attempt": str(tag.attempt),
             "batchbench_sub": tag.sub,
         }
-        with self._errors(f"create batch for {input_ref}"):  # once: never retried blind
+        with self._call.errors(f"create batch for {input_ref}"):  # once: never retried blind
             batch = self.sdk.batches.create(
                 input_file_id=input_ref,
                 endpoint=ENDPOINT,
                 completion_window="24h",
                 metadata=metadata,
             )
-            return view(self._reply(batch).model_dump())
+            return view(self._call.reply(batch).model_dump())
 
     def _batches_since(self, since: float) -> Iterator[dict[str, Any]]:
         """The project's batches, newest first, 100 a call, until the page that reaches
@@ -218,14 +131,14 @@ class OpenAIClient:
         while True:
             kwargs: dict[str, Any] = {"limit": 100, **({"after": after} if after else {})}
             page = self._call("list batches", functools.partial(self.sdk.batches.list, **kwargs))
-            data = [self._reply(b).model_dump() for b in page.data]
+            data = [self._call.reply(b).model_dump() for b in page.data]
             yield from data
             if not page.has_more or not data or (data[-1].get("created_at") or 0) < since:
                 return
             after = data[-1]["id"]
 
-    def find(self, tag: Tag, since: float, known: Collection[str]) -> BatchView | None:
-        for batch in self._batches_since(since):
+    def find(self, tag: Tag, intent: float, known: Collection[str]) -> BatchView | None:
+        for batch in self._batches_since(intent - CLOCK_SKEW):
             meta = batch.get("metadata") or {}
             if (
                 meta.get("batchbench_run_id") == tag.run_id
@@ -259,34 +172,8 @@ class OpenAIClient:
         return view(batch.model_dump())
 
     def download(self, batch_id: str, ref: str, dest: Path) -> int:
-        """Stream a file's bytes verbatim to ``dest`` (temporary name, fsync, rename)."""
-        tmp = dest.with_name(f".{dest.name}.part")
-
-        def fetch() -> int:
-            size = 0
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with (
-                self.sdk.files.with_streaming_response.content(ref) as resp,
-                os.fdopen(fd, "wb") as fh,
-            ):
-                for chunk in resp.iter_bytes():
-                    fh.write(chunk)
-                    size += len(chunk)
-                    _failpoints.hit("downloading")
-                fh.flush()
-                os.fsync(fh.fileno())
-            durable_replace(tmp, dest)
-            return size
-
-        def attempt() -> int:
-            with self._errors(f"download {ref}", batch_id), storage(tmp):
-                return fetch()
-
-        try:
-            return self.retry(attempt)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
+        stream = functools.partial(self.sdk.files.with_streaming_response.content, ref)
+        return self._call.download(stream, f"download {ref}", batch_id, dest)
 
     def delete(self, refs: Sequence[str]) -> None:
         for ref in refs:

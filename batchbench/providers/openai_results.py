@@ -9,17 +9,13 @@ same reader serves every OpenAI-shaped output (Fireworks' included).
 
 from __future__ import annotations
 
-import json
-import mmap
 from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
-import numpy as np
 import polars as pl
 
 from .. import frames
-from .._io import jsonl_lines
 from ..errors import BatchFileError
 
 # The fields of an output line that batchbench reads, typed: msgspec checks every
@@ -79,51 +75,6 @@ _BODY = msgspec.json.Decoder(_Body | str | None)
 _CONTENT = msgspec.json.Decoder(str | None)
 
 
-def _decode_lines(data: bytes | mmap.mmap, path: Path) -> tuple[list[_Line], list[int]]:
-    """Every line decoded, and its line number; a bad line is named with what is wrong."""
-    try:
-        lines = _LINE.decode_lines(data)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        lines = None
-    newlines = np.count_nonzero(np.frombuffer(data, np.uint8) == 10) if len(data) else 0
-    if lines is not None and len(lines) == newlines + (len(data) > 0 and data[-1:] != b"\n"):
-        return lines, list(range(1, len(lines) + 1))
-    # Blank lines, two values on a line, or a bad line: go line by line to say which.
-    lines, numbers = [], []
-    for lineno, line in jsonl_lines(bytes(data)):
-        where = f"{path}: line {lineno}"
-        try:
-            lines.append(_decode_line(line))
-        except msgspec.ValidationError as exc:
-            raise BatchFileError(f"{where}: {_field_problem(exc)}") from None
-        except msgspec.DecodeError:
-            raise BatchFileError(f"{where}: {frames.line_problem(line)}") from None
-        numbers.append(lineno)
-    return lines, numbers
-
-
-def _decode_line(line: bytes) -> _Line:
-    """One line; one msgspec cannot take (a lone surrogate in a reply) is read by the
-    json module and its text cleaned (:func:`frames.clean`) before it is typed."""
-    try:
-        return _LINE.decode(line)
-    except msgspec.DecodeError:
-        try:
-            value = json.loads(line)
-        except (ValueError, RecursionError):
-            raise msgspec.DecodeError("not JSON") from None
-        if not isinstance(value, dict):
-            raise
-        return _LINE.decode(json.dumps(frames.clean(value), ensure_ascii=False).encode())
-
-
-def _field_problem(exc: msgspec.ValidationError) -> str:
-    text = str(exc)
-    if text.startswith("Expected `object`, got") and "- at" not in text:
-        return f"expected a JSON object, got {text.split('got `', 1)[1].rstrip('`')}"
-    return text.replace("`$.", "`").replace(" - at ", " at ")
-
-
 def _content(raw: msgspec.Raw) -> str | None:
     """A message content's text; anything but a string reads as no content."""
     try:
@@ -142,7 +93,7 @@ def read_outputs(paths: Sequence[Path], empty_error: str) -> pl.DataFrame:
         path = Path(p)
         data = frames.map_file(path)
         frames.check_tail(data, path)
-        got, nums = _decode_lines(data, path)
+        got, nums = frames.decode_lines(data, path, _LINE)
         files.extend([str(path)] * len(got))
         numbers.extend(nums)
         lines.extend(got)
@@ -157,7 +108,8 @@ def read_outputs(paths: Sequence[Path], empty_error: str) -> pl.DataFrame:
                 decoded = _BODY.decode(r.body)
             except msgspec.ValidationError as exc:
                 where = f"{file}: line {lineno}"
-                raise BatchFileError(f"{where}: {_field_problem(exc)} in response.body") from None
+                problem = frames.field_problem(exc)
+                raise BatchFileError(f"{where}: {problem} in response.body") from None
             body = decoded if isinstance(decoded, _Body) else None
         ok = r is not None and r.status_code is not None and 200 <= r.status_code < 300
         bodies.append(body)

@@ -1,0 +1,181 @@
+"""Anthropic's Message Batches through the anthropic SDK: create, find, poll, results.
+
+The requests travel in the create call (no upload). A Message Batch carries no
+metadata, so a batch whose create outcome was lost (a crash, a timeout) is
+found again by what it holds (:meth:`AnthropicClient.find`): among the batches
+created since the journaled intent that the run does not already hold, the
+one with the submission's request count created nearest that moment. It is
+adopted at once (never a second create for the same requests) and confirmed
+when it ends: results that name none of the submission's request ids (which
+carry the run's id) disown it, and the submission is looked for again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import anthropic
+
+from ..errors import ApiError, ApiNotFoundError
+from ..kinds import Ending, Phase
+from .base import CLOCK_SKEW, BatchView, Service, Tag
+from .stainless import SdkCalls, timeout
+
+PHASES: dict[str, Phase] = {"in_progress": "running", "canceling": "cancelling", "ended": "ended"}
+RESULTS = ".results"  # a batch's results, as a file reference: "<batch id>.results"
+PAGE = 1000  # the list's largest page
+
+
+def _time(value: Any) -> float | None:
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if isinstance(value, str):
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    return None
+
+
+def view(batch: dict[str, Any]) -> BatchView:
+    """A Message Batch, normalised. Its counts say only ``processing`` until it has
+    ended; an ended batch that was told to stop is cancelled when a line was cut short,
+    expired when the window cut one, else completed."""
+    status = batch.get("processing_status")
+    if status not in PHASES:
+        raise ApiError(
+            f"message batch {batch.get('id')} has an unknown status {status!r}",
+            batch_id=batch.get("id"),
+        )
+    counts = {k: int(v or 0) for k, v in (batch.get("request_counts") or {}).items()}
+    total = sum(counts.values())
+    ending: Ending | None = None
+    if status == "ended":
+        if counts.get("canceled") and batch.get("cancel_initiated_at"):
+            ending = "cancelled"
+        elif counts.get("expired"):
+            ending = "expired"
+        else:
+            ending = "completed"
+    ended = ending is not None and batch.get("results_url")
+    return BatchView(
+        id=batch["id"],
+        status=str(status),
+        phase=PHASES[str(status)],
+        ending=ending,
+        total=total,
+        completed=counts.get("succeeded", 0),
+        failed=counts.get("errored", 0) + counts.get("canceled", 0) + counts.get("expired", 0),
+        files=(f"{batch['id']}{RESULTS}",) if ended else (),
+        created_at=_time(batch.get("created_at")),
+        processing=counts.get("processing", 0) if status != "ended" else None,
+    )
+
+
+class AnthropicClient:
+    """Message Batches calls, SDK errors turned into batchbench's typed errors."""
+
+    def __init__(self, service: Service, api_key: str, *, warn: Callable[[str], None]) -> None:
+        self.service = service
+        self.sdk = anthropic.Anthropic(
+            api_key=api_key, base_url=service.base_url, max_retries=0, timeout=timeout(anthropic)
+        )
+        self._call = SdkCalls(
+            anthropic, service, api_key, display="Anthropic", key_hint="ANTHROPIC_API_KEY",
+            warn=warn,
+        )  # fmt: skip
+        self._batches = self.sdk.messages.batches
+
+    def check_models(self, models: Iterable[str]) -> None:
+        self._call.check_models(
+            models, self.sdk.models.retrieve, self.sdk.models.list, "ANTHROPIC_BASE_URL"
+        )
+
+    def upload(self, path: Path, tag: Tag) -> str:
+        raise ValueError("Message Batches take their requests inline: nothing is uploaded")
+
+    def create(self, tag: Tag, input_ref: str | None, path: Path) -> BatchView:
+        """The request file's lines are the create call's ``requests``, as written."""
+        requests = [json.loads(line) for line in path.read_bytes().splitlines() if line]
+        with self._call.errors(f"create message batch for {tag.sub}"):  # once: never blind
+            batch = self._call.reply(self._batches.create(requests=requests))
+            return view(batch.model_dump(mode="json"))
+
+    def _since(self, since: float) -> Iterator[dict[str, Any]]:
+        """The workspace's batches, newest first, a page at a time, until the page that
+        reaches back before ``since`` (a Unix time)."""
+        after: str | None = None
+        while True:
+            kwargs: dict[str, Any] = {"limit": PAGE, **({"after_id": after} if after else {})}
+            listing = functools.partial(self._batches.list, **kwargs)
+            page = self._call("list message batches", listing)
+            data = [self._call.reply(b).model_dump(mode="json") for b in page.data]
+            yield from data
+            oldest = _time(data[-1].get("created_at")) if data else None
+            if not page.has_more or not data or (oldest or 0) < since:
+                return
+            after = data[-1]["id"]
+
+    def find(self, tag: Tag, intent: float, known: Collection[str]) -> BatchView | None:
+        """The batch an interrupted create made: created since the intent (less the clock
+        skew allowed), not one the run holds, holding as many requests as the
+        submission; of several, the one created nearest the intent."""
+        since = intent - CLOCK_SKEW
+        candidates = []
+        for batch in self._since(since):
+            found = view(batch)
+            if found.id in known or found.total != tag.requests:
+                continue
+            created = found.created_at if found.created_at is not None else intent
+            if created >= since:
+                candidates.append((abs(created - intent), found))
+        return min(candidates, key=lambda c: c[0])[1] if candidates else None
+
+    def poll(self, batch_ids: Collection[str], since: float) -> dict[str, BatchView]:
+        wanted, found = set(batch_ids), {}
+        for batch in self._since(since):
+            if batch["id"] in wanted:
+                found[batch["id"]] = view(batch)
+                if len(found) == len(wanted):
+                    break
+        return found
+
+    def retrieve(self, batch_id: str) -> BatchView:
+        batch = self._call(
+            f"retrieve message batch {batch_id}",
+            functools.partial(self._batches.retrieve, batch_id),
+            batch_id,
+        )
+        return view(batch.model_dump(mode="json"))
+
+    def cancel(self, batch_id: str) -> BatchView | None:
+        """None when the batch had already ended (the service refuses to cancel it)."""
+        try:
+            batch = self._call(
+                f"cancel message batch {batch_id}",
+                functools.partial(self._batches.cancel, batch_id),
+                batch_id,
+            )
+        except ApiError as exc:
+            if exc.status not in (400, 409) or self.retrieve(batch_id).phase != "ended":
+                raise
+            return None
+        return view(batch.model_dump(mode="json"))
+
+    def download(self, batch_id: str, ref: str, dest: Path) -> int:
+        """The results, verbatim: the SDK follows the batch's ``results_url``."""
+        stream = functools.partial(self._batches.with_streaming_response.results, batch_id)
+        return self._call.download(stream, f"download results of {batch_id}", batch_id, dest)
+
+    def delete(self, refs: Sequence[str]) -> None:
+        """A Message Batch is deleted whole (its results with it) once it has ended."""
+        for ref in refs:
+            batch_id = ref.removesuffix(RESULTS)
+            with contextlib.suppress(ApiNotFoundError):
+                self._call(
+                    f"delete message batch {batch_id}",
+                    functools.partial(self._batches.delete, batch_id),
+                )

@@ -1,0 +1,246 @@
+"""Anthropic's Message Batches, offline: the reference's Messages body, request lines,
+the envelope's rules, and the results file read into the common frame.
+
+What the model is sent and how its reply reads are the reference runner's
+(``../shared/spec/reference-behaviour.md`` §9): ``max_tokens`` 32000, the
+system message top-level, no temperature ever, ``output_config.effort`` for a
+reasoning effort (``max`` stays ``max``); the answer is the non-empty text
+blocks joined with a newline and stripped. The batch format is
+``../shared/spec/provider-batch-apis.md`` §1: requests travel inline in the
+create call (a request file holds one ``{"custom_id", "params"}`` per line, the
+create body is their list), ids match ``^[a-zA-Z0-9_-]{1,64}$``, and an errored
+line's error type stands for the HTTP status the reference would have seen.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import polars as pl
+
+from .. import frames
+from ..errors import BatchFileError, PlanError
+from ..kinds import ProviderName, Stage
+from .base import BatchFailure, Limits, LineRules, Prompt, Rendered
+from .ids import SAFE_ID, safe_id
+
+MAX_REQUESTS = 100_000
+# 256 MB a create body: ``{"requests":[`` + the lines joined by commas + ``]}`` is
+# 14 bytes more than the lines with their newlines.
+MAX_BYTES = 256 * 1024 * 1024 - 14
+# The reference's retried statuses, and 529 (overloaded): a documented extension,
+# an overloaded line is free to send again.
+RETRIED = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+# An errored line's error type → the HTTP status it stands for (Anthropic's errors page);
+# a type this table does not know reads as a 500.
+STATUS_OF = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "conflict_error": 409,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+# Lines the service never ran: sent again, never billed.
+NOT_RUN = {"canceled": "batch_cancelled", "expired": "batch_expired"}
+
+
+@dataclass
+class AnthropicWire:
+    name: ProviderName = "anthropic"
+    limits: Limits = field(default_factory=lambda: Limits(MAX_REQUESTS, MAX_BYTES))
+    rules: LineRules = field(default_factory=lambda: LineRules("Anthropic", RETRIED))
+    uploads: bool = False
+
+    def effort(self, asked: str | None) -> str | None:
+        """The reference sends ``max`` to Anthropic as ``max``: every effort as asked."""
+        return asked
+
+    def render(self, prompt: Prompt, model: str) -> Rendered:
+        """The reference's Messages body, key order included; never a temperature."""
+        body: dict[str, Any] = {
+            "model": model,
+            "max_tokens": prompt.max_tokens,
+            "messages": [{"role": "user", "content": prompt.user}],
+            "system": prompt.system,
+        }
+        effort = self.effort(prompt.reasoning_effort)
+        if effort is not None:
+            body["output_config"] = {"effort": effort}
+        return Rendered(body, False)
+
+    def custom_id(self, stage: Stage, case_id: str, attempt: int, run_id: str) -> str:
+        return safe_id(stage, case_id, attempt, run_id)
+
+    def request_line(self, custom_id: str, rendered: Rendered) -> bytes:
+        obj = {"custom_id": custom_id, "params": rendered.body}
+        return (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+
+    def check_file(self, lines: Sequence[bytes], where: str) -> None:
+        """The create call's envelope rules, which refuse the whole batch when broken."""
+        if len(lines) > self.limits.max_lines:
+            raise PlanError(f"{where}: {len(lines)} requests, over the {MAX_REQUESTS} limit")
+        size = sum(len(x) for x in lines)
+        if size > self.limits.max_bytes:
+            raise PlanError(f"{where}: {size + 14} bytes, over the 256 MB limit of a batch")
+        seen: set[str] = set()
+        for n, raw in enumerate(lines, 1):
+            obj = json.loads(raw)
+            cid = obj.get("custom_id")
+            if not isinstance(cid, str) or not SAFE_ID.match(cid):
+                raise PlanError(f"{where}: line {n}: custom_id {cid!r} is not {SAFE_ID.pattern}")
+            if cid in seen:
+                raise PlanError(f"{where}: line {n}: duplicate custom_id {cid!r}")
+            seen.add(cid)
+            params = obj.get("params")
+            if not isinstance(params, dict) or params.get("stream") is True:
+                raise PlanError(f"{where}: line {n}: params must be a non-streaming Messages body")
+
+    def failure(self, errors: Sequence[dict[str, Any]] | None, requests: int) -> BatchFailure:
+        """Message Batches never fail as a whole once created (each line ends on its own);
+        a batch without results is one the service lost: send its requests again."""
+        return BatchFailure("resubmit", None, "the batch ended without results")
+
+    def read_results(self, paths: Sequence[Path]) -> pl.DataFrame:
+        return read_results(paths)
+
+
+# The fields of a results line that batchbench reads, typed (msgspec skips the rest).
+_NULL = msgspec.Raw(b"null")
+
+
+class _Block(msgspec.Struct, gc=False):
+    type: str | None = None
+    text: msgspec.Raw = _NULL
+
+
+class _OutputDetails(msgspec.Struct, gc=False):
+    thinking_tokens: int | None = None
+
+
+class _Usage(msgspec.Struct, gc=False):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+    output_tokens_details: _OutputDetails | None = None
+
+
+class _Message(msgspec.Struct, gc=False):
+    content: list[_Block] | None = None
+    stop_reason: str | None = None
+    usage: _Usage | None = None
+
+
+class _Result(msgspec.Struct, gc=False):
+    type: str
+    message: _Message | None = None
+    error: msgspec.Raw = _NULL  # kept as the service wrote it: the error row quotes it
+
+
+class _Line(msgspec.Struct, gc=False):
+    custom_id: str | None = None
+    result: _Result | None = None
+
+
+class _ErrorType(msgspec.Struct, gc=False):
+    type: str | None = None
+
+
+class _ErrorResponse(msgspec.Struct, gc=False):
+    error: _ErrorType | None = None
+
+
+_LINE = msgspec.json.Decoder(_Line)
+_TEXT = msgspec.json.Decoder(str | None)
+_ERROR = msgspec.json.Decoder(_ErrorResponse | None)
+
+
+def answer_text(message: _Message) -> str:
+    """The reference's reading: every non-empty text block, joined with a newline, stripped.
+    Thinking, tool use and every other block are not the answer."""
+    texts = []
+    for block in message.content or []:
+        if block.type != "text":
+            continue
+        try:
+            text = _TEXT.decode(block.text)
+        except msgspec.ValidationError:
+            text = None
+        if text:
+            texts.append(text)
+    return "\n".join(texts).strip()
+
+
+def _status(error: msgspec.Raw) -> int:
+    try:
+        decoded = _ERROR.decode(error)
+    except msgspec.ValidationError:
+        return 500
+    kind = decoded.error.type if decoded is not None and decoded.error is not None else None
+    return STATUS_OF.get(kind or "", 500)
+
+
+def read_results(paths: Sequence[Path]) -> pl.DataFrame:
+    """Results files → the common frame, every line checked. ``succeeded`` is a 200 reply
+    (its text read by the reference's rule), ``errored`` the HTTP status its error type
+    stands for with the error object as the body's text, ``canceled`` and ``expired``
+    lines the service never ran."""
+    cols: dict[str, list[Any]] = {k: [] for k in frames.FRAME_SCHEMA if k != "row"}
+    for p in paths:
+        path = Path(p)
+        data = frames.map_file(path)
+        frames.check_tail(data, path)
+        lines, numbers = frames.decode_lines(data, path, _LINE)
+        for lineno, line in zip(numbers, lines):
+            result = line.result
+            if result is None:
+                raise BatchFileError(f"{path}: line {lineno}: no 'result'")
+            if result.type not in ("succeeded", "errored", *NOT_RUN):
+                raise BatchFileError(f"{path}: line {lineno}: unknown result type {result.type!r}")
+            message = result.message if result.type == "succeeded" else None
+            if result.type == "succeeded" and message is None:
+                raise BatchFileError(f"{path}: line {lineno}: a succeeded result without message")
+            usage = message.usage if message is not None else None
+            u = usage or _Usage()
+            details = u.output_tokens_details
+            row = {
+                "file": str(path),
+                "lineno": lineno,
+                "custom_id": line.custom_id,
+                "status_code": (
+                    200 if message is not None
+                    else _status(result.error) if result.type == "errored" else None
+                ),
+                "has_response": result.type in ("succeeded", "errored"),
+                "has_error": result.type in NOT_RUN,
+                "error_code": NOT_RUN.get(result.type),
+                "error_message": result.type if result.type in NOT_RUN else None,
+                "body_text": (
+                    bytes(result.error).decode("utf-8", "replace")
+                    if result.type == "errored" else None
+                ),
+                "content": answer_text(message) if message is not None else None,
+                "empty_error": (
+                    "Anthropic returned an empty text message"
+                    f" stop={message.stop_reason if message is not None else None}"
+                ),
+                "prompt_tokens": (u.input_tokens or 0) + (u.cache_read_input_tokens or 0)
+                + (u.cache_creation_input_tokens or 0),
+                "cached_tokens": u.cache_read_input_tokens,
+                "completion_tokens": u.output_tokens,
+                "reasoning_tokens": details.thinking_tokens if details is not None else None,
+            }  # fmt: skip
+            for key, value in row.items():
+                cols[key].append(value)
+    return frames.build({**cols, "row": list(range(len(cols["file"])))})
