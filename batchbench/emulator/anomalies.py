@@ -22,6 +22,11 @@ ANOMALIES = {
     "expired-500": ("an expired batch's unfinished lines are generic 500 rows", 1.0),
     "lagging-counts": ("request_counts lag the batch's real progress (a share of polls)", 0.5),
     "missing-lines": ("the output file leaves some finished lines out entirely", 0.2),
+    "succeeded-before-file": (
+        "Gemini: a job says SUCCEEDED a while before its responses file is named (a share)",
+        1.0,
+    ),
+    "stuck-pending": ("Gemini: a job never leaves PENDING (a share of jobs)", 0.5),
 }
 
 

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from .objects import ApiFailure
 
-Face = Literal["openai", "anthropic", "emulator"]
+Face = Literal["openai", "anthropic", "gemini", "emulator"]
 
 
 @dataclass(frozen=True)

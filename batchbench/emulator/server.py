@@ -2,11 +2,13 @@
 
 Built on the standard library's threaded HTTP server: each provider's official
 SDK talks to it over real loopback HTTP exactly as it talks to the service.
-Each face (:mod:`.openai_routes`, :mod:`.anthropic_routes`) brings its routes;
-this module picks the face of a call (a path both serve, ``/v1/models``, goes
-to Anthropic's when the call carries ``anthropic-version``), checks the key the
-way that service does, injects the seeded faults and writes every error in
-that service's envelope. Routes under ``/_emulator/`` are for tests (ledger,
+Each face (:mod:`.openai_routes`, :mod:`.anthropic_routes`,
+:mod:`.gemini_routes`) brings its routes; this module picks the face of a call
+by what its SDK sends (``anthropic-version``; Google's ``x-goog-api-key`` or an
+upload session; else OpenAI's), since some paths (``/v1/models/…``,
+``/v1/files/…``) are served by several, checks the key the way that service
+does, injects the seeded faults and writes every error in that service's
+envelope. Routes under ``/_emulator/`` are for tests (ledger,
 clock, settings) and need no key.
 """
 
@@ -25,8 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from . import anthropic_routes, openai_routes
-from .anthropic import error_body
+from . import anthropic, anthropic_routes, gemini, gemini_routes, openai_routes
 from .routes import Face, Route, json_body
 from .store import ApiFailure, Store
 
@@ -35,7 +36,7 @@ from .store import ApiFailure, Store
 class Faults:
     """Seeded fault injection for ``/v1`` calls."""
 
-    rate: float = 0.0  # fraction answered 429 (with retry-after) or 500 (Anthropic: or 529)
+    rate: float = 0.0  # fraction answered 429 (retry-after) or 500 (Anthropic: or 529; Gemini: 503)
     slow_rate: float = 0.0  # fraction delayed by slow_seconds
     slow_seconds: float = 1.0
     truncate_rate: float = 0.0  # fraction of file downloads cut off mid-body
@@ -136,6 +137,7 @@ def _e(method: str, path: str, handle: Any) -> Route:
 ROUTES: list[Route] = [
     *openai_routes.ROUTES,
     *anthropic_routes.ROUTES,
+    *gemini_routes.ROUTES,
     _e("GET", r"^/_emulator/ledger$", _ledger),
     _e("GET", r"^/_emulator/health$", _health),
     _e("POST", r"^/_emulator/flush$", _flush),
@@ -207,7 +209,10 @@ class Handler(BaseHTTPRequestHandler):
     ) -> None:  # fmt: skip
         """An error in the envelope of the face being spoken to."""
         if self.face == "anthropic":
-            self.send(status, error_body(status, message, kind), headers)
+            self.send(status, anthropic.error_body(status, message, kind), headers)
+            return
+        if self.face == "gemini":
+            self.send(status, gemini.error_body(status, message), headers)
             return
         kind = kind or ("invalid_request_error" if status < 500 else "server_error")
         body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
@@ -228,11 +233,18 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(length) if length else b""
 
+    def _face(self, path: str, query: dict) -> Face:
+        """Whose SDK is calling, from what it sends."""
+        if "anthropic-version" in self.headers:
+            return "anthropic"
+        if "x-goog-api-key" in self.headers or "key" in query or path.startswith("/upload/"):
+            return "gemini"
+        return "openai"
+
     def _route(self, method: str, path: str) -> tuple[Route, re.Match[str]] | None:
-        wanted: Face = "anthropic" if "anthropic-version" in self.headers else "openai"
         found = [(r, m) for r in ROUTES if r.method == method and (m := r.pattern.match(path))]
         for route, match in found:
-            if route.face in (wanted, "emulator"):
+            if route.face in (self.face, "emulator"):
                 return route, match
         return found[0] if found else None
 
@@ -240,7 +252,7 @@ class Handler(BaseHTTPRequestHandler):
         url = urlparse(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         body = self._body()
-        self.face = "anthropic" if "anthropic-version" in self.headers else "openai"
+        self.face = self._face(url.path, query)
         found = self._route(method, url.path)
         if found is None:
             if any(route.pattern.match(url.path) for route in ROUTES):
@@ -255,7 +267,7 @@ class Handler(BaseHTTPRequestHandler):
         self.face = route.face if route.face != "emulator" else self.face
         try:
             if route.face != "emulator":
-                if not self._authorised():
+                if not self._authorised(query):
                     return
                 if self._inject_fault(route, match, query, body):
                     return
@@ -263,15 +275,19 @@ class Handler(BaseHTTPRequestHandler):
         except ApiFailure as failure:
             envelope = failure.body
             if self.face == "anthropic" and envelope.get("type") != "error":
-                envelope = error_body(failure.status, str(failure))
+                envelope = anthropic.error_body(failure.status, str(failure))
+            if self.face == "gemini" and "status" not in envelope.get("error", {}):
+                envelope = gemini.error_body(failure.status, str(failure))
             self.send(failure.status, envelope)
         except (BrokenPipeError, ConnectionResetError):
             pass
 
-    def _authorised(self) -> bool:
+    def _authorised(self, query: dict) -> bool:
         """The key where that service looks for it: OpenAI's bearer token; Anthropic's
         ``x-api-key`` or bearer token (the anthropic SDK 2.x sends the key as a bearer
-        token, older ones and curl examples as ``x-api-key``)."""
+        token, older ones and curl examples as ``x-api-key``); Google's own way."""
+        if self.face == "gemini":
+            return gemini_routes.authorised(self, query)
         expected = self.server.api_key
         auth = self.headers.get("Authorization", "")
         token = auth[7:].strip() if auth.startswith("Bearer ") else ""
@@ -317,6 +333,10 @@ class Handler(BaseHTTPRequestHandler):
         if self.face == "anthropic" and self.server.roll(0.5):
             self.server.count("529")
             self.error(529, "Overloaded", kind="overloaded_error")
+            return True
+        if self.face == "gemini" and self.server.roll(0.5):
+            self.server.count("503")
+            self.error(503, "The model is overloaded. Please try again later.")
             return True
         self.server.count("500")
         self.error(500, "The server had an error while processing your request.")

@@ -74,8 +74,9 @@ class Emulator:
 
     @property
     def base_urls(self) -> dict[str, str]:
-        """Each provider's face, as its SDK's base URL (``ANTHROPIC_BASE_URL`` has no /v1)."""
-        return {"openai": self.base_url, "anthropic": self.url}
+        """Each provider's face, as its SDK's base URL (Anthropic's and Gemini's, as their
+        ``ANTHROPIC_BASE_URL`` and ``GOOGLE_GEMINI_BASE_URL``, have no /v1)."""
+        return {"openai": self.base_url, "anthropic": self.url, "gemini": self.url}
 
     def _clock(self) -> None:
         """The emulated service's clock; ``paused`` stops it (a test then drives
@@ -141,6 +142,11 @@ def serve(emulator: Emulator, announce: Callable[[str], None] = print) -> None:
     """Run until interrupted (the ``batchbench emulator`` command)."""
     emulator.start()
     announce(f"Batch API emulator listening on {emulator.base_url}")
+    announce(
+        f"  OPENAI_BASE_URL={emulator.base_urls['openai']}"
+        f"  ANTHROPIC_BASE_URL={emulator.base_urls['anthropic']}"
+        f"  GOOGLE_GEMINI_BASE_URL={emulator.base_urls['gemini']}"
+    )
     try:
         while True:
             time.sleep(3600)

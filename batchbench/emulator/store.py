@@ -17,6 +17,7 @@ from typing import Any
 
 from .anomalies import SERVER_ERROR, damage_results
 from .anthropic import AnthropicBook
+from .gemini import GeminiBook
 from .model import Responder, run_line
 from .objects import (
     MAX_FILE_BYTES,
@@ -55,6 +56,7 @@ class Store:
         self.executions: list[dict[str, Any]] = []
         self._create_tried: set[str] = set()  # file ids a create was tried for
         self.anthropic = AnthropicBook(self)  # Anthropic's Message Batches, same clock
+        self.gemini = GeminiBook(self)  # Gemini's files and batch jobs, same clock
 
     # ids ------------------------------------------------------------------
     def new_id(self, prefix: str) -> str:
@@ -172,6 +174,7 @@ class Store:
             for batch in sorted(self.batches.values(), key=lambda b: b.seq):
                 self._advance(batch, now, flush)
             self.anthropic.advance(now, flush)
+            self.gemini.advance(now, flush)
 
     def _advance(self, batch: Batch, now: float, flush: bool) -> None:
         lat = self.settings.latency
@@ -383,6 +386,7 @@ class Store:
                     }
                     for b in (self.batches[i] for i in self.ledger_batches)
                 ]
-                + self.anthropic.ledger(),
+                + self.anthropic.ledger()
+                + self.gemini.ledger(),
                 "executions": list(self.executions),
             }
