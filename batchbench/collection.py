@@ -23,6 +23,7 @@ from .events import CaseOutcome, Collected
 from .frames import USAGE_COLUMNS
 from .kinds import OutcomeKind
 from .providers.base import BatchFailure, LineRules, Wire
+from .rundir import Run
 from .state import RunState, Submission
 
 # Lines the service lost (expired or cancelled with their batch): sent again without
@@ -82,10 +83,7 @@ class Collection:
 
 def _file_id(source: str | None) -> str | None:
     """``raw/<file id>.jsonl`` → the file id."""
-    if source is None:
-        return None
-    name = source.rsplit("/", 1)[-1]
-    return name[: -len(".jsonl")] if name.endswith(".jsonl") else name
+    return None if source is None else Run.file_id_of(source)
 
 
 def expected_lines(sub: Submission) -> dict[str, tuple[str, bool]]:

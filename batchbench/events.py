@@ -182,6 +182,15 @@ class Disowned(Event, tag="disowned"):
     batch_id: str
 
 
+class Stalled(Event, tag="stalled"):
+    """The batch was not started ``seconds`` after it was created: it was told to
+    stop, and its requests are sent again (once)."""
+
+    sub: str
+    batch_id: str
+    seconds: float
+
+
 class ServiceSet(Event, tag="service"):
     """Where a stage's batches live from now on (a run made before 0.2 recorded
     none in its config; ``run --move-service`` points a run at another base URL)."""
@@ -216,6 +225,7 @@ AnyEvent = (
     | Collected
     | RemoteDeleted
     | Disowned
+    | Stalled
     | ServiceSet
     | CancelRequested
     | Resumed

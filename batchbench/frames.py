@@ -66,11 +66,15 @@ def check_tail(data: bytes | mmap.mmap, path: Path) -> None:
 
 
 def map_file(path: Path) -> bytes | mmap.mmap:
-    """The file's bytes without copying them (an empty file cannot be mapped)."""
-    with open(path, "rb") as fh:
-        if os.fstat(fh.fileno()).st_size == 0:
-            return b""
-        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    """The file's bytes without copying them (an empty file cannot be mapped). A kept
+    raw file that cannot be read is named as such."""
+    try:
+        with open(path, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size == 0:
+                return b""
+            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except OSError as exc:
+        raise BatchFileError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def line_problem(line: bytes) -> str:

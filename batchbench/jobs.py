@@ -152,7 +152,7 @@ def execute_group(
                 continue
             config = run.create(config)
             bundle = stage_bundle(stages, clients)
-            pipeline = Pipeline(run, config, cases, bundle, options.settings, say=say)
+            pipeline = Pipeline(run, config, cases, bundle, options.settings, warn=warn)
             for change in changes:
                 pipeline.record(change)
             if options.no_wait and pipeline.done():

@@ -27,7 +27,6 @@ from .dataset import Case
 from .errors import BatchFileError
 from .events import Event, Line, Plan
 from .kinds import STAGES, Stage
-from .providers import resolve
 from .providers.base import Provider
 from .providers.ids import claim
 from .reporting import quiet
@@ -51,6 +50,7 @@ class Settings:
     delete_remote_files: bool = False  # delete a batch's files on the server once collected
     outage_seconds: float = 600.0  # give up when the API has failed this long without a break
     max_ambiguous_creates: int = 8  # creates in a row that failed without saying whether
+    resubmit_after: float = 12 * 3600.0  # a batch not started by then is cancelled and sent again
 
 
 class Pipeline:
@@ -62,7 +62,7 @@ class Pipeline:
         providers: Mapping[Stage, Provider],
         settings: Settings,
         *,
-        say: Callable[[str], None] = quiet,
+        warn: Callable[[str], None] = quiet,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -71,7 +71,7 @@ class Pipeline:
         self.cases = cases
         self.providers = providers
         self.settings = settings
-        self.say = say
+        self.warn = warn  # what the user should know of the service's doings (stderr)
         self.clock = clock
         self.sleep = sleep
         run.repair()  # the caller holds the run's lock
@@ -136,15 +136,36 @@ class Pipeline:
                 if missing:
                     return self.submitter.download(sub, missing[0])
                 return self._collect(sub)
+        stuck = self._stuck()
+        if stuck is not None:
+            return self.submitter.stall(stuck, self.settings.resubmit_after, self.warn)
         if self.settings.delete_remote_files:
             for sub in st.subs.values():
                 if sub.collected and not sub.remote_deleted:
                     return self.submitter.delete_remote(sub)
         return None
 
+    def _stuck(self) -> Submission | None:
+        """A batch the service has not started ``resubmit_after`` seconds after it was
+        created (Gemini's jobs can stay PENDING for days): it is cancelled and its
+        requests are sent again — once: cases already sent again for this wait on."""
+        st = self.state
+        if st.cancelled:
+            return None
+        now = self.clock()
+        for sub in st.in_flight():
+            if sub.view is None or sub.view.phase != "pending" or sub.stalled:
+                continue
+            if now - (sub.create_started or sub.planned_at) < self.settings.resubmit_after:
+                continue
+            if all(line.case_id in st.stalled_cases for line in sub.lines):
+                continue
+            return sub
+        return None
+
     def model(self, stage: Stage) -> str:
         """The model id the stage's service is asked for (an answer model's alias resolved)."""
-        return resolve(self.config.answer_model) if stage == "answers" else self.config.judge_model
+        return self.config.model(stage)
 
     def _fits_budget(self, sub: Submission) -> bool:
         """Release a file only while the model's estimated in-flight tokens stay in budget."""
@@ -231,9 +252,9 @@ class Pipeline:
             sub, frame, self.state, self.limits, self.rubric, items, self.clock(), wire
         )
         for line in result.anomalies:
-            self.say(f"warning: {line}")
+            self.warn(f"warning: {line}")
         if result.notice:
-            self.say(result.notice)
+            self.warn(result.notice)
         self._write_rows(sub, result)
         _failpoints.hit("rows_written")
         self.record(result.event(sub))

@@ -26,6 +26,7 @@ from ._io import append_line, atomic_write_text, jsonl_lines, storage
 from .errors import BatchbenchError, ConfigError, RunLockedError, RunStateError, UnknownRun
 from .events import DECODER, ENCODER, Created, Disowned, Event
 from .kinds import PROVIDERS, STAGES, ProviderName, Stage
+from .providers import resolve
 from .state import RunState, fold
 
 E = TypeVar("E", bound=Event)
@@ -86,6 +87,11 @@ class RunConfig:
                 raise RunStateError(f"run {self.name!r}: unknown {stage} provider {name!r}")
             found[stage] = PROVIDER_NAMES[name]
         return found
+
+    def model(self, stage: Stage) -> str:
+        """The model id the stage's service is asked for (an answer model's alias resolved,
+        as the reference resolves it; the rows keep the name as given)."""
+        return resolve(self.answer_model) if stage == "answers" else self.judge_model
 
     def base_url(self, state: RunState, stage: Stage) -> str | None:
         """Where the stage's batches live: the journal's latest word, else the config's."""
@@ -155,6 +161,12 @@ class Run:
         if not file_id or name.startswith(".") or len(name) > 200:
             raise RunStateError(f"unsafe file id from the API: {file_id!r}")
         return self.raw_dir / f"{name}.jsonl"
+
+    @staticmethod
+    def file_id_of(path: str) -> str:
+        """The service's file id of a kept raw file: :meth:`raw_path` read backwards."""
+        name = path.rsplit("/", 1)[-1].removesuffix(".jsonl")
+        return re.sub(r"%([0-9A-F]{2})", lambda m: chr(int(m.group(1), 16)), name)
 
     # config ---------------------------------------------------------------
     def exists(self) -> bool:

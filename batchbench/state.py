@@ -28,6 +28,7 @@ from .events import (
     RemoteDeleted,
     Resumed,
     ServiceSet,
+    Stalled,
     Uploaded,
     UploadStarted,
 )
@@ -99,6 +100,7 @@ class Submission:
     adopted: bool = False
     view: BatchView | None = None  # what the service last said of the batch
     disowned: set[str] = field(default_factory=set)  # batches adopted by mistake
+    stalled: bool = False  # never started in time: told to stop, its requests sent again
     downloaded: set[str] = field(default_factory=set)
     collected: bool = False
     remote_deleted: bool = False
@@ -142,6 +144,8 @@ class RunState:
     usage: dict[str, dict[str, int]] = field(default_factory=dict)
     anomalies: list[str] = field(default_factory=list)
     losses: dict[str, int] = field(default_factory=dict)  # stage → requests the service lost
+    stalled_cases: set[str] = field(default_factory=set)  # sent again once after a stall
+    stalls: int = 0  # batches that never started in time
     services: dict[Stage, tuple[ProviderName, str]] = field(default_factory=dict)
     cancelled: bool = False
     started: float | None = None
@@ -294,6 +298,15 @@ def _disowned(sub: Submission, event: Disowned) -> None:
     sub.downloaded.clear()
 
 
+def _stalled(state: RunState, event: Stalled) -> None:
+    sub = state.subs.get(event.sub)
+    if sub is None:
+        return
+    sub.stalled = True
+    state.stalls += 1
+    state.stalled_cases.update(line.case_id for line in sub.lines)
+
+
 def _deleted(sub: Submission, _: RemoteDeleted) -> None:
     sub.remote_deleted = True
 
@@ -326,6 +339,7 @@ _RUN_EVENTS: dict[type, Callable[[RunState, Any], None]] = {
     Resumed: _resume,
     Redo: _redo,
     ServiceSet: _service,
+    Stalled: _stalled,
 }
 _SUB_EVENTS: dict[type, Callable[[Submission, Any], None]] = {
     UploadStarted: _upload_started,

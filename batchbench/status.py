@@ -45,6 +45,7 @@ class _RunStatus(TypedDict):
     batches: list[BatchRecord]
     anomalies: list[str]
     losses: dict[str, int]  # stage → requests the service lost and that were sent again
+    stalled: int  # batches not started in time, cancelled and sent again (--resubmit-after)
     cost: dict[str, Any]
 
 
@@ -176,6 +177,7 @@ def run_status(run: Run, pricing: Pricing | None = None) -> RunStatusRecord:
         ],
         "anomalies": list(state.anomalies),
         "losses": dict(state.losses),
+        "stalled": state.stalls,
         "cost": _costs(state, config, pricing),
     }
     if run.summary_path.exists() or run.summary_path.is_symlink():
@@ -291,6 +293,11 @@ def status_text(status: RunStatusRecord, now: float | None = None) -> str:
         each = ", ".join(f"{stage} {n}" for stage, n in lost.items())
         lines.append(
             f"  lost by the service and sent again: {each} (not counted against --max-retries)"
+        )
+    if status.get("stalled"):
+        lines.append(
+            f"  {status['stalled']} batch(es) had not started after --resubmit-after: cancelled"
+            " and their requests sent again (once)"
         )
     for anomaly in status["anomalies"]:
         lines.append(f"  anomaly: {anomaly}")

@@ -37,6 +37,7 @@ from .events import (
     Downloaded,
     Event,
     RemoteDeleted,
+    Stalled,
     Uploaded,
     UploadStarted,
 )
@@ -91,6 +92,7 @@ class Submitter:
             attempt=max(line.attempt for line in sub.lines),
             requests=len(sub.lines),
             custom_ids=ids,
+            model=self.config.model(sub.stage),
         )
 
     def _checked(self, sub: Submission) -> None:
@@ -206,6 +208,21 @@ class Submitter:
                 os.unlink(staging)
         self.record(Downloaded(sub=sub.id, file_id=file_id))
         return f"downloaded {file_id} ({size} bytes) for {sub.id}"
+
+    def stall(self, sub: Submission, seconds: float, warn: Callable[[str], None]) -> str:
+        """Tell a batch that never started to stop; its requests go out again once it has
+        ended (as the lines a cancel cuts short always do)."""
+        batch_id = sub.batch_id or ""
+        view = self.providers[sub.stage].client.cancel(batch_id)
+        self.record(Stalled(sub=sub.id, batch_id=batch_id, seconds=seconds))
+        if view is not None:
+            self.record_batch(sub, view)
+        told = (
+            f"warning: batch {batch_id} ({sub.id}) has not started {seconds:g}s after it was"
+            f" created: cancelled, and its {len(sub.lines)} requests will be sent again"
+        )
+        warn(told)
+        return told
 
     def delete_remote(self, sub: Submission) -> str:
         """Free the service's storage: the raw copies on disk are the source of truth."""

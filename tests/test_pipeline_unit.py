@@ -228,7 +228,6 @@ def made(tmp_path):
             cases,
             {"answers": provider, "judges": provider},
             Settings(poll_interval=10, max_requests_per_batch=3, **settings),
-            say=lambda _: None,
             clock=clock,
             sleep=clock.sleep,
         )

@@ -144,7 +144,7 @@ def test_token_limit_waits_and_resubmits(batch_emulator_factory, tmp_path, fixtu
         env=env(),
     )
     assert proc.returncode == 0, proc.stderr
-    assert "token_limit_exceeded" in proc.stdout
+    assert "token_limit_exceeded" in proc.stderr  # a notice about the service: stderr
     ledger = emu.ledger()
     assert any(b["status"] == "failed" for b in ledger["batches"])
     assert_no_duplicates(emu)

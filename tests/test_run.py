@@ -98,7 +98,7 @@ def judge_replies(run_dir: Path) -> dict[str, dict[str, bool]]:
     for path in (run_dir / "raw").glob("*.jsonl"):
         for line in path.read_text().splitlines():
             rec = json.loads(line)
-            if not rec["custom_id"].startswith("judge:") or rec["error"] is not None:
+            if not rec.get("custom_id", "").startswith("judge:") or rec["error"] is not None:
                 continue
             if rec["response"]["status_code"] != 200:
                 continue

@@ -261,6 +261,15 @@ def run(
             help="Wait after a batch fails with token_limit_exceeded.",
         ),
     ] = 60.0,
+    resubmit_after: Annotated[
+        float,
+        typer.Option(
+            metavar="SECONDS",
+            rich_help_panel=ADVANCED,
+            help="Cancel a batch the service has not started after this long and send its"
+            " requests again, once (Gemini jobs can stay PENDING for days).",
+        ),
+    ] = 12 * 3600.0,
 ) -> None:
     """Start or resume a run: submit, poll, judge, collect and score, surviving restarts.
 
@@ -305,6 +314,7 @@ def run(
             max_retries=max_retries,
             poll_interval=poll_interval,
             hold_seconds=token_limit_wait,
+            resubmit_after=resubmit_after,
             max_enqueued_tokens=max_enqueued_tokens,
             delete_remote_files=delete_remote_files,
         ),

@@ -61,6 +61,7 @@ _MODULES: dict[ProviderName, tuple[str, str, str, str]] = {
         "anthropic",
         "anthropic",
     ),
+    "gemini": ("gemini_wire:GeminiWire", "gemini_client:GeminiClient", "google.genai", "gemini"),
 }
 
 

@@ -87,6 +87,7 @@ class Tag:
     attempt: int  # the highest attempt among its lines
     requests: int
     custom_ids: tuple[str, ...]
+    model: str  # the id the service is asked for (a service that names it per batch)
 
 
 @dataclass(frozen=True)

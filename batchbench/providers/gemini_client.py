@@ -1,0 +1,249 @@
+"""Gemini Batch Mode through the google-genai SDK: files, batch jobs, models, its errors.
+
+The request file is uploaded through the Files API and named in the create
+call; the job carries a display name naming the run and the submission, so a
+job whose create outcome was lost is found again by listing
+(:meth:`GeminiClient.find`). The SDK says nothing of a job's counts (its
+``BatchJob`` has no ``batchStats`` for this API), so progress comes from the
+collected results. A job can say ``SUCCEEDED`` before its responses file is
+named: it is not ended until the file is there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import os
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types
+
+from .. import _failpoints
+from .._io import durable_replace, storage
+from ..errors import ApiError, ApiNotFoundError, ConfigError, Unreachable
+from ..errors import TransientApiError as Transient
+from ..kinds import Ending, Phase
+from .base import BatchView, Service, Tag
+from .http_errors import one_line, retry_after, status_error
+from .retry import Retrier
+
+T = TypeVar("T")
+TIMEOUT_MS = 60_000
+PHASES: dict[str, Phase] = {
+    "JOB_STATE_QUEUED": "pending",
+    "JOB_STATE_PENDING": "pending",
+    "JOB_STATE_RUNNING": "running",
+    "JOB_STATE_UPDATING": "running",
+    "JOB_STATE_PAUSED": "running",
+    "JOB_STATE_CANCELLING": "cancelling",
+}
+ENDINGS: dict[str, Ending] = {
+    "JOB_STATE_SUCCEEDED": "completed",
+    "JOB_STATE_PARTIALLY_SUCCEEDED": "completed",
+    "JOB_STATE_FAILED": "failed",
+    "JOB_STATE_CANCELLED": "cancelled",
+    "JOB_STATE_EXPIRED": "expired",
+}
+
+
+def display_name(tag: Tag) -> str:
+    """What names a job as one submission of one run."""
+    return f"batchbench-{tag.run_id}-{tag.sub}"
+
+
+def view(job: types.BatchJob) -> BatchView:
+    """A batch job, normalised. A job that ended with its responses file not yet named
+    (SUCCEEDED before the file, as the service does) is still running."""
+    state = str(job.state.value if job.state is not None else "")
+    if state not in PHASES and state not in ENDINGS:
+        raise ApiError(f"batch job {job.name} has an unknown state {state!r}", batch_id=job.name)
+    file_name = job.dest.file_name if job.dest is not None else None
+    ending = ENDINGS.get(state)
+    if ending == "completed" and file_name is None:
+        return BatchView(id=str(job.name), status=f"{state} (its responses file not yet named)",
+                         phase="running", created_at=_time(job))  # fmt: skip
+    return BatchView(
+        id=str(job.name),
+        status=state,
+        phase="ended" if ending else PHASES[state],
+        ending=ending,
+        files=(file_name,) if ending and file_name else (),
+        errors=({"code": state, "message": None},) if ending and not file_name else None,
+        created_at=_time(job),
+    )
+
+
+def _time(job: types.BatchJob) -> float | None:
+    return job.create_time.timestamp() if job.create_time is not None else None
+
+
+class _Writer(io.RawIOBase):
+    """The download's destination: the bytes to a file, a failpoint after each chunk."""
+
+    def __init__(self, fh: Any) -> None:
+        super().__init__()
+        self.fh = fh
+        self.size = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, chunk: Any) -> int:
+        self.fh.write(chunk)
+        self.size += len(chunk)
+        _failpoints.hit("downloading")
+        return len(chunk)
+
+
+class GeminiClient:
+    """Files and batch jobs through the SDK, its errors turned into batchbench's."""
+
+    def __init__(self, service: Service, api_key: str, *, warn: Callable[[str], None]) -> None:
+        self.service = service
+        self.retry = Retrier(warn)
+        options = types.HttpOptions(base_url=service.base_url, timeout=TIMEOUT_MS)
+        self.sdk = genai.Client(api_key=api_key, http_options=options)  # no retries: ours
+        self._secret = api_key
+
+    @contextlib.contextmanager
+    def _errors(self, what: str, batch_id: str | None = None) -> Iterator[None]:
+        """The SDK's exceptions → typed errors naming the call (the exception map)."""
+        try:
+            yield
+        except genai_errors.APIError as exc:
+            headers = getattr(getattr(exc, "response", None), "headers", None)
+            raise status_error(
+                what,
+                int(exc.code),
+                one_line(exc.message or exc.status or "", self._secret),
+                key_hint="GEMINI_API_KEY",
+                batch_id=batch_id,
+                wait=retry_after(headers),
+            ) from None
+        except Exception as exc:  # the transport's own (httpx or httpx2), unwrapped
+            names = {c.__name__ for c in type(exc).__mro__}
+            if "TransportError" not in names and "TimeoutException" not in names:
+                raise
+            url, text = self.service.base_url, one_line(exc, self._secret) or type(exc).__name__
+            if "ConnectError" in names:
+                unreachable = f"{what}: cannot connect to {url} ({text})"
+                raise Unreachable(unreachable, batch_id=batch_id) from None
+            raise Transient(f"{what}: {text} ({url})", batch_id=batch_id) from None
+
+    def _call(self, what: str, fn: Callable[[], T], batch_id: str | None = None) -> T:
+        def attempt() -> T:
+            with self._errors(what, batch_id):
+                return fn()
+
+        return self.retry(attempt)
+
+    def check_models(self, models: Iterable[str]) -> None:
+        """Each model exists for this key before anything is paid; a 404 for the list
+        of models too means the base URL is not Gemini's."""
+        for model in dict.fromkeys(models):
+            try:
+                look_up = functools.partial(self.sdk.models.get, model=model)
+                self._call(f"look up model {model!r}", look_up)
+            except ApiNotFoundError:
+                try:
+                    self._call("list models", lambda: next(iter(self.sdk.models.list()), None))
+                except ApiNotFoundError:
+                    raise ConfigError(
+                        f"{self.service.base_url} is not the Gemini API's base URL: it answers"
+                        " 404 to the list of models too; check GOOGLE_GEMINI_BASE_URL"
+                    ) from None
+                raise ConfigError(
+                    f"model {model!r} is not available at {self.service.base_url} (HTTP 404);"
+                    " check its name"
+                ) from None
+            except Unreachable as exc:  # before a run: a wrong URL, said at once
+                raise ApiError(str(exc)) from None
+
+    def upload(self, path: Path, tag: Tag) -> str:
+        config = types.UploadFileConfig(display_name=path.name, mime_type="jsonl")
+        made = self._call(f"upload {path.name}",
+                          lambda: self.sdk.files.upload(file=path, config=config))  # fmt: skip
+        return str(made.name)
+
+    def create(self, tag: Tag, input_ref: str | None, path: Path) -> BatchView:
+        if input_ref is None:
+            raise ValueError("a Gemini batch job needs its uploaded file")
+        config = types.CreateBatchJobConfig(display_name=display_name(tag))
+        with self._errors(f"create batch job for {input_ref}"):  # once: never retried blind
+            job = self.sdk.batches.create(model=tag.model, src=input_ref, config=config)
+        return view(job)
+
+    def _jobs(self) -> Iterator[types.BatchJob]:
+        """Every job the key can see, a page at a time (newest first at Google)."""
+        pager = self._call("list batch jobs", lambda: self.sdk.batches.list(
+            config=types.ListBatchJobsConfig(page_size=100)))  # fmt: skip
+        while True:
+            yield from pager.page
+            if not pager.config.get("page_token"):
+                return
+            self._call("list batch jobs", pager.next_page)
+
+    def find(self, tag: Tag, intent: float, known: Collection[str]) -> BatchView | None:
+        for job in self._jobs():
+            if job.display_name == display_name(tag) and job.name not in known:
+                return view(job)
+        return None
+
+    def poll(self, batch_ids: Collection[str], since: float) -> dict[str, BatchView]:
+        wanted, found = set(batch_ids), {}
+        for job in self._jobs():
+            if job.name in wanted:
+                found[str(job.name)] = view(job)
+                if len(found) == len(wanted):
+                    break
+        return found
+
+    def retrieve(self, batch_id: str) -> BatchView:
+        job = self._call(f"get batch job {batch_id}",
+                         lambda: self.sdk.batches.get(name=batch_id), batch_id)  # fmt: skip
+        return view(job)
+
+    def cancel(self, batch_id: str) -> BatchView | None:
+        """None when the job had already ended (the service refuses to cancel it)."""
+        try:
+            self._call(f"cancel batch job {batch_id}",
+                       lambda: self.sdk.batches.cancel(name=batch_id), batch_id)  # fmt: skip
+        except ApiError as exc:
+            if exc.status not in (400, 409) or self.retrieve(batch_id).phase != "ended":
+                raise
+            return None
+        return self.retrieve(batch_id)
+
+    def download(self, batch_id: str, ref: str, dest: Path) -> int:
+        """The responses file's bytes verbatim to ``dest`` (temporary name, fsync, rename)."""
+        tmp = dest.with_name(f".{dest.name}.part")
+
+        def fetch() -> int:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                writer = _Writer(fh)
+                self.sdk.files.download(file=ref, destination=writer)
+                fh.flush()
+                os.fsync(fh.fileno())
+            durable_replace(tmp, dest)
+            return writer.size
+
+        def attempt() -> int:
+            with self._errors(f"download {ref}", batch_id), storage(tmp):
+                return fetch()
+
+        try:
+            return self.retry(attempt)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+
+    def delete(self, refs: Sequence[str]) -> None:
+        for ref in refs:
+            with contextlib.suppress(ApiNotFoundError):
+                self._call(f"delete {ref}", functools.partial(self.sdk.files.delete, name=ref))

@@ -1,0 +1,217 @@
+"""Gemini Batch Mode, offline: the reference's generateContent request as a batch file
+line, the file's rules, and the responses file read into the common frame.
+
+What the model is sent and how its reply reads are the reference runner's
+(``../shared/spec/reference-behaviour.md`` §9): both messages as ``user``
+contents (the system message first, no system instruction), temperature 1 and
+32000 output tokens, a thinking config for a reasoning effort (``max`` →
+``HIGH``, thoughts not included); the answer is the first candidate's parts
+that have text and are not thoughts, joined with nothing, stripped. The batch
+file (``../shared/spec/provider-batch-apis.md`` §2) holds one ``{"key",
+"request"}`` per line with the protobuf field names its parser requires
+(snake_case); a responses line is ``{key, response}`` or ``{key, error}``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import polars as pl
+
+from .. import frames
+from ..errors import BatchFileError, PlanError
+from ..kinds import ProviderName, Stage
+from .base import BatchFailure, Limits, LineRules, Prompt, Rendered
+from .ids import safe_id
+
+MAX_LINES = 1_000_000  # no documented count limit: the file size is what binds
+MAX_BYTES = 2 * 1024**3  # the Files API's 2 GB a file
+# The reference retries 401 for Gemini too (with 408, 409, 429 and 5xx).
+RETRIED = frozenset({401, 408, 409, 429, 500, 502, 503, 504})
+EMPTY_MESSAGE = "Gemini returned an empty message"
+# A job that ended without a responses file: cancelled or expired before any line
+# ran (its requests are sent again), or failed as a whole (they fail).
+_NOT_RUN = ("JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED")
+
+
+@dataclass
+class GeminiWire:
+    name: ProviderName = "gemini"
+    limits: Limits = field(default_factory=lambda: Limits(MAX_LINES, MAX_BYTES))
+    rules: LineRules = field(default_factory=lambda: LineRules("Gemini", RETRIED))
+    uploads: bool = True
+
+    def effort(self, asked: str | None) -> str | None:
+        """The reference sends ``max`` to Gemini as ``high``."""
+        return "high" if asked == "max" else asked
+
+    def render(self, prompt: Prompt, model: str) -> Rendered:
+        """The reference's request, with the batch file's snake_case field names."""
+        config: dict[str, Any] = {}
+        if prompt.temperature is not None:
+            config["temperature"] = prompt.temperature
+        config["max_output_tokens"] = prompt.max_tokens
+        effort = self.effort(prompt.reasoning_effort)
+        if effort is not None:
+            config["thinking_config"] = {
+                "thinking_level": effort.upper(),
+                "include_thoughts": False,
+            }
+        body = {
+            "contents": [
+                {"role": "user", "parts": [{"text": prompt.system}]},
+                {"role": "user", "parts": [{"text": prompt.user}]},
+            ],
+            "generation_config": config,
+        }
+        return Rendered(body, prompt.temperature is not None)
+
+    def custom_id(self, stage: Stage, case_id: str, attempt: int, run_id: str) -> str:
+        return safe_id(stage, case_id, attempt, run_id)
+
+    def request_line(self, custom_id: str, rendered: Rendered) -> bytes:
+        obj = {"key": custom_id, "request": rendered.body}
+        return (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+
+    def check_file(self, lines: Sequence[bytes], where: str) -> None:
+        """The batch file parser's rules: unique keys, requests with non-empty texts."""
+        size = sum(len(x) for x in lines)
+        if size > self.limits.max_bytes:
+            raise PlanError(f"{where}: {size} bytes, over the 2 GB limit of a file")
+        seen: set[str] = set()
+        for n, raw in enumerate(lines, 1):
+            obj = json.loads(raw)
+            key = obj.get("key")
+            if not isinstance(key, str) or key in seen:
+                raise PlanError(f"{where}: line {n}: key {key!r} is not a new string")
+            seen.add(key)
+            contents = (obj.get("request") or {}).get("contents") or []
+            if any(p.get("text") == "" for c in contents for p in c.get("parts") or []):
+                raise PlanError(f"{where}: line {n}: an empty text part (the parser refuses it)")
+
+    def failure(self, errors: Sequence[dict[str, Any]] | None, requests: int) -> BatchFailure:
+        """A job that ended without responses: cancelled or expired before any line ran
+        (send them again), or failed as a whole (they fail, in the service's words)."""
+        error = (list(errors or []) or [{}])[0] or {}
+        code = error.get("code")
+        if code in _NOT_RUN:
+            return BatchFailure("resubmit", str(code), f"batch job ended {code} without results")
+        return BatchFailure("fail", str(code), f"BatchJobFailed: {error.get('message') or code}")
+
+    def read_results(self, paths: Sequence[Path]) -> pl.DataFrame:
+        return read_results(paths)
+
+
+# The fields of a responses line that batchbench reads, typed (msgspec skips the rest).
+_NULL = msgspec.Raw(b"null")
+
+
+class _Part(msgspec.Struct, gc=False):
+    text: msgspec.Raw = _NULL
+    thought: bool | None = None
+
+
+class _Content(msgspec.Struct, gc=False):
+    parts: list[_Part] | None = None
+
+
+class _Candidate(msgspec.Struct, gc=False):
+    content: _Content | None = None
+
+
+class _Usage(msgspec.Struct, gc=False, rename="camel"):
+    prompt_token_count: int | None = None
+    cached_content_token_count: int | None = None
+    candidates_token_count: int | None = None
+    thoughts_token_count: int | None = None
+
+
+class _Response(msgspec.Struct, gc=False, rename={"usage": "usageMetadata"}):
+    candidates: list[_Candidate] | None = None
+    usage: _Usage | None = None
+
+
+class _Status(msgspec.Struct, gc=False):
+    code: int | None = None
+
+
+class _Line(msgspec.Struct, gc=False):
+    key: str | None = None
+    response: _Response | None = None
+    error: msgspec.Raw = _NULL
+    status: msgspec.Raw = _NULL  # some lines carry the failure as ``status``
+
+
+_LINE = msgspec.json.Decoder(_Line)
+_TEXT = msgspec.json.Decoder(str | None)
+_STATUS = msgspec.json.Decoder(_Status | None)
+
+
+def answer_text(response: _Response) -> str:
+    """The reference's reading: the first candidate's parts with text that are not
+    thoughts, concatenated with no separator, stripped."""
+    if not response.candidates or response.candidates[0].content is None:
+        return ""
+    texts = []
+    for part in response.candidates[0].content.parts or []:
+        if part.thought:
+            continue
+        try:
+            text = _TEXT.decode(part.text)
+        except msgspec.ValidationError:
+            text = None
+        if text:
+            texts.append(text)
+    return "".join(texts).strip()
+
+
+def read_results(paths: Sequence[Path]) -> pl.DataFrame:
+    """Responses files → the common frame, every line checked: a ``response`` is a 200
+    reply, an ``error`` (or ``status``) the HTTP status its code says, with the error
+    object as the body's text."""
+    cols: dict[str, list[Any]] = {k: [] for k in frames.FRAME_SCHEMA if k != "row"}
+    for p in paths:
+        path = Path(p)
+        data = frames.map_file(path)
+        frames.check_tail(data, path)
+        lines, numbers = frames.decode_lines(data, path, _LINE)
+        for lineno, line in zip(numbers, lines):
+            failure = line.error if bytes(line.error) != b"null" else line.status
+            failed = bytes(failure) != b"null"
+            if line.response is None and not failed:
+                raise BatchFileError(f"{path}: line {lineno}: neither 'response' nor 'error'")
+            code = None
+            if failed:
+                try:
+                    status = _STATUS.decode(failure)
+                except msgspec.ValidationError:
+                    status = None
+                code = status.code if status is not None and status.code else 500
+            r = line.response if not failed else None
+            u = (r.usage if r is not None else None) or _Usage()
+            thoughts = u.thoughts_token_count or 0
+            row = {
+                "file": str(path),
+                "lineno": lineno,
+                "custom_id": line.key,
+                "status_code": code if failed else 200,
+                "has_response": True,
+                "has_error": False,
+                "error_code": None,
+                "error_message": None,
+                "body_text": bytes(failure).decode("utf-8", "replace") if failed else None,
+                "content": answer_text(r) if r is not None else None,
+                "empty_error": EMPTY_MESSAGE,
+                "prompt_tokens": u.prompt_token_count,
+                "cached_tokens": u.cached_content_token_count,
+                "completion_tokens": (u.candidates_token_count or 0) + thoughts,
+                "reasoning_tokens": thoughts,
+            }
+            for key, value in row.items():
+                cols[key].append(value)
+    return frames.build({**cols, "row": list(range(len(cols["file"])))})
