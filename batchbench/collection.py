@@ -301,7 +301,7 @@ def collect(
         result.judged = judge_decisions(replies, rubric, item_ids)
         invalid = result.judged.invalid
     for cid, o in result.outcomes.items():
-        st = state.cases[o.case_id].stage(sub.stage)
+        st = state.cases[o.case_id].stage(sub.stage, sub.judge_pass)
         # A temperature refusal uses up an attempt, as in the reference.
         retried = o.kind in ("transient", "no_temperature")
         if retried and not result.free_retry and st.transients + 1 >= limits.max_retries:

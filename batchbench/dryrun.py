@@ -125,8 +125,10 @@ def plan(
     max_bytes: int = 200 * 1024 * 1024,
     max_tokens: int | None = None,
     assumed_answer_tokens: int = 800,
+    judge_passes: int = 1,
 ) -> Plan:
-    """The full plan of a run: files, tokens and cost per stage, and the totals."""
+    """The full plan of a run: files, tokens and cost per stage, and the totals (the judge
+    stage holds every one of the ``judge_passes``)."""
     wires: dict[Stage, Wire] = {
         "answers": providers.wire(providers.route(answer_model)),
         "judges": providers.wire("openai"),
@@ -141,9 +143,13 @@ def plan(
     ]  # fmt: skip
     placeholder = ("answer " * assumed_answer_tokens).strip()
     judges = [
-        build_request(wires["judges"], "judges", c, judge_model, 1, DRY_RUN_ID, answer=placeholder)
+        build_request(
+            wires["judges"], "judges", c, judge_model, 1, DRY_RUN_ID, answer=placeholder,
+            judge_pass=p,
+        )
+        for p in range(1, judge_passes + 1)
         for c in cases
-    ]
+    ]  # fmt: skip
     by_id = {c["case_id"]: c for c in cases}
     _, judge_count = token_counter(judge_model)
 

@@ -47,6 +47,7 @@ class Plan(Event, tag="plan"):
     path: str
     lines: list[Line]
     tokens: int = 0  # estimated prompt tokens, for the enqueued-token budget
+    judge_pass: int = 1  # judges: which of the --judge-passes (1 is the one the rows keep)
 
 
 class UploadStarted(Event, tag="upload_started"):

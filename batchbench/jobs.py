@@ -21,6 +21,7 @@ from .dryrun import MaxCost, Plan, plan
 from .errors import ConfigError, RunLockedError
 from .events import Redo, Resumed
 from .group import Group, Member
+from .noise import write_noise
 from .options import RunOptions
 from .pipeline import Pipeline
 from .providers import resolve
@@ -68,6 +69,7 @@ def prepare(
         },
         case_ids=[c["case_id"] for c in selected],
         services=new_services(options.answer_model, options.base_url, options.base_urls),
+        judge_passes=options.judge_passes,
     )
     run = Run(Path(options.jobs_dir) / name)
     if check_existing and run.exists():
@@ -169,6 +171,8 @@ def execute_group(
         ).advance(wait=not first.no_wait, on_progress=on_progress)
         for member, run, config in members:
             summary = write_run_summary(run, config)
+            if member.pipeline.done():
+                write_noise(run, config, member.pipeline.cases)
             write_report(run, member.pipeline.state, config, pricing)
             results.append(RunResult(run, summary, member.pipeline.done(), member.error))
     order = [run.root for run, _, _ in prepared]
@@ -251,6 +255,7 @@ def make_plan(
         max_bytes=options.settings.max_bytes_per_batch,
         max_tokens=options.settings.max_enqueued_tokens,
         assumed_answer_tokens=options.assumed_answer_tokens,
+        judge_passes=config.judge_passes,
     )
 
 

@@ -37,6 +37,7 @@ class RunOptions:
     pricing: Path | None = None
     max_cost: float | None = None
     assumed_answer_tokens: int = 800
+    judge_passes: int = 1  # judge requests per answer (judge noise); the rows keep the first
     settings: Settings = field(default_factory=Settings)
 
     def check(self) -> RunOptions:
@@ -69,6 +70,7 @@ def _check_options(o: RunOptions) -> None:
     _number("--max-retries", s.max_retries, low=1)
     _number("--max-enqueued-tokens", s.max_enqueued_tokens, low=1)
     _number("--assumed-answer-tokens", o.assumed_answer_tokens, low=1)
+    _number("--judge-passes", o.judge_passes, low=1)
     if s.max_requests_per_batch < 1:
         raise ConfigError("--max-requests-per-batch must be at least 1")
     if o.reasoning_effort is not None and o.reasoning_effort not in REASONING_EFFORTS:

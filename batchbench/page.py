@@ -22,6 +22,7 @@ from .compare import Side, compare, load_side
 from .dataset import Case, Dataset, load_dataset
 from .errors import ConfigError
 from .kinds import STAGES, Stage
+from .noise import noise_text
 from .protocol import PROTOCOL_VERSION
 from .replies import latest_request, read_replies
 from .results import read_rows
@@ -113,10 +114,21 @@ document.getElementById('filter').addEventListener('input', function () {
 """
 
 
-def render(sources: list[Source], ds: Dataset, baseline: str | None = None) -> str:
+def render(
+    sources: list[Source],
+    ds: Dataset,
+    baseline: str | None = None,
+    *,
+    margin: float | None = None,
+    allow_partial: bool = False,
+) -> str:
     """The whole page."""
     sides = [s.side for s in sources]
-    comparison = compare(sides, baseline) if len(sides) > 1 else None
+    comparison = (
+        compare(sides, baseline, margin=margin, allow_partial=allow_partial)
+        if len(sides) > 1
+        else None
+    )
     first = sides[0].summary
     parts = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
@@ -162,6 +174,8 @@ def _header(sources: list[Source], first: Summary) -> str:
                 for stage, c in s.cost["stages"].items()
             )
             cases += f" — {usage}; {cost_line(s.cost)}"
+        if s.side.judge_noise:
+            cases += f" — {noise_text(s.side.judge_noise)}"
         rows.append((s.side.name, cases))
     items = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in rows)
     return f"<h1>BedsideBench report</h1><dl id='header'>{items}</dl>"
@@ -200,19 +214,39 @@ def _benchmarks(sources: list[Source]) -> str:
 
 def _comparisons(result: dict[str, Any]) -> str:
     out = [f"<h2 id='comparison'>Against the baseline ({_e(result['baseline'])})</h2>"]
+    margin = result.get("margin")
     for c in result["comparisons"]:
-        rows = "".join(
-            f"<tr><td>{_e(name)}</td><td class='n'>{v.get('n', '')}</td>"
-            f"{_num(v['diff'], signed=True)}{_ci(v['ci95'], signed=True)}"
-            f"{_num(v['share_a_better'])}</tr>"
-            for name, v in [*c["benchmarks"].items(), ("overall (macro)", c["overall"])]
-        )
+        rows = []
+        for name, v in [*c["benchmarks"].items(), ("overall (macro)", c["overall"])]:
+            p = v["p_holm"] if "p_holm" in v else v["p_value"]
+            small = " <span class='small'>(n &lt; 20: not to be trusted)</span>" * bool(
+                v.get("small_n")
+            )
+            verdict = ""
+            if margin is not None:
+                verdict = f"<td>{'yes' if v['non_inferior'] else 'not shown'}</td>"
+            rows.append(
+                f"<tr><td>{_e(name)}{small}</td><td class='n'>{v.get('n', '')}</td>"
+                f"{_num(v['diff'], signed=True)}{_ci(v['ci95'], signed=True)}"
+                f"{_num(v['share_a_better'])}{_num(v['se_diff'])}{_num(v['mde80'])}"
+                f"{_num(p, digits=4)}{verdict}</tr>"
+            )
+        within = f"<th>within {margin:g}</th>" if margin is not None else ""
         out.append(
             f"<h3>{_e(c['a'])} − {_e(c['b'])}: {c['paired_cases']} paired cases,"
             f" {c['excluded_cases']} scored in only one</h3><table class='comparison'>"
             f"<tr><th>benchmark</th><th>n</th><th>diff</th>{CI_HEADS}"
-            f"<th>share a better</th></tr>{rows}</table>"
+            f"<th>share a better</th><th>se</th><th>MDE (80% power)</th><th>p</th>{within}"
+            f"</tr>{''.join(rows)}</table>"
         )
+    out.append(
+        "<p>p: two-sided bootstrap p-value (overall: Holm-adjusted over the comparisons);"
+        " MDE: the smallest true difference this comparison detects with 80% power at a"
+        " two-sided 5% level. These intervals cover case sampling only, not answer sampling"
+        + (f"; within {margin:g}: the 95% interval's low end is above −{margin:g}" if margin
+           is not None else "")
+        + ".</p>"
+    )  # fmt: skip
     return "".join(out)
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from . import _failpoints
+from . import _failpoints, noise
 from .collection import Collection, Limits, collect
 from .costs import prompt_tokens, token_counter
 from .dataset import Case
@@ -111,7 +111,9 @@ class Pipeline:
 
     # decisions --------------------------------------------------------------
     def done(self) -> bool:
-        return all(c.final for c in self.state.cases.values())
+        return all(c.final for c in self.state.cases.values()) and self.state.passes_settled(
+            self.config.judge_passes
+        )
 
     def step(self) -> str | None:
         """Do the next action that needs no waiting; None when only waiting remains."""
@@ -130,6 +132,9 @@ class Pipeline:
             for stage in STAGES:
                 if self.state.pending(stage, self.config.case_ids):
                     return self._plan(stage)
+            for judge_pass in range(2, self.config.judge_passes + 1):
+                if self.state.pending("judges", self.config.case_ids, judge_pass):
+                    return self._plan("judges", judge_pass)
         for sub in st.subs.values():
             if sub.terminal and not sub.collected:
                 missing = [f for f in sub.result_files() if f not in sub.downloaded]
@@ -180,18 +185,19 @@ class Pipeline:
         return self.state.in_flight()
 
     # planning -----------------------------------------------------------------
-    def _plan(self, stage: Stage) -> str:
-        """Write the request files for every pending case of a stage, then journal them."""
+    def _plan(self, stage: Stage, judge_pass: int = 1) -> str:
+        """Write the request files for every pending case of a stage (and judge pass),
+        then journal them."""
         model = self.model(stage)
         wire = self.providers[stage].wire
         budget = self.settings.max_enqueued_tokens
         count = token_counter(model)[1] if budget is not None else None
-        pending = self.state.pending(stage, self.config.case_ids)
+        pending = self.state.pending(stage, self.config.case_ids, judge_pass)
         used = self.state.used_ids()
 
         def entries() -> Iterator[tuple[Line, bytes, int]]:
             for case_id in pending:
-                st = self.state.cases[case_id].stage(stage)
+                st = self.state.cases[case_id].stage(stage, judge_pass)
                 request = build_request(
                     wire,
                     stage,
@@ -202,6 +208,7 @@ class Pipeline:
                     temperature=st.temperature,
                     reasoning_effort=self.config.reasoning_effort,
                     answer=self.answer_text(case_id) if stage == "judges" else None,
+                    judge_pass=judge_pass,
                 )
                 claim(request.custom_id, case_id, used)
                 tokens = prompt_tokens(request.prompt, count) if count is not None else 0
@@ -233,10 +240,12 @@ class Pipeline:
                     path=path.name,
                     lines=lines,
                     tokens=tokens,
+                    judge_pass=judge_pass,
                 )
             )
         requests = sum(len(lines) for _, lines, _ in files)
-        return f"planned {requests} {stage} request(s) in {len(files)} file(s)"
+        what = f"{stage} (pass {judge_pass})" if judge_pass > 1 else stage
+        return f"planned {requests} {what} request(s) in {len(files)} file(s)"
 
     # downloading and collecting ------------------------------------------------
     def _collect(self, sub: Submission) -> str:
@@ -255,7 +264,13 @@ class Pipeline:
             self.warn(f"warning: {line}")
         if result.notice:
             self.warn(result.notice)
-        self._write_rows(sub, result)
+        if sub.judge_pass == 1:
+            self._write_rows(sub, result)
+        if sub.stage == "judges" and self.config.judge_passes > 1:
+            noise.append_pass_rows(
+                self.run,
+                noise.pass_rows(sub.judge_pass, result.outcomes, result.judged, self.cases),
+            )
         _failpoints.hit("rows_written")
         self.record(result.event(sub))
         kinds = Counter(o.kind for o in result.outcomes.values())

@@ -62,13 +62,15 @@ def build_request(
     temperature: bool = True,
     reasoning_effort: str | None = None,
     answer: str | None = None,
+    judge_pass: int = 1,
 ) -> Request:
-    """The request of one case in one stage, rendered for its service."""
+    """The request of one case in one stage, rendered for its service (a judge's extra
+    passes send the same body under their own ids)."""
     prompt = stage_prompt(
         stage, case, temperature=temperature, reasoning_effort=reasoning_effort, answer=answer
     )
     rendered = wire.render(prompt, model)
-    custom_id = wire.custom_id(stage, case["case_id"], attempt, run_id)
+    custom_id = wire.custom_id(stage, case["case_id"], attempt, run_id, judge_pass)
     return Request(
         case["case_id"],
         attempt,

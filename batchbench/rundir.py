@@ -51,6 +51,7 @@ IDENTITY_KEYS = (
     "selection",
     "case_ids",
     "providers",
+    "judge_passes",
 )
 
 
@@ -71,6 +72,7 @@ class RunConfig:
     # before 0.2 have none: both stages were OpenAI's, at a base URL the journal
     # records on their first resume (:class:`events.ServiceSet`).
     services: dict[str, dict[str, str]] | None = None
+    judge_passes: int = 1  # judge requests per answer; the rows keep the first
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2) + "\n"
@@ -137,6 +139,15 @@ class Run:
     @property
     def results_path(self) -> Path:
         return self.root / RESULTS_FILE
+
+    @property
+    def passes_path(self) -> Path:
+        """Every judge pass's decisions and score, when a run has more than one."""
+        return self.root / "judge_passes.jsonl"
+
+    @property
+    def noise_path(self) -> Path:
+        return self.root / "judge_noise.json"
 
     @property
     def summary_path(self) -> Path:
@@ -252,7 +263,7 @@ class Run:
         Only a line without its newline is dropped: the action it recorded is
         repeated (journal) or its rows are written again (results).
         """
-        for path in (self.journal_path, self.results_path):
+        for path in (self.journal_path, self.results_path, self.passes_path):
             try:
                 data = path.read_bytes()
             except FileNotFoundError:

@@ -57,13 +57,19 @@ class CaseState:
     case_id: str
     answers: StageState = field(default_factory=StageState)
     judges: StageState = field(default_factory=StageState)
+    passes: dict[int, StageState] = field(default_factory=dict)  # judge passes 2..K
     started: float | None = None
     final: Literal["scored", "error"] | None = None  # once its row is written
     error: str | None = None
     rows: int = 0  # result rows written for it so far (one per final outcome)
 
-    def stage(self, name: Stage) -> StageState:
-        return self.answers if name == "answers" else self.judges
+    def stage(self, name: Stage, judge_pass: int = 1) -> StageState:
+        """The case in a stage; a judge's extra passes (``--judge-passes``) each their own."""
+        if name == "answers":
+            return self.answers
+        if judge_pass == 1:
+            return self.judges
+        return self.passes.setdefault(judge_pass, StageState())
 
     def reopen(self) -> None:
         """A case whose last row is an error is not done: a new invocation redoes it.
@@ -75,7 +81,7 @@ class CaseState:
         if self.final != "error":
             return
         self.final, self.error, self.started = None, None, None
-        for st in (self.answers, self.judges):
+        for st in (self.answers, self.judges, *self.passes.values()):
             if st.status == "failed":
                 st.status = "pending"
             st.transients = st.invalid = st.losses = 0
@@ -93,6 +99,7 @@ class Submission:
     lines: list[Line]
     planned_at: float
     tokens: int = 0
+    judge_pass: int = 1  # judges: which pass these requests are
     upload_started: bool = False
     file_id: str | None = None  # the uploaded input, for services that take one
     create_started: float | None = None
@@ -151,20 +158,38 @@ class RunState:
     started: float | None = None
     last_event: float | None = None  # when the journal last changed
 
-    def pending(self, stage: Stage, case_ids: Sequence[str]) -> list[str]:
-        """Cases (in registry order) with a request of this stage still to plan."""
+    def pending(self, stage: Stage, case_ids: Sequence[str], judge_pass: int = 1) -> list[str]:
+        """Cases (in registry order) with a request of this stage (and judge pass) still
+        to plan. A judge's extra passes go out once the answer is in, whatever pass 1
+        came to."""
         out = []
         for case_id in case_ids:
             case = self.cases[case_id]
-            if case.final:
-                continue
             if stage == "answers":
-                wanted = case.answers.status == "pending"
+                wanted = not case.final and case.answers.status == "pending"
+            elif judge_pass == 1:
+                wanted = (
+                    not case.final
+                    and case.answers.status == "ok"
+                    and case.judges.status == "pending"
+                )
             else:
-                wanted = case.answers.status == "ok" and case.judges.status == "pending"
+                wanted = (
+                    case.answers.status == "ok"
+                    and case.stage(stage, judge_pass).status == "pending"
+                )
             if wanted:
                 out.append(case_id)
         return out
+
+    def passes_settled(self, judge_passes: int) -> bool:
+        """Every extra judge pass of every judged case has ended (ok or failed)."""
+        return all(
+            case.answers.status != "ok"
+            or all(case.stage("judges", p).status in ("ok", "failed")
+                   for p in range(2, judge_passes + 1))
+            for case in self.cases.values()
+        )  # fmt: skip
 
     def in_flight(self) -> list[Submission]:
         return [s for s in self.subs.values() if s.in_flight]
@@ -216,37 +241,40 @@ class RunState:
 
     def _apply_plan(self, event: Plan) -> None:
         sub = Submission(
-            event.sub, event.stage, event.seq, event.path, event.lines, event.t, event.tokens
-        )
+            event.sub, event.stage, event.seq, event.path, event.lines, event.t, event.tokens,
+            event.judge_pass,
+        )  # fmt: skip
         self.subs[sub.id] = sub
         self.started = self.started or event.t
         for line in sub.lines:
             case = self.cases[line.case_id]
-            st = case.stage(sub.stage)
+            st = case.stage(sub.stage, sub.judge_pass)
             st.status, st.attempt, st.sub = "inflight", line.attempt, sub.id
-            if case.started is None:
+            if case.started is None and sub.judge_pass == 1:
                 case.started = event.t
 
     def _apply_collected(self, sub: Submission, event: Collected) -> None:
         sub.collected = True
         stage = sub.stage
         sent = {line.case_id: line.sent_temperature for line in sub.lines}
+        main = sub.judge_pass == 1  # an extra judge pass writes no row, ends no case
         for case_id, outcome in event.outcomes.items():
             case = self.cases[case_id]
-            st = case.stage(stage)
+            st = case.stage(stage, sub.judge_pass)
             if st.sub != sub.id:
                 continue  # superseded (cannot happen in order, but never regress)
             kind = outcome.kind
             if kind == "ok":
                 st.status, st.source, st.custom_id = "ok", outcome.source, outcome.custom_id
                 st.used_temperature = sent.get(case_id, True)
-                if stage == "judges":
+                if stage == "judges" and main:
                     case.final = "scored"
                     case.rows += 1
             elif kind == "failed":
                 st.status = "failed"
-                case.final, case.error = "error", outcome.detail
-                case.rows += 1
+                if main:
+                    case.final, case.error = "error", outcome.detail
+                    case.rows += 1
             else:
                 st.status = "pending"
                 if kind == "no_temperature":

@@ -11,6 +11,7 @@ from typing import Any, TypedDict
 from ._io import atomic_write_text
 from .costs import Pricing, load_pricing, usage_cost
 from .kinds import STAGES, RunStatus, Stage
+from .noise import noise_text, read_noise
 from .rundir import Run, RunConfig
 from .state import RunState
 from .summary_io import _ci, _num, read_summary
@@ -54,6 +55,7 @@ class RunStatusRecord(_RunStatus, total=False):
 
     overall_macro_mean: float
     overall_ci95: list[float]
+    judge_noise: dict[str, Any]  # a run graded with --judge-passes K > 1, once done
 
 
 class StageStatus(TypedDict):
@@ -184,6 +186,9 @@ def run_status(run: Run, pricing: Pricing | None = None) -> RunStatusRecord:
         summary = read_summary(run.summary_path)
         out["overall_macro_mean"] = summary["overall_macro_mean"]
         out["overall_ci95"] = summary["overall_ci95"]
+    noise = read_noise(run)
+    if noise is not None:
+        out["judge_noise"] = noise
     return out
 
 
@@ -265,6 +270,8 @@ def status_text(status: RunStatusRecord, now: float | None = None) -> str:
         lines.append(
             f"  overall macro mean {_num(status['overall_macro_mean'])}  95% CI {_ci([lo, hi])}"
         )
+    if "judge_noise" in status:
+        lines.append(f"  {noise_text(status['judge_noise'])}")
     cost = status.get("cost")
     if cost:
         for stage, c in cost["stages"].items():

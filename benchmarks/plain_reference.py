@@ -119,20 +119,27 @@ def summarize(rows, samples=10000, seed=42, expected_case_ids=None, dataset_sha2
 
 def paired_difference(a_by_bench, b_by_bench, samples=10000, seed=42):
     """The compare issue's paired bootstrap, written plainly: ``{bench: [a scores]}`` and
-    ``{bench: [b scores]}`` of the paired cases, in registry order, same keys."""
+    ``{bench: [b scores]}`` of the paired cases, in registry order, same keys; with the
+    statistics issue's standard errors, MDE (80 % power, 5 % level) and p-values."""
     rng = random.Random(seed)
     names = sorted(a_by_bench)
     out = {"benchmarks": {}}
 
-    def stats(mean_a, mean_b, diffs):
+    def stats(mean_a, mean_b, diffs, se):
+        at_most = sum(1 for d in diffs if d <= 0)
+        at_least = sum(1 for d in diffs if d >= 0)
         return {
             "mean_a": mean_a,
             "mean_b": mean_b,
             "diff": mean_a - mean_b,
             "ci95": [_percentile(diffs, 0.025), _percentile(diffs, 0.975)],
             "share_a_better": sum(1 for d in diffs if d > 0) / len(diffs),
+            "se_diff": se,
+            "mde80": None if se is None else 2.801585218112968 * se,
+            "p_value": min(1.0, 2 * min(at_most, at_least) / samples),
         }
 
+    ses = []
     for b in names:
         a, bb = a_by_bench[b], b_by_bench[b]
         n = len(a)
@@ -144,9 +151,15 @@ def paired_difference(a_by_bench, b_by_bench, samples=10000, seed=42):
                 sum_a += a[p]
                 sum_b += bb[p]
             diffs.append(sum_a / n - sum_b / n)
+        per_case = [x - y for x, y in zip(a, bb)]
+        sd = statistics.stdev(per_case) if n >= 2 else None
+        se = None if sd is None else sd / math.sqrt(n)
+        ses.append(se)
         out["benchmarks"][b] = {
             "n": n,
-            **stats(statistics.fmean(a), statistics.fmean(bb), diffs),
+            **stats(statistics.fmean(a), statistics.fmean(bb), diffs, se),
+            "sd_diff": sd,
+            "small_n": n < 20,
         }
     diffs = []
     for _ in range(samples):
@@ -162,9 +175,27 @@ def paired_difference(a_by_bench, b_by_bench, samples=10000, seed=42):
             means_a.append(sum_a / n)
             means_b.append(sum_b / n)
         diffs.append(statistics.fmean(means_a) - statistics.fmean(means_b))
-    out["overall"] = stats(
-        statistics.fmean([statistics.fmean(a_by_bench[b]) for b in names]),
-        statistics.fmean([statistics.fmean(b_by_bench[b]) for b in names]),
-        diffs,
-    )
+    total = 0.0
+    for se in ses:
+        total = None if total is None or se is None else total + se * se
+    out["overall"] = {
+        "n": sum(len(a_by_bench[b]) for b in names),
+        **stats(
+            statistics.fmean([statistics.fmean(a_by_bench[b]) for b in names]),
+            statistics.fmean([statistics.fmean(b_by_bench[b]) for b in names]),
+            diffs,
+            None if total is None else math.sqrt(total) / len(names),
+        ),
+    }
     return out
+
+
+def holm(p_values):
+    """Holm's step-down adjustment, plainly: sort, multiply by m - rank, keep monotone."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted, running = [None] * m, 0
+    for rank, i in enumerate(order):
+        running = max(running, min(1, (m - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted

@@ -175,7 +175,7 @@ def test_a7_compare_bootstrap_samples_are_bounded(fixture_dir, fixture_golden_di
     b = shutil.copy(fixture_golden_dir / "uneven.jsonl", tmp_path / "b.jsonl")
     start = time.monotonic()
     proc = run_cli("compare", str(a), str(b), "--dataset", str(fixture_dir),
-                   "--bootstrap-samples", "1000000000")  # fmt: skip
+                   "--bootstrap-samples", "1000000000", "--allow-partial")  # fmt: skip
     assert_one_line_error(proc, "--bootstrap-samples 1000000000", "fit in memory")
     assert time.monotonic() - start < 30
 
@@ -187,7 +187,8 @@ def test_a8_names_are_drawn_as_text_not_as_math(fixture_dir, fixture_golden_dir,
         for name, golden in zip(names, ("full", "uneven"))
     ]
     page = tmp_path / "r.html"
-    proc = run_cli("report", *map(str, files), "--dataset", str(fixture_dir), "-o", str(page))
+    proc = run_cli("report", *map(str, files), "--dataset", str(fixture_dir), "-o", str(page),
+                   "--allow-partial")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     svg = page.read_text()
     assert "$\\macro$" in svg and "_hidden" in svg and "Traceback" not in proc.stderr
@@ -243,8 +244,10 @@ def test_a10_a_connection_dropped_mid_run_is_retried_not_fatal(
 def test_a11_all_six_anomalies_at_once_end_in_a_scored_run_and_status_says_what_was_lost(
     batch_emulator_factory, tmp_path, fixture_dir
 ):
-    anomalies = {"status-zero": 0.2, "long-finalizing": 3.0, "file-not-found": 1.0,
-                 "expired-500": 1.0, "lagging-counts": 0.5, "missing-lines": 0.2}  # fmt: skip
+    # A line is lost about one time in five: some request is lost more often than
+    # --max-retries 2 allows, none (but one in thousands of runs) the 3 x 2 cap.
+    anomalies = {"status-zero": 0.1, "long-finalizing": 3.0, "file-not-found": 1.0,
+                 "expired-500": 1.0, "lagging-counts": 0.5, "missing-lines": 0.1}  # fmt: skip
     emu = batch_emulator_factory(latency=0.05, anomalies=anomalies, seed=11)
     args = run_args(emu, tmp_path, fixture_dir, "--max-retries", "2", cap=5)
     proc = run_cli(*args, env=env())

@@ -299,8 +299,8 @@ def test_a_run_whose_cases_all_failed_is_not_called_complete(
 
 def test_help_version_and_the_order_of_commands():
     top = run_cli("-h").stdout
-    order = ["demo", "run", "status", "list", "show", "compare", "report", "export", "cancel",
-             "summarize", "validate", "emulator"]  # fmt: skip
+    order = ["demo", "run", "status", "list", "show", "compare", "plan", "report", "export",
+             "cancel", "summarize", "validate", "emulator"]  # fmt: skip
     box = top.split("Commands ")[1].split("╰")[0]  # the commands' panel, one row per command
     listed = [row[2:].split()[0] for row in box.splitlines()[1:] if row[2:3].strip()]
     assert listed == order

@@ -85,7 +85,8 @@ def test_the_page_of_a_comparison_shows_the_summaries_numbers_and_escapes_conten
 ):
     jobs = _two_runs(batch_emulator_factory, tmp_path, fixture_dir)
     out = tmp_path / "page.html"
-    proc = run_cli("report", "first", "second", "-o", str(out), "--jobs-dir", str(jobs))
+    proc = run_cli("report", "first", "second", "-o", str(out), "--jobs-dir", str(jobs),
+                   "--allow-partial")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     text = out.read_text()
     page = Page(text)
@@ -148,7 +149,9 @@ def test_a_real_browser_renders_the_page_offline(batch_emulator_factory, tmp_pat
     jobs = _two_runs(batch_emulator_factory, tmp_path, fixture_dir)
     page = tmp_path / "page.html"
     assert (
-        run_cli("report", "first", "second", "-o", str(page), "--jobs-dir", str(jobs)).returncode
+        run_cli(
+            "report", "first", "second", "-o", str(page), "--jobs-dir", str(jobs), "--allow-partial"
+        ).returncode
         == 0
     )
     flags = [

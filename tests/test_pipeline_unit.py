@@ -79,8 +79,10 @@ class FakeWire:
             body["response_format"] = {"type": "json_object"}
         return Rendered(body, temperature=False)
 
-    def custom_id(self, stage: Stage, case_id: str, attempt: int, run_id: str) -> str:
-        return f"{stage[0]}.{attempt}.{case_id}"
+    def custom_id(
+        self, stage: Stage, case_id: str, attempt: int, run_id: str, judge_pass: int = 1
+    ) -> str:
+        return f"{stage[0]}{judge_pass if judge_pass > 1 else ''}.{attempt}.{case_id}"
 
     def request_line(self, custom_id: str, rendered: Rendered) -> bytes:
         return (json.dumps({"id": custom_id, "ask": rendered.body}) + "\n").encode()

@@ -10,7 +10,7 @@ import typer
 
 from ..emulator.command import emulator_command
 from .common import Command, Group
-from .results import compare, export, report, show, summarize, validate
+from .results import compare, export, plan, report, show, summarize, validate
 from .run import demo, run
 from .runs import cancel, list_command, status
 
@@ -53,6 +53,7 @@ app.command(cls=Command)(status)
 app.command("list", cls=Command)(list_command)
 app.command(cls=Command)(show)
 app.command(cls=Command)(compare)
+app.command(cls=Command)(plan)
 app.command(cls=Command)(report)
 app.command(cls=Command)(export)
 app.command(cls=Command)(cancel)

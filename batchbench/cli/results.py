@@ -196,9 +196,28 @@ def compare(
             " both called results.jsonl.",
         ),
     ] = None,
+    margin: Annotated[
+        float | None,
+        typer.Option(
+            metavar="M",
+            help="Non-inferiority margin: say, per benchmark and overall, whether each run is"
+            " shown to be no worse than the baseline by more than M (95% CI low above -M).",
+        ),
+    ] = None,
+    allow_partial: Annotated[
+        bool,
+        typer.Option(
+            "--allow-partial",
+            metavar="",
+            help="Compare runs that share under 90% of their scored cases (a smoke run"
+            " against a full one).",
+        ),
+    ] = False,
 ) -> None:
     """A leaderboard, and each run against the baseline: the paired difference per
-    benchmark and overall, with its 95% interval, over the cases both scored.
+    benchmark and overall, with its 95% interval, standard error, minimum detectable
+    difference (80% power) and p-value (Holm-adjusted overall), over the cases both
+    scored.
 
     Example: batchbench compare gpt-5.4-mini gpt-5.5 --baseline gpt-5.4-mini
     """
@@ -211,7 +230,14 @@ def compare(
 
     ds = load_dataset(dataset) if dataset is not None else None
     sides = [load_side(n, ds) for n in resolve_all(runs, jobs_dir, label or ())]
-    result = make_comparison(sides, baseline, bootstrap_samples, bootstrap_seed)
+    result = make_comparison(
+        sides,
+        baseline,
+        bootstrap_samples,
+        bootstrap_seed,
+        margin=margin,
+        allow_partial=allow_partial,
+    )
     typer.echo(json.dumps(result, indent=2) if as_json else compare_text(result))
 
 
@@ -239,6 +265,18 @@ def report(
             " both called results.jsonl.",
         ),
     ] = None,
+    margin: Annotated[
+        float | None,
+        typer.Option(metavar="M", help="Non-inferiority margin, as for compare."),
+    ] = None,
+    allow_partial: Annotated[
+        bool,
+        typer.Option(
+            "--allow-partial",
+            metavar="",
+            help="Compare runs that share under 90% of their scored cases.",
+        ),
+    ] = False,
 ) -> None:
     """Write one self-contained HTML page: header, leaderboard, per-benchmark table,
     figures, the comparison, every case with each run's verdicts, and the failures.
@@ -249,5 +287,52 @@ def report(
 
     sources, ds = load_sources(runs, jobs_dir, dataset, label or ())
     out = output or Path("report.html")
-    write_page(out, render(sources, ds, baseline))
+    write_page(out, render(sources, ds, baseline, margin=margin, allow_partial=allow_partial))
     typer.echo(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
+
+
+@friendly
+def plan(
+    runs: Annotated[
+        list[str], typer.Argument(metavar="RUN_A RUN_B", help="Two finished runs: the pilot.")
+    ],
+    mde: Annotated[
+        float,
+        typer.Option(metavar="D", help="The macro difference to detect (e.g. 0.02)."),
+    ],
+    power: Annotated[float, typer.Option(metavar="P", help="Power to detect it.")] = 0.8,
+    alpha: Annotated[float, typer.Option(metavar="A", help="Two-sided level.")] = 0.05,
+    dataset: Annotated[
+        Path | None,
+        typer.Option(help="The dataset of results files (reference runner's too).", metavar="DIR"),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print JSON.")] = False,
+    jobs_dir: JobsDirOpt = Path("jobs"),
+    allow_partial: Annotated[
+        bool,
+        typer.Option(
+            "--allow-partial", metavar="", help="Pilots that share under 90% of their cases."
+        ),
+    ] = False,
+) -> None:
+    """How many cases per benchmark (and dollars) a comparison needs to detect a macro
+    difference of D, from the spread of two pilot runs' paired differences.
+
+    Example: batchbench plan gpt-5.4-mini-smoke gpt-5.5-smoke --mde 0.02
+    """
+    import json
+
+    from ..compare import load_side
+    from ..dataset import load_dataset
+    from ..errors import ConfigError
+    from ..plan import plan as make_plan
+    from ..plan import plan_text
+    from ..sources import resolve_all
+
+    if len(runs) != 2:
+        raise ConfigError(f"plan takes two pilot runs, not {len(runs)}")
+    ds = load_dataset(dataset) if dataset is not None else None
+    named = resolve_all(runs, jobs_dir, ())
+    a, b = ((n, load_side(n, ds)) for n in named)
+    result = make_plan((a, b), mde, power, alpha, allow_partial=allow_partial)
+    typer.echo(json.dumps(result, indent=2) if as_json else plan_text(result))

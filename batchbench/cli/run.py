@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from ..rundir import Run, default_name
+from ..rundir import default_name
 from .common import SAMPLE_DATASET, DatasetOpt, friendly, warn
+from .finish import finish_run, print_dry_run
 
 SELECTION, MODELS, API, BUDGET, ADVANCED = "Selection", "Models", "API", "Budget", "Advanced"
 
@@ -58,7 +59,7 @@ def demo(
             typer.echo("(the run lives in a temporary folder; pass --jobs-dir to keep it)")
         with Progress() as progress:
             outcome = execute(options, say=typer.echo, warn=warn, on_progress=progress)
-        code = _finish_run(*outcome, temporary=jobs_dir is None)
+        code = finish_run(*outcome, temporary=jobs_dir is None)
         raise typer.Exit(code)
 
 
@@ -261,6 +262,15 @@ def run(
             help="Wait after a batch fails with token_limit_exceeded.",
         ),
     ] = 60.0,
+    judge_passes: Annotated[
+        int,
+        typer.Option(
+            metavar="K",
+            rich_help_panel=MODELS,
+            help="Judge requests per answer, to measure the judge's noise (judge_passes.jsonl,"
+            " judge_noise.json); the rows and summary keep the first, as the reference.",
+        ),
+    ] = 1,
     resubmit_after: Annotated[
         float,
         typer.Option(
@@ -308,6 +318,7 @@ def run(
         pricing=pricing,
         max_cost=max_cost,
         assumed_answer_tokens=assumed_answer_tokens,
+        judge_passes=judge_passes,
         settings=Settings(
             max_requests_per_batch=max_requests_per_batch,
             max_attempts=max_attempts,
@@ -327,13 +338,13 @@ def run(
         for model in models
     ]
     if dry_run:
-        _print_dry_run(group, as_json)
+        print_dry_run(group, as_json)
         return
     from ..progress import Progress
 
     with Progress() as progress:
         results = execute_group(group, say=typer.echo, warn=warn, on_progress=progress)
-    codes = [_finish_run(r.run, r.summary, r.complete, error=r.error, note=r.note) for r in results]
+    codes = [finish_run(r.run, r.summary, r.complete, error=r.error, note=r.note) for r in results]
     raise typer.Exit(3 if 3 in codes else max(codes))
 
 
@@ -342,65 +353,3 @@ def _run_name(given: str | None, model: str, smoke: bool, models: list[str]) -> 
     if len(models) == 1:
         return given
     return f"{given}-{default_name(model, smoke)}" if given else None
-
-
-def _print_dry_run(group: list[Any], as_json: bool) -> None:
-    import json
-
-    from ..dryrun import grand_total, plan_text
-    from ..jobs import dry_run as make_dry_run
-
-    plans = [make_dry_run(o) for o in group]
-    if as_json:
-        typer.echo(json.dumps(plans[0] if len(plans) == 1 else plans, indent=2))
-        return
-    typer.echo("\n\n".join(plan_text(p) for p in plans))
-    if len(plans) > 1:
-        typer.echo("\n" + grand_total(plans))
-
-
-def _finish_run(
-    run: Run,
-    summary: Any,
-    complete: bool,
-    *,
-    temporary: bool = False,
-    error: str | None = None,
-    note: str | None = None,
-) -> int:
-    """Print where the run stands after this invocation's work; its exit status."""
-    from ..status import cost_line, errors_line, run_status, status_text
-    from ..summary_io import summary_table
-
-    if note is not None:  # a cron tick with nothing to do: one line, nothing is wrong
-        typer.echo(note)
-        return 0
-    if error is not None and not run.exists():
-        typer.echo(f"{run.name}: not started ({error})")
-        return 1
-    status = run_status(run)
-    if summary is not None and complete:
-        typer.echo(summary_table(summary))
-        if status["errors_by_cause"]:
-            typer.echo(errors_line(status["errors_by_cause"]))
-        typer.echo(cost_line(status["cost"]))
-    else:
-        typer.echo(status_text(status))
-    if error is not None:
-        typer.echo(f"{run.name}: stopped: {error}")
-    if temporary:
-        typer.echo("(the demo ran in a temporary folder, now deleted; --jobs-dir DIR keeps it)")
-    else:
-        typer.echo(f"results: {run.results_path.resolve()}")
-    if error is not None:
-        return 1
-    if not complete:
-        see = f"see `batchbench status {run.name}`"
-        if status["status"] == "cancelled":
-            typer.echo(f"cancelled: run it again (without --no-wait) to take it up again; {see}")
-        elif status["status"] == "cancel pending":
-            typer.echo(f"cancel pending: run `batchbench cancel {run.name}` again; {see}")
-        else:
-            typer.echo(f"in progress: advance it again with the same command, or {see}")
-        return 3
-    return 1 if status["cases"]["errors"] or summary is None else 0

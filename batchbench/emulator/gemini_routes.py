@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from .gemini import error_body
+from .gemini_model import error_body
 from .objects import ApiFailure
 from .routes import Route, int_param, json_body
 

@@ -50,7 +50,7 @@ class ApiFailure(Exception):
 
     @classmethod
     def gemini(cls, status: int, message: str) -> ApiFailure:
-        from .gemini import error_body
+        from .gemini_model import error_body
 
         failure = cls(status, message)
         failure.body = error_body(status, message)

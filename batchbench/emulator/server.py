@@ -27,7 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from . import anthropic, anthropic_routes, gemini, gemini_routes, openai_routes
+from . import anthropic, anthropic_routes, gemini_model, gemini_routes, openai_routes
 from .routes import Face, Route, json_body
 from .store import ApiFailure, Store
 
@@ -212,7 +212,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send(status, anthropic.error_body(status, message, kind), headers)
             return
         if self.face == "gemini":
-            self.send(status, gemini.error_body(status, message), headers)
+            self.send(status, gemini_model.error_body(status, message), headers)
             return
         kind = kind or ("invalid_request_error" if status < 500 else "server_error")
         body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
@@ -277,7 +277,7 @@ class Handler(BaseHTTPRequestHandler):
             if self.face == "anthropic" and envelope.get("type") != "error":
                 envelope = anthropic.error_body(failure.status, str(failure))
             if self.face == "gemini" and "status" not in envelope.get("error", {}):
-                envelope = gemini.error_body(failure.status, str(failure))
+                envelope = gemini_model.error_body(failure.status, str(failure))
             self.send(failure.status, envelope)
         except (BrokenPipeError, ConnectionResetError):
             pass

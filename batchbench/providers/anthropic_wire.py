@@ -79,8 +79,10 @@ class AnthropicWire:
             body["output_config"] = {"effort": effort}
         return Rendered(body, False)
 
-    def custom_id(self, stage: Stage, case_id: str, attempt: int, run_id: str) -> str:
-        return safe_id(stage, case_id, attempt, run_id)
+    def custom_id(
+        self, stage: Stage, case_id: str, attempt: int, run_id: str, judge_pass: int = 1
+    ) -> str:
+        return safe_id(stage, case_id, attempt, run_id, judge_pass)
 
     def request_line(self, custom_id: str, rendered: Rendered) -> bytes:
         obj = {"custom_id": custom_id, "params": rendered.body}

@@ -71,8 +71,10 @@ class GeminiWire:
         }
         return Rendered(body, prompt.temperature is not None)
 
-    def custom_id(self, stage: Stage, case_id: str, attempt: int, run_id: str) -> str:
-        return safe_id(stage, case_id, attempt, run_id)
+    def custom_id(
+        self, stage: Stage, case_id: str, attempt: int, run_id: str, judge_pass: int = 1
+    ) -> str:
+        return safe_id(stage, case_id, attempt, run_id, judge_pass)
 
     def request_line(self, custom_id: str, rendered: Rendered) -> bytes:
         obj = {"key": custom_id, "request": rendered.body}

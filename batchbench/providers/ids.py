@@ -20,22 +20,27 @@ SAFE_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _SAFE_CASE = re.compile(r"^[a-zA-Z0-9_-]+$")
 
 
-def openai_id(stage: Stage, case_id: str, attempt: int) -> str:
-    """``answer:<case_id>`` on the first attempt, ``answer:<case_id>:<n>`` after."""
-    base = f"{_PREFIX[stage]}:{case_id}"
+def openai_id(stage: Stage, case_id: str, attempt: int, judge_pass: int = 1) -> str:
+    """``answer:<case_id>`` on the first attempt, ``answer:<case_id>:<n>`` after; a judge's
+    extra passes (``--judge-passes``) are ``judge<p>:<case_id>[:<n>]``."""
+    prefix = _PREFIX[stage] + (str(judge_pass) if judge_pass > 1 else "")
+    base = f"{prefix}:{case_id}"
     return base if attempt == 1 else f"{base}:{attempt}"
 
 
-def safe_id(stage: Stage, case_id: str, attempt: int, run_id: str) -> str:
+def safe_id(stage: Stage, case_id: str, attempt: int, run_id: str, judge_pass: int = 1) -> str:
     """An id in ``^[a-zA-Z0-9_-]{1,64}$`` that also names the run.
 
     ``<run tag>-<a|j><attempt>-<case_id>`` when the case id fits, else the case
     id's SHA-256 after ``_`` (``-`` or ``_`` after the attempt tells the two
-    forms apart). The run tag (the run id's first 8 characters) keeps two runs'
-    requests apart on services whose batches carry no metadata: a batch found
-    after a crash is confirmed as this run's by the ids of its results.
+    forms apart; a judge's extra pass adds ``p<pass>`` to the attempt). The run tag
+    (the run id's first 8 characters) keeps two runs' requests apart on services whose
+    batches carry no metadata: a batch found after a crash is confirmed as this run's
+    by the ids of its results.
     """
-    head = f"{run_id[:8]}-{_PREFIX[stage][0]}{attempt}"
+    head = f"{run_id[:8]}-{_PREFIX[stage][0]}{attempt}" + (
+        f"p{judge_pass}" if judge_pass > 1 else ""
+    )
     plain = f"{head}-{case_id}"
     if _SAFE_CASE.match(case_id) and len(plain) <= 64:
         return plain

@@ -72,8 +72,10 @@ class OpenAIWire:
             body["reasoning_effort"] = effort
         return Rendered(body, prompt.temperature is not None)
 
-    def custom_id(self, stage: Stage, case_id: str, attempt: int, run_id: str) -> str:
-        return openai_id(stage, case_id, attempt)
+    def custom_id(
+        self, stage: Stage, case_id: str, attempt: int, run_id: str, judge_pass: int = 1
+    ) -> str:
+        return openai_id(stage, case_id, attempt, judge_pass)
 
     def request_line(self, custom_id: str, rendered: Rendered) -> bytes:
         obj = {"custom_id": custom_id, "method": "POST", "url": ENDPOINT, "body": rendered.body}

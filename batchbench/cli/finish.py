@@ -1,0 +1,72 @@
+"""What a run command prints when its work is done: the dry run's plan, or where each
+run stands (summary, failures by cause, cost, or what to do next) and its exit status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from ..rundir import Run
+
+
+def print_dry_run(group: list[Any], as_json: bool) -> None:
+    import json
+
+    from ..dryrun import grand_total, plan_text
+    from ..jobs import dry_run as make_dry_run
+
+    plans = [make_dry_run(o) for o in group]
+    if as_json:
+        typer.echo(json.dumps(plans[0] if len(plans) == 1 else plans, indent=2))
+        return
+    typer.echo("\n\n".join(plan_text(p) for p in plans))
+    if len(plans) > 1:
+        typer.echo("\n" + grand_total(plans))
+
+
+def finish_run(
+    run: Run,
+    summary: Any,
+    complete: bool,
+    *,
+    temporary: bool = False,
+    error: str | None = None,
+    note: str | None = None,
+) -> int:
+    """Print where the run stands after this invocation's work; its exit status."""
+    from ..status import cost_line, errors_line, run_status, status_text
+    from ..summary_io import summary_table
+
+    if note is not None:  # a cron tick with nothing to do: one line, nothing is wrong
+        typer.echo(note)
+        return 0
+    if error is not None and not run.exists():
+        typer.echo(f"{run.name}: not started ({error})")
+        return 1
+    status = run_status(run)
+    if summary is not None and complete:
+        typer.echo(summary_table(summary))
+        if status["errors_by_cause"]:
+            typer.echo(errors_line(status["errors_by_cause"]))
+        typer.echo(cost_line(status["cost"]))
+    else:
+        typer.echo(status_text(status))
+    if error is not None:
+        typer.echo(f"{run.name}: stopped: {error}")
+    if temporary:
+        typer.echo("(the demo ran in a temporary folder, now deleted; --jobs-dir DIR keeps it)")
+    else:
+        typer.echo(f"results: {run.results_path.resolve()}")
+    if error is not None:
+        return 1
+    if not complete:
+        see = f"see `batchbench status {run.name}`"
+        if status["status"] == "cancelled":
+            typer.echo(f"cancelled: run it again (without --no-wait) to take it up again; {see}")
+        elif status["status"] == "cancel pending":
+            typer.echo(f"cancel pending: run `batchbench cancel {run.name}` again; {see}")
+        else:
+            typer.echo(f"in progress: advance it again with the same command, or {see}")
+        return 3
+    return 1 if status["cases"]["errors"] or summary is None else 0

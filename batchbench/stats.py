@@ -1,0 +1,138 @@
+"""How sure a comparison is, and what it would take: the definitions, one place each.
+
+Everything here is defined exactly (the README's "Reading the statistics"), so
+an independent re-implementation gets the same floats:
+
+* paired differences ``score_a - score_b`` per case, in registry order; their
+  sample standard deviation (n - 1) ``sd_diff`` and ``se_diff = sd_diff / sqrt(n)``;
+  over K benchmarks, the macro difference's ``se = sqrt(sum se_b^2) / K``;
+* ``mde80 = (z(0.975) + z(0.80)) * se``: the smallest true difference detected
+  with 80 % power at a two-sided 5 % level;
+* a bootstrap p-value, ``min(1, 2 * min(#(d <= 0), #(d >= 0)) / samples)``, and
+  Holm's step-down adjustment over a family of p-values;
+* the cases per benchmark a target difference needs, from a pilot's ``sd_b``;
+* judge agreement over K passes: the share of items whose verdicts all agree,
+  Fleiss' kappa, and a two-level bootstrap (cases, then one pass per case).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Sequence
+
+import numpy as np
+
+from .summary import percentile
+
+Z80 = 2.801585218112968  # z(0.975) + z(0.80), the 80 %-power, 5 %-level multiplier
+SMALL_N = 20  # a benchmark with fewer paired cases: its interval is not to be trusted
+
+
+def sd(values: Sequence[float]) -> float | None:
+    """The sample standard deviation (n - 1); None under two values."""
+    return statistics.stdev(values) if len(values) >= 2 else None
+
+
+def se_of(sd_diff: float | None, n: int) -> float | None:
+    return None if sd_diff is None else sd_diff / math.sqrt(n)
+
+
+def macro_se(ses: Sequence[float | None]) -> float | None:
+    """The standard error of a macro mean of K benchmarks: ``sqrt(sum se_b^2) / K``, the
+    squares summed left to right in benchmark-name order."""
+    if not ses or any(s is None for s in ses):
+        return None
+    return math.sqrt(sum(s * s for s in ses if s is not None)) / len(ses)
+
+
+def mde80(se: float | None) -> float | None:
+    return None if se is None else Z80 * se
+
+
+def p_value(diffs: np.ndarray) -> float:
+    """Two-sided bootstrap p-value of a difference from its resampled differences."""
+    below = int(np.count_nonzero(diffs <= 0))
+    above = int(np.count_nonzero(diffs >= 0))
+    return min(1.0, 2 * min(below, above) / diffs.size)
+
+
+def holm(ps: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the given order (monotone, capped at 1)."""
+    m = len(ps)
+    order = sorted(range(m), key=lambda i: ps[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * ps[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def cases_needed(sds: Sequence[float], mde: float, power: float, alpha: float) -> int:
+    """Cases per benchmark so that the macro paired difference has an MDE of ``mde``:
+    ``ceil(((z(1 - alpha/2) + z(power)) / mde)^2 * sum sd_b^2 / K^2)``, at least 2 (the
+    fewest a spread needs); the squares summed left to right in benchmark-name order."""
+    z = statistics.NormalDist().inv_cdf(1 - alpha / 2) + statistics.NormalDist().inv_cdf(power)
+    k = len(sds)
+    m = math.ceil((z / mde) ** 2 * sum(s * s for s in sds) / (k * k))
+    return max(2, m)
+
+
+def item_agreement(verdicts: Sequence[Sequence[bool]]) -> float | None:
+    """The share of rubric items whose K verdicts all agree."""
+    if not verdicts:
+        return None
+    return sum(1 for v in verdicts if len(set(v)) == 1) / len(verdicts)
+
+
+def fleiss_kappa(verdicts: Sequence[Sequence[bool]]) -> float | None:
+    """Fleiss' kappa of K raters (passes) over items, two categories (matched or not);
+    None when it is undefined (one category only, or fewer than two passes)."""
+    if not verdicts:
+        return None
+    k = len(verdicts[0])
+    if k < 2:
+        return None
+    items = len(verdicts)
+    yes = [sum(v) for v in verdicts]
+    p_yes = sum(yes) / (items * k)
+    expected = p_yes**2 + (1 - p_yes) ** 2
+    if expected == 1:
+        return None
+    agree = [(y * y + (k - y) * (k - y) - k) / (k * (k - 1)) for y in yes]
+    observed = math.fsum(agree) / items
+    return (observed - expected) / (1 - expected)
+
+
+def two_level_interval(
+    scores: dict[str, list[list[float]]], samples: int, seed: int
+) -> list[float] | None:
+    """The overall macro interval with the judge's noise in it.
+
+    ``scores[benchmark][case]`` holds the case's K pass scores (cases in registry
+    order). One ``random.Random(seed)``; for each resample, for each benchmark
+    (names sorted), ``n`` times: a case ``randrange(n)``, then one of its passes
+    ``randrange(K)``; the benchmark's mean is the picked scores summed left to right
+    from 0, over n; the resample's value the ``statistics.fmean`` of the benchmark
+    means. The interval is the summary's percentile rule (2.5 %, 97.5 %).
+    """
+    names = sorted(b for b, cases in scores.items() if cases)
+    if not names or samples < 1:
+        return None
+    rng = random.Random(seed)
+    draw = rng.randrange
+    values = np.empty(samples, dtype=np.float64)
+    for s in range(samples):
+        means = []
+        for b in names:
+            cases = scores[b]
+            n, k = len(cases), len(cases[0])
+            total = 0.0
+            for _ in range(n):
+                case = cases[draw(n)]
+                total += case[draw(k)]
+            means.append(total / n)
+        values[s] = statistics.fmean(means)
+    return [percentile(values, 0.025), percentile(values, 0.975)]
