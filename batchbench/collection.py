@@ -86,9 +86,13 @@ def _file_id(source: str | None) -> str | None:
     return None if source is None else Run.file_id_of(source)
 
 
-def expected_lines(sub: Submission) -> dict[str, tuple[str, bool]]:
-    """``custom_id → (case_id, sent temperature)`` for every request the submission sent."""
-    return {cid: (line.case_id, line.sent_temperature) for cid, line in sub.ids().items()}
+def expected_lines(sub: Submission) -> dict[str, tuple[str, bool, bool]]:
+    """``custom_id → (case_id, sent temperature, sent effort none)`` for every request the
+    submission sent."""
+    return {
+        cid: (line.case_id, line.sent_temperature, line.effort_none)
+        for cid, line in sub.ids().items()
+    }
 
 
 def check_download(frame: pl.DataFrame, sub: Submission, earlier: set[str], where: str) -> None:
@@ -154,6 +158,13 @@ def classify_frame(
         | (~pl.col("has_error") & ((status == 0) | (pl.lit(expired) & (status >= 500))))
     )
     refused = pl.col("refuses_temperature") & pl.col("sent_temperature")
+    # The reference's Fireworks rule: a 400 naming reasoning_effort when "none" was sent.
+    no_effort = (
+        pl.lit(rules.effort_fallback is not None)
+        & (status == 400)
+        & pl.col("effort_none")
+        & pl.col("body_text").fill_null("").str.to_lowercase().str.contains("reasoning_effort")
+    )
     kind = (
         pl.when(lost)
         .then(pl.lit("lost"))
@@ -169,6 +180,8 @@ def classify_frame(
         .then(pl.lit("ok"))
         .when(retried)
         .then(pl.lit("transient"))
+        .when(no_effort)
+        .then(pl.lit("no_effort"))
         .when(refused)
         .then(pl.lit("no_temperature"))
         .otherwise(pl.lit("failed"))
@@ -196,7 +209,7 @@ def classify_frame(
         .then(pl.col("empty_error"))
         .when(ok)
         .then(pl.lit(None, dtype=pl.String))
-        .when(retried | refused | lost)
+        .when(retried | no_effort | refused | lost)
         .then(pl.col("http_error"))
         .otherwise(
             pl.format("RuntimeError: {}", pl.col("http_error")).str.slice(
@@ -218,16 +231,17 @@ def classify_frame(
 
 def classify(
     frame: pl.DataFrame,
-    expected: Mapping[str, tuple[str, bool]],
+    expected: Mapping[str, tuple[str, bool, bool]],
     rules: LineRules,
     expired: bool = False,
 ) -> tuple[dict[str, Outcome], dict[str, int], list[str]]:
     """:func:`classify_frame` with Python dicts in and :class:`Outcome` objects out."""
     exp = pl.DataFrame(
-        [(cid, case_id, sent) for cid, (case_id, sent) in expected.items()],
-        schema={"custom_id": pl.String, "case_id": pl.String, "sent_temperature": pl.Boolean},
+        [(cid, *rest) for cid, rest in expected.items()],
+        schema={"custom_id": pl.String, "case_id": pl.String, "sent_temperature": pl.Boolean,
+                "effort_none": pl.Boolean},
         orient="row",
-    )
+    )  # fmt: skip
     outcomes, usage, anomalies = classify_frame(frame, exp, rules, expired)
     result = {}
     columns = ("custom_id", "case_id", "kind", "detail", "content", "source")
@@ -246,7 +260,7 @@ def _failed_batch(sub: Submission, failure: BatchFailure, hold: float, now: floa
         return Collection(
             {
                 cid: Outcome(case_id, "failed", failure.detail)
-                for cid, (case_id, _) in expected.items()
+                for cid, (case_id, *_) in expected.items()
             }
         )
     free = failure.kind == "resubmit" or len(sub.lines) > 1  # one request still too big: its own
@@ -260,7 +274,7 @@ def _failed_batch(sub: Submission, failure: BatchFailure, hold: float, now: floa
     return Collection(
         {
             cid: Outcome(case_id, "transient", failure.detail)
-            for cid, (case_id, _) in expected.items()
+            for cid, (case_id, *_) in expected.items()
         },
         free_retry=free,
         cap=cap,
@@ -303,7 +317,7 @@ def collect(
     for cid, o in result.outcomes.items():
         st = state.cases[o.case_id].stage(sub.stage, sub.judge_pass)
         # A temperature refusal uses up an attempt, as in the reference.
-        retried = o.kind in ("transient", "no_temperature")
+        retried = o.kind in ("transient", "no_temperature", "no_effort")
         if retried and not result.free_retry and st.transients + 1 >= limits.max_retries:
             detail = protocol.gave_up(wire.rules.label, st.transients + 1, o.detail or "")
             o = Outcome(o.case_id, "failed", detail)

@@ -24,7 +24,7 @@ class Event(msgspec.Struct, tag_field="ev", kw_only=True):
     t: float = 0.0  # when it was recorded (seconds since the epoch)
 
 
-class Line(msgspec.Struct, array_like=True):
+class Line(msgspec.Struct, array_like=True, omit_defaults=True):
     """One request of a submission: which case, which attempt, whether it sent
     temperature, and its request id (journals before 0.2 recorded none: theirs were
     OpenAI's, derived again by :meth:`id`)."""
@@ -33,12 +33,13 @@ class Line(msgspec.Struct, array_like=True):
     attempt: int
     sent_temperature: bool
     custom_id: str | None = None
+    effort_none: bool = False  # it sent reasoning_effort "none" (a refusal falls back)
 
     def id(self, stage: Stage) -> str:
         return self.custom_id or openai_id(stage, self.case_id, self.attempt)
 
 
-class Plan(Event, tag="plan"):
+class Plan(Event, tag="plan", omit_defaults=True):
     """A request file was written: the submission's lines, before any upload."""
 
     sub: str
@@ -48,6 +49,7 @@ class Plan(Event, tag="plan"):
     lines: list[Line]
     tokens: int = 0  # estimated prompt tokens, for the enqueued-token budget
     judge_pass: int = 1  # judges: which of the --judge-passes (1 is the one the rows keep)
+    job: dict[str, Any] | None = None  # the batch's own parameters (Fireworks' inference ones)
 
 
 class UploadStarted(Event, tag="upload_started"):

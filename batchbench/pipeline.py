@@ -13,10 +13,12 @@ decided by :mod:`batchbench.collection`, rows are built by
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import polars as pl
 
@@ -185,6 +187,9 @@ class Pipeline:
         return self.state.in_flight()
 
     # planning -----------------------------------------------------------------
+    def _request_path(self, stage: Stage, first: int, k: int) -> Path:
+        return self.run.requests_dir / f"{stage}-{first + k:04d}.jsonl"
+
     def _plan(self, stage: Stage, judge_pass: int = 1) -> str:
         """Write the request files for every pending case of a stage (and judge pass),
         then journal them."""
@@ -195,8 +200,8 @@ class Pipeline:
         pending = self.state.pending(stage, self.config.case_ids, judge_pass)
         used = self.state.used_ids()
 
-        def entries() -> Iterator[tuple[Line, bytes, int]]:
-            for case_id in pending:
+        def entries(cases: list[str], job: list[dict | None]) -> Iterator[tuple[Line, bytes, int]]:
+            for case_id in cases:
                 st = self.state.cases[case_id].stage(stage, judge_pass)
                 request = build_request(
                     wire,
@@ -209,28 +214,45 @@ class Pipeline:
                     reasoning_effort=self.config.reasoning_effort,
                     answer=self.answer_text(case_id) if stage == "judges" else None,
                     judge_pass=judge_pass,
+                    effort_fallback=st.effort_low,
                 )
                 claim(request.custom_id, case_id, used)
                 tokens = prompt_tokens(request.prompt, count) if count is not None else 0
+                job[:] = [request.rendered.job]
                 line = Line(
-                    case_id, request.attempt, request.rendered.temperature, request.custom_id
+                    case_id,
+                    request.attempt,
+                    request.rendered.temperature,
+                    request.custom_id,
+                    request.rendered.effort_none,
                 )
                 yield line, request.line, tokens
 
+        # A service that takes its parameters per batch (Fireworks) gets a batch per set of
+        # them: the cases whose temperature was refused, or whose effort fell back, apart.
+        groups: dict[tuple[bool, bool], list[str]] = {}
+        for case_id in pending:
+            st = self.state.cases[case_id].stage(stage, judge_pass)
+            key = (st.temperature, st.effort_low) if wire.batch_parameters else (True, False)
+            groups.setdefault(key, []).append(case_id)
         seq = self.state.next_seq(stage)
         cap = min(
             self.settings.max_requests_per_batch,
             self.state.caps.get(stage, 10**9),
             wire.limits.max_lines,
         )
-        files = write_shards(
-            entries(),
-            lambda k: self.run.requests_dir / f"{stage}-{seq + k:04d}.jsonl",
-            max_lines=cap,
-            max_bytes=min(self.settings.max_bytes_per_batch, wire.limits.max_bytes),
-            max_tokens=budget,
-        )
-        for offset, (path, lines, tokens) in enumerate(files):
+        files: list[tuple[Path, list[Line], int, dict | None]] = []
+        for cases in groups.values():
+            job: list[dict | None] = [None]
+            made = write_shards(
+                entries(cases, job),
+                functools.partial(self._request_path, stage, seq + len(files)),
+                max_lines=cap,
+                max_bytes=min(self.settings.max_bytes_per_batch, wire.limits.max_bytes),
+                max_tokens=budget,
+            )
+            files += [(path, lines, tokens, job[0]) for path, lines, tokens in made]
+        for offset, (path, lines, tokens, job_params) in enumerate(files):
             _failpoints.hit("planned")
             self.record(
                 Plan(
@@ -241,9 +263,10 @@ class Pipeline:
                     lines=lines,
                     tokens=tokens,
                     judge_pass=judge_pass,
+                    job=job_params,
                 )
             )
-        requests = sum(len(lines) for _, lines, _ in files)
+        requests = sum(len(lines) for _, lines, _, _ in files)
         what = f"{stage} (pass {judge_pass})" if judge_pass > 1 else stage
         return f"planned {requests} {what} request(s) in {len(files)} file(s)"
 

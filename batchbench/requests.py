@@ -7,6 +7,7 @@ intended, and never changes: the file on disk is exactly what was submitted.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -40,12 +41,15 @@ def stage_prompt(
     temperature: bool,
     reasoning_effort: str | None,
     answer: str | None,
+    effort_fallback: bool = False,
 ) -> Prompt:
-    """What one case's request of a stage asks; ``temperature`` False once refused."""
+    """What one case's request of a stage asks; ``temperature`` False once refused,
+    ``effort_fallback`` once the default effort was."""
     if stage == "answers":
-        return protocol.answer_prompt(
+        prompt = protocol.answer_prompt(
             case, reasoning_effort=reasoning_effort, temperature=temperature
         )
+        return dataclasses.replace(prompt, effort_fallback=effort_fallback)
     if answer is None:
         raise InvariantError(f"the judge request of case {case['case_id']} needs its answer")
     return protocol.judge_prompt(case, answer, temperature=temperature)
@@ -63,11 +67,17 @@ def build_request(
     reasoning_effort: str | None = None,
     answer: str | None = None,
     judge_pass: int = 1,
+    effort_fallback: bool = False,
 ) -> Request:
     """The request of one case in one stage, rendered for its service (a judge's extra
     passes send the same body under their own ids)."""
     prompt = stage_prompt(
-        stage, case, temperature=temperature, reasoning_effort=reasoning_effort, answer=answer
+        stage,
+        case,
+        temperature=temperature,
+        reasoning_effort=reasoning_effort,
+        answer=answer,
+        effort_fallback=effort_fallback,
     )
     rendered = wire.render(prompt, model)
     custom_id = wire.custom_id(stage, case["case_id"], attempt, run_id, judge_pass)

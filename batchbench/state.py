@@ -43,6 +43,7 @@ class StageState:
     status: StageStatus = "pending"
     attempt: int = 0
     temperature: bool = True  # False once the model rejected it: send none from then on
+    effort_low: bool = False  # the model refused reasoning_effort "none": the fallback now
     transients: int = 0  # attempts used up by retried replies
     losses: int = 0  # requests the service lost (not counted against the retries)
     invalid: int = 0  # invalid judge replies so far
@@ -100,6 +101,7 @@ class Submission:
     planned_at: float
     tokens: int = 0
     judge_pass: int = 1  # judges: which pass these requests are
+    job: dict[str, Any] | None = None  # the batch's own parameters (Fireworks)
     upload_started: bool = False
     file_id: str | None = None  # the uploaded input, for services that take one
     create_started: float | None = None
@@ -242,7 +244,7 @@ class RunState:
     def _apply_plan(self, event: Plan) -> None:
         sub = Submission(
             event.sub, event.stage, event.seq, event.path, event.lines, event.t, event.tokens,
-            event.judge_pass,
+            event.judge_pass, event.job,
         )  # fmt: skip
         self.subs[sub.id] = sub
         self.started = self.started or event.t
@@ -280,6 +282,9 @@ class RunState:
                 if kind == "no_temperature":
                     st.temperature = False
                     st.transients += 1  # the reference's drop uses up an attempt
+                elif kind == "no_effort":
+                    st.effort_low = True
+                    st.transients += 1  # as a temperature drop does
                 elif kind == "invalid":
                     st.invalid += 1
                 elif kind == "transient" and not event.free_retry:

@@ -93,6 +93,7 @@ class Submitter:
             requests=len(sub.lines),
             custom_ids=ids,
             model=self.config.model(sub.stage),
+            job=sub.job,
         )
 
     def _checked(self, sub: Submission) -> None:

@@ -63,6 +63,7 @@ class FakeWire:
     limits: Limits = field(default_factory=lambda: Limits(1000, 10**9))
     rules: LineRules = field(default_factory=lambda: LineRules("Fake", frozenset({429, 500})))
     uploads: bool = True
+    batch_parameters: bool = False
 
     def effort(self, asked: str | None) -> str | None:
         return asked

@@ -35,6 +35,7 @@ def demo(
 
     Example: batchbench demo --jobs-dir /tmp/demo-run --answer-model claude-sim
     """
+    import os
     import tempfile
 
     from ..emulator import Emulator
@@ -43,6 +44,7 @@ def demo(
     from ..pipeline import Settings
     from ..progress import Progress
 
+    os.environ.setdefault("FIREWORKS_ACCOUNT_ID", "demo")  # the emulator's, for a Fireworks model
     with tempfile.TemporaryDirectory() as tmp, Emulator(latency=0.3) as emu:
         typer.echo(f"emulator on {emu.url}; simulated models {answer_model} and sim-judge")
         options = RunOptions(

@@ -26,7 +26,7 @@ MAX_FILE_BYTES = 512 * 1024 * 1024
 
 class ApiFailure(Exception):
     """An HTTP error reply with the real error envelope (``body``): OpenAI's unless made
-    by :meth:`anthropic` or :meth:`gemini`."""
+    by :meth:`anthropic`, :meth:`gemini` or :meth:`fireworks`."""
 
     def __init__(self, status: int, message: str, param: str | None = None, code: Any = None):
         super().__init__(message)
@@ -46,6 +46,14 @@ class ApiFailure(Exception):
 
         failure = cls(status, message)
         failure.body = error_body(status, message, kind)
+        return failure
+
+    @classmethod
+    def fireworks(cls, status: int, message: str) -> ApiFailure:
+        from .fireworks import error_body
+
+        failure = cls(status, message)
+        failure.body = error_body(status, message)
         return failure
 
     @classmethod

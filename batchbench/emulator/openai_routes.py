@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 
 def upload(h: Handler, *, query: dict, body: bytes, reply: bool = True) -> None:
-    fields, files = _multipart(h.headers.get("Content-Type", ""), body)
+    fields, files = multipart(h.headers.get("Content-Type", ""), body)
     if "file" not in files:
         raise ApiFailure(400, "Missing required parameter: 'file'.", param="file")
     if "purpose" not in fields:
@@ -93,7 +93,7 @@ def models(h: Handler, *, query: dict, body: bytes) -> None:
     h.send(200, {"object": "list", "data": data})
 
 
-def _multipart(
+def multipart(
     content_type: str, body: bytes
 ) -> tuple[dict[str, str], dict[str, tuple[str, bytes]]]:
     if not content_type.startswith("multipart/form-data"):

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from .objects import ApiFailure
 
-Face = Literal["openai", "anthropic", "gemini", "emulator"]
+Face = Literal["openai", "anthropic", "gemini", "fireworks", "emulator"]
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ SDK talks to it over real loopback HTTP exactly as it talks to the service.
 Each face (:mod:`.openai_routes`, :mod:`.anthropic_routes`,
 :mod:`.gemini_routes`) brings its routes; this module picks the face of a call
 by what its SDK sends (``anthropic-version``; Google's ``x-goog-api-key`` or an
-upload session; else OpenAI's), since some paths (``/v1/models/…``,
-``/v1/files/…``) are served by several, checks the key the way that service
+upload session; Fireworks' ``/v1/accounts/…``; else OpenAI's), since some
+paths (``/v1/models/…``, ``/v1/files/…``) are served by several, checks the key the way that service
 does, injects the seeded faults and writes every error in that service's
 envelope. Routes under ``/_emulator/`` are for tests (ledger,
 clock, settings) and need no key.
@@ -27,7 +27,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from . import anthropic, anthropic_routes, gemini_model, gemini_routes, openai_routes
+from . import (
+    anthropic,
+    anthropic_routes,
+    fireworks,
+    fireworks_routes,
+    gemini_model,
+    gemini_routes,
+    openai_routes,
+)
 from .routes import Face, Route, json_body
 from .store import ApiFailure, Store
 
@@ -138,6 +146,7 @@ ROUTES: list[Route] = [
     *openai_routes.ROUTES,
     *anthropic_routes.ROUTES,
     *gemini_routes.ROUTES,
+    *fireworks_routes.ROUTES,
     _e("GET", r"^/_emulator/ledger$", _ledger),
     _e("GET", r"^/_emulator/health$", _health),
     _e("POST", r"^/_emulator/flush$", _flush),
@@ -214,6 +223,9 @@ class Handler(BaseHTTPRequestHandler):
         if self.face == "gemini":
             self.send(status, gemini_model.error_body(status, message), headers)
             return
+        if self.face == "fireworks":
+            self.send(status, fireworks.error_body(status, message), headers)
+            return
         kind = kind or ("invalid_request_error" if status < 500 else "server_error")
         body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
         self.send(status, body, headers)
@@ -239,6 +251,8 @@ class Handler(BaseHTTPRequestHandler):
             return "anthropic"
         if "x-goog-api-key" in self.headers or "key" in query or path.startswith("/upload/"):
             return "gemini"
+        if path.startswith(("/v1/accounts/", "/_fireworks/")):
+            return "fireworks"
         return "openai"
 
     def _route(self, method: str, path: str) -> tuple[Route, re.Match[str]] | None:
@@ -278,6 +292,8 @@ class Handler(BaseHTTPRequestHandler):
                 envelope = anthropic.error_body(failure.status, str(failure))
             if self.face == "gemini" and "status" not in envelope.get("error", {}):
                 envelope = gemini_model.error_body(failure.status, str(failure))
+            if self.face == "fireworks" and "code" not in envelope:
+                envelope = fireworks.error_body(failure.status, str(failure))
             self.send(failure.status, envelope)
         except (BrokenPipeError, ConnectionResetError):
             pass
@@ -288,6 +304,8 @@ class Handler(BaseHTTPRequestHandler):
         token, older ones and curl examples as ``x-api-key``); Google's own way."""
         if self.face == "gemini":
             return gemini_routes.authorised(self, query)
+        if self.face == "fireworks":
+            return fireworks_routes.authorised(self, query)
         expected = self.server.api_key
         auth = self.headers.get("Authorization", "")
         token = auth[7:].strip() if auth.startswith("Bearer ") else ""
@@ -334,7 +352,7 @@ class Handler(BaseHTTPRequestHandler):
             self.server.count("529")
             self.error(529, "Overloaded", kind="overloaded_error")
             return True
-        if self.face == "gemini" and self.server.roll(0.5):
+        if self.face in ("gemini", "fireworks") and self.server.roll(0.5):
             self.server.count("503")
             self.error(503, "The model is overloaded. Please try again later.")
             return True

@@ -74,9 +74,14 @@ class Emulator:
 
     @property
     def base_urls(self) -> dict[str, str]:
-        """Each provider's face, as its SDK's base URL (Anthropic's and Gemini's, as their
-        ``ANTHROPIC_BASE_URL`` and ``GOOGLE_GEMINI_BASE_URL``, have no /v1)."""
-        return {"openai": self.base_url, "anthropic": self.url, "gemini": self.url}
+        """Each provider's face, as its SDK's base URL (Anthropic's, Gemini's and Fireworks',
+        as their ``*_BASE_URL`` variables, have no /v1)."""
+        return {
+            "openai": self.base_url,
+            "anthropic": self.url,
+            "gemini": self.url,
+            "fireworks": self.url,
+        }
 
     def _clock(self) -> None:
         """The emulated service's clock; ``paused`` stops it (a test then drives
@@ -146,6 +151,7 @@ def serve(emulator: Emulator, announce: Callable[[str], None] = print) -> None:
         f"  OPENAI_BASE_URL={emulator.base_urls['openai']}"
         f"  ANTHROPIC_BASE_URL={emulator.base_urls['anthropic']}"
         f"  GOOGLE_GEMINI_BASE_URL={emulator.base_urls['gemini']}"
+        f"  FIREWORKS_BASE_URL={emulator.base_urls['fireworks']}"
     )
     try:
         while True:

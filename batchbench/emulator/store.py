@@ -17,6 +17,7 @@ from typing import Any
 
 from .anomalies import SERVER_ERROR, damage_results
 from .anthropic import AnthropicBook
+from .fireworks import FireworksBook
 from .gemini import GeminiBook
 from .model import Responder, run_line
 from .objects import (
@@ -57,6 +58,7 @@ class Store:
         self._create_tried: set[str] = set()  # file ids a create was tried for
         self.anthropic = AnthropicBook(self)  # Anthropic's Message Batches, same clock
         self.gemini = GeminiBook(self)  # Gemini's files and batch jobs, same clock
+        self.fireworks = FireworksBook(self)  # Fireworks' datasets and jobs, same clock
 
     # ids ------------------------------------------------------------------
     def new_id(self, prefix: str) -> str:
@@ -175,6 +177,7 @@ class Store:
                 self._advance(batch, now, flush)
             self.anthropic.advance(now, flush)
             self.gemini.advance(now, flush)
+            self.fireworks.advance(now, flush)
 
     def _advance(self, batch: Batch, now: float, flush: bool) -> None:
         lat = self.settings.latency
@@ -387,6 +390,7 @@ class Store:
                     for b in (self.batches[i] for i in self.ledger_batches)
                 ]
                 + self.anthropic.ledger()
-                + self.gemini.ledger(),
+                + self.gemini.ledger()
+                + self.fireworks.ledger(),
                 "executions": list(self.executions),
             }

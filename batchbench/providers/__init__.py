@@ -62,6 +62,12 @@ _MODULES: dict[ProviderName, tuple[str, str, str, str]] = {
         "anthropic",
     ),
     "gemini": ("gemini_wire:GeminiWire", "gemini_client:GeminiClient", "google.genai", "gemini"),
+    "fireworks": (
+        "fireworks_wire:FireworksWire",
+        "fireworks_client:FireworksClient",
+        "fireworks",
+        "fireworks",
+    ),
 }
 
 

@@ -61,6 +61,7 @@ class AnthropicWire:
     limits: Limits = field(default_factory=lambda: Limits(MAX_REQUESTS, MAX_BYTES))
     rules: LineRules = field(default_factory=lambda: LineRules("Anthropic", RETRIED))
     uploads: bool = False
+    batch_parameters: bool = False
 
     def effort(self, asked: str | None) -> str | None:
         """The reference sends ``max`` to Anthropic as ``max``: every effort as asked."""

@@ -38,6 +38,7 @@ class Prompt:
     temperature: float | None  # None once the model refused it
     json_mode: bool
     reasoning_effort: str | None  # as asked: each provider maps ``max`` its own way
+    effort_fallback: bool = False  # the service refused the effort sent by default: fall back
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,10 @@ class Rendered:
 
     body: dict[str, Any]
     temperature: bool  # whether it carries a temperature (the row records 1 or null)
+    # What the service takes per batch rather than per line (Fireworks' model and
+    # inference parameters): requests with other ones go in another batch.
+    job: dict[str, Any] | None = None
+    effort_none: bool = False  # it sent the effort a refusal falls back from (``none``)
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,8 @@ class LineRules:
 
     label: str  # "<label> request failed after <n> attempts: ..."
     retried: frozenset[int]  # HTTP statuses sent again
+    # A 400 naming reasoning_effort when "none" was sent is sent again with this effort.
+    effort_fallback: str | None = None
 
 
 @dataclass(frozen=True)
@@ -88,6 +95,7 @@ class Tag:
     requests: int
     custom_ids: tuple[str, ...]
     model: str  # the id the service is asked for (a service that names it per batch)
+    job: dict[str, Any] | None = None  # the batch's own parameters (:attr:`Rendered.job`)
 
 
 @dataclass(frozen=True)
@@ -137,6 +145,7 @@ class Wire(Protocol):
     limits: Limits
     rules: LineRules
     uploads: bool  # a request file is uploaded before the create (else it travels inline)
+    batch_parameters: bool  # model parameters go per batch (Rendered.job), not per line
 
     def effort(self, asked: str | None) -> str | None:
         """The reasoning effort the service is sent (and the row records)."""

@@ -45,6 +45,7 @@ class GeminiWire:
     limits: Limits = field(default_factory=lambda: Limits(MAX_LINES, MAX_BYTES))
     rules: LineRules = field(default_factory=lambda: LineRules("Gemini", RETRIED))
     uploads: bool = True
+    batch_parameters: bool = False
 
     def effort(self, asked: str | None) -> str | None:
         """The reference sends ``max`` to Gemini as ``high``."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import polars as pl
@@ -49,7 +50,7 @@ class _Usage(msgspec.Struct, gc=False):
     completion_tokens_details: _CompletionDetails | None = None
 
 
-class _Body(msgspec.Struct, gc=False):
+class Body(msgspec.Struct, gc=False):
     choices: list[_Choice] | None = None
     usage: _Usage | None = None
 
@@ -71,7 +72,7 @@ class _Line(msgspec.Struct, gc=False):
 
 
 _LINE = msgspec.json.Decoder(_Line)
-_BODY = msgspec.json.Decoder(_Body | str | None)
+_BODY = msgspec.json.Decoder(Body | str | None)
 _CONTENT = msgspec.json.Decoder(str | None)
 
 
@@ -99,7 +100,7 @@ def read_outputs(paths: Sequence[Path], empty_error: str) -> pl.DataFrame:
         lines.extend(got)
     responses = [ln.response for ln in lines]
     errors = [ln.error for ln in lines]
-    bodies: list[_Body | None] = []
+    bodies: list[Body | None] = []
     texts: list[str | None] = []
     for file, lineno, r in zip(files, numbers, responses):
         body = None
@@ -110,14 +111,10 @@ def read_outputs(paths: Sequence[Path], empty_error: str) -> pl.DataFrame:
                 where = f"{file}: line {lineno}"
                 problem = frames.field_problem(exc)
                 raise BatchFileError(f"{where}: {problem} in response.body") from None
-            body = decoded if isinstance(decoded, _Body) else None
+            body = decoded if isinstance(decoded, Body) else None
         ok = r is not None and r.status_code is not None and 200 <= r.status_code < 300
         bodies.append(body)
         texts.append(None if r is None or ok else bytes(r.body).decode("utf-8", "replace"))
-    usages = [b.usage if b is not None else None for b in bodies]
-    messages = [b.choices[0].message if b is not None and b.choices else None for b in bodies]
-    prompt = [u.prompt_tokens_details if u is not None else None for u in usages]
-    completion = [u.completion_tokens_details if u is not None else None for u in usages]
     return frames.build(
         {
             "file": files,
@@ -130,11 +127,23 @@ def read_outputs(paths: Sequence[Path], empty_error: str) -> pl.DataFrame:
             "error_code": [e.code if e is not None else None for e in errors],
             "error_message": [e.message if e is not None else None for e in errors],
             "body_text": texts,
-            "content": [_content(m.content) if m is not None else None for m in messages],
             "empty_error": empty_error,
-            "prompt_tokens": [u.prompt_tokens if u is not None else None for u in usages],
-            "cached_tokens": [d.cached_tokens if d is not None else None for d in prompt],
-            "completion_tokens": [u.completion_tokens if u is not None else None for u in usages],
-            "reasoning_tokens": [d.reasoning_tokens if d is not None else None for d in completion],
+            **chat_columns(bodies),
         }
     )
+
+
+def chat_columns(bodies: Sequence[Body | None]) -> dict[str, list[Any]]:
+    """A chat completion's answer text and usage, per line (a line without one: nulls).
+    Every OpenAI-shaped reply reads so (Fireworks' too)."""
+    usages = [b.usage if b is not None else None for b in bodies]
+    messages = [b.choices[0].message if b is not None and b.choices else None for b in bodies]
+    prompt = [u.prompt_tokens_details if u is not None else None for u in usages]
+    completion = [u.completion_tokens_details if u is not None else None for u in usages]
+    return {
+        "content": [_content(m.content) if m is not None else None for m in messages],
+        "prompt_tokens": [u.prompt_tokens if u is not None else None for u in usages],
+        "cached_tokens": [d.cached_tokens if d is not None else None for d in prompt],
+        "completion_tokens": [u.completion_tokens if u is not None else None for u in usages],
+        "reasoning_tokens": [d.reasoning_tokens if d is not None else None for d in completion],
+    }

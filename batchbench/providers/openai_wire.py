@@ -48,6 +48,7 @@ class OpenAIWire:
     limits: Limits = field(default_factory=lambda: Limits(MAX_LINES, MAX_BYTES))
     rules: LineRules = field(default_factory=lambda: LineRules("API", RETRIED))
     uploads: bool = True
+    batch_parameters: bool = False
 
     def effort(self, asked: str | None) -> str | None:
         """The reference sends ``max`` to OpenAI models as ``xhigh``."""

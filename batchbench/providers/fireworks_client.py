@@ -1,0 +1,257 @@
+"""Fireworks batch inference through the fireworks-ai SDK: datasets, jobs, output files.
+
+A submission's request file becomes a dataset (created, then uploaded in one
+request) and a batch inference job whose id the run chooses — its run id and
+submission — so a create whose outcome was lost is found by that id, and a
+second create of it is refused by the service (409), never run twice. Jobs live
+under the account of ``FIREWORKS_ACCOUNT_ID``. The output dataset's files (a
+results file, an error file) are listed and fetched through signed URLs.
+
+Two things are not the SDK's own calls: a job's cancel (``:cancel``, which the
+SDK 1.2 does not wrap; sent through the SDK's client) and the signed URLs (plain
+HTTP GETs, as the service intends). ``continuedFromJobName`` is not used: a
+continued job reruns the unfinished lines under their old ids, while a run gives
+every retry its own id, budget and parameters, so the unfinished lines are
+planned again as a new submission instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib
+import os
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import fireworks
+from fireworks.types.batch_inference_job_create_params import InferenceParameters
+
+from ..errors import ApiConflictError, ApiError, ApiNotFoundError, ConfigError
+from ..kinds import Ending, Phase
+from .base import BatchView, Service, Tag
+from .http_errors import status_error
+from .stainless import SdkCalls, timeout
+
+PHASES: dict[str, Phase] = {
+    "JOB_STATE_CREATING": "pending", "JOB_STATE_VALIDATING": "pending",
+    "JOB_STATE_PENDING": "pending", "JOB_STATE_CREATING_INPUT_DATASET": "pending",
+    "JOB_STATE_RE_QUEUEING": "pending", "JOB_STATE_IDLE": "pending",
+    "JOB_STATE_RUNNING": "running", "JOB_STATE_WRITING_RESULTS": "running",
+    "JOB_STATE_PAUSED": "running", "JOB_STATE_CANCELLING": "cancelling",
+    "JOB_STATE_DELETING": "cancelling", "JOB_STATE_DELETING_CLEANING_UP": "cancelling",
+}  # fmt: skip
+ENDINGS: dict[str, Ending] = {
+    "JOB_STATE_COMPLETED": "completed",
+    "JOB_STATE_EARLY_STOPPED": "completed",
+    "JOB_STATE_FAILED": "failed",
+    "JOB_STATE_CANCELLED": "cancelled",
+    "JOB_STATE_EXPIRED": "expired",
+}
+PAGE = 200  # the list's largest page
+
+
+def _http() -> Any:
+    """An HTTP client for the signed URLs: httpx2 (the SDKs of late 2026) or httpx."""
+    for name in ("httpx2", "httpx"):
+        with contextlib.suppress(ImportError):
+            return importlib.import_module(name)
+    raise ImportError("neither httpx2 nor httpx is installed")  # pragma: no cover
+
+
+def short_id(tag: Tag, suffix: str = "") -> str:
+    """The job's (and its datasets') id: the run's id and the submission, lower case."""
+    return f"bb-{tag.run_id[:12]}-{tag.sub}{suffix}".lower().replace("_", "-")[:63]
+
+
+class FireworksClient:
+    """Datasets and batch inference jobs through the SDK, errors turned into batchbench's."""
+
+    def __init__(self, service: Service, api_key: str, *, warn: Callable[[str], None]) -> None:
+        self.service = service
+        self.account = os.environ.get("FIREWORKS_ACCOUNT_ID", "")
+        if not self.account:
+            raise ConfigError("grading Fireworks models needs FIREWORKS_ACCOUNT_ID (your account)")
+        self.sdk = fireworks.Fireworks(
+            api_key=api_key, account_id=self.account, base_url=service.base_url,
+            max_retries=0, timeout=timeout(fireworks),
+        )  # fmt: skip
+        self._call = SdkCalls(
+            fireworks, service, api_key, display="Fireworks", key_hint="FIREWORKS_API_KEY",
+            warn=warn,
+        )  # fmt: skip
+        self._jobs = self.sdk.batch_inference_jobs
+        self._http = _http().Client(timeout=_http().Timeout(60.0, connect=5.0))
+
+    def _name(self, kind: str, short: str) -> str:
+        return f"accounts/{self.account}/{kind}/{short}"
+
+    def check_models(self, models: Iterable[str]) -> None:
+        """Each model (``accounts/<a>/models/<m>``, or a router) exists for this key."""
+
+        def look_up(model: str) -> Any:
+            return self.sdk.get(f"/v1/{model}", cast_to=object)
+
+        self._call.check_models(
+            models,
+            look_up,
+            functools.partial(self.sdk.get, f"/v1/accounts/{self.account}/models", cast_to=object),
+            "FIREWORKS_BASE_URL",
+        )
+
+    def upload(self, path: Path, tag: Tag) -> str:
+        """The request file as a dataset: created (once), then uploaded (once)."""
+        short = short_id(tag, "-input")
+        try:
+            self._call(f"create dataset {short}", functools.partial(
+                self.sdk.datasets.create, dataset_id=short,
+                dataset={"display_name": path.name, "format": "CHAT"}))  # fmt: skip
+        except ApiConflictError:  # made before a crash: uploaded too, or not yet
+            made = self._call(f"get dataset {short}", functools.partial(
+                self.sdk.datasets.get, short))  # fmt: skip
+            if made.state == "READY":
+                return self._name("datasets", short)
+        data = path.read_bytes()
+        self._call(f"upload {path.name}", functools.partial(
+            self.sdk.datasets.upload, short, file=(path.name, data)))  # fmt: skip
+        return self._name("datasets", short)
+
+    def create(self, tag: Tag, input_ref: str | None, path: Path) -> BatchView:
+        """Once, under the run's own job id; a 409 is the job a lost create made."""
+        if input_ref is None:
+            raise ValueError("a Fireworks job needs its dataset")
+        short = short_id(tag)
+        params = tag.job or {}
+        inference: InferenceParameters = {}
+        if "maxTokens" in params:
+            inference["max_tokens"] = int(params["maxTokens"])
+        if "extraBody" in params:
+            inference["extra_body"] = str(params["extraBody"])
+        if "temperature" in params:
+            inference["temperature"] = params["temperature"]
+        with self._call.errors(f"create batch inference job {short}"):
+            try:
+                job = self._jobs.create(
+                    batch_inference_job_id=short,
+                    model=tag.model,
+                    input_dataset_id=input_ref,
+                    output_dataset_id=self._name("datasets", short_id(tag, "-output")),
+                    display_name=f"batchbench {tag.run} {tag.sub}"[:128],
+                    inference_parameters=inference,
+                )
+            except fireworks.ConflictError:
+                job = self._jobs.get(short)
+        return self._view(job)
+
+    def _view(self, job: Any) -> BatchView:
+        """A job, normalised; an ended one's files are its output dataset's."""
+        state = str(job.state or "")
+        if state not in PHASES and state not in ENDINGS:
+            raise ApiError(f"batch inference job {job.name} has an unknown state {state!r}")
+        progress = job.job_progress
+        ending = ENDINGS.get(state)
+        files: tuple[str, ...] = ()
+        if ending is not None and job.output_dataset_id:
+            files = self._output_files(str(job.output_dataset_id))
+        message = job.status.message if job.status is not None else None
+        return BatchView(
+            id=str(job.name).rsplit("/", 1)[-1],
+            status=state,
+            phase="ended" if ending else PHASES[state],
+            ending=ending,
+            total=int(progress.total_input_requests or 0) if progress else 0,
+            completed=int(progress.successfully_processed_requests or 0) if progress else 0,
+            failed=int(progress.failed_requests or 0) if progress else 0,
+            files=files,
+            errors=({"code": state, "message": message},) if ending and not files else None,
+            created_at=job.create_time.timestamp() if job.create_time else None,
+        )
+
+    def _output_files(self, dataset: str) -> tuple[str, ...]:
+        short = dataset.rsplit("/", 1)[-1]
+        try:
+            found = self._call(f"list the files of {short}", functools.partial(
+                self.sdk.datasets.get_download_endpoint, short))  # fmt: skip
+        except ApiNotFoundError:
+            return ()
+        return tuple(f"{short}/{name}" for name in sorted(found.filename_to_signed_urls or {}))
+
+    def find(self, tag: Tag, intent: float, known: Collection[str]) -> BatchView | None:
+        """The job a lost create made: the one under this submission's own id."""
+        short = short_id(tag)
+        try:
+            job = self._call(f"get batch inference job {short}",
+                             functools.partial(self._jobs.get, short))  # fmt: skip
+        except ApiNotFoundError:
+            return None
+        return None if short in known else self._view(job)
+
+    def _all(self) -> Iterator[Any]:
+        page = self._call("list batch inference jobs",
+                          functools.partial(self._jobs.list, page_size=PAGE))  # fmt: skip
+        while True:
+            yield from page.batch_inference_jobs or []
+            if not page.next_page_token:
+                return
+            page = self._call("list batch inference jobs", functools.partial(
+                self._jobs.list, page_size=PAGE, page_token=page.next_page_token))  # fmt: skip
+
+    def poll(self, batch_ids: Collection[str], since: float) -> dict[str, BatchView]:
+        wanted, found = set(batch_ids), {}
+        for job in self._all():
+            short = str(job.name).rsplit("/", 1)[-1]
+            if short in wanted:
+                found[short] = self._view(job)
+                if len(found) == len(wanted):
+                    break
+        return found
+
+    def retrieve(self, batch_id: str) -> BatchView:
+        job = self._call(f"get batch inference job {batch_id}",
+                         functools.partial(self._jobs.get, batch_id), batch_id)  # fmt: skip
+        return self._view(job)
+
+    def cancel(self, batch_id: str) -> BatchView | None:
+        """None when the job had already ended (the service refuses to cancel it)."""
+        path = f"/v1/{self._name('batchInferenceJobs', batch_id)}:cancel"
+        try:
+            self._call(f"cancel batch inference job {batch_id}",
+                       functools.partial(self.sdk.post, path, body={}, cast_to=object),
+                       batch_id)  # fmt: skip
+        except ApiError as exc:
+            if exc.status not in (400, 409) or self.retrieve(batch_id).phase != "ended":
+                raise
+            return None
+        return self.retrieve(batch_id)
+
+    def download(self, batch_id: str, ref: str, dest: Path) -> int:
+        """One file of the output dataset, verbatim, through its signed URL."""
+        dataset, _, name = ref.partition("/")
+
+        def signed() -> str:
+            found = self.sdk.datasets.get_download_endpoint(dataset)
+            urls = found.filename_to_signed_urls or {}
+            if name not in urls:
+                raise ApiError(f"{name} is not a file of dataset {dataset}", batch_id=batch_id)
+            return urls[name]
+
+        @contextlib.contextmanager
+        def stream() -> Iterator[Any]:
+            with self._http.stream("GET", signed()) as resp:
+                if resp.status_code >= 400:
+                    raise status_error(
+                        f"download {ref}", resp.status_code, resp.read().decode()[:300],
+                        key_hint="FIREWORKS_API_KEY", batch_id=batch_id,
+                    )  # fmt: skip
+                yield resp
+
+        return self._call.download(stream, f"download {ref}", batch_id, dest)
+
+    def delete(self, refs: Sequence[str]) -> None:
+        """A submission's datasets, input and output (the run keeps its copies)."""
+        for dataset in dict.fromkeys(ref.split("/")[-1] if ref.startswith("accounts/")
+                                     else ref.partition("/")[0] for ref in refs):  # fmt: skip
+            with contextlib.suppress(ApiNotFoundError):
+                self._call(f"delete dataset {dataset}",
+                           functools.partial(self.sdk.datasets.delete, dataset))  # fmt: skip

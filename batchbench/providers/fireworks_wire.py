@@ -1,0 +1,171 @@
+"""Fireworks batch inference, offline: the reference's body split into what varies per
+line and what the job carries, the dataset's rules, and the output read into the frame.
+
+The reference sends Fireworks (``../shared/spec/reference-behaviour.md`` §9)
+``{"model", "messages", "max_tokens": 32000, "reasoning_effort": E or "none",
+"temperature": 1}``. In a batch inference job the model and the shared
+parameters are the job's (``inferenceParameters``: ``maxTokens``,
+``temperature``, and ``extraBody`` for the effort) and a dataset line is
+``{"custom_id", "body": {"messages"}}``; the service merges them back, so the
+model receives the reference's body. A request whose parameters differ (its
+temperature refused, or its ``none`` effort refused and sent as ``low``) goes
+into another job (:attr:`Wire.batch_parameters`). The output dataset holds a
+results file (``{"custom_id", "response": <chat completion>}``) and an error file
+(``{"custom_id", "error": {"code", "message"}}``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import polars as pl
+
+from .. import frames
+from ..errors import BatchFileError, PlanError
+from ..kinds import ProviderName, Stage
+from .base import BatchFailure, Limits, LineRules, Prompt, Rendered
+from .ids import safe_id
+from .openai_results import Body, chat_columns
+
+MAX_LINES = 1_000_000  # "no upper limit on the number of requests"
+MAX_BYTES = 150 * 1024 * 1024  # the single-request dataset upload
+RETRIED = frozenset({408, 409, 429, 500, 502, 503, 504})  # as for Anthropic, in the reference
+EMPTY_MESSAGE = "Fireworks returned an empty message"
+_NOT_RUN = ("JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED")
+
+
+@dataclass
+class FireworksWire:
+    name: ProviderName = "fireworks"
+    limits: Limits = field(default_factory=lambda: Limits(MAX_LINES, MAX_BYTES))
+    rules: LineRules = field(
+        default_factory=lambda: LineRules("Fireworks", RETRIED, effort_fallback="low")
+    )
+    uploads: bool = True
+    batch_parameters: bool = True
+
+    def effort(self, asked: str | None) -> str | None:
+        """The reference sends ``max`` to Fireworks as ``max``: every effort as asked."""
+        return asked
+
+    def render(self, prompt: Prompt, model: str) -> Rendered:
+        """The line carries the messages; the job the rest of the reference's body."""
+        asked = self.effort(prompt.reasoning_effort)
+        effort = asked or ("low" if prompt.effort_fallback else "none")
+        job: dict[str, Any] = {"maxTokens": prompt.max_tokens}
+        if prompt.temperature is not None:
+            job["temperature"] = prompt.temperature
+        job["extraBody"] = json.dumps({"reasoning_effort": effort}, separators=(",", ":"))
+        body = {
+            "messages": [
+                {"role": "system", "content": prompt.system},
+                {"role": "user", "content": prompt.user},
+            ]
+        }
+        return Rendered(body, prompt.temperature is not None, job, effort == "none")
+
+    def custom_id(
+        self, stage: Stage, case_id: str, attempt: int, run_id: str, judge_pass: int = 1
+    ) -> str:
+        return safe_id(stage, case_id, attempt, run_id, judge_pass)
+
+    def request_line(self, custom_id: str, rendered: Rendered) -> bytes:
+        obj = {"custom_id": custom_id, "body": rendered.body}
+        return (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+
+    def check_file(self, lines: Sequence[bytes], where: str) -> None:
+        """A dataset's rules: one upload's size, unique ids, bodies without a model."""
+        size = sum(len(x) for x in lines)
+        if size > self.limits.max_bytes:
+            raise PlanError(f"{where}: {size} bytes, over the 150 MB of one dataset upload")
+        seen: set[str] = set()
+        for n, raw in enumerate(lines, 1):
+            obj = json.loads(raw)
+            cid = obj.get("custom_id")
+            if not isinstance(cid, str) or cid in seen:
+                raise PlanError(f"{where}: line {n}: custom_id {cid!r} is not a new string")
+            seen.add(cid)
+            body = obj.get("body")
+            if not isinstance(body, dict) or {"model", "method", "url"} & set(body):
+                raise PlanError(f"{where}: line {n}: a body without model, method or url")
+
+    def failure(self, errors: Sequence[dict[str, Any]] | None, requests: int) -> BatchFailure:
+        """A job that ended without output: cancelled or expired before any line ran (send
+        them again), or failed as a whole (they fail, in the service's words)."""
+        error = (list(errors or []) or [{}])[0] or {}
+        code = error.get("code")
+        if code in _NOT_RUN:
+            return BatchFailure("resubmit", str(code), f"batch job ended {code} without results")
+        return BatchFailure("fail", str(code), f"BatchJobFailed: {error.get('message') or code}")
+
+    def read_results(self, paths: Sequence[Path]) -> pl.DataFrame:
+        return read_results(paths)
+
+
+class _Line(msgspec.Struct, gc=False):
+    custom_id: str | None = None
+    response: Body | None = None
+    error: msgspec.Raw = msgspec.Raw(b"null")
+
+
+class _Code(msgspec.Struct, gc=False):
+    code: int | str | None = None
+
+
+_LINE = msgspec.json.Decoder(_Line)
+_CODE = msgspec.json.Decoder(_Code | None)
+
+
+def _status(error: msgspec.Raw) -> int:
+    """An error line's HTTP status (its ``code``); one without a number reads as a 500."""
+    try:
+        found = _CODE.decode(error)
+    except msgspec.ValidationError:
+        return 500
+    code = found.code if found is not None else None
+    return code if isinstance(code, int) and 100 <= code < 600 else 500
+
+
+def read_results(paths: Sequence[Path]) -> pl.DataFrame:
+    """The output dataset's files → the common frame: a ``response`` is a 200 reply read
+    as a chat completion; an ``error`` the HTTP status its code says, its text the body."""
+    files: list[str] = []
+    numbers: list[int] = []
+    lines: list[_Line] = []
+    for p in paths:
+        path = Path(p)
+        data = frames.map_file(path)
+        frames.check_tail(data, path)
+        got, nums = frames.decode_lines(data, path, _LINE)
+        for lineno, line in zip(nums, got):
+            if line.response is None and bytes(line.error) == b"null":
+                raise BatchFileError(f"{path}: line {lineno}: neither 'response' nor 'error'")
+        files += [str(path)] * len(got)
+        numbers += nums
+        lines += got
+    failed = [bytes(ln.error) != b"null" for ln in lines]
+    bodies = [None if bad else ln.response for ln, bad in zip(lines, failed)]
+    return frames.build(
+        {
+            "file": files,
+            "lineno": numbers,
+            "row": range(len(lines)),
+            "custom_id": [ln.custom_id for ln in lines],
+            "status_code": [_status(ln.error) if bad else 200 for ln, bad in zip(lines, failed)],
+            "has_response": [True] * len(lines),
+            "has_error": [False] * len(lines),
+            "error_code": [None] * len(lines),
+            "error_message": [None] * len(lines),
+            "body_text": [
+                bytes(ln.error).decode("utf-8", "replace") if bad else None
+                for ln, bad in zip(lines, failed)
+            ],
+            "empty_error": EMPTY_MESSAGE,
+            **chat_columns(bodies),
+        }
+    )
