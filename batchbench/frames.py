@@ -120,6 +120,19 @@ def decode_lines(
     return lines, numbers
 
 
+def read_files(paths: Sequence[Path], decoder: msgspec.json.Decoder[T]) -> list[tuple[str, int, T]]:
+    """Every line of these result files, each checked and typed: ``(file, line number,
+    line)``. A file cut off mid-line is a :class:`TruncatedFileError` (download again)."""
+    out: list[tuple[str, int, T]] = []
+    for p in paths:
+        path = Path(p)
+        data = map_file(path)
+        check_tail(data, path)
+        lines, numbers = decode_lines(data, path, decoder)
+        out += [(str(path), n, line) for n, line in zip(numbers, lines)]
+    return out
+
+
 def _decode_line(line: bytes, decoder: msgspec.json.Decoder[T]) -> T:
     """One line; one msgspec cannot take (a lone surrogate in a reply) is read by the
     json module and its text cleaned (:func:`clean`) before it is typed."""

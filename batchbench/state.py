@@ -186,12 +186,9 @@ class RunState:
 
     def passes_settled(self, judge_passes: int) -> bool:
         """Every extra judge pass of every judged case has ended (ok or failed)."""
-        return all(
-            case.answers.status != "ok"
-            or all(case.stage("judges", p).status in ("ok", "failed")
-                   for p in range(2, judge_passes + 1))
-            for case in self.cases.values()
-        )  # fmt: skip
+        cases = [c for c in self.cases.values() if c.answers.status == "ok"]
+        extra = range(2, judge_passes + 1)
+        return all(c.stage("judges", p).status in ("ok", "failed") for c in cases for p in extra)
 
     def in_flight(self) -> list[Submission]:
         return [s for s in self.subs.values() if s.in_flight]

@@ -116,3 +116,40 @@ JobsDirOpt = Annotated[
         help="Folder holding one directory per run (or BATCHBENCH_JOBS_DIR).",
     ),
 ]
+
+
+# Options the commands that read runs or results files share.
+SourcesArg = Annotated[
+    list[str], typer.Argument(metavar="RUN_OR_RESULTS...", help="Runs or files.")
+]
+FilesDatasetOpt = Annotated[
+    Path | None,
+    typer.Option(help="The dataset of results files (reference runner's too).", metavar="DIR"),
+]
+LabelOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--label",
+        metavar="NAME",
+        help="A name for each run or file, in order (repeatable), e.g. for two files"
+        " both called results.jsonl.",
+    ),
+]
+MarginOpt = Annotated[
+    float | None,
+    typer.Option(
+        metavar="M",
+        help="Non-inferiority margin: say, per benchmark and overall, whether each run is"
+        " shown to be no worse than the baseline by more than M (95% CI low above -M).",
+    ),
+]
+AllowPartialOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-partial",
+        metavar="",
+        help="Compare runs that share under 90% of their scored cases (a smoke run against"
+        " a full one).",
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", metavar="", help="Print JSON.")]

@@ -8,7 +8,20 @@ from typing import Annotated
 
 import typer
 
-from .common import SAMPLE_DATASET, DatasetOpt, JobsDirOpt, LimitOpt, SmokeOpt, friendly
+from .common import (
+    SAMPLE_DATASET,
+    AllowPartialOpt,
+    DatasetOpt,
+    FilesDatasetOpt,
+    JobsDirOpt,
+    JsonOpt,
+    LabelOpt,
+    LimitOpt,
+    MarginOpt,
+    SmokeOpt,
+    SourcesArg,
+    friendly,
+)
 
 
 @friendly
@@ -118,7 +131,7 @@ def show(
 
 @friendly
 def export(
-    runs: Annotated[list[str], typer.Argument(metavar="RUN_OR_RESULTS...", help="Runs or files.")],
+    runs: SourcesArg,
     output: Annotated[
         Path, typer.Option("--output", "-o", help="The file to write.", metavar="FILE")
     ],
@@ -134,20 +147,9 @@ def export(
             "--decisions", metavar="", help="One row per rubric item instead of per case."
         ),
     ] = False,
-    dataset: Annotated[
-        Path | None,
-        typer.Option(help="The dataset of results files (reference runner's too).", metavar="DIR"),
-    ] = None,
+    dataset: FilesDatasetOpt = None,
     jobs_dir: JobsDirOpt = Path("jobs"),
-    label: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--label",
-            metavar="NAME",
-            help="A name for each run or file, in order (repeatable), e.g. for two files"
-            " both called results.jsonl.",
-        ),
-    ] = None,
+    label: LabelOpt = None,
 ) -> None:
     """Write runs' rows as one table: model, benchmark, case, score and its components.
 
@@ -172,47 +174,21 @@ def export(
 
 @friendly
 def compare(
-    runs: Annotated[list[str], typer.Argument(metavar="RUN_OR_RESULTS...", help="Runs or files.")],
+    runs: SourcesArg,
     baseline: Annotated[
         str | None,
         typer.Option(help="The run the others are compared with (default: first).", metavar="RUN"),
     ] = None,
-    dataset: Annotated[
-        Path | None,
-        typer.Option(help="The dataset of results files (reference runner's too).", metavar="DIR"),
-    ] = None,
+    dataset: FilesDatasetOpt = None,
     bootstrap_samples: Annotated[
         int, typer.Option(help="Bootstrap resamples.", metavar="N")
     ] = 10000,
     bootstrap_seed: Annotated[int, typer.Option(help="Bootstrap seed.", metavar="N")] = 42,
-    as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
     jobs_dir: JobsDirOpt = Path("jobs"),
-    label: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--label",
-            metavar="NAME",
-            help="A name for each run or file, in order (repeatable), e.g. for two files"
-            " both called results.jsonl.",
-        ),
-    ] = None,
-    margin: Annotated[
-        float | None,
-        typer.Option(
-            metavar="M",
-            help="Non-inferiority margin: say, per benchmark and overall, whether each run is"
-            " shown to be no worse than the baseline by more than M (95% CI low above -M).",
-        ),
-    ] = None,
-    allow_partial: Annotated[
-        bool,
-        typer.Option(
-            "--allow-partial",
-            metavar="",
-            help="Compare runs that share under 90% of their scored cases (a smoke run"
-            " against a full one).",
-        ),
-    ] = False,
+    label: LabelOpt = None,
+    margin: MarginOpt = None,
+    allow_partial: AllowPartialOpt = False,
 ) -> None:
     """A leaderboard, and each run against the baseline: the paired difference per
     benchmark and overall, with its 95% interval, standard error, minimum detectable
@@ -243,7 +219,7 @@ def compare(
 
 @friendly
 def report(
-    runs: Annotated[list[str], typer.Argument(metavar="RUN_OR_RESULTS...", help="Runs or files.")],
+    runs: SourcesArg,
     output: Annotated[
         Path | None,
         typer.Option("--output", "-o", help="The page (default: report.html).", metavar="FILE"),
@@ -251,32 +227,11 @@ def report(
     baseline: Annotated[
         str | None, typer.Option(help="Compare against this run.", metavar="RUN")
     ] = None,
-    dataset: Annotated[
-        Path | None,
-        typer.Option(help="The dataset of results files (reference runner's too).", metavar="DIR"),
-    ] = None,
+    dataset: FilesDatasetOpt = None,
     jobs_dir: JobsDirOpt = Path("jobs"),
-    label: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--label",
-            metavar="NAME",
-            help="A name for each run or file, in order (repeatable), e.g. for two files"
-            " both called results.jsonl.",
-        ),
-    ] = None,
-    margin: Annotated[
-        float | None,
-        typer.Option(metavar="M", help="Non-inferiority margin, as for compare."),
-    ] = None,
-    allow_partial: Annotated[
-        bool,
-        typer.Option(
-            "--allow-partial",
-            metavar="",
-            help="Compare runs that share under 90% of their scored cases.",
-        ),
-    ] = False,
+    label: LabelOpt = None,
+    margin: MarginOpt = None,
+    allow_partial: AllowPartialOpt = False,
 ) -> None:
     """Write one self-contained HTML page: header, leaderboard, per-benchmark table,
     figures, the comparison, every case with each run's verdicts, and the failures.
@@ -302,18 +257,10 @@ def plan(
     ],
     power: Annotated[float, typer.Option(metavar="P", help="Power to detect it.")] = 0.8,
     alpha: Annotated[float, typer.Option(metavar="A", help="Two-sided level.")] = 0.05,
-    dataset: Annotated[
-        Path | None,
-        typer.Option(help="The dataset of results files (reference runner's too).", metavar="DIR"),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print JSON.")] = False,
+    dataset: FilesDatasetOpt = None,
+    as_json: JsonOpt = False,
     jobs_dir: JobsDirOpt = Path("jobs"),
-    allow_partial: Annotated[
-        bool,
-        typer.Option(
-            "--allow-partial", metavar="", help="Pilots that share under 90% of their cases."
-        ),
-    ] = False,
+    allow_partial: AllowPartialOpt = False,
 ) -> None:
     """How many cases per benchmark (and dollars) a comparison needs to detect a macro
     difference of D, from the spread of two pilot runs' paired differences.

@@ -24,7 +24,7 @@ import anthropic
 
 from ..errors import ApiError, ApiNotFoundError
 from ..kinds import Ending, Phase
-from .base import CLOCK_SKEW, BatchView, Service, Tag
+from .base import CLOCK_SKEW, BatchView, Service, Tag, walk_list
 from .stainless import SdkCalls, timeout
 
 PHASES: dict[str, Phase] = {"in_progress": "running", "canceling": "cancelling", "ended": "ended"}
@@ -135,13 +135,7 @@ class AnthropicClient:
         return min(candidates, key=lambda c: c[0])[1] if candidates else None
 
     def poll(self, batch_ids: Collection[str], since: float) -> dict[str, BatchView]:
-        wanted, found = set(batch_ids), {}
-        for batch in self._since(since):
-            if batch["id"] in wanted:
-                found[batch["id"]] = view(batch)
-                if len(found) == len(wanted):
-                    break
-        return found
+        return walk_list(self._since(since), batch_ids, lambda b: str(b["id"]), view)
 
     def retrieve(self, batch_id: str) -> BatchView:
         batch = self._call(

@@ -27,6 +27,7 @@ from .. import frames
 from ..errors import BatchFileError, PlanError
 from ..kinds import ProviderName, Stage
 from .base import BatchFailure, Limits, LineRules, Prompt, Rendered
+from .checks import request_lines
 from .ids import SAFE_ID, safe_id
 
 MAX_REQUESTS = 100_000
@@ -93,18 +94,12 @@ class AnthropicWire:
         """The create call's envelope rules, which refuse the whole batch when broken."""
         if len(lines) > self.limits.max_lines:
             raise PlanError(f"{where}: {len(lines)} requests, over the {MAX_REQUESTS} limit")
-        size = sum(len(x) for x in lines)
-        if size > self.limits.max_bytes:
-            raise PlanError(f"{where}: {size + 14} bytes, over the 256 MB limit of a batch")
-        seen: set[str] = set()
-        for n, raw in enumerate(lines, 1):
-            obj = json.loads(raw)
-            cid = obj.get("custom_id")
-            if not isinstance(cid, str) or not SAFE_ID.match(cid):
+        limit = "the 256 MB limit of a batch"
+        for n, obj in request_lines(lines, where, id_key="custom_id", max_bytes=MAX_BYTES,
+                                    limit=limit):  # fmt: skip
+            cid = obj["custom_id"]
+            if not SAFE_ID.match(cid):
                 raise PlanError(f"{where}: line {n}: custom_id {cid!r} is not {SAFE_ID.pattern}")
-            if cid in seen:
-                raise PlanError(f"{where}: line {n}: duplicate custom_id {cid!r}")
-            seen.add(cid)
             params = obj.get("params")
             if not isinstance(params, dict) or params.get("stream") is True:
                 raise PlanError(f"{where}: line {n}: params must be a non-streaming Messages body")
@@ -200,50 +195,45 @@ def read_results(paths: Sequence[Path]) -> pl.DataFrame:
     stands for with the error object as the body's text, ``canceled`` and ``expired``
     lines the service never ran."""
     cols: dict[str, list[Any]] = {k: [] for k in frames.FRAME_SCHEMA if k != "row"}
-    for p in paths:
-        path = Path(p)
-        data = frames.map_file(path)
-        frames.check_tail(data, path)
-        lines, numbers = frames.decode_lines(data, path, _LINE)
-        for lineno, line in zip(numbers, lines):
-            result = line.result
-            if result is None:
-                raise BatchFileError(f"{path}: line {lineno}: no 'result'")
-            if result.type not in ("succeeded", "errored", *NOT_RUN):
-                raise BatchFileError(f"{path}: line {lineno}: unknown result type {result.type!r}")
-            message = result.message if result.type == "succeeded" else None
-            if result.type == "succeeded" and message is None:
-                raise BatchFileError(f"{path}: line {lineno}: a succeeded result without message")
-            usage = message.usage if message is not None else None
-            u = usage or _Usage()
-            details = u.output_tokens_details
-            row = {
-                "file": str(path),
-                "lineno": lineno,
-                "custom_id": line.custom_id,
-                "status_code": (
-                    200 if message is not None
-                    else _status(result.error) if result.type == "errored" else None
-                ),
-                "has_response": result.type in ("succeeded", "errored"),
-                "has_error": result.type in NOT_RUN,
-                "error_code": NOT_RUN.get(result.type),
-                "error_message": result.type if result.type in NOT_RUN else None,
-                "body_text": (
-                    bytes(result.error).decode("utf-8", "replace")
-                    if result.type == "errored" else None
-                ),
-                "content": answer_text(message) if message is not None else None,
-                "empty_error": (
-                    "Anthropic returned an empty text message"
-                    f" stop={message.stop_reason if message is not None else None}"
-                ),
-                "prompt_tokens": (u.input_tokens or 0) + (u.cache_read_input_tokens or 0)
-                + (u.cache_creation_input_tokens or 0),
-                "cached_tokens": u.cache_read_input_tokens,
-                "completion_tokens": u.output_tokens,
-                "reasoning_tokens": details.thinking_tokens if details is not None else None,
-            }  # fmt: skip
-            for key, value in row.items():
-                cols[key].append(value)
+    for path, lineno, line in frames.read_files(paths, _LINE):
+        result = line.result
+        if result is None:
+            raise BatchFileError(f"{path}: line {lineno}: no 'result'")
+        if result.type not in ("succeeded", "errored", *NOT_RUN):
+            raise BatchFileError(f"{path}: line {lineno}: unknown result type {result.type!r}")
+        message = result.message if result.type == "succeeded" else None
+        if result.type == "succeeded" and message is None:
+            raise BatchFileError(f"{path}: line {lineno}: a succeeded result without message")
+        usage = message.usage if message is not None else None
+        u = usage or _Usage()
+        details = u.output_tokens_details
+        row = {
+            "file": str(path),
+            "lineno": lineno,
+            "custom_id": line.custom_id,
+            "status_code": (
+                200 if message is not None
+                else _status(result.error) if result.type == "errored" else None
+            ),
+            "has_response": result.type in ("succeeded", "errored"),
+            "has_error": result.type in NOT_RUN,
+            "error_code": NOT_RUN.get(result.type),
+            "error_message": result.type if result.type in NOT_RUN else None,
+            "body_text": (
+                bytes(result.error).decode("utf-8", "replace")
+                if result.type == "errored" else None
+            ),
+            "content": answer_text(message) if message is not None else None,
+            "empty_error": (
+                "Anthropic returned an empty text message"
+                f" stop={message.stop_reason if message is not None else None}"
+            ),
+            "prompt_tokens": (u.input_tokens or 0) + (u.cache_read_input_tokens or 0)
+            + (u.cache_creation_input_tokens or 0),
+            "cached_tokens": u.cache_read_input_tokens,
+            "completion_tokens": u.output_tokens,
+            "reasoning_tokens": details.thinking_tokens if details is not None else None,
+        }  # fmt: skip
+        for key, value in row.items():
+            cols[key].append(value)
     return frames.build({**cols, "row": list(range(len(cols["file"])))})

@@ -12,10 +12,10 @@ service's own vocabulary, so a provider is one module pair behind this seam.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from ..kinds import Ending, Phase, ProviderName, Stage
 
@@ -219,3 +219,24 @@ class Provider:
 
     wire: Wire
     client: Client
+
+
+T = TypeVar("T")
+
+
+def walk_list(
+    items: Iterable[T],
+    wanted: Collection[str],
+    id_of: Callable[[T], str],
+    view: Callable[[T], BatchView],
+) -> dict[str, BatchView]:
+    """What one walk of a service's batch list says of the ``wanted`` batches, stopping
+    once each is found (lists come newest first, so a run's batches come early)."""
+    want, found = set(wanted), {}
+    for item in items:
+        key = id_of(item)
+        if key in want:
+            found[key] = view(item)
+            if len(found) == len(want):
+                break
+    return found

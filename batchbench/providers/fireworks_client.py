@@ -30,7 +30,7 @@ from fireworks.types.batch_inference_job_create_params import InferenceParameter
 
 from ..errors import ApiConflictError, ApiError, ApiNotFoundError, ConfigError
 from ..kinds import Ending, Phase
-from .base import BatchView, Service, Tag
+from .base import BatchView, Service, Tag, walk_list
 from .http_errors import status_error
 from .stainless import SdkCalls, timeout
 
@@ -198,14 +198,8 @@ class FireworksClient:
                 self._jobs.list, page_size=PAGE, page_token=page.next_page_token))  # fmt: skip
 
     def poll(self, batch_ids: Collection[str], since: float) -> dict[str, BatchView]:
-        wanted, found = set(batch_ids), {}
-        for job in self._all():
-            short = str(job.name).rsplit("/", 1)[-1]
-            if short in wanted:
-                found[short] = self._view(job)
-                if len(found) == len(wanted):
-                    break
-        return found
+        return walk_list(self._all(), batch_ids, lambda j: str(j.name).rsplit("/", 1)[-1],
+                         self._view)  # fmt: skip
 
     def retrieve(self, batch_id: str) -> BatchView:
         job = self._call(f"get batch inference job {batch_id}",

@@ -29,6 +29,7 @@ from .. import frames
 from ..errors import BatchFileError, PlanError
 from ..kinds import ProviderName, Stage
 from .base import BatchFailure, Limits, LineRules, Prompt, Rendered
+from .checks import ended_without_results, request_lines
 from .ids import safe_id
 from .openai_results import Body, chat_columns
 
@@ -80,28 +81,16 @@ class FireworksWire:
 
     def check_file(self, lines: Sequence[bytes], where: str) -> None:
         """A dataset's rules: one upload's size, unique ids, bodies without a model."""
-        size = sum(len(x) for x in lines)
-        if size > self.limits.max_bytes:
-            raise PlanError(f"{where}: {size} bytes, over the 150 MB of one dataset upload")
-        seen: set[str] = set()
-        for n, raw in enumerate(lines, 1):
-            obj = json.loads(raw)
-            cid = obj.get("custom_id")
-            if not isinstance(cid, str) or cid in seen:
-                raise PlanError(f"{where}: line {n}: custom_id {cid!r} is not a new string")
-            seen.add(cid)
+        limit = "the 150 MB of one dataset upload"
+        for n, obj in request_lines(lines, where, id_key="custom_id", max_bytes=MAX_BYTES,
+                                    limit=limit):  # fmt: skip
             body = obj.get("body")
             if not isinstance(body, dict) or {"model", "method", "url"} & set(body):
                 raise PlanError(f"{where}: line {n}: a body without model, method or url")
 
     def failure(self, errors: Sequence[dict[str, Any]] | None, requests: int) -> BatchFailure:
-        """A job that ended without output: cancelled or expired before any line ran (send
-        them again), or failed as a whole (they fail, in the service's words)."""
-        error = (list(errors or []) or [{}])[0] or {}
-        code = error.get("code")
-        if code in _NOT_RUN:
-            return BatchFailure("resubmit", str(code), f"batch job ended {code} without results")
-        return BatchFailure("fail", str(code), f"BatchJobFailed: {error.get('message') or code}")
+        """A job that ended without output (:func:`.checks.ended_without_results`)."""
+        return ended_without_results(errors, _NOT_RUN)
 
     def read_results(self, paths: Sequence[Path]) -> pl.DataFrame:
         return read_results(paths)
@@ -134,20 +123,13 @@ def _status(error: msgspec.Raw) -> int:
 def read_results(paths: Sequence[Path]) -> pl.DataFrame:
     """The output dataset's files → the common frame: a ``response`` is a 200 reply read
     as a chat completion; an ``error`` the HTTP status its code says, its text the body."""
-    files: list[str] = []
-    numbers: list[int] = []
-    lines: list[_Line] = []
-    for p in paths:
-        path = Path(p)
-        data = frames.map_file(path)
-        frames.check_tail(data, path)
-        got, nums = frames.decode_lines(data, path, _LINE)
-        for lineno, line in zip(nums, got):
-            if line.response is None and bytes(line.error) == b"null":
-                raise BatchFileError(f"{path}: line {lineno}: neither 'response' nor 'error'")
-        files += [str(path)] * len(got)
-        numbers += nums
-        lines += got
+    read = frames.read_files(paths, _LINE)
+    for file, lineno, line in read:
+        if line.response is None and bytes(line.error) == b"null":
+            raise BatchFileError(f"{file}: line {lineno}: neither 'response' nor 'error'")
+    files = [f for f, _, _ in read]
+    numbers = [n for _, n, _ in read]
+    lines = [line for _, _, line in read]
     failed = [bytes(ln.error) != b"null" for ln in lines]
     bodies = [None if bad else ln.response for ln, bad in zip(lines, failed)]
     return frames.build(

@@ -13,22 +13,19 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import io
-import os
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
-from .. import _failpoints
-from .._io import durable_replace, storage
 from ..errors import ApiError, ApiNotFoundError, ConfigError, Unreachable
 from ..errors import TransientApiError as Transient
 from ..kinds import Ending, Phase
-from .base import BatchView, Service, Tag
+from .base import BatchView, Service, Tag, walk_list
+from .downloads import verbatim
 from .http_errors import one_line, retry_after, status_error
 from .retry import Retrier
 
@@ -80,24 +77,6 @@ def view(job: types.BatchJob) -> BatchView:
 
 def _time(job: types.BatchJob) -> float | None:
     return job.create_time.timestamp() if job.create_time is not None else None
-
-
-class _Writer(io.RawIOBase):
-    """The download's destination: the bytes to a file, a failpoint after each chunk."""
-
-    def __init__(self, fh: Any) -> None:
-        super().__init__()
-        self.fh = fh
-        self.size = 0
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, chunk: Any) -> int:
-        self.fh.write(chunk)
-        self.size += len(chunk)
-        _failpoints.hit("downloading")
-        return len(chunk)
 
 
 class GeminiClient:
@@ -195,13 +174,7 @@ class GeminiClient:
         return None
 
     def poll(self, batch_ids: Collection[str], since: float) -> dict[str, BatchView]:
-        wanted, found = set(batch_ids), {}
-        for job in self._jobs():
-            if job.name in wanted:
-                found[str(job.name)] = view(job)
-                if len(found) == len(wanted):
-                    break
-        return found
+        return walk_list(self._jobs(), batch_ids, lambda j: str(j.name), view)
 
     def retrieve(self, batch_id: str) -> BatchView:
         job = self._call(f"get batch job {batch_id}",
@@ -220,28 +193,15 @@ class GeminiClient:
         return self.retrieve(batch_id)
 
     def download(self, batch_id: str, ref: str, dest: Path) -> int:
-        """The responses file's bytes verbatim to ``dest`` (temporary name, fsync, rename)."""
-        tmp = dest.with_name(f".{dest.name}.part")
-
-        def fetch() -> int:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "wb") as fh:
-                writer = _Writer(fh)
-                self.sdk.files.download(file=ref, destination=writer)
-                fh.flush()
-                os.fsync(fh.fileno())
-            durable_replace(tmp, dest)
-            return writer.size
+        """The responses file's bytes verbatim to ``dest`` (:func:`.downloads.verbatim`)."""
 
         def attempt() -> int:
-            with self._errors(f"download {ref}", batch_id), storage(tmp):
-                return fetch()
+            with self._errors(f"download {ref}", batch_id):
+                return verbatim(
+                    dest, lambda sink: self.sdk.files.download(file=ref, destination=sink)
+                )
 
-        try:
-            return self.retry(attempt)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
+        return self.retry(attempt)
 
     def delete(self, refs: Sequence[str]) -> None:
         for ref in refs:

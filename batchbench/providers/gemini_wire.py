@@ -27,6 +27,7 @@ from .. import frames
 from ..errors import BatchFileError, PlanError
 from ..kinds import ProviderName, Stage
 from .base import BatchFailure, Limits, LineRules, Prompt, Rendered
+from .checks import ended_without_results, request_lines
 from .ids import safe_id
 
 MAX_LINES = 1_000_000  # no documented count limit: the file size is what binds
@@ -83,28 +84,15 @@ class GeminiWire:
 
     def check_file(self, lines: Sequence[bytes], where: str) -> None:
         """The batch file parser's rules: unique keys, requests with non-empty texts."""
-        size = sum(len(x) for x in lines)
-        if size > self.limits.max_bytes:
-            raise PlanError(f"{where}: {size} bytes, over the 2 GB limit of a file")
-        seen: set[str] = set()
-        for n, raw in enumerate(lines, 1):
-            obj = json.loads(raw)
-            key = obj.get("key")
-            if not isinstance(key, str) or key in seen:
-                raise PlanError(f"{where}: line {n}: key {key!r} is not a new string")
-            seen.add(key)
+        limit = "the 2 GB limit of a file"
+        for n, obj in request_lines(lines, where, id_key="key", max_bytes=MAX_BYTES, limit=limit):
             contents = (obj.get("request") or {}).get("contents") or []
             if any(p.get("text") == "" for c in contents for p in c.get("parts") or []):
                 raise PlanError(f"{where}: line {n}: an empty text part (the parser refuses it)")
 
     def failure(self, errors: Sequence[dict[str, Any]] | None, requests: int) -> BatchFailure:
-        """A job that ended without responses: cancelled or expired before any line ran
-        (send them again), or failed as a whole (they fail, in the service's words)."""
-        error = (list(errors or []) or [{}])[0] or {}
-        code = error.get("code")
-        if code in _NOT_RUN:
-            return BatchFailure("resubmit", str(code), f"batch job ended {code} without results")
-        return BatchFailure("fail", str(code), f"BatchJobFailed: {error.get('message') or code}")
+        """A job that ended without responses (:func:`.checks.ended_without_results`)."""
+        return ended_without_results(errors, _NOT_RUN)
 
     def read_results(self, paths: Sequence[Path]) -> pl.DataFrame:
         return read_results(paths)
@@ -178,43 +166,38 @@ def read_results(paths: Sequence[Path]) -> pl.DataFrame:
     reply, an ``error`` (or ``status``) the HTTP status its code says, with the error
     object as the body's text."""
     cols: dict[str, list[Any]] = {k: [] for k in frames.FRAME_SCHEMA if k != "row"}
-    for p in paths:
-        path = Path(p)
-        data = frames.map_file(path)
-        frames.check_tail(data, path)
-        lines, numbers = frames.decode_lines(data, path, _LINE)
-        for lineno, line in zip(numbers, lines):
-            failure = line.error if bytes(line.error) != b"null" else line.status
-            failed = bytes(failure) != b"null"
-            if line.response is None and not failed:
-                raise BatchFileError(f"{path}: line {lineno}: neither 'response' nor 'error'")
-            code = None
-            if failed:
-                try:
-                    status = _STATUS.decode(failure)
-                except msgspec.ValidationError:
-                    status = None
-                code = status.code if status is not None and status.code else 500
-            r = line.response if not failed else None
-            u = (r.usage if r is not None else None) or _Usage()
-            thoughts = u.thoughts_token_count or 0
-            row = {
-                "file": str(path),
-                "lineno": lineno,
-                "custom_id": line.key,
-                "status_code": code if failed else 200,
-                "has_response": True,
-                "has_error": False,
-                "error_code": None,
-                "error_message": None,
-                "body_text": bytes(failure).decode("utf-8", "replace") if failed else None,
-                "content": answer_text(r) if r is not None else None,
-                "empty_error": EMPTY_MESSAGE,
-                "prompt_tokens": u.prompt_token_count,
-                "cached_tokens": u.cached_content_token_count,
-                "completion_tokens": (u.candidates_token_count or 0) + thoughts,
-                "reasoning_tokens": thoughts,
-            }
-            for key, value in row.items():
-                cols[key].append(value)
+    for path, lineno, line in frames.read_files(paths, _LINE):
+        failure = line.error if bytes(line.error) != b"null" else line.status
+        failed = bytes(failure) != b"null"
+        if line.response is None and not failed:
+            raise BatchFileError(f"{path}: line {lineno}: neither 'response' nor 'error'")
+        code = None
+        if failed:
+            try:
+                status = _STATUS.decode(failure)
+            except msgspec.ValidationError:
+                status = None
+            code = status.code if status is not None and status.code else 500
+        r = line.response if not failed else None
+        u = (r.usage if r is not None else None) or _Usage()
+        thoughts = u.thoughts_token_count or 0
+        row = {
+            "file": str(path),
+            "lineno": lineno,
+            "custom_id": line.key,
+            "status_code": code if failed else 200,
+            "has_response": True,
+            "has_error": False,
+            "error_code": None,
+            "error_message": None,
+            "body_text": bytes(failure).decode("utf-8", "replace") if failed else None,
+            "content": answer_text(r) if r is not None else None,
+            "empty_error": EMPTY_MESSAGE,
+            "prompt_tokens": u.prompt_token_count,
+            "cached_tokens": u.cached_content_token_count,
+            "completion_tokens": (u.candidates_token_count or 0) + thoughts,
+            "reasoning_tokens": thoughts,
+        }
+        for key, value in row.items():
+            cols[key].append(value)
     return frames.build({**cols, "row": list(range(len(cols["file"])))})

@@ -18,7 +18,7 @@ import openai
 
 from ..errors import ApiConflictError, ApiError, ApiNotFoundError, FileNotYetVisible
 from ..kinds import Ending, Phase
-from .base import CLOCK_SKEW, BatchView, Service, Tag
+from .base import CLOCK_SKEW, BatchView, Service, Tag, walk_list
 from .http_errors import one_line
 from .openai_wire import ENDPOINT
 from .stainless import SdkCalls, timeout
@@ -148,13 +148,7 @@ class OpenAIClient:
         return None
 
     def poll(self, batch_ids: Collection[str], since: float) -> dict[str, BatchView]:
-        wanted, found = set(batch_ids), {}
-        for batch in self._batches_since(since):
-            if batch["id"] in wanted:
-                found[batch["id"]] = view(batch)
-                if len(found) == len(wanted):
-                    break
-        return found
+        return walk_list(self._batches_since(since), batch_ids, lambda b: str(b["id"]), view)
 
     def retrieve(self, batch_id: str) -> BatchView:
         batch = self._call(

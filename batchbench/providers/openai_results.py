@@ -87,17 +87,10 @@ def _content(raw: msgspec.Raw) -> str | None:
 def read_outputs(paths: Sequence[Path], empty_error: str) -> pl.DataFrame:
     """All lines of these files as the common frame, each checked; ``empty_error`` is
     what the reference calls an empty message from this service."""
-    files: list[str] = []
-    numbers: list[int] = []
-    lines: list[_Line] = []
-    for p in paths:
-        path = Path(p)
-        data = frames.map_file(path)
-        frames.check_tail(data, path)
-        got, nums = frames.decode_lines(data, path, _LINE)
-        files.extend([str(path)] * len(got))
-        numbers.extend(nums)
-        lines.extend(got)
+    read = frames.read_files(paths, _LINE)
+    files = [f for f, _, _ in read]
+    numbers = [n for _, n, _ in read]
+    lines = [line for _, _, line in read]
     responses = [ln.response for ln in lines]
     errors = [ln.error for ln in lines]
     bodies: list[Body | None] = []

@@ -17,6 +17,7 @@ import polars as pl
 from ..errors import PlanError
 from ..kinds import ProviderName, Stage
 from .base import BatchFailure, Limits, LineRules, Prompt, Rendered
+from .checks import request_lines
 from .ids import openai_id
 from .openai_results import read_outputs
 
@@ -89,17 +90,10 @@ class OpenAIWire:
         """
         if len(lines) > self.limits.max_lines:
             raise PlanError(f"{where}: {len(lines)} lines, over the {self.limits.max_lines} limit")
-        size = sum(len(x) for x in lines)
-        if size > self.limits.max_bytes:
-            raise PlanError(f"{where}: {size} bytes, over the {self.limits.max_bytes} limit")
-        seen: set[str] = set()
         models: set[str] = set()
-        for n, raw in enumerate(lines, 1):
-            obj = json.loads(raw)
-            cid = obj["custom_id"]
-            if cid in seen:
-                raise PlanError(f"{where}: line {n}: duplicate custom_id {cid!r}")
-            seen.add(cid)
+        limit = f"the {self.limits.max_bytes} limit"
+        for n, obj in request_lines(lines, where, id_key="custom_id",
+                                    max_bytes=self.limits.max_bytes, limit=limit):  # fmt: skip
             body = obj["body"]
             models.add(body.get("model"))
             unknown = sorted(set(body) - ALLOWED_BODY_FIELDS)

@@ -12,18 +12,16 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
 
-from .. import _failpoints
-from .._io import durable_replace, storage
 from ..errors import ApiError, ApiNotFoundError, ConfigError, Unreachable
 from ..errors import TransientApiError as Transient
 from .base import Service
+from .downloads import Sink, verbatim
 from .http_errors import one_line, retry_after, status_error
 from .retry import Retrier
 
@@ -169,29 +167,16 @@ class SdkCalls:
         batch_id: str,
         dest: Path,
     ) -> int:
-        """A body's bytes verbatim to ``dest`` (temporary name, fsync, rename); its size.
+        """A body's bytes verbatim to ``dest`` (:func:`.downloads.verbatim`); its size.
         ``stream`` opens the SDK's streamed response (``with_streaming_response``)."""
-        tmp = dest.with_name(f".{dest.name}.part")
 
-        def fetch() -> int:
-            size = 0
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with stream() as resp, os.fdopen(fd, "wb") as fh:
+        def fill(sink: Sink) -> None:
+            with stream() as resp:
                 for chunk in resp.iter_bytes():
-                    fh.write(chunk)
-                    size += len(chunk)
-                    _failpoints.hit("downloading")
-                fh.flush()
-                os.fsync(fh.fileno())
-            durable_replace(tmp, dest)
-            return size
+                    sink.write(chunk)
 
         def attempt() -> int:
-            with self.errors(what, batch_id), storage(tmp):
-                return fetch()
+            with self.errors(what, batch_id):
+                return verbatim(dest, fill)
 
-        try:
-            return self.retry(attempt)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
+        return self.retry(attempt)

@@ -1,0 +1,48 @@
+"""What every wire's request-file rules share, and what a batch without results means.
+
+Each service refuses a request file that is too large or repeats a request id; the
+wording says which (``custom_id`` or Gemini's ``key``). A batch that ended with no
+result file at all was either stopped before anything ran (its requests are sent
+again) or failed as a whole (they fail, in the service's words).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from ..errors import PlanError
+from .base import BatchFailure
+
+
+def request_lines(
+    lines: Sequence[bytes], where: str, *, id_key: str, max_bytes: int, limit: str
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each line of a request file (numbered from 1), once the file's size and the ids'
+    uniqueness are checked; ``limit`` names the size limit for the message."""
+    size = sum(len(x) for x in lines)
+    if size > max_bytes:
+        raise PlanError(f"{where}: {size} bytes, over {limit}")
+    seen: set[str] = set()
+    for n, raw in enumerate(lines, 1):
+        obj = json.loads(raw)
+        rid = obj.get(id_key)
+        if not isinstance(rid, str):
+            raise PlanError(f"{where}: line {n}: {id_key} {rid!r} is not a string")
+        if rid in seen:
+            raise PlanError(f"{where}: line {n}: duplicate {id_key} {rid!r}")
+        seen.add(rid)
+        yield n, obj
+
+
+def ended_without_results(
+    errors: Sequence[dict[str, Any]] | None, not_run: Sequence[str]
+) -> BatchFailure:
+    """A job that ended with no result file: cancelled or expired before any line ran
+    (``not_run`` states; send its requests again), or failed as a whole."""
+    error = (list(errors or []) or [{}])[0] or {}
+    code = error.get("code")
+    if code in not_run:
+        return BatchFailure("resubmit", str(code), f"batch job ended {code} without results")
+    return BatchFailure("fail", str(code), f"BatchJobFailed: {error.get('message') or code}")
