@@ -24,7 +24,7 @@ import anthropic
 
 from ..errors import ApiError, ApiNotFoundError
 from ..kinds import Ending, Phase
-from .base import CLOCK_SKEW, BatchView, Service, Tag, walk_list
+from .base import CLOCK_SKEW, BatchView, Service, Tag, cancel_unless_ended, walk_list
 from .stainless import SdkCalls, timeout
 
 PHASES: dict[str, Phase] = {"in_progress": "running", "canceling": "cancelling", "ended": "ended"}
@@ -146,18 +146,17 @@ class AnthropicClient:
         return view(batch.model_dump(mode="json"))
 
     def cancel(self, batch_id: str) -> BatchView | None:
-        """None when the batch had already ended (the service refuses to cancel it)."""
-        try:
-            batch = self._call(
-                f"cancel message batch {batch_id}",
-                functools.partial(self._batches.cancel, batch_id),
-                batch_id,
-            )
-        except ApiError as exc:
-            if exc.status not in (400, 409) or self.retrieve(batch_id).phase != "ended":
-                raise
-            return None
-        return view(batch.model_dump(mode="json"))
+        """None when the batch had already ended (:func:`.base.cancel_unless_ended`)."""
+        return cancel_unless_ended(
+            lambda: view(
+                self._call(
+                    f"cancel message batch {batch_id}",
+                    functools.partial(self._batches.cancel, batch_id),
+                    batch_id,
+                ).model_dump(mode="json")  # fmt: skip
+            ),
+            functools.partial(self.retrieve, batch_id),
+        )
 
     def download(self, batch_id: str, ref: str, dest: Path) -> int:
         """The results, verbatim: the SDK follows the batch's ``results_url``."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
+from ..errors import ApiError
 from ..kinds import Ending, Phase, ProviderName, Stage
 
 if TYPE_CHECKING:
@@ -240,3 +241,17 @@ def walk_list(
             if len(found) == len(want):
                 break
     return found
+
+
+def cancel_unless_ended(
+    cancel: Callable[[], BatchView], retrieve: Callable[[], BatchView]
+) -> BatchView | None:
+    """``cancel()``, or None when the service refused it (400 or 409) because the batch had
+    already ended: every service refuses to cancel an ended batch, and a run telling its
+    batches to stop must not fail over one that stopped by itself meanwhile."""
+    try:
+        return cancel()
+    except ApiError as exc:
+        if exc.status not in (400, 409) or retrieve().phase != "ended":
+            raise
+        return None

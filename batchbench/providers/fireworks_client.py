@@ -30,7 +30,7 @@ from fireworks.types.batch_inference_job_create_params import InferenceParameter
 
 from ..errors import ApiConflictError, ApiError, ApiNotFoundError, ConfigError
 from ..kinds import Ending, Phase
-from .base import BatchView, Service, Tag, walk_list
+from .base import BatchView, Service, Tag, cancel_unless_ended, walk_list
 from .http_errors import status_error
 from .stainless import SdkCalls, timeout
 
@@ -207,17 +207,16 @@ class FireworksClient:
         return self._view(job)
 
     def cancel(self, batch_id: str) -> BatchView | None:
-        """None when the job had already ended (the service refuses to cancel it)."""
+        """None when the job had already ended (:func:`.base.cancel_unless_ended`)."""
         path = f"/v1/{self._name('batchInferenceJobs', batch_id)}:cancel"
-        try:
+
+        def cancel() -> BatchView:
             self._call(f"cancel batch inference job {batch_id}",
                        functools.partial(self.sdk.post, path, body={}, cast_to=object),
                        batch_id)  # fmt: skip
-        except ApiError as exc:
-            if exc.status not in (400, 409) or self.retrieve(batch_id).phase != "ended":
-                raise
-            return None
-        return self.retrieve(batch_id)
+            return self.retrieve(batch_id)
+
+        return cancel_unless_ended(cancel, functools.partial(self.retrieve, batch_id))
 
     def download(self, batch_id: str, ref: str, dest: Path) -> int:
         """One file of the output dataset, verbatim, through its signed URL."""

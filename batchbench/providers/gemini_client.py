@@ -24,7 +24,7 @@ from google.genai import types
 from ..errors import ApiError, ApiNotFoundError, ConfigError, Unreachable
 from ..errors import TransientApiError as Transient
 from ..kinds import Ending, Phase
-from .base import BatchView, Service, Tag, walk_list
+from .base import BatchView, Service, Tag, cancel_unless_ended, walk_list
 from .downloads import verbatim
 from .http_errors import one_line, retry_after, status_error
 from .retry import Retrier
@@ -182,15 +182,14 @@ class GeminiClient:
         return view(job)
 
     def cancel(self, batch_id: str) -> BatchView | None:
-        """None when the job had already ended (the service refuses to cancel it)."""
-        try:
+        """None when the job had already ended (:func:`.base.cancel_unless_ended`)."""
+
+        def cancel() -> BatchView:
             self._call(f"cancel batch job {batch_id}",
                        lambda: self.sdk.batches.cancel(name=batch_id), batch_id)  # fmt: skip
-        except ApiError as exc:
-            if exc.status not in (400, 409) or self.retrieve(batch_id).phase != "ended":
-                raise
-            return None
-        return self.retrieve(batch_id)
+            return self.retrieve(batch_id)
+
+        return cancel_unless_ended(cancel, functools.partial(self.retrieve, batch_id))
 
     def download(self, batch_id: str, ref: str, dest: Path) -> int:
         """The responses file's bytes verbatim to ``dest`` (:func:`.downloads.verbatim`)."""
