@@ -14,7 +14,6 @@ line's error type stands for the HTTP status the reference would have seen.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +26,7 @@ from .. import frames
 from ..errors import BatchFileError, PlanError
 from ..kinds import ProviderName, Stage
 from .base import BatchFailure, Limits, LineRules, Prompt, Rendered
-from .checks import request_lines
+from .checks import encode_line, request_lines
 from .ids import SAFE_ID, safe_id
 
 MAX_REQUESTS = 100_000
@@ -88,7 +87,7 @@ class AnthropicWire:
 
     def request_line(self, custom_id: str, rendered: Rendered) -> bytes:
         obj = {"custom_id": custom_id, "params": rendered.body}
-        return (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        return encode_line(obj)
 
     def check_file(self, lines: Sequence[bytes], where: str) -> None:
         """The create call's envelope rules, which refuse the whole batch when broken."""

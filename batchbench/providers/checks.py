@@ -1,5 +1,8 @@
 """What every wire's request-file rules share, and what a batch without results means.
 
+Every request line is encoded one way (compact JSON, UTF-8 kept, one ``\\n``), so a
+file's bytes, its size checks and its token estimate agree across providers.
+
 Each service refuses a request file that is too large or repeats a request id; the
 wording says which (``custom_id`` or Gemini's ``key``). A batch that ended with no
 result file at all was either stopped before anything ran (its requests are sent
@@ -14,6 +17,11 @@ from typing import Any
 
 from ..errors import PlanError
 from .base import BatchFailure
+
+
+def encode_line(obj: dict[str, Any]) -> bytes:
+    """One request line as every service reads it: compact JSON, UTF-8, ending in \\n."""
+    return (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
 
 
 def request_lines(

@@ -29,7 +29,7 @@ from .. import frames
 from ..errors import BatchFileError, PlanError
 from ..kinds import ProviderName, Stage
 from .base import BatchFailure, Limits, LineRules, Prompt, Rendered
-from .checks import ended_without_results, request_lines
+from .checks import encode_line, ended_without_results, request_lines
 from .ids import safe_id
 from .openai_results import Body, chat_columns
 
@@ -77,7 +77,7 @@ class FireworksWire:
 
     def request_line(self, custom_id: str, rendered: Rendered) -> bytes:
         obj = {"custom_id": custom_id, "body": rendered.body}
-        return (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        return encode_line(obj)
 
     def check_file(self, lines: Sequence[bytes], where: str) -> None:
         """A dataset's rules: one upload's size, unique ids, bodies without a model."""

@@ -14,7 +14,6 @@ file (``../shared/spec/provider-batch-apis.md`` §2) holds one ``{"key",
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +26,7 @@ from .. import frames
 from ..errors import BatchFileError, PlanError
 from ..kinds import ProviderName, Stage
 from .base import BatchFailure, Limits, LineRules, Prompt, Rendered
-from .checks import ended_without_results, request_lines
+from .checks import encode_line, ended_without_results, request_lines
 from .ids import safe_id
 
 MAX_LINES = 1_000_000  # no documented count limit: the file size is what binds
@@ -80,7 +79,7 @@ class GeminiWire:
 
     def request_line(self, custom_id: str, rendered: Rendered) -> bytes:
         obj = {"key": custom_id, "request": rendered.body}
-        return (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        return encode_line(obj)
 
     def check_file(self, lines: Sequence[bytes], where: str) -> None:
         """The batch file parser's rules: unique keys, requests with non-empty texts."""

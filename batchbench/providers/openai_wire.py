@@ -6,7 +6,6 @@ another base URL and, where theirs are smaller, other limits.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +16,7 @@ import polars as pl
 from ..errors import PlanError
 from ..kinds import ProviderName, Stage
 from .base import BatchFailure, Limits, LineRules, Prompt, Rendered
-from .checks import request_lines
+from .checks import encode_line, request_lines
 from .ids import openai_id
 from .openai_results import read_outputs
 
@@ -81,7 +80,7 @@ class OpenAIWire:
 
     def request_line(self, custom_id: str, rendered: Rendered) -> bytes:
         obj = {"custom_id": custom_id, "method": "POST", "url": ENDPOINT, "body": rendered.body}
-        return (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        return encode_line(obj)
 
     def check_file(self, lines: Sequence[bytes], where: str) -> None:
         """The Batch API's file rules: size, line count, unique ids, one model, known fields.
