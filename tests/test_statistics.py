@@ -8,6 +8,7 @@ import hashlib
 import json
 import math
 import random
+import re
 import statistics
 from collections import Counter
 from pathlib import Path
@@ -102,6 +103,38 @@ def test_compare_reports_se_mde_p_holm_margin_and_small_n(tmp_path):
                    "--bootstrap-samples", "500").stdout  # fmt: skip
     assert "non-inferiority at margin 0.05" in text and "not to be trusted" in text
     assert "MDE80" in text and "Holm" in text
+
+
+def test_the_report_shows_se_mde_p_holm_and_the_verdicts_of_each_comparison(tmp_path):
+    base = golden("full")
+    made = {"base": base, "near": variant(base, "near", 9, 1), "far": variant(base, "far", 3, 2)}
+    files = [write(tmp_path / f"{n}.jsonl", rows) for n, rows in made.items()]
+    page = tmp_path / "r.html"
+    proc = run_cli("report", *map(str, files), "--dataset", str(DATASET), "-o", str(page),
+                   "--margin", "0.05")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    text = page.read_text()
+    wants = {}
+    for name in ("near", "far"):  # the report's default stream: 10,000 resamples, seed 42
+        ab, bb = by_benchmark(made[name], base)
+        wants[name] = plain_reference.paired_difference(ab, bb, samples=10_000, seed=42)
+    holm = plain_reference.holm([w["overall"]["p_value"] for w in wants.values()])
+    for (name, want), p_holm in zip(wants.items(), holm):
+        section = text.split(f"<h3>{name} − base:")[1].split("</table>")[0]
+        shown = {}
+        for label, cells in re.findall(r"<tr><td>(.*?)</td>(.*?)</tr>", section):
+            values = [float(v) for v in re.findall(r'data-value="([^"]+)"', cells)]
+            verdict = re.findall(r"<td>(yes|not shown)</td>", cells)
+            shown[label.split(" <span")[0]] = (values, verdict)
+        expected = {**want["benchmarks"], "overall (macro)": {**want["overall"], "p": p_holm}}
+        assert set(shown) == set(expected)
+        for label, v in expected.items():
+            p = v.get("p", v["p_value"])
+            numbers = [v["diff"], *v["ci95"], v["share_a_better"], v["se_diff"], v["mde80"], p]
+            assert shown[label] == (numbers, ["yes" if v["ci95"][0] > -0.05 else "not shown"])
+            assert ("not to be trusted" in section) is any(
+                x["n"] < 20 for x in want["benchmarks"].values()
+            )
 
 
 def test_runs_of_different_cases_are_refused_unless_partial_is_allowed(tmp_path):
