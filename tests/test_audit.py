@@ -253,9 +253,9 @@ def test_a11_all_six_anomalies_at_once_end_in_a_scored_run_and_status_says_what_
     proc = run_cli(*args, env=env())
     assert proc.returncode == 0, proc.stdout + proc.stderr
     status = json.loads(run_cli("status", "ans-model", *jobs(tmp_path), "--json").stdout)
-    assert status["cases"]["errors"] == 0 and sum(status["losses"].values()) > 0
+    assert status["cases"]["errors"] == 0 and sum(status["losses"].values()) > 0, status
     text = run_cli("status", "ans-model", *jobs(tmp_path)).stdout
-    assert "lost by the service and sent again" in text
+    assert "lost by the service and sent again" in text, text
 
 
 def test_a12_export_refuses_what_compare_would_and_labels_same_named_files(
