@@ -31,6 +31,17 @@ def _cost_per_case(named: Named) -> float | None:
     return None if usd is None else usd / status["cases"]["total"]
 
 
+def check_targets(mde: float, power: float, alpha: float) -> None:
+    """The plan's options, checked before any pilot is read."""
+    if not (mde > 0 and math.isfinite(mde)):
+        raise ConfigError(f"--mde {mde} must be a difference above 0")
+    for option, value in (("--power", power), ("--alpha", alpha)):
+        if not 0 < value < 1:
+            raise ConfigError(f"{option} {value} must lie strictly between 0 and 1")
+    if power <= alpha / 2:  # else z(1 - alpha/2) + z(power) <= 0 and the formula means nothing
+        raise ConfigError(f"--power {power} must exceed half of --alpha {alpha}")
+
+
 def plan(
     pilot: tuple[tuple[Named, Side], tuple[Named, Side]],
     mde: float,
@@ -40,11 +51,7 @@ def plan(
     allow_partial: bool = False,
 ) -> dict[str, Any]:
     """Cases per benchmark, in total, and their estimated price, for a target MDE."""
-    if not (mde > 0 and math.isfinite(mde)):
-        raise ConfigError(f"--mde {mde} must be a difference above 0")
-    for option, value in (("--power", power), ("--alpha", alpha)):
-        if not 0 < value < 1:
-            raise ConfigError(f"{option} {value} must lie strictly between 0 and 1")
+    check_targets(mde, power, alpha)
     (named_a, a), (named_b, b) = pilot
     check_together([a, b])
     both = check_overlap(a, b, allow_partial)
@@ -62,7 +69,11 @@ def plan(
                 " is unknown; pilot on more cases"
             )
         sds[name] = sd
-    m = stats.cases_needed(list(sds.values()), mde, power, alpha)
+    try:
+        m = stats.cases_needed(list(sds.values()), mde, power, alpha)
+    except OverflowError:
+        raise ConfigError(f"--mde {mde} needs more cases than can be counted: ask for a"
+                          " larger difference") from None  # fmt: skip
     total = m * len(sds)
     costs = [_cost_per_case(named_a), _cost_per_case(named_b)]
     usd = None if None in costs else total * math.fsum(c for c in costs if c is not None)

@@ -76,7 +76,10 @@ def cases_needed(sds: Sequence[float], mde: float, power: float, alpha: float) -
     fewest a spread needs); the squares summed left to right in benchmark-name order."""
     z = statistics.NormalDist().inv_cdf(1 - alpha / 2) + statistics.NormalDist().inv_cdf(power)
     k = len(sds)
-    m = math.ceil((z / mde) ** 2 * sum(s * s for s in sds) / (k * k))
+    spread = sum(s * s for s in sds)
+    if spread == 0:  # identical differences: any target is met by the fewest cases
+        return 2
+    m = math.ceil((z / mde) ** 2 * spread / (k * k))
     return max(2, m)
 
 

@@ -168,6 +168,28 @@ def test_plan_from_a_hand_made_pilot(tmp_path):
     assert_one_line_error(proc, "--mde 0.0")
 
 
+def test_plan_refuses_targets_it_cannot_count_and_takes_labels(tmp_path):
+    base, other = golden("full"), variant(golden("full"), "other", 3, 8)
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+    a = write(tmp_path / "a" / "results.jsonl", base)
+    b = write(tmp_path / "b" / "results.jsonl", other)
+    argv = ["plan", str(a), str(b), "--dataset", str(DATASET)]
+    assert_one_line_error(run_cli(*argv, "--mde", "0.02"), "--label")
+    argv += ["--label", "base", "--label", "other"]
+    for options, culprit in ((["--mde", "1e-300"], "--mde 1e-300"),
+                             (["--mde", "0.02", "--power", "0.01", "--alpha", "0.9"], "0.01"),
+                             (["--mde", "0.02", "--alpha", "nan"], "--alpha nan")):  # fmt: skip
+        proc = run_cli(*argv, *options)
+        assert proc.returncode == 2
+        assert_one_line_error(proc, culprit)
+    got = json.loads(run_cli(*argv, "--mde", "0.02", "--json").stdout)
+    assert got["cases_per_benchmark"] > 2
+    twin = write(tmp_path / "twin.jsonl", base)
+    same = ["plan", str(a), str(twin), "--dataset", str(DATASET), "--label", "x", "--label", "y"]
+    got = json.loads(run_cli(*same, "--mde", "5e-324", "--json").stdout)
+    assert got["cases_per_benchmark"] == 2  # no spread: the fewest cases meet any target
+
+
 def noisy_judge(body):
     """A judge whose verdicts vary from call to call (a seeded coin per item and call)."""
     if not is_judge_request(body):

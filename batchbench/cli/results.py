@@ -260,6 +260,7 @@ def plan(
     dataset: FilesDatasetOpt = None,
     as_json: JsonOpt = False,
     jobs_dir: JobsDirOpt = Path("jobs"),
+    label: LabelOpt = None,
     allow_partial: AllowPartialOpt = False,
 ) -> None:
     """How many cases per benchmark (and dollars) a comparison needs to detect a macro
@@ -272,14 +273,15 @@ def plan(
     from ..compare import load_side
     from ..dataset import load_dataset
     from ..errors import ConfigError
+    from ..plan import check_targets, plan_text
     from ..plan import plan as make_plan
-    from ..plan import plan_text
     from ..sources import resolve_all
 
     if len(runs) != 2:
         raise ConfigError(f"plan takes two pilot runs, not {len(runs)}")
+    check_targets(mde, power, alpha)
     ds = load_dataset(dataset) if dataset is not None else None
-    named = resolve_all(runs, jobs_dir, ())
+    named = resolve_all(runs, jobs_dir, label or ())
     a, b = ((n, load_side(n, ds)) for n in named)
     result = make_plan((a, b), mde, power, alpha, allow_partial=allow_partial)
     typer.echo(json.dumps(result, indent=2) if as_json else plan_text(result))
