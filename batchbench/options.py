@@ -46,6 +46,9 @@ class RunOptions:
         return self
 
 
+# A few passes measure a judge's noise; more only multiply the judges' bill (and a dry
+# run's requests held in memory).
+MAX_JUDGE_PASSES = 20
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 
 
@@ -71,6 +74,11 @@ def _check_options(o: RunOptions) -> None:
     _number("--max-enqueued-tokens", s.max_enqueued_tokens, low=1)
     _number("--assumed-answer-tokens", o.assumed_answer_tokens, low=1)
     _number("--judge-passes", o.judge_passes, low=1)
+    if o.judge_passes > MAX_JUDGE_PASSES:  # each pass pays a judge request per answer
+        raise ConfigError(
+            f"--judge-passes must be at most {MAX_JUDGE_PASSES}, got {o.judge_passes}"
+            " (each pass is a paid judge request per answer)"
+        )
     if s.max_requests_per_batch < 1:
         raise ConfigError("--max-requests-per-batch must be at least 1")
     if o.reasoning_effort is not None and o.reasoning_effort not in REASONING_EFFORTS:

@@ -285,12 +285,33 @@ def test_broken_output_files_stop_with_the_culprit(
         (["--max-attempts", "0"], ["--max-attempts must be at least 1"]),
         (["--run", "a/b"], ["'a/b'", "[A-Za-z0-9._-]+"]),
         (["--base-url", "ftp://x"], ["is not an http(s) URL"]),
+        (["--judge-passes", "0"], ["--judge-passes must be at least 1"]),
+        (["--judge-passes", "1000000000"], ["--judge-passes must be at most 20"]),
+        (["--resubmit-after", "0"], ["--resubmit-after must be greater than 0"]),
     ],
 )
 def test_bad_configuration(batch_emulator, tmp_path, fixture_dir, extra, fragments):
     proc = run_cli(*run_args(batch_emulator, tmp_path, fixture_dir, *extra), env=env())
     assert_one_line_error(proc, *fragments)
     assert not (tmp_path / "jobs").exists()
+    assert batch_emulator.ledger()["batches"] == []
+
+
+@pytest.mark.parametrize(
+    "model,variables,fragments",
+    [
+        ("gemini-3.1-pro", {"GEMINI_API_KEY": "k", "GOOGLE_GEMINI_BASE_URL": "not-a-url"},
+         ["GOOGLE_GEMINI_BASE_URL 'not-a-url'", "not an http(s) URL"]),
+        ("glm-5.3", {"FIREWORKS_API_KEY": "k", "FIREWORKS_ACCOUNT_ID": "a/b"},
+         ["FIREWORKS_ACCOUNT_ID 'a/b'", "not an account id"]),
+    ],
+)  # fmt: skip
+def test_a_bad_provider_variable_is_named(batch_emulator, tmp_path, fixture_dir, model,
+                                          variables, fragments):  # fmt: skip
+    args = run_args(batch_emulator, tmp_path, fixture_dir)
+    args[args.index("--answer-model") + 1] = model
+    proc = run_cli(*args, env={**env(), "FIREWORKS_BASE_URL": batch_emulator.url, **variables})
+    assert_one_line_error(proc, *fragments)
     assert batch_emulator.ledger()["batches"] == []
 
 

@@ -153,24 +153,25 @@ def explicit_base_url(
     if name == "openai" and flag:
         return normal_url(flag)
     value = env.get(BASE_URL_VARIABLES[name])
-    return normal_url(value) if value else None
+    return normal_url(value, BASE_URL_VARIABLES[name]) if value else None
 
 
-def normal_url(url: str) -> str:
+def normal_url(url: str, source: str = "--base-url") -> str:
     """A base URL as compared and recorded: checked, without a trailing slash."""
-    check_base_url(url)
+    check_base_url(url, source)
     return url.rstrip("/")
 
 
-def check_base_url(url: str) -> tuple[str, str]:
-    """``(host, scheme)`` of an http(s) base URL, or a one-line error naming it."""
+def check_base_url(url: str, source: str = "--base-url") -> tuple[str, str]:
+    """``(host, scheme)`` of an http(s) base URL, or a one-line error naming it and where
+    it came from (the flag or the SDK's variable)."""
     try:
         parsed = urlparse(url)
         host, _ = parsed.hostname, parsed.port
     except ValueError as exc:
-        raise ConfigError(f"--base-url {url!r} is not a valid URL ({exc})") from None
+        raise ConfigError(f"{source} {url!r} is not a valid URL ({exc})") from None
     if parsed.scheme not in ("http", "https") or not host:
-        raise ConfigError(f"--base-url {url!r} is not an http(s) URL")
+        raise ConfigError(f"{source} {url!r} is not an http(s) URL")
     return host, parsed.scheme
 
 

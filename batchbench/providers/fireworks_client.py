@@ -21,6 +21,7 @@ import contextlib
 import functools
 import importlib
 import os
+import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,8 @@ class FireworksClient:
         self.account = os.environ.get("FIREWORKS_ACCOUNT_ID", "")
         if not self.account:
             raise ConfigError("grading Fireworks models needs FIREWORKS_ACCOUNT_ID (your account)")
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", self.account):  # it goes in paths
+            raise ConfigError(f"FIREWORKS_ACCOUNT_ID {self.account!r} is not an account id")
         self.sdk = fireworks.Fireworks(
             api_key=api_key, account_id=self.account, base_url=service.base_url,
             max_retries=0, timeout=timeout(fireworks),
