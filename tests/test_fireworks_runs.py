@@ -10,6 +10,8 @@ import signal
 from collections import Counter
 
 import plain_reference
+import polars as pl
+import pytest
 from conftest import assert_one_line_error, run_cli
 from crash_harness import kill_and_restart, normalised
 from test_run import ERROR_KEYS, KEY, ROW_KEYS, assert_no_duplicates, judge_replies, rows_of
@@ -189,6 +191,13 @@ def test_four_providers_in_one_command(batch_emulator, tmp_path, fixture_dir):
     assert run_cli("compare", *names, *jobs).returncode == 0
     status = json.loads(run_cli("status", *names, *jobs, "--json").stdout)
     assert [s["status"] for s in status] == ["complete"] * 4
+    listing = run_cli("list", *jobs).stdout
+    assert all(name in listing for name in names)
+    out = tmp_path / "all.csv"
+    assert run_cli("export", *names, *jobs, "-o", str(out)).returncode == 0
+    exported = pl.read_csv(out)
+    assert exported.height == 24 and set(exported["run"]) == set(names)
+    assert run_cli("report", *names, *jobs, "-o", str(tmp_path / "r.html")).returncode == 0
     for path in (tmp_path / "jobs").rglob("*"):
         if path.is_file():
             assert FIREWORKS_KEY.encode() not in path.read_bytes()
@@ -199,3 +208,38 @@ def test_without_an_account_a_fireworks_model_is_one_line(batch_emulator, tmp_pa
                    env={**env(batch_emulator), "FIREWORKS_ACCOUNT_ID": ""})  # fmt: skip
     assert_one_line_error(proc, "FIREWORKS_ACCOUNT_ID")
     assert batch_emulator.ledger()["batches"] == []
+
+
+def test_status_refresh_list_cancel_dry_run_and_max_cost_for_a_fireworks_run(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    emu = batch_emulator_factory(paused=True)
+    argv = args(emu, tmp_path, fixture_dir, "--limit", "6", "--no-wait", cap=3)
+    assert run_cli(*argv, env=env(emu)).returncode == 3
+    jobs = ["--jobs-dir", str(tmp_path / "jobs")]
+    refresh = run_cli("status", "glm-5.3", *jobs, "--refresh", env=env(emu))
+    live = [line for line in refresh.stdout.splitlines() if line.startswith("live: ")]
+    assert refresh.returncode == 0 and len(live) == 2, refresh.stdout
+    assert "glm-5.3" in run_cli("list", *jobs).stdout
+    proc = run_cli("cancel", "glm-5.3", *jobs, env=env(emu))
+    assert proc.returncode == 0 and "cancelled 2 batch(es)" in proc.stdout, proc.stderr
+    emu.flush()
+    assert run_cli(*argv, env=env(emu)).returncode == 3
+    status = json.loads(run_cli("status", "glm-5.3", *jobs, "--json").stdout)
+    assert status["status"] == "cancelled" and status["cases"]["pending"] == 6
+    assert {b["status"] for b in emu.ledger()["batches"]} == {"JOB_STATE_CANCELLED"}
+    # GLM 5.3 has no public price: the dry run says so, --max-cost refuses, --pricing fills in.
+    base = ["run", "--answer-model", "glm-5.3", "--judge-model", "gpt-4.1",
+            "--dataset", str(fixture_dir), "--jobs-dir", str(tmp_path / "dry")]  # fmt: skip
+    answers = json.loads(run_cli(*base, "--dry-run", "--json").stdout)["stages"]["answers"]
+    assert answers["batch_usd"] is None
+    proc = run_cli(*base, "--max-cost", "100", env={"FIREWORKS_API_KEY": "", "OPENAI_API_KEY": ""})
+    assert_one_line_error(proc, "--max-cost", "no price for 'glm-5.3'", "nothing was submitted")
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"batch_discount": 0.5, "models": {
+        "accounts/fireworks/models/glm-5p3": {"input": 1.0, "output": 4.0}}}))  # fmt: skip
+    answers = json.loads(run_cli(*base, "--dry-run", "--json", "--pricing", str(prices)).stdout
+                         )["stages"]["answers"]  # fmt: skip
+    expected = (answers["input_tokens"] * 1 + answers["output_tokens"] * 4) / 1e6 / 2
+    assert answers["batch_usd"] == pytest.approx(expected, abs=1e-6)  # shown to 6 places
+    assert not (tmp_path / "dry").exists()

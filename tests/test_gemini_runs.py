@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 import plain_reference
+import pytest
 from conftest import assert_one_line_error, run_cli
 from crash_harness import kill_and_restart, normalised
 from test_run import ERROR_KEYS, KEY, ROW_KEYS, assert_no_duplicates, judge_replies, rows_of
@@ -245,3 +246,33 @@ def test_a_misspelt_gemini_model_and_a_missing_sdk_are_one_line(
     )  # fmt: skip
     assert_one_line_error(proc, "'google.genai'", "pip install 'batchbench[gemini]'")
     assert not any(Path(tmp_path / "jobs").glob("*/journal.jsonl"))
+
+
+def test_status_refresh_list_cancel_dry_run_and_export_for_a_gemini_run(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    emu = batch_emulator_factory(paused=True)
+    argv = args(emu, tmp_path, fixture_dir, "--limit", "6", "--no-wait", cap=3)
+    assert run_cli(*argv, env=env(emu)).returncode == 3
+    jobs = ["--jobs-dir", str(tmp_path / "jobs")]
+    refresh = run_cli("status", "gemini-3.1-pro", *jobs, "--refresh", env=env(emu))
+    live = [line for line in refresh.stdout.splitlines() if line.startswith("live: ")]
+    assert refresh.returncode == 0 and len(live) == 2, refresh.stdout
+    assert all("JOB_STATE_PENDING 0/? lines" in line for line in live)  # no counts from Gemini
+    assert "gemini-3.1-pro" in run_cli("list", *jobs).stdout
+    proc = run_cli("cancel", "gemini-3.1-pro", *jobs, env=env(emu))
+    assert proc.returncode == 0 and "cancelled 2 batch(es)" in proc.stdout, proc.stderr
+    emu.flush()
+    assert run_cli(*argv, env=env(emu)).returncode == 3
+    status = json.loads(run_cli("status", "gemini-3.1-pro", *jobs, "--json").stdout)
+    assert status["status"] == "cancelled" and status["cases"]["pending"] == 6
+    assert {b["status"] for b in emu.ledger()["batches"]} == {"CANCELLED"}
+    # Priced before anything is paid: gemini-3.1-pro-preview at $2 / $12 per 1M, half in batch.
+    base = ["run", "--answer-model", "gemini-3.1-pro", "--judge-model", "gpt-4.1",
+            "--dataset", str(fixture_dir), "--jobs-dir", str(tmp_path / "dry")]  # fmt: skip
+    answers = json.loads(run_cli(*base, "--dry-run", "--json").stdout)["stages"]["answers"]
+    expected = (answers["input_tokens"] * 2 + answers["output_tokens"] * 12) / 1e6 / 2
+    assert answers["batch_usd"] == pytest.approx(expected, abs=1e-6)  # shown to 6 places
+    proc = run_cli(*base, "--max-cost", "0.01", env={"GEMINI_API_KEY": "", "OPENAI_API_KEY": ""})
+    assert_one_line_error(proc, "--max-cost", "nothing was submitted")
+    assert not (tmp_path / "dry").exists()
