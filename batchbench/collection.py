@@ -238,10 +238,14 @@ def classify(
     """:func:`classify_frame` with Python dicts in and :class:`Outcome` objects out."""
     exp = pl.DataFrame(
         [(cid, *rest) for cid, rest in expected.items()],
-        schema={"custom_id": pl.String, "case_id": pl.String, "sent_temperature": pl.Boolean,
-                "effort_none": pl.Boolean},
+        schema={
+            "custom_id": pl.String,
+            "case_id": pl.String,
+            "sent_temperature": pl.Boolean,
+            "effort_none": pl.Boolean,
+        },
         orient="row",
-    )  # fmt: skip
+    )
     outcomes, usage, anomalies = classify_frame(frame, exp, rules, expired)
     result = {}
     columns = ("custom_id", "case_id", "kind", "detail", "content", "source")

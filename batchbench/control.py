@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from .clock import SYSTEM, Clock
 from .errors import BatchbenchError, RunLockedError
 from .events import BatchSeen, CancelRequested, Event
 from .kinds import Stage
@@ -20,14 +21,24 @@ from .submit import Submitter
 
 
 def _providers(
-    run: Run, config: RunConfig, state: RunState, base_url: str | None, warn: Callable[[str], None]
+    run: Run,
+    config: RunConfig,
+    state: RunState,
+    base_url: str | None,
+    warn: Callable[[str], None],
+    clock: Clock,
 ) -> dict[Stage, Provider]:
     services, _ = run_services(config, state, base_url)
-    return stage_bundle(services, connect_all([services], warn=warn))
+    return stage_bundle(services, connect_all([services], warn=warn, clock=clock))
 
 
 def cancel_run(
-    jobs_dir: Path, name: str, base_url: str | None = None, *, warn: Callable[[str], None]
+    jobs_dir: Path,
+    name: str,
+    base_url: str | None = None,
+    *,
+    warn: Callable[[str], None],
+    clock: Clock = SYSTEM,
 ) -> list[str]:
     """Stop a run: no new batches, and every in-flight batch cancelled. Returns their ids.
 
@@ -42,8 +53,8 @@ def cancel_run(
     run = existing_run(jobs_dir, name)
     config = run.load_config()
     state = run.state(config.case_ids)
-    providers = _providers(run, config, state, base_url, warn)
-    run.record(CancelRequested())
+    providers = _providers(run, config, state, base_url, warn, clock)
+    run.record(CancelRequested(), clock.time())
     cancelled: list[str] = []
     failures: list[BatchbenchError] = []
     for sub in state.in_flight():
@@ -55,7 +66,7 @@ def cancel_run(
             failures.append(exc)
             continue
         if view is not None:
-            run.record(BatchSeen.of(sub.id, view))
+            run.record(BatchSeen.of(sub.id, view), clock.time())
             cancelled.append(sub.batch_id)
     if failures:
         raise type(failures[0])(
@@ -66,7 +77,12 @@ def cancel_run(
 
 
 def refresh_status(
-    jobs_dir: Path, name: str, base_url: str | None = None, *, warn: Callable[[str], None]
+    jobs_dir: Path,
+    name: str,
+    base_url: str | None = None,
+    *,
+    warn: Callable[[str], None],
+    clock: Clock = SYSTEM,
 ) -> tuple[list[str], bool]:
     """Ask the services (one list walk each) for the live state of every batch in
     flight. When no process is advancing the run, what they say is journaled too.
@@ -79,15 +95,14 @@ def refresh_status(
     try:
         with run.lock():
             state = run.state(config.case_ids)
-            providers = _providers(run, config, state, base_url, warn)
-            Submitter(run, config, providers, lambda e: seen.append(run.record(e))).poll(
-                state.in_flight()
-            )
+            providers = _providers(run, config, state, base_url, warn, clock)
+            record = lambda e: seen.append(run.record(e, clock.time()))  # noqa: E731
+            Submitter(run, config, providers, record, clock=clock).poll(state.in_flight())
             journaled = True
     except RunLockedError:  # the advancing process journals it itself
         state = run.state(config.case_ids)
-        providers = _providers(run, config, state, base_url, warn)
-        Submitter(run, config, providers, seen.append).poll(state.in_flight())
+        providers = _providers(run, config, state, base_url, warn, clock)
+        Submitter(run, config, providers, seen.append, clock=clock).poll(state.in_flight())
         journaled = False
     live = {e.sub: e.view() for e in seen if isinstance(e, BatchSeen)}
     lines = []

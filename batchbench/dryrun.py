@@ -136,20 +136,31 @@ def plan(
     resolved = providers.resolve(answer_model)
     answers = [
         build_request(
-            wires["answers"], "answers", c, resolved, 1, DRY_RUN_ID,
+            wires["answers"],
+            "answers",
+            c,
+            resolved,
+            1,
+            DRY_RUN_ID,
             reasoning_effort=reasoning_effort,
         )
         for c in cases
-    ]  # fmt: skip
+    ]
     placeholder = ("answer " * assumed_answer_tokens).strip()
     judges = [
         build_request(
-            wires["judges"], "judges", c, judge_model, 1, DRY_RUN_ID, answer=placeholder,
+            wires["judges"],
+            "judges",
+            c,
+            judge_model,
+            1,
+            DRY_RUN_ID,
+            answer=placeholder,
             judge_pass=p,
         )
         for p in range(1, judge_passes + 1)
         for c in cases
-    ]  # fmt: skip
+    ]
     by_id = {c["case_id"]: c for c in cases}
     _, judge_count = token_counter(judge_model)
 

@@ -85,9 +85,15 @@ def forest(summaries: Sequence[tuple[str, Summary]]) -> str:
                 continue
             y = len(rows) - 1 - j + offset
             ax.errorbar(
-                mean, y, xerr=[[mean - lo], [hi - mean]], fmt="o", ms=4, capsize=2,
-                color=f"C{i % 10}", label=_label(name) if j == 0 else None,
-            )  # fmt: skip
+                mean,
+                y,
+                xerr=[[mean - lo], [hi - mean]],
+                fmt="o",
+                ms=4,
+                capsize=2,
+                color=f"C{i % 10}",
+                label=_label(name) if j == 0 else None,
+            )
     ax.set_yticks(range(len(rows)), list(reversed(rows)))
     ax.set_xlim(-0.02, 1.02)
     ax.set_xlabel("mean case score, with its 95% bootstrap interval")
@@ -113,9 +119,15 @@ def differences(comparisons: list[dict[str, Any]]) -> str:
             (lo, hi), diff = v["ci95"], v["diff"]
             y = len(rows) - 1 - j + offset
             ax.errorbar(
-                diff, y, xerr=[[diff - lo], [hi - diff]], fmt="s", ms=4, capsize=2,
-                color=f"C{(i + 1) % 10}", label=_label(f"{c['a']} − {c['b']}") if j == 0 else None,
-            )  # fmt: skip
+                diff,
+                y,
+                xerr=[[diff - lo], [hi - diff]],
+                fmt="s",
+                ms=4,
+                capsize=2,
+                color=f"C{(i + 1) % 10}",
+                label=_label(f"{c['a']} − {c['b']}") if j == 0 else None,
+            )
     ax.axvline(0, color="0.3", lw=0.8)
     ax.set_yticks(range(len(rows)), list(reversed(rows)))
     ax.set_xlabel("paired difference against the baseline, with its 95% bootstrap interval")

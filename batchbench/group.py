@@ -13,10 +13,10 @@ window. The others go on.
 from __future__ import annotations
 
 import functools
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .clock import SYSTEM, Clock
 from .errors import BatchbenchError, TransientApiError
 from .pipeline import Pipeline
 from .providers.base import Client
@@ -38,8 +38,7 @@ class Group:
     members: list[Member]
     poll_interval: float
     warn: Callable[[str], None] = quiet  # faults and runs set aside (stderr in the CLI)
-    clock: Callable[[], float] = time.time
-    sleep: Callable[[float], None] = time.sleep
+    clock: Clock = SYSTEM
     outage_seconds: float = 600.0
     list_walks: int = field(default=0)  # poll ticks, each one walk per service
     _faults: bool = field(default=False)
@@ -63,7 +62,7 @@ class Group:
         until it has failed for ``outage_seconds``; any other failure sets the run
         aside at once. A group of one lets the error through: it is the command's."""
         if isinstance(exc, TransientApiError):
-            now = self.clock()
+            now = self.clock.time()
             member.failing_since = member.failing_since or now
             if now - member.failing_since < self.outage_seconds:
                 self._faults = True
@@ -121,13 +120,13 @@ class Group:
             self._faults = False
             acted = self._step_all()
             flying = any(m.pipeline.in_flight() for m in self.active())
-            if flying and self.clock() - last_poll >= self.poll_interval:
+            if flying and self.clock.time() - last_poll >= self.poll_interval:
                 self.poll()
-                last_poll = self.clock()
+                last_poll = self.clock.time()
                 acted = self._step_all() or acted
             self._report(on_progress)
             if self._faults:  # a service failed for a passing reason: try again soon
-                self.sleep(min(self.poll_interval, 5.0))
+                self.clock.sleep(min(self.poll_interval, 5.0))
                 continue
             if acted:
                 continue
@@ -136,7 +135,7 @@ class Group:
             )
             if not wait or cancelled:
                 break
-            self.sleep(max(0.01, last_poll + self.poll_interval - self.clock()))
+            self.clock.sleep(max(0.01, last_poll + self.poll_interval - self.clock.time()))
         self._report(on_progress)  # the state each run ended this invocation in
 
     def _report(self, on_progress: Callable[[Pipeline], None] | None) -> None:

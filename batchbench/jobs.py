@@ -70,6 +70,7 @@ def prepare(
         case_ids=[c["case_id"] for c in selected],
         services=new_services(options.answer_model, options.base_url, options.base_urls),
         judge_passes=options.judge_passes,
+        created_at=options.clock.time(),
     )
     run = Run(Path(options.jobs_dir) / name)
     if check_existing and run.exists():
@@ -125,7 +126,9 @@ def execute_group(
                 config, state, options.base_url, move=options.move_service, given=options.base_urls
             )
         )
-    clients = connect_all((s for s, _ in services), warn=warn, credentials=first.credentials)
+    clients = connect_all(
+        (s for s, _ in services), warn=warn, credentials=first.credentials, clock=first.clock
+    )
     for judge in {(s["judges"], c.judge_model) for (s, _), (_, c, _) in zip(services, prepared)}:
         clients[judge[0]].check_models([judge[1]])
     results: list[RunResult] = []
@@ -154,7 +157,9 @@ def execute_group(
                 continue
             config = run.create(config)
             bundle = stage_bundle(stages, clients)
-            pipeline = Pipeline(run, config, cases, bundle, options.settings, warn=warn)
+            pipeline = Pipeline(
+                run, config, cases, bundle, options.settings, warn=warn, clock=options.clock
+            )
             for change in changes:
                 pipeline.record(change)
             if options.no_wait and pipeline.done():
@@ -167,6 +172,7 @@ def execute_group(
             [m for m, _, _ in members],
             settings.poll_interval,
             warn=warn,
+            clock=first.clock,
             outage_seconds=settings.outage_seconds,
         ).advance(wait=not first.no_wait, on_progress=on_progress)
         for member, run, config in members:

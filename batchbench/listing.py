@@ -47,8 +47,17 @@ def for_json(row: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in row.items() if k != CREATED}
 
 
-COLUMNS = ("run", "created", "status", "scored/failed/total", "answer model", "judge",
-           "dataset", "mean", "cost")  # fmt: skip
+COLUMNS = (
+    "run",
+    "created",
+    "status",
+    "scored/failed/total",
+    "answer model",
+    "judge",
+    "dataset",
+    "mean",
+    "cost",
+)
 
 
 def listing_table(rows: list[dict[str, Any]]) -> str:

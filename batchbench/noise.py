@@ -55,8 +55,9 @@ def pass_rows(
             {"item_id": it["item_id"], "points": it["points"], "matched": matched[it["item_id"]]}
             for it in cases[case_id]["rubric_items"]
         ]
-        rows.append({"case_id": case_id, "pass": judge_pass, "decisions": decisions,
-                     "score": score})  # fmt: skip
+        rows.append(
+            {"case_id": case_id, "pass": judge_pass, "decisions": decisions, "score": score}
+        )
     return rows
 
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .clock import SYSTEM, Clock
 from .errors import ConfigError
 from .kinds import ProviderName
 from .pipeline import Settings
@@ -39,6 +40,7 @@ class RunOptions:
     assumed_answer_tokens: int = 800
     judge_passes: int = 1  # judge requests per answer (judge noise); the rows keep the first
     settings: Settings = field(default_factory=Settings)
+    clock: Clock = SYSTEM  # what the run reads and waits on (tests: the emulator's fake one)
 
     def check(self) -> RunOptions:
         """Every option's own rule, before anything is read, written or called."""

@@ -138,9 +138,10 @@ def render(
         _leaderboard(sources),
         _benchmarks(sources),
         "<h2 id='figures'>Figures</h2>",
-        "<figure id='forest'>", figures.forest([(s.name, s.summary) for s in sides]),
+        "<figure id='forest'>",
+        figures.forest([(s.name, s.summary) for s in sides]),
         "<figcaption>Per-benchmark means and 95% intervals, each run.</figcaption></figure>",
-    ]  # fmt: skip
+    ]
     if comparison is not None:
         parts += [
             "<figure id='differences'>",
@@ -243,10 +244,13 @@ def _comparisons(result: dict[str, Any]) -> str:
         "<p>p: two-sided bootstrap p-value (overall: Holm-adjusted over the comparisons);"
         " MDE: the smallest true difference this comparison detects with 80% power at a"
         " two-sided 5% level. These intervals cover case sampling only, not answer sampling"
-        + (f"; within {margin:g}: the 95% interval's low end is above −{margin:g}" if margin
-           is not None else "")
+        + (
+            f"; within {margin:g}: the 95% interval's low end is above −{margin:g}"
+            if margin is not None
+            else ""
+        )
         + ".</p>"
-    )  # fmt: skip
+    )
     return "".join(out)
 
 

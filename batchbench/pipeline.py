@@ -14,7 +14,6 @@ decided by :mod:`batchbench.collection`, rows are built by
 from __future__ import annotations
 
 import functools
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from pathlib import Path
 import polars as pl
 
 from . import _failpoints, noise
+from .clock import SYSTEM, Clock
 from .collection import Collection, Limits, collect
 from .costs import prompt_tokens, token_counter
 from .dataset import Case
@@ -65,8 +65,7 @@ class Pipeline:
         settings: Settings,
         *,
         warn: Callable[[str], None] = quiet,
-        clock: Callable[[], float] = time.time,
-        sleep: Callable[[float], None] = time.sleep,
+        clock: Clock = SYSTEM,
     ) -> None:
         self.run = run
         self.config = config
@@ -75,7 +74,6 @@ class Pipeline:
         self.settings = settings
         self.warn = warn  # what the user should know of the service's doings (stderr)
         self.clock = clock
-        self.sleep = sleep
         run.repair()  # the caller holds the run's lock
         self.state: RunState = run.state(config.case_ids)
         self._journal_size = run.journal_size()
@@ -88,7 +86,6 @@ class Pipeline:
             providers,
             self.record,
             clock=clock,
-            sleep=sleep,
             max_ambiguous_creates=settings.max_ambiguous_creates,
         )
         self._rubric: pl.DataFrame | None = None
@@ -102,7 +99,7 @@ class Pipeline:
 
     # journal ----------------------------------------------------------------
     def record(self, event: Event) -> None:
-        self.state.apply(self.run.record(event))
+        self.state.apply(self.run.record(event, self.clock.time()))
         self._journal_size = self.run.journal_size()
 
     def catch_up(self) -> None:
@@ -125,7 +122,7 @@ class Pipeline:
                 return self.submitter.upload(sub)
         for sub in st.subs.values():
             if sub.batch_id is None and not st.cancelled:
-                if st.holds.get(sub.stage, 0) > self.clock() or not self._fits_budget(sub):
+                if st.holds.get(sub.stage, 0) > self.clock.time() or not self._fits_budget(sub):
                     continue
                 return self.submitter.create(sub, st.batch_ids())
         # Plan before collecting the next file: the judges of a collected answer
@@ -159,7 +156,7 @@ class Pipeline:
         st = self.state
         if st.cancelled:
             return None
-        now = self.clock()
+        now = self.clock.time()
         for sub in st.in_flight():
             if sub.view is None or sub.view.phase != "pending" or sub.stalled:
                 continue
@@ -281,7 +278,7 @@ class Pipeline:
             c: [it["item_id"] for it in case["rubric_items"]] for c, case in self.cases.items()
         }
         result = collect(
-            sub, frame, self.state, self.limits, self.rubric, items, self.clock(), wire
+            sub, frame, self.state, self.limits, self.rubric, items, self.clock.time(), wire
         )
         for line in result.anomalies:
             self.warn(f"warning: {line}")
@@ -330,7 +327,7 @@ class Pipeline:
             self.providers["answers"].wire.effort(self.config.reasoning_effort),
             self.state,
             self.answer_text,
-            self.clock(),
+            self.clock.time(),
         )
         if rows:
             append_rows(self.run.results_path, rows, self.config.case_ids)

@@ -72,8 +72,9 @@ def plan(
     try:
         m = stats.cases_needed(list(sds.values()), mde, power, alpha)
     except OverflowError:
-        raise ConfigError(f"--mde {mde} needs more cases than can be counted: ask for a"
-                          " larger difference") from None  # fmt: skip
+        raise ConfigError(
+            f"--mde {mde} needs more cases than can be counted: ask for a larger difference"
+        ) from None
     total = m * len(sds)
     costs = [_cost_per_case(named_a), _cost_per_case(named_b)]
     usd = None if None in costs else total * math.fsum(c for c in costs if c is not None)

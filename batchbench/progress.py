@@ -11,14 +11,13 @@ from how fast the batches in flight have been getting through their lines.
 from __future__ import annotations
 
 import sys
-import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
 from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from .clock import SYSTEM, Clock
 from .kinds import STAGES
 from .state import RunState
 
@@ -85,7 +84,7 @@ class Progress:
     def __init__(
         self,
         stream: TextIO | None = None,
-        clock: Callable[[], float] = time.time,
+        clock: Clock = SYSTEM,
         tty: bool | None = None,
     ) -> None:
         self.stream = stream or sys.stderr
@@ -110,7 +109,7 @@ class Progress:
             self._live = None
 
     def __call__(self, pipeline: Pipeline) -> None:
-        now = self.clock()
+        now = self.clock.time()
         name = pipeline.config.name
         line = progress_line(pipeline.state, now)
         self.lines[name] = line

@@ -223,9 +223,9 @@ class Run:
             os.chmod(self.root, 0o700)
 
     # journal --------------------------------------------------------------
-    def record(self, event: E) -> E:
-        """Append an event (stamped with the time now) and fsync it."""
-        event = msgspec.structs.replace(event, t=time.time())
+    def record(self, event: E, now: float) -> E:
+        """Append an event, stamped with ``now`` (the caller's clock), and fsync it."""
+        event = msgspec.structs.replace(event, t=now)
         append_line(self.journal_path, ENCODER.encode(event).decode("utf-8"))
         return event
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 
 from . import providers
+from .clock import SYSTEM, Clock
 from .errors import ConfigError
 from .events import ServiceSet
 from .kinds import STAGES, ProviderName, Stage
@@ -82,6 +83,7 @@ def connect_all(
     *,
     warn: Callable[[str], None],
     credentials: Mapping[ProviderName, str] | None = None,
+    clock: Clock = SYSTEM,
 ) -> dict[Service, Client]:
     """One client per distinct service across these runs (shared: one list walk each)."""
     clients: dict[Service, Client] = {}
@@ -89,7 +91,7 @@ def connect_all(
         for service in stages.values():
             if service not in clients:
                 key = (credentials or {}).get(service.provider)
-                clients[service] = providers.connect(service, warn=warn, api_key=key)
+                clients[service] = providers.connect(service, warn=warn, api_key=key, clock=clock)
     return clients
 
 

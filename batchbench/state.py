@@ -240,9 +240,16 @@ class RunState:
 
     def _apply_plan(self, event: Plan) -> None:
         sub = Submission(
-            event.sub, event.stage, event.seq, event.path, event.lines, event.t, event.tokens,
-            event.judge_pass, event.job,
-        )  # fmt: skip
+            event.sub,
+            event.stage,
+            event.seq,
+            event.path,
+            event.lines,
+            event.t,
+            event.tokens,
+            event.judge_pass,
+            event.job,
+        )
         self.subs[sub.id] = sub
         self.started = self.started or event.t
         for line in sub.lines:

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import time
 from collections.abc import Callable, Mapping, Sequence
 
 from . import _failpoints
 from ._io import durable_replace
+from .clock import SYSTEM, Clock
 from .collection import check_download
 from .errors import (
     ApiError,
@@ -68,8 +68,7 @@ class Submitter:
         providers: Mapping[Stage, Provider],
         record: Callable[[Event], None],
         *,
-        clock: Callable[[], float] = time.time,
-        sleep: Callable[[float], None] = time.sleep,
+        clock: Clock = SYSTEM,
         max_ambiguous_creates: int = 8,
     ) -> None:
         self.run = run
@@ -77,7 +76,6 @@ class Submitter:
         self.providers = providers
         self.record = record
         self.clock = clock
-        self.sleep = sleep
         self.max_ambiguous_creates = max_ambiguous_creates
         self._ambiguous_creates = 0
 
@@ -135,7 +133,7 @@ class Submitter:
             self._ambiguous_creates += 1
             if self._ambiguous_creates >= self.max_ambiguous_creates:
                 raise
-            self.sleep(min(0.1 * 2**self._ambiguous_creates, 10.0))
+            self.clock.sleep(min(0.1 * 2**self._ambiguous_creates, 10.0))
             return f"create of {sub.id} failed; will look for it, then create again"
         self._ambiguous_creates = 0
         _failpoints.hit("created")

@@ -59,15 +59,19 @@ def _number(x: Any) -> bool:
 def _summary_shaped(data: Any) -> bool:
     if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), dict):
         return False
-    pairs = [data.get("overall_ci95"), *(b.get("ci95") for b in data["benchmarks"].values()
-             if isinstance(b, dict))]  # fmt: skip
+    pairs = [
+        data.get("overall_ci95"),
+        *(b.get("ci95") for b in data["benchmarks"].values() if isinstance(b, dict)),
+    ]
     return (
-        all(isinstance(b, dict) and _number(b.get("mean")) and isinstance(b.get("n"), int)
-            for b in data["benchmarks"].values())
+        all(
+            isinstance(b, dict) and _number(b.get("mean")) and isinstance(b.get("n"), int)
+            for b in data["benchmarks"].values()
+        )
         and all(isinstance(p, list) and len(p) == 2 and all(map(_number, p)) for p in pairs)
         and _number(data.get("overall_macro_mean"))
         and all(isinstance(data.get(k), int) for k in ("completed_cases", "errors"))
-    )  # fmt: skip
+    )
 
 
 def _num(value: Any, width: int = 6) -> str:

@@ -30,8 +30,9 @@ MODELS = ("gpt-4o-mini", "claude-opus-5", "gemini-3-flash-preview")
 
 def timed(argv: list[str], env: dict[str, str]) -> float:
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "batchbench", *argv], env=env,
-                          capture_output=True, text=True)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "batchbench", *argv], env=env, capture_output=True, text=True
+    )
     took = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"batchbench {' '.join(argv)} failed: {proc.stderr}")
@@ -44,16 +45,37 @@ def main() -> None:
     ap.add_argument("--latency", type=float, default=1.0)
     opts = ap.parse_args()
     with Emulator(latency=opts.latency) as emu, tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "OPENAI_API_KEY": "k", "OPENAI_BASE_URL": emu.base_url,
-               "ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": emu.url,
-               "GEMINI_API_KEY": "k", "GOOGLE_GEMINI_BASE_URL": emu.url}  # fmt: skip
+        env = {
+            **os.environ,
+            "OPENAI_API_KEY": "k",
+            "OPENAI_BASE_URL": emu.base_url,
+            "ANTHROPIC_API_KEY": "k",
+            "ANTHROPIC_BASE_URL": emu.url,
+            "GEMINI_API_KEY": "k",
+            "GOOGLE_GEMINI_BASE_URL": emu.url,
+        }
 
         def run(models: tuple[str, ...], folder: str) -> float:
             picks = [a for m in models for a in ("--answer-model", m)]
-            return timed(["run", *picks, "--judge-model", "gpt-4.1", "--dataset", str(DATASET),
-                          "--limit", str(opts.cases), "--poll-interval", "0.2",
-                          "--max-requests-per-batch", "25",
-                          "--jobs-dir", str(Path(tmp) / folder)], env)  # fmt: skip
+            return timed(
+                [
+                    "run",
+                    *picks,
+                    "--judge-model",
+                    "gpt-4.1",
+                    "--dataset",
+                    str(DATASET),
+                    "--limit",
+                    str(opts.cases),
+                    "--poll-interval",
+                    "0.2",
+                    "--max-requests-per-batch",
+                    "25",
+                    "--jobs-dir",
+                    str(Path(tmp) / folder),
+                ],
+                env,
+            )
 
         alone = {m: run((m,), f"alone-{i}") for i, m in enumerate(MODELS)}
         group = run(MODELS, "group")

@@ -32,11 +32,20 @@ def make_dataset(root: Path, benchmarks: int = 10, per: int = 50, items: int = 8
             prompt = f"Case {b}-{i}: a clinical question about topic {i} " + "detail " * 40
             digest = hashlib.md5(prompt.encode()).hexdigest()
             case = {
-                "case_id": digest, "benchmark": name, "grading_method": "points_rubric",
-                "prompt": prompt, "split": "test",
-                "rubric_items": [{"item_id": f"{digest}_{k}", "text": f"criterion {k} " * 6,
-                                  "points": POINTS[k % 8]} for k in range(items)],
-            }  # fmt: skip
+                "case_id": digest,
+                "benchmark": name,
+                "grading_method": "points_rubric",
+                "prompt": prompt,
+                "split": "test",
+                "rubric_items": [
+                    {
+                        "item_id": f"{digest}_{k}",
+                        "text": f"criterion {k} " * 6,
+                        "points": POINTS[k % 8],
+                    }
+                    for k in range(items)
+                ],
+            }
             (folder / "cases" / f"{digest}.json").write_text(json.dumps(case))
             ids.append(digest)
             cases.append(case)
@@ -47,24 +56,40 @@ def make_dataset(root: Path, benchmarks: int = 10, per: int = 50, items: int = 8
 
 
 def make_rows(cases: list[dict], model: str, rng: random.Random) -> list[dict]:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import plain_reference
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # support.reference
+    from support import reference as plain_reference
 
     rows = []
     for case in cases:
         matched = {it["item_id"] for it in case["rubric_items"] if rng.random() < 0.6}
         score, components = plain_reference.score_case(case, matched)
-        rows.append({
-            "protocol_version": "bedside-bench-grading-v1", "case_id": case["case_id"],
-            "benchmark": case["benchmark"], "grading_method": case["grading_method"],
-            "answer_model": model, "judge_model": "judge", "answer_reasoning_effort": None,
-            "answer_temperature": 1, "judge_temperature": 0,
-            "started_at": "2026-12-03T00:00:00+00:00", "finished_at": "2026-12-03T00:01:00+00:00",
-            "elapsed_seconds": 60.0, "answer": ("An answer sentence. " * 75)[:1500],
-            "decisions": [{"item_id": it["item_id"], "points": it["points"],
-                           "matched": it["item_id"] in matched} for it in case["rubric_items"]],
-            "score": score, "score_components": components,
-        })  # fmt: skip
+        rows.append(
+            {
+                "protocol_version": "bedside-bench-grading-v1",
+                "case_id": case["case_id"],
+                "benchmark": case["benchmark"],
+                "grading_method": case["grading_method"],
+                "answer_model": model,
+                "judge_model": "judge",
+                "answer_reasoning_effort": None,
+                "answer_temperature": 1,
+                "judge_temperature": 0,
+                "started_at": "2026-12-03T00:00:00+00:00",
+                "finished_at": "2026-12-03T00:01:00+00:00",
+                "elapsed_seconds": 60.0,
+                "answer": ("An answer sentence. " * 75)[:1500],
+                "decisions": [
+                    {
+                        "item_id": it["item_id"],
+                        "points": it["points"],
+                        "matched": it["item_id"] in matched,
+                    }
+                    for it in case["rubric_items"]
+                ],
+                "score": score,
+                "score_components": components,
+            }
+        )
     return rows
 
 

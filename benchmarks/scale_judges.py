@@ -10,7 +10,7 @@ peak memory is its own:
   ``results.rows_for`` (scores and the reference's rows); the run's rubric frame
   is built once, outside the timing, and its time printed;
 * baseline: per line ``json.loads`` of the line and of the reply, dict checks,
-  plain-Python scoring (``plain_reference.py``), the reference row per case.
+  plain-Python scoring (``tests/support/reference.py``), the reference row per case.
 
 Both sides produce the reference's result rows (the pipeline's clock stands
 at 0, so the rows are comparable); prints both times, the ratio, each peak RSS,
@@ -35,7 +35,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "tests"))  # support.reference
 POINTS = [3, 2, 1, 0, -1, -2, -3, 1, 2]
 
 
@@ -152,7 +152,7 @@ def run_batchbench(cases: list[dict], paths: list[Path]) -> dict[str, list]:
 
 
 def run_baseline(cases: list[dict], paths: list[Path]) -> dict[str, list]:
-    import plain_reference
+    from support import reference as plain_reference
 
     by_id = {c["case_id"]: c for c in cases}
     start = time.perf_counter()

@@ -15,9 +15,9 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # support.reference
 
-import plain_reference  # noqa: E402
+from support import reference as plain_reference  # noqa: E402
 
 from batchbench import summarize  # noqa: E402
 

@@ -1,25 +1,96 @@
-"""Shared fixtures: where the public split and golden files are, and a CLI runner."""
+"""Shared fixtures: where the datasets and goldens are, the test's clock, the emulator.
+
+Every test gets a fake clock (``clock``): the emulator the test starts runs on it
+and so does every command the test runs in this process (``support.cli.run_cli``),
+so an hour of batch time passes in milliseconds and in the order the code's own
+waits give, never by racing real time. A test that starts ``batchbench`` as a
+subprocess gives its emulator real time instead (``clock=SystemClock()``).
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
-import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.cli import FIXTURE, REPO, SAMPLE, use_clock
 
-REPO = Path(__file__).resolve().parent.parent
-SAMPLE = REPO / "batchbench" / "sample"
-FIXTURE = REPO / "tests" / "fixtures"  # synthetic dataset + the reference's goldens over it
-sys.path.insert(0, str(REPO / "benchmarks"))
+from batchbench.emulator import Emulator, FakeClock
+
+# Model names the tests use that the emulator's catalogue does not hold (its catalogue
+# is the price table's models and the simulated ones): added to every test emulator.
+TEST_MODELS = (
+    "ans-model",
+    "judge-model",
+    "a",
+    "j",
+    "m",
+    "e",
+    "mod",
+    "other",
+    "judge",
+    "model-a",
+    "model-b",
+    "second-model",
+    "other-judge",
+    "another-judge",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "soak: long, seeded runs (kills at random moments, big"
+        " files); `pytest -m soak`, run by .ci/run",
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest single checks first (the type checker, the kill sweep), so that on
+    several workers they run beside the rest rather than after it."""
+    first = ("test_quality.py", "test_a_sigkill_at_each_failpoint")
+    items.sort(key=lambda item: not any(name in item.nodeid for name in first))
 
 
 def _dataset_dir() -> Path:
     return Path(os.environ.get("BATCHBENCH_TEST_DATASET", REPO.parent / "shared" / "bedside-bench"))
+
+
+@pytest.fixture(autouse=True)
+def clock() -> Iterator[FakeClock]:
+    """The test's clock, shared by its emulators and its in-process commands."""
+    fake = FakeClock()
+    use_clock(fake)
+    yield fake
+    use_clock(None)
+
+
+@pytest.fixture
+def batch_emulator_factory(clock: FakeClock) -> Iterator[Callable[..., Emulator]]:
+    """Emulators on the test's clock (unless given another), knowing the test models."""
+    started: list[Emulator] = []
+
+    def make(**options: Any) -> Emulator:
+        options.setdefault("latency", 0.05)
+        options.setdefault("clock", clock)
+        options["models"] = [*TEST_MODELS, *options.get("models", ())]
+        emu = Emulator(**options).start()
+        started.append(emu)
+        return emu
+
+    yield make
+    for emu in started:
+        emu.stop()
+
+
+@pytest.fixture
+def batch_emulator(batch_emulator_factory: Callable[..., Emulator]) -> Emulator:
+    return batch_emulator_factory()
 
 
 @pytest.fixture(scope="session")
@@ -70,7 +141,7 @@ def golden_set(request: pytest.FixtureRequest) -> GoldenSet:
 
 
 @pytest.fixture(scope="session")
-def fixture_dataset(fixture_dir: Path):
+def fixture_dataset(fixture_dir: Path) -> Any:
     from batchbench.dataset import load_dataset
 
     return load_dataset(fixture_dir)
@@ -87,7 +158,7 @@ def golden_dir(shared_dir: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def dataset(dataset_dir: Path):
+def dataset(dataset_dir: Path) -> Any:
     from batchbench.dataset import load_dataset
 
     return load_dataset(dataset_dir)
@@ -99,58 +170,6 @@ def sample_copy(tmp_path: Path) -> Path:
     dest = tmp_path / "sample"
     shutil.copytree(SAMPLE, dest)
     return dest
-
-
-def run_cli(
-    *args: str,
-    env: dict | None = None,
-    cwd: Path | None = None,
-    timeout: float = 300,
-    real: bool = False,
-):
-    """The CLI, in this process through typer's runner (fast); ``real=True`` (or a
-    ``cwd``) runs ``python -m batchbench`` as a subprocess. Either way the result has
-    ``returncode``, ``stdout`` and ``stderr``; an exception that escaped the CLI
-    shows as a traceback on stderr, as it would in a terminal."""
-    if not real and cwd is None:
-        return _in_process(args, env)
-    full_env = dict(os.environ)
-    if env:
-        full_env.update(env)
-    return subprocess.run(
-        [sys.executable, "-m", "batchbench", *args],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        cwd=cwd,
-        timeout=timeout,
-    )
-
-
-def _in_process(args: tuple[str, ...], env: dict | None) -> subprocess.CompletedProcess:
-    import traceback
-
-    from typer.testing import CliRunner
-
-    from batchbench.cli import app
-
-    result = CliRunner().invoke(app, list(args), env=env)
-    stderr = result.stderr
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        stderr += "".join(traceback.format_exception(*result.exc_info))
-    return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, stderr)
-
-
-def assert_one_line_error(proc, *fragments: str) -> None:
-    """A failed command: non-zero exit, and its last stderr line is the one error line
-    naming the culprit (progress lines may come before it, nothing after)."""
-    assert proc.returncode != 0, proc.stdout
-    assert "Traceback" not in proc.stderr, proc.stderr
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    errors = [line for line in lines if line.startswith(("error:", "internal error"))]
-    assert len(errors) == 1 and lines[-1] == errors[0], proc.stderr
-    for fragment in fragments:
-        assert fragment in errors[0], errors[0]
 
 
 class Disk:
@@ -178,7 +197,7 @@ class Disk:
 
 
 @pytest.fixture
-def small_disk(tmp_path: Path):
+def small_disk(tmp_path: Path) -> Iterator[Disk]:
     path = tmp_path / "disk"
     path.mkdir()
     mounted = os.geteuid() == 0 and (

@@ -7,24 +7,24 @@ wall-clock fields aside), with no batch created twice and no line run twice.
 from __future__ import annotations
 
 import pytest
-from conftest import run_cli
-from crash_harness import normalised
-from test_run import assert_no_duplicates, env, run_args
+from support.cli import run_cli
+from support.runs import assert_no_duplicates, env, normalised, run_args
 
 from batchbench.emulator.anomalies import ANOMALIES
-
-pytest_plugins = ["batchbench.emulator.pytest_plugin"]
 
 CASES = ("--limit", "12")
 
 
 @pytest.fixture(scope="module")
 def good_day(tmp_path_factory, fixture_dir):
-    from batchbench.emulator import Emulator
+    from conftest import TEST_MODELS
+
+    from batchbench.emulator import Emulator, FakeClock
 
     base = tmp_path_factory.mktemp("good-day")
-    with Emulator(latency=0.05) as emu:
-        proc = run_cli(*run_args(emu, base, fixture_dir, *CASES, cap=3), env=env())
+    clock = FakeClock()
+    with Emulator(latency=0.05, clock=clock, models=TEST_MODELS) as emu:
+        proc = run_cli(*run_args(emu, base, fixture_dir, *CASES, cap=3), env=env(), clock=clock)
         assert proc.returncode == 0, proc.stderr
     return normalised(base / "jobs" / "ans-model")
 

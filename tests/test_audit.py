@@ -13,12 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import assert_one_line_error, run_cli
-from test_run import env, rows_of, run_args
+from support.cli import assert_one_line_error, run_cli
+from support.runs import env, rows_of, run_args
 
 from batchbench.emulator.model import default_content
-
-pytest_plugins = ["batchbench.emulator.pytest_plugin"]
 
 
 def finished(emu, tmp_path: Path, fixture_dir: Path, *extra: str, name: str = "ans-model") -> Path:
@@ -45,8 +43,11 @@ def test_a1_compare_and_report_refuse_a_dataset_that_changed(batch_emulator, tmp
     panel.write_text(json.dumps(manifest))
     recorded = json.loads((run / "run.json").read_text())
     digest = recorded["dataset_sha256"][:12]
-    for argv in (["compare", "ans-model", "other"], ["report", "ans-model", "other"],
-                 ["show", "ans-model", recorded["case_ids"][0]]):  # fmt: skip
+    for argv in (
+        ["compare", "ans-model", "other"],
+        ["report", "ans-model", "other"],
+        ["show", "ans-model", recorded["case_ids"][0]],
+    ):
         proc = run_cli(*argv, *jobs(tmp_path))
         assert_one_line_error(proc, str(moved), digest, "not the dataset")
 
@@ -58,10 +59,20 @@ def test_a2_export_replaces_whole_files_only(batch_emulator, tmp_path, fixture_d
     good = out.read_bytes()
     # Killed half way through writing: the previous file is whole.
     proc = subprocess.run(
-        [sys.executable, "-m", "batchbench", "export", "ans-model", "-o", str(out),
-         "--decisions", *jobs(tmp_path)],
-        env={**os.environ, "BATCHBENCH_FAILPOINT": "replacing:1"}, capture_output=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "batchbench",
+            "export",
+            "ans-model",
+            "-o",
+            str(out),
+            "--decisions",
+            *jobs(tmp_path),
+        ],
+        env={**os.environ, "BATCHBENCH_FAILPOINT": "replacing:1"},
+        capture_output=True,
+    )
     assert proc.returncode == -signal.SIGKILL and out.read_bytes() == good
     # A symlink is replaced (its target untouched), a folder refused.
     target = tmp_path / "target.csv"
@@ -80,8 +91,14 @@ def test_a3_an_answer_with_a_lone_surrogate_is_an_answer_not_a_wedge(
     def responder(body):
         if body["model"] != "ans-model":
             return default_content(body)  # the default judge
-        return {"status_code": 200, "body": {"choices": [{"index": 0, "message": {
-            "role": "assistant", "content": "before \ud800 after"}}]}}  # fmt: skip
+        return {
+            "status_code": 200,
+            "body": {
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": "before \ud800 after"}}
+                ]
+            },
+        }
 
     emu = batch_emulator_factory(responder=responder)
     args = run_args(emu, tmp_path, fixture_dir, "--limit", "3")
@@ -112,8 +129,12 @@ def test_a4_a_damaged_summary_is_one_line_and_never_hides_the_other_runs(
     summary.unlink()
     DAMAGES[damage](summary)
     golden = str(fixture_golden_dir / "full.jsonl")
-    for argv in (["status", "ans-model"], ["compare", "ans-model", "healthy"],
-                 ["report", "ans-model"], ["compare", "healthy", "ans-model", golden]):  # fmt: skip
+    for argv in (
+        ["status", "ans-model"],
+        ["compare", "ans-model", "healthy"],
+        ["report", "ans-model"],
+        ["compare", "healthy", "ans-model", golden],
+    ):
         proc = (
             run_cli(*argv, *jobs(tmp_path), "--dataset", str(fixture_dir))
             if argv[0] != "status"
@@ -135,9 +156,12 @@ def test_a5_a_journal_line_naming_an_unknown_case_is_one_line_and_writes_nothing
         fh.write('{"ev":"redo","t":1.0,"cases":["no-such-case"]}\n')
     before = (run / "journal.jsonl").read_bytes()
     args = run_args(batch_emulator, tmp_path, fixture_dir, "--limit", "6")
-    for argv in (["status", "ans-model", *jobs(tmp_path)], ["report", "ans-model", *jobs(tmp_path)],
-                 ["cancel", "ans-model", *jobs(tmp_path), "--base-url", batch_emulator.base_url],
-                 args):  # fmt: skip
+    for argv in (
+        ["status", "ans-model", *jobs(tmp_path)],
+        ["report", "ans-model", *jobs(tmp_path)],
+        ["cancel", "ans-model", *jobs(tmp_path), "--base-url", batch_emulator.base_url],
+        args,
+    ):
         proc = run_cli(*argv, env=env())
         assert_one_line_error(proc, "journal.jsonl", "'no-such-case'")
         assert (run / "journal.jsonl").read_bytes() == before
@@ -155,8 +179,10 @@ def test_a6_malformed_rows_of_an_outside_file_are_refused_by_export_and_report(
         bad[scored][name] = change
         path = tmp_path / f"bad-{name}.jsonl"
         path.write_text("".join(json.dumps(r) + "\n" for r in bad))
-        for argv in (["export", str(path), "-o", str(tmp_path / "x.csv"), "--decisions"],
-                     ["report", str(path), "-o", str(tmp_path / "x.html")]):  # fmt: skip
+        for argv in (
+            ["export", str(path), "-o", str(tmp_path / "x.csv"), "--decisions"],
+            ["report", str(path), "-o", str(tmp_path / "x.html")],
+        ):
             proc = run_cli(*argv, "--dataset", str(fixture_dir))
             assert_one_line_error(proc, str(path), f"line {scored + 1}")
     stranger = tmp_path / "stranger.jsonl"
@@ -174,8 +200,16 @@ def test_a7_compare_bootstrap_samples_are_bounded(fixture_dir, fixture_golden_di
     a = shutil.copy(fixture_golden_dir / "full.jsonl", tmp_path / "a.jsonl")
     b = shutil.copy(fixture_golden_dir / "uneven.jsonl", tmp_path / "b.jsonl")
     start = time.monotonic()
-    proc = run_cli("compare", str(a), str(b), "--dataset", str(fixture_dir),
-                   "--bootstrap-samples", "1000000000", "--allow-partial")  # fmt: skip
+    proc = run_cli(
+        "compare",
+        str(a),
+        str(b),
+        "--dataset",
+        str(fixture_dir),
+        "--bootstrap-samples",
+        "1000000000",
+        "--allow-partial",
+    )
     assert_one_line_error(proc, "--bootstrap-samples 1000000000", "fit in memory")
     assert time.monotonic() - start < 30
 
@@ -187,8 +221,15 @@ def test_a8_names_are_drawn_as_text_not_as_math(fixture_dir, fixture_golden_dir,
         for name, golden in zip(names, ("full", "uneven"))
     ]
     page = tmp_path / "r.html"
-    proc = run_cli("report", *map(str, files), "--dataset", str(fixture_dir), "-o", str(page),
-                   "--allow-partial")  # fmt: skip
+    proc = run_cli(
+        "report",
+        *map(str, files),
+        "--dataset",
+        str(fixture_dir),
+        "-o",
+        str(page),
+        "--allow-partial",
+    )
     assert proc.returncode == 0, proc.stderr
     svg = page.read_text()
     assert "$\\macro$" in svg and "_hidden" in svg and "Traceback" not in proc.stderr
@@ -223,22 +264,26 @@ def test_a9_show_survives_a_damaged_journal_and_shows_escapes_visibly(
 
 
 def test_a10_a_connection_dropped_mid_run_is_retried_not_fatal(
-    batch_emulator_factory, tmp_path, fixture_dir
+    batch_emulator_factory, clock, tmp_path, fixture_dir
 ):
+    """The service goes away for two minutes right after the first batch is made: the run
+    says it is trying again, and carries on when the service is back (its clock: the
+    outage ends exactly when the run's waits have taken two minutes)."""
     emu = batch_emulator_factory(latency=0.3)
     args = run_args(emu, tmp_path, fixture_dir, "--limit", "6", "--poll-interval", "0.2")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "batchbench", *args], stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, env={**os.environ, **env()},
-    )  # fmt: skip
-    journal = tmp_path / "jobs" / "ans-model" / "journal.jsonl"
-    deadline = time.time() + 30
-    while time.time() < deadline and not (journal.exists() and '"created"' in journal.read_text()):
-        time.sleep(0.02)
-    emu.outage(12)  # refused connections for longer than the client's own retries
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err
-    assert "trying again at the next tick" in err and "cannot connect" in err
+
+    def outage_after_the_first_create(body):
+        if not outage_after_the_first_create.done:
+            outage_after_the_first_create.done = True
+            emu.outage(120)  # refused connections for longer than the client's own retries
+        return default_content(body)
+
+    outage_after_the_first_create.done = False
+    emu.store.model.responder = outage_after_the_first_create
+    proc = run_cli(*args, env=env())
+    assert proc.returncode == 0, proc.stderr
+    assert "trying again at the next tick" in proc.stderr and "cannot connect" in proc.stderr
+    assert len(rows_of(tmp_path / "jobs" / "ans-model" / "results.jsonl")) == 6
 
 
 def test_a11_all_six_anomalies_at_once_end_in_a_scored_run_and_status_says_what_was_lost(
@@ -246,8 +291,14 @@ def test_a11_all_six_anomalies_at_once_end_in_a_scored_run_and_status_says_what_
 ):
     # A line is lost about one time in five: some request is lost more often than
     # --max-retries 2 allows, none (but one in thousands of runs) the 3 x 2 cap.
-    anomalies = {"status-zero": 0.1, "long-finalizing": 3.0, "file-not-found": 1.0,
-                 "expired-500": 1.0, "lagging-counts": 0.5, "missing-lines": 0.1}  # fmt: skip
+    anomalies = {
+        "status-zero": 0.1,
+        "long-finalizing": 3.0,
+        "file-not-found": 1.0,
+        "expired-500": 1.0,
+        "lagging-counts": 0.5,
+        "missing-lines": 0.1,
+    }
     emu = batch_emulator_factory(latency=0.05, anomalies=anomalies, seed=11)
     args = run_args(emu, tmp_path, fixture_dir, "--max-retries", "2", cap=5)
     proc = run_cli(*args, env=env())
@@ -277,8 +328,9 @@ def test_a12_export_refuses_what_compare_would_and_labels_same_named_files(
     files = [str(tmp_path / s / "results.jsonl") for s in ("a", "b")]
     proc = run_cli("export", *files, "-o", out, "--dataset", str(fixture_dir))
     assert_one_line_error(proc, "named 'results'", "--label")
-    proc = run_cli("export", *files, "-o", out, "--dataset", str(fixture_dir),
-                   "--label", "a", "--label", "b")  # fmt: skip
+    proc = run_cli(
+        "export", *files, "-o", out, "--dataset", str(fixture_dir), "--label", "a", "--label", "b"
+    )
     assert proc.returncode == 0
     import polars as pl
 
@@ -310,10 +362,11 @@ class Proxy:
                     data = b'{"error": {"message": "unavailable", "type": "server_error"}}'
                 else:
                     req = urllib.request.Request(
-                        upstream.rstrip("/") + self.path.removeprefix("/v1"), data=body or None,
-                        method=self.command, headers={k: v for k, v in self.headers.items()
-                                                      if k.lower() != "host"},
-                    )  # fmt: skip
+                        upstream.rstrip("/") + self.path.removeprefix("/v1"),
+                        data=body or None,
+                        method=self.command,
+                        headers={k: v for k, v in self.headers.items() if k.lower() != "host"},
+                    )
                     try:
                         with urllib.request.urlopen(req, timeout=30) as resp:
                             status, headers, data = resp.status, dict(resp.headers), resp.read()
@@ -341,17 +394,18 @@ class Proxy:
 
 
 def test_a13_a14_a_cancelled_run_says_so_and_an_undelivered_cancel_says_that(
-    batch_emulator, tmp_path, fixture_dir
+    batch_emulator, clock, tmp_path, fixture_dir
 ):
     emu = batch_emulator
     proxy = Proxy(emu.base_url)
-    emu.store.settings.paused = True  # the test moves the service's clock
+    emu.store.settings.paused = True  # the test moves the service's batches (tick, flush)
     args = run_args(emu, tmp_path, fixture_dir, "--limit", "6", "--no-wait", cap=3)
     args[args.index("--base-url") + 1] = proxy.base_url
     assert run_cli(*args, env=env()).returncode == 3  # two answer batches
     emu.flush()
     assert run_cli(*args, env=env()).returncode == 3  # answers in, two judge batches out
-    emu.tick(time.time() + emu.store.settings.latency)  # each judge batch does its first line
+    clock.advance(emu.store.settings.latency)
+    emu.tick()  # each judge batch does its first line
 
     def status() -> dict:
         return json.loads(run_cli("status", "ans-model", *jobs(tmp_path), "--json").stdout)

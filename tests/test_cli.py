@@ -5,23 +5,18 @@ from __future__ import annotations
 import io
 import json
 import re
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import polars as pl
 import pytest
-from conftest import REPO, assert_one_line_error, run_cli
-from test_run import env, rows_of, run_args
+from support.cli import REPO, assert_one_line_error, run_cli
+from support.runs import env, rows_of, run_args
 
 from batchbench.costs import load_pricing
+from batchbench.emulator import FakeClock
 from batchbench.events import BatchSeen, Created, Line, Plan
 from batchbench.progress import WIDTH, Progress, progress_line
 from batchbench.state import fold
-
-pytest_plugins = ["batchbench.emulator.pytest_plugin"]
 
 
 def jobs_of(tmp_path: Path) -> Path:
@@ -138,7 +133,7 @@ def test_progress_counts_running_lines_and_fits_100_columns():
             path="p",
             t=1000.0,
             lines=[Line(f"c{i}", 1, True) for i in range(40)],
-        ),  # fmt: skip
+        ),
         Created(sub="answers-0001", batch_id="b1", t=1001.0),
         BatchSeen(
             sub="answers-0001",
@@ -146,7 +141,7 @@ def test_progress_counts_running_lines_and_fits_100_columns():
             status="in_progress",
             t=1100.0,
             counts={"total": 40, "completed": 10, "failed": 0},
-        ),  # fmt: skip
+        ),
     ]
     state = fold([f"c{i}" for i in range(40)], events)
     state.subs["answers-0001"].create_started = 1000.0
@@ -157,8 +152,8 @@ def test_progress_counts_running_lines_and_fits_100_columns():
 
 
 def test_progress_in_a_log_is_a_heartbeat_not_a_line_per_step():
-    out, now = io.StringIO(), [0.0]
-    progress = Progress(out, clock=lambda: now[0], tty=False)
+    out, clock = io.StringIO(), FakeClock(0.0)
+    progress = Progress(out, clock=clock, tty=False)
 
     class Fake:
         config = type("Config", (), {"name": "r"})
@@ -173,48 +168,59 @@ def test_progress_in_a_log_is_a_heartbeat_not_a_line_per_step():
 
     printed = []
     for step in range(100):  # a change every 10 s for 1000 s
-        now[0] = step * 10.0
+        clock.set(step * 10.0)
         before = out.tell()
         progress(Fake(step % 2 == 0))
         if out.tell() != before:
-            printed.append(now[0])
+            printed.append(clock.time())
     # A line when something changed and 3 minutes have passed since the last: the
     # state at 180 s is the one printed at 0 s, so the next line comes at 190 s.
     assert printed == [0.0, 190.0, 380.0, 570.0, 760.0, 950.0]
     assert len(out.getvalue().splitlines()) == 6
 
 
+@pytest.mark.parametrize(
+    "when", ["while its batches run", "after they ended, before the run collected them"]
+)
 def test_cancel_works_while_another_process_advances_the_run(
-    batch_emulator_factory, tmp_path, fixture_dir
+    batch_emulator_factory, clock, tmp_path, fixture_dir, when
 ):
-    emu = batch_emulator_factory(latency=1.5)
-    args = run_args(emu, tmp_path, fixture_dir, "--limit", "12", cap=3)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "batchbench", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**__import__("os").environ, **env()},
-    )
+    """``cancel`` (journal intent, tell the service) lands while a run is being advanced,
+    at a moment forced on the shared clock: in both orders against the batches' end the
+    run submits nothing more, keeps what finished, and says it was cancelled."""
+    emu = batch_emulator_factory(latency=60)
+    args = run_args(emu, tmp_path, fixture_dir, "--limit", "12", "--poll-interval", "30", cap=3)
     journal = jobs_of(tmp_path) / "ans-model" / "journal.jsonl"
-    deadline = time.time() + 30
-    while time.time() < deadline and not (journal.exists() and '"created"' in journal.read_text()):
-        time.sleep(0.05)
-    cancel = run_cli(
-        "cancel", "ans-model", "--jobs-dir", str(jobs_of(tmp_path)), "--base-url", emu.base_url,
-        env=env(),
-    )  # fmt: skip
-    assert cancel.returncode == 0, cancel.stderr
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 3, err
-    assert "cancelled: run it again (without --no-wait) to take it up again" in out
-    created_after = [
-        e for e in journal.read_text().split("\n")[journal.read_text().split("\n").index(
-            next(x for x in journal.read_text().split("\n") if '"cancel_requested"' in x)
-        ):] if '"ev":"created"' in e
-    ]  # fmt: skip
-    assert created_after == []  # nothing submitted after the cancel
-    assert proc.returncode != -signal.SIGKILL
+    cancels = []
+
+    def cancel() -> None:
+        cancels.append(
+            run_cli(
+                "cancel",
+                "ans-model",
+                "--jobs-dir",
+                str(jobs_of(tmp_path)),
+                "--base-url",
+                emu.base_url,
+                env=env(),
+            )
+        )
+
+    # The answer batches are made at the start: validated at 60 s, their lines run until
+    # 100 s, they end at 160 s; the run polls every 30 s. So 90 s is mid-run, and 170 s
+    # is after their end and before the run's next poll (at 180 s).
+    at = 90 if when == "while its batches run" else 170
+    clock.call_at(clock.time() + at, cancel)
+    proc = run_cli(*args, env=env())
+    assert cancels and cancels[0].returncode == 0, cancels
+    assert proc.returncode == 3, proc.stderr
+    assert "cancelled: run it again (without --no-wait) to take it up again" in proc.stdout
+    lines = journal.read_text().splitlines()
+    cut = next(i for i, x in enumerate(lines) if '"cancel_requested"' in x)
+    assert not any('"ev":"created"' in x for x in lines[cut:])  # nothing submitted after it
+    assert not any('"ev":"plan"' in x for x in lines[cut:])
+    told = sum(1 for x in lines[cut:] if '"ev":"batch"' in x and '"status":"cancelling"' in x)
+    assert told == (4 if at == 90 else 0)  # told to stop only while they ran
 
 
 # Answers at a glance ----------------------------------------------------------------------
@@ -299,8 +305,21 @@ def test_a_run_whose_cases_all_failed_is_not_called_complete(
 
 def test_help_version_and_the_order_of_commands():
     top = run_cli("-h").stdout
-    order = ["demo", "run", "status", "list", "show", "compare", "plan", "report", "export",
-             "cancel", "summarize", "validate", "emulator"]  # fmt: skip
+    order = [
+        "demo",
+        "run",
+        "status",
+        "list",
+        "show",
+        "compare",
+        "plan",
+        "report",
+        "export",
+        "cancel",
+        "summarize",
+        "validate",
+        "emulator",
+    ]
     box = top.split("Commands ")[1].split("╰")[0]  # the commands' panel, one row per command
     listed = [row[2:].split()[0] for row in box.splitlines()[1:] if row[2:3].strip()]
     assert listed == order

@@ -133,8 +133,10 @@ def test_what_the_service_loses_does_not_spend_the_retries(tmp_path):
     )
     got = kinds(result)
     assert got["c0"][0] == "lost" and got["c1"][0] == "transient" and got["c2"][0] == "ok"
-    assert got["c3"] == ("failed", "RuntimeError: the batch service lost this request 18 times"
-                         " (last: HTTP 0: null)")  # fmt: skip
+    assert got["c3"] == (
+        "failed",
+        "RuntimeError: the batch service lost this request 18 times (last: HTTP 0: null)",
+    )
     assert got["c0"] == ("lost", "HTTP 0: null")
 
 

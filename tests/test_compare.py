@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import json
 
-import plain_reference
 import pytest
-from conftest import FIXTURE, assert_one_line_error, run_cli
+from support import reference as plain_reference
+from support.cli import FIXTURE, assert_one_line_error, run_cli
 
 DATASET = FIXTURE / "dataset"
-
-pytest_plugins = ["batchbench.emulator.pytest_plugin"]
 
 
 def _rows(name: str) -> list[dict]:
@@ -46,9 +44,20 @@ def test_the_paired_bootstrap_equals_a_plain_implementation(tmp_path, fixture_da
     a = _write(tmp_path / "a.jsonl", full)
     b = _write(tmp_path / "b.jsonl", uneven)
     proc = run_cli(
-        "compare", str(a), str(b), "--dataset", str(DATASET), "--baseline", "b",
-        "--bootstrap-samples", "400", "--bootstrap-seed", "7", "--json", "--allow-partial",
-    )  # fmt: skip
+        "compare",
+        str(a),
+        str(b),
+        "--dataset",
+        str(DATASET),
+        "--baseline",
+        "b",
+        "--bootstrap-samples",
+        "400",
+        "--bootstrap-seed",
+        "7",
+        "--json",
+        "--allow-partial",
+    )
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
     [comparison] = got["comparisons"]
@@ -134,11 +143,25 @@ def test_a_results_file_needs_its_dataset(tmp_path):
 
 def _group_args(emu, tmp_path, *extra):
     return [
-        "run", "--answer-model", "model-a", "--answer-model", "model-b",
-        "--judge-model", "judge-model", "--dataset", str(DATASET),
-        "--jobs-dir", str(tmp_path / "jobs"), "--base-url", emu.base_url,
-        "--poll-interval", "0.05", "--max-requests-per-batch", "4", *extra,
-    ]  # fmt: skip
+        "run",
+        "--answer-model",
+        "model-a",
+        "--answer-model",
+        "model-b",
+        "--judge-model",
+        "judge-model",
+        "--dataset",
+        str(DATASET),
+        "--jobs-dir",
+        str(tmp_path / "jobs"),
+        "--base-url",
+        emu.base_url,
+        "--poll-interval",
+        "0.05",
+        "--max-requests-per-batch",
+        "4",
+        *extra,
+    ]
 
 
 def assert_each_run_paid_once(emu) -> None:
@@ -147,8 +170,10 @@ def assert_each_run_paid_once(emu) -> None:
 
     ledger = emu.ledger()
     run_of = {b["id"]: b["metadata"]["batchbench_run_id"] for b in ledger["batches"]}
-    subs = Counter((b["metadata"]["batchbench_run_id"], b["metadata"]["batchbench_sub"])
-                   for b in ledger["batches"])  # fmt: skip
+    subs = Counter(
+        (b["metadata"]["batchbench_run_id"], b["metadata"]["batchbench_sub"])
+        for b in ledger["batches"]
+    )
     lines = Counter((run_of[e["batch_id"]], e["custom_id"]) for e in ledger["executions"])
     assert max(subs.values()) == 1 and max(lines.values()) == 1
     assert len({run for run, _ in subs}) == 2
@@ -197,29 +222,22 @@ def test_one_models_failure_does_not_stop_the_other(batch_emulator_factory, tmp_
 
 
 def test_the_group_survives_a_sigkill_and_pays_once(batch_emulator_factory, tmp_path):
-    import os
+    """One process advancing two runs is killed at a create and again after a collection's
+    rows (real processes, real SIGKILLs at named points): resumed, both runs end whole and
+    nothing was paid twice."""
     import signal
-    import subprocess
-    import sys
-    import time
 
-    from test_run import env
+    from support.runs import env
 
-    emu = batch_emulator_factory(latency=0.3)
-    args = _group_args(emu, tmp_path, "--limit", "8")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "batchbench", *args],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **env()},
-    )  # fmt: skip
-    journals = [tmp_path / "jobs" / m / "journal.jsonl" for m in ("model-a", "model-b")]
-    deadline = time.time() + 30
-    while time.time() < deadline and not all(
-        j.exists() and '"ev":"collected"' in j.read_text() for j in journals
-    ):
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    again = run_cli(*args, env=env(), real=True)
+    from batchbench.emulator import SystemClock
+
+    real_time = SystemClock()
+    emu = batch_emulator_factory(latency=0.02, clock=real_time)
+    args = _group_args(emu, tmp_path, "--limit", "8", "--poll-interval", "0.02")
+    for point in ("created:3", "rows_written:1"):
+        proc = run_cli(*args, env={**env(), "BATCHBENCH_FAILPOINT": point}, real=True)
+        assert proc.returncode == -signal.SIGKILL, (point, proc.stderr)
+    again = run_cli(*args, env=env(), clock=real_time)
     assert again.returncode == 0, again.stderr
     assert all(
         len((tmp_path / "jobs" / m / "results.jsonl").read_text().splitlines()) == 8

@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 import math
 
-from conftest import assert_one_line_error, run_cli
-from test_run import env, journal, run_args
-
-pytest_plugins = ["batchbench.emulator.pytest_plugin"]
+from support.cli import assert_one_line_error, run_cli
+from support.runs import env, journal, run_args
 
 
 def dry(fixture_dir, *extra, answer="ans-model", judge="judge-model"):

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import assert_one_line_error, run_cli
+from support.cli import assert_one_line_error, run_cli
 
 from batchbench.dataset import load_dataset, select_cases
 from batchbench.errors import ConfigError

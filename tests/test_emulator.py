@@ -1,7 +1,9 @@
-"""The Batch API emulator, driven through the real openai SDK over loopback HTTP."""
+"""The emulator's OpenAI face, driven through the real openai SDK over loopback HTTP, on the
+test's fake clock: hours of batch time pass in milliseconds, in the order the test says."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import subprocess
@@ -13,8 +15,9 @@ import urllib.request
 import openai
 import pytest
 from openai import OpenAI
+from support.cli import run_cli
 
-pytest_plugins = ["batchbench.emulator.pytest_plugin"]
+from batchbench.emulator import SystemClock
 
 TERMINAL = {"completed", "failed", "expired", "cancelled"}
 EP = "/v1/chat/completions"
@@ -40,14 +43,18 @@ def submit(c, lines, **kw):
     return c.batches.create(input_file_id=f.id, endpoint=EP, completion_window="24h", **kw)
 
 
-def wait(c, batch_id, timeout=20.0):
-    """For an emulator in another process: poll until the batch ends."""
-    deadline = time.time() + timeout
+def wait(c, batch_id, clock=None, timeout=20.0):
+    """Poll until the batch ends: on the test's clock (moved a second a poll), or, for an
+    emulator in another process, on real time."""
+    deadline = time.monotonic() + timeout
     while True:
         b = c.batches.retrieve(batch_id)
-        if b.status in TERMINAL or time.time() > deadline:
+        if b.status in TERMINAL or time.monotonic() > deadline:
             return b
-        time.sleep(0.01)
+        if clock is not None:
+            clock.advance(1.0)
+        else:
+            time.sleep(0.01)
 
 
 def finish(emu, c, batch_id):
@@ -57,7 +64,7 @@ def finish(emu, c, batch_id):
 
 
 def created_at(emu, batch_id) -> float:
-    return emu.store.batches[batch_id].created
+    return emu.face("openai").book.batches[batch_id].created
 
 
 def records(c, file_id):
@@ -117,8 +124,8 @@ def test_uploads_are_not_judged_by_their_name(batch_emulator):
 # lifecycle --------------------------------------------------------------------
 
 
-def test_lifecycle_statuses_timestamps_and_counts(batch_emulator_factory):
-    emu = batch_emulator_factory(latency=1.0, paused=True)  # its clock, driven here
+def test_lifecycle_statuses_timestamps_and_counts(batch_emulator_factory, clock):
+    emu = batch_emulator_factory(latency=1.0)
     c = client(emu)
     b = submit(c, [line(i) for i in range(40)], metadata={"run": "r1"})
     assert b.status == "validating" and b.in_progress_at is None
@@ -128,7 +135,7 @@ def test_lifecycle_statuses_timestamps_and_counts(batch_emulator_factory):
     # Validation takes a latency; line i then runs at start + latency * i / total (the
     # first at once); finalizing takes another latency.
     for dt in (0.5, 1.0, 1.5, 2.0, 3.0):
-        emu.tick(t0 + dt)
+        clock.set(t0 + dt)
         now = c.batches.retrieve(b.id)
         seen.append((now.status, now.request_counts.completed))
     assert seen == [
@@ -152,14 +159,14 @@ def test_lifecycle_statuses_timestamps_and_counts(batch_emulator_factory):
         assert r["response"]["body"]["usage"]["total_tokens"] > 0
 
 
-def test_lines_execute_progressively(batch_emulator_factory):
-    emu = batch_emulator_factory(latency=1.0, paused=True)
+def test_lines_execute_progressively(batch_emulator_factory, clock):
+    emu = batch_emulator_factory(latency=1.0)
     c = client(emu)
     b = submit(c, [line(i) for i in range(200)])
     t0 = created_at(emu, b.id)
     counts = []
     for dt in (1.0, 1.25, 1.5, 1.75, 2.0):
-        emu.tick(t0 + dt)
+        clock.set(t0 + dt)
         counts.append(c.batches.retrieve(b.id).request_counts.completed)
     assert counts == [1, 51, 101, 151, 200]
     assert len(emu.ledger()["executions"]) == 200
@@ -194,17 +201,17 @@ def test_list_pagination_newest_first(batch_emulator):
     assert [b.id for b in rest.data] == ids[1::-1] and rest.has_more is False
 
 
-def test_cancel_keeps_finished_lines(batch_emulator_factory):
-    emu = batch_emulator_factory(latency=1.0, paused=True)
+def test_cancel_keeps_finished_lines(batch_emulator_factory, clock):
+    emu = batch_emulator_factory(latency=1.0)
     c = client(emu)
     b = submit(c, [line(i) for i in range(100)])
     t0 = created_at(emu, b.id)
-    emu.tick(t0 + 1.0)  # validated: running from now on
-    emu.tick(t0 + 1.0 + 0.095)  # lines 0..9 have run
+    clock.set(t0 + 1.0)  # validated: running from now on
+    clock.set(t0 + 1.0 + 0.095)  # lines 0..9 have run
     assert c.batches.retrieve(b.id).request_counts.completed == 10
     cancelling = c.batches.cancel(b.id)
     assert cancelling.status == "cancelling" and cancelling.cancelling_at
-    emu.tick(time.time() + 1.0)  # cancelling takes a latency; nothing more runs
+    clock.advance(1.0)  # cancelling takes a latency; nothing more runs
     done = c.batches.retrieve(b.id)
     assert done.status == "cancelled" and done.cancelled_at
     ok = records(c, done.output_file_id)
@@ -219,13 +226,13 @@ def test_cancel_keeps_finished_lines(batch_emulator_factory):
     assert "Cannot cancel a batch with status 'cancelled'" in err.value.message
 
 
-def test_expiry_keeps_finished_lines(batch_emulator_factory):
-    emu = batch_emulator_factory(latency=0.2, completion_window=0.35, paused=True)
+def test_expiry_keeps_finished_lines(batch_emulator_factory, clock):
+    emu = batch_emulator_factory(latency=0.2, completion_window=0.35)
     c = client(emu)
     b = submit(c, [line(i) for i in range(50)])
     t0 = created_at(emu, b.id)
-    emu.tick(t0 + 0.2)  # validated
-    emu.tick(t0 + 0.5)  # past the window: lines up to t0 + 0.35 ran (0.15 of 0.2 s)
+    clock.set(t0 + 0.2)  # validated
+    clock.set(t0 + 0.5)  # past the window: lines up to t0 + 0.35 ran (0.15 of 0.2 s)
     done = c.batches.retrieve(b.id)
     assert done.status == "expired" and done.expired_at
     ok = records(c, done.output_file_id)
@@ -280,6 +287,7 @@ def test_line_and_size_limits(batch_emulator):
     assert refused.value.status_code == 400 and "File is too large." in str(refused.value)
 
 
+@pytest.mark.soak
 def test_fifty_thousand_lines_complete(batch_emulator_factory):
     emu = batch_emulator_factory(latency=0.5)
     c = client(emu)
@@ -288,15 +296,16 @@ def test_fifty_thousand_lines_complete(batch_emulator_factory):
     assert len(emu.ledger()["executions"]) == 50_000
 
 
-def test_enqueued_token_limit(batch_emulator_factory):
-    emu = batch_emulator_factory(latency=2.0, enqueued_token_limit=60, paused=True)
+def test_enqueued_token_limit(batch_emulator_factory, clock):
+    emu = batch_emulator_factory(latency=2.0, enqueued_token_limit=60)
     c = client(emu)
     first = submit(c, [line(i) for i in range(10)])  # ~3 tokens a line
-    emu.tick(created_at(emu, first.id) + 2.0)  # in progress: its tokens are enqueued
+    clock.set(created_at(emu, first.id) + 2.0)  # in progress: its tokens are enqueued
     assert c.batches.retrieve(first.id).status == "in_progress"
     second = submit(c, [line(i) for i in range(20)])
     other_model = submit(c, [line(i, model="other") for i in range(10)])
-    emu.tick(created_at(emu, other_model.id) + 2.0)  # both validated while first runs
+    clock.set(created_at(emu, other_model.id) + 2.0)
+    assert c.batches.retrieve(second.id).status == "failed"  # validated while first ran
     failed = finish(emu, c, second.id)
     assert failed.status == "failed"
     err = failed.errors.data[0]
@@ -399,7 +408,7 @@ def test_auth_and_unknown_ids(batch_emulator_factory):
     assert status == 404
 
 
-def test_faults_are_seeded_and_retryable(batch_emulator_factory):
+def test_faults_are_seeded_and_429s_say_when_to_retry(batch_emulator_factory):
     def outcomes(seed):
         emu = batch_emulator_factory(fault_rate=0.5, seed=seed)
         c = client(emu)
@@ -417,11 +426,44 @@ def test_faults_are_seeded_and_retryable(batch_emulator_factory):
 
     first = outcomes(5)
     assert first == outcomes(5)
-    assert {200, 429, 500} <= set(first)
-    emu = batch_emulator_factory(fault_rate=0.3, seed=1)
-    c = client(emu, max_retries=8)
-    for _ in range(20):  # the SDK's own retries get through a 30% fault rate
-        c.batches.list()
+    assert {200, 429, 500} <= set(first) and first != outcomes(6)
+
+
+def test_faults_do_not_move_with_polling(batch_emulator_factory):
+    """A fault is decided by the call's route and its count on that route: however often
+    a client polls between them, its uploads and creates meet the same faults."""
+
+    def creates(seed, polls):
+        emu = batch_emulator_factory(fault_rate=0.4, seed=seed)
+        c = client(emu)
+        seen = []
+        for i in range(12):
+            for _ in range(polls):
+                with contextlib.suppress(openai.APIStatusError):
+                    c.batches.list()
+            try:
+                c.files.create(file=(f"f{i}.jsonl", b"{}\n"), purpose="batch")
+                seen.append(200)
+            except openai.APIStatusError as err:
+                seen.append(err.status_code)
+        return seen
+
+    assert creates(9, 0) == creates(9, 1) == creates(9, 5)
+    assert {200, 429} <= set(creates(9, 0))
+
+
+def test_unknown_models_are_refused_as_the_service_refuses_them(batch_emulator):
+    """A typo is not "in progress" forever: the models look-up is a 404, and a batch of
+    an unknown model fails validation with model_not_found."""
+    c = client(batch_emulator)
+    assert c.models.retrieve("gpt-4o-mini").created == 1721172741  # a real creation date
+    assert c.models.retrieve("gpt-4o-2024-08-06").id == "gpt-4o-2024-08-06"  # a snapshot
+    with pytest.raises(openai.NotFoundError) as err:
+        c.models.retrieve("gpt-5.4-minni")
+    assert err.value.body["code"] == "model_not_found"
+    done = finish(batch_emulator, c, submit(c, [line(1, model="gpt-5.4-minni")]).id)
+    assert done.status == "failed" and done.errors.data[0].code == "model_not_found"
+    assert batch_emulator.ledger()["executions"] == []
 
 
 def test_truncated_download(batch_emulator_factory):
@@ -432,8 +474,12 @@ def test_truncated_download(batch_emulator_factory):
         c.files.content(f.id).read()
 
 
-def test_slow_responses(batch_emulator_factory):
-    emu = batch_emulator_factory(slow_rate=1.0, slow_seconds=0.3)
+def test_slow_responses(batch_emulator_factory, clock):
+    t0 = clock.time()
+    fake = batch_emulator_factory(slow_rate=1.0, slow_seconds=30)
+    client(fake).batches.list()
+    assert clock.time() - t0 == 30  # a slow reply waits on the emulator's clock
+    emu = batch_emulator_factory(slow_rate=1.0, slow_seconds=0.3, clock=SystemClock())
     c = client(emu)
     start = time.monotonic()
     c.batches.list()
@@ -456,6 +502,7 @@ def test_ledger_and_flush(batch_emulator_factory):
             "metadata": {"batchbench_run": "x"},
             "input_file_id": b.input_file_id,
             "created_at": b.created_at,
+            "custom_ids": [],  # not yet validated
         }
     ]
     assert http(emu, "/_emulator/flush", "POST", b"")[0] == 200
@@ -465,6 +512,7 @@ def test_ledger_and_flush(batch_emulator_factory):
 
 
 def test_cli_emulator_with_file_responder(tmp_path):
+    """The command in its own process, on real time."""
     responder = tmp_path / "resp.py"
     responder.write_text("def reply(body):\n    return 'scripted ' + body['model']\n")
     proc = subprocess.Popen(
@@ -479,14 +527,21 @@ def test_cli_emulator_with_file_responder(tmp_path):
             "0.05",
             "--responder",
             f"{responder}:reply",
+            "--model",
+            "m",
         ],
         stdout=subprocess.PIPE,
         text=True,
     )
     try:
         first = proc.stdout.readline()
-        base_url = first.strip().rsplit(" ", 1)[-1]
-        assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1")
+        url = first.strip().rsplit(" ", 1)[-1]
+        assert url.startswith("http://127.0.0.1:")
+        variables = proc.stdout.readline().split()
+        base_url = f"{url}/v1"
+        assert (
+            f"OPENAI_BASE_URL={base_url}" in variables and f"ANTHROPIC_BASE_URL={url}" in variables
+        )
         c = OpenAI(api_key="k", base_url=base_url, max_retries=0)
         f = upload(c, [line(1)])
         b = c.batches.create(input_file_id=f.id, endpoint=EP, completion_window="24h")
@@ -499,12 +554,7 @@ def test_cli_emulator_with_file_responder(tmp_path):
 
 
 def test_cli_emulator_help_documents_every_option():
-    out = subprocess.run(
-        [sys.executable, "-m", "batchbench", "emulator", "--help"],
-        capture_output=True,
-        text=True,
-        env={"COLUMNS": "200", "PATH": ""},
-    ).stdout
+    out = run_cli("emulator", "--help", env={"COLUMNS": "200"}).stdout
     for option in (
         "--host",
         "--port",
@@ -517,6 +567,9 @@ def test_cli_emulator_help_documents_every_option():
         "--truncate-rate",
         "--slow-rate",
         "--api-key",
+        "--model",
+        "--judge-noise",
+        "--anomaly",
     ):
         assert option in out
 
@@ -529,15 +582,11 @@ def test_cli_emulator_help_documents_every_option():
         (["--latency", "-1"], "--latency must be a finite number of seconds"),
         (["--latency", "nan"], "--latency must be a finite number of seconds"),
         (["--fault-rate", "nan"], "--fault-rate must be between 0 and 1"),
+        (["--judge-noise", "2"], "--judge-noise must be between 0 and 1"),
     ],
 )
 def test_cli_emulator_bad_option(args, message):
-    proc = subprocess.run(
-        [sys.executable, "-m", "batchbench", "emulator", *args],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    proc = run_cli("emulator", *args)
     assert proc.returncode == 2 and message in proc.stderr
     assert "Traceback" not in proc.stderr
 
@@ -545,7 +594,7 @@ def test_cli_emulator_bad_option(args, message):
 # fidelity: each endpoint's shape, refusals, limits ------------------------------------
 
 
-def _run(c, endpoint, bodies):
+def _run(c, clock, endpoint, bodies):
     lines = [
         {"custom_id": f"r{i}", "method": "POST", "url": endpoint, "body": body}
         for i, body in enumerate(bodies)
@@ -553,28 +602,28 @@ def _run(c, endpoint, bodies):
     data = "".join(json.dumps(x) + "\n" for x in lines).encode()
     f = c.files.create(file=("in.jsonl", data), purpose="batch")
     b = c.batches.create(input_file_id=f.id, endpoint=endpoint, completion_window="24h")
-    done = wait(c, b.id)
+    done = wait(c, b.id, clock)
     out = [json.loads(x) for x in c.files.content(done.output_file_id).text.splitlines()]
     return done, {r["custom_id"]: r["response"]["body"] for r in out}
 
 
-def test_each_endpoint_gets_its_own_reply_shape(batch_emulator):
+def test_each_endpoint_gets_its_own_reply_shape(batch_emulator, clock):
     from openai.types import Completion, CreateEmbeddingResponse, ModerationCreateResponse
     from openai.types.responses import Response
 
     c = client(batch_emulator)
-    done, bodies = _run(c, "/v1/responses", [{"model": "m", "input": "What is 2+2?"}])
+    done, bodies = _run(c, clock, "/v1/responses", [{"model": "m", "input": "What is 2+2?"}])
     reply = Response.model_validate(bodies["r0"])
     assert reply.object == "response" and reply.output_text.endswith("What is 2+2?")
     assert reply.usage is not None and reply.usage.input_tokens > 0
     assert done.usage is not None and done.usage.input_tokens == reply.usage.input_tokens
-    done, bodies = _run(c, "/v1/embeddings", [{"model": "e", "input": ["a", "b", "c"]}])
+    done, bodies = _run(c, clock, "/v1/embeddings", [{"model": "e", "input": ["a", "b", "c"]}])
     embeddings = CreateEmbeddingResponse.model_validate(bodies["r0"])
     assert [d.index for d in embeddings.data] == [0, 1, 2] and embeddings.data[0].embedding
-    done, bodies = _run(c, "/v1/completions", [{"model": "m", "prompt": "Say hi"}])
+    done, bodies = _run(c, clock, "/v1/completions", [{"model": "m", "prompt": "Say hi"}])
     completion = Completion.model_validate(bodies["r0"])
     assert completion.object == "text_completion" and "Say hi" in completion.choices[0].text
-    done, bodies = _run(c, "/v1/moderations", [{"model": "mod", "input": ["x", "y"]}])
+    done, bodies = _run(c, clock, "/v1/moderations", [{"model": "mod", "input": ["x", "y"]}])
     assert len(ModerationCreateResponse.model_validate(bodies["r0"]).results) == 2
 
 
@@ -585,18 +634,24 @@ def test_each_endpoint_gets_its_own_reply_shape(batch_emulator):
         (
             {"model": "m", "messages": [{"role": "user", "content": "x"}], "temperature": 5},
             "temperature",
-        ),  # fmt: skip
+        ),
         (
             {"model": "m", "messages": [{"role": "user", "content": "x"}], "colour": "red"},
             "colour",
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_a_body_its_endpoint_refuses_is_a_400_row(batch_emulator, body, param):
     c = client(batch_emulator)
-    f = c.files.create(file=("in.jsonl", (json.dumps(
-        {"custom_id": "r0", "method": "POST", "url": EP, "body": body}) + "\n").encode()),
-        purpose="batch")  # fmt: skip
+    f = c.files.create(
+        file=(
+            "in.jsonl",
+            (
+                json.dumps({"custom_id": "r0", "method": "POST", "url": EP, "body": body}) + "\n"
+            ).encode(),
+        ),
+        purpose="batch",
+    )
     done = finish(
         batch_emulator,
         c,
@@ -614,12 +669,15 @@ def test_output_expires_after_is_checked_and_applied(batch_emulator):
     f = upload(c, [line(0)])
     for bad in ({"anchor": "created_at", "seconds": 60}, {"anchor": "now", "seconds": 7200}):
         with pytest.raises(openai.BadRequestError):
-            c.batches.create(input_file_id=f.id, endpoint=EP, completion_window="24h",
-                             output_expires_after=bad)  # fmt: skip
+            c.batches.create(
+                input_file_id=f.id, endpoint=EP, completion_window="24h", output_expires_after=bad
+            )
     b = c.batches.create(
-        input_file_id=f.id, endpoint=EP, completion_window="24h",
+        input_file_id=f.id,
+        endpoint=EP,
+        completion_window="24h",
         output_expires_after={"anchor": "created_at", "seconds": 7200},
-    )  # fmt: skip
+    )
     out = c.files.retrieve(finish(batch_emulator, c, b.id).output_file_id)
     assert out.expires_at - out.created_at == 7200
 
@@ -633,8 +691,10 @@ def test_other_methods_get_the_json_error_envelope(batch_emulator):
 def test_the_embeddings_input_limit(batch_emulator):
     c = client(batch_emulator)
     bodies = [{"model": "e", "input": ["x"] * 25_001}, {"model": "e", "input": ["y"] * 25_000}]
-    lines = [{"custom_id": f"r{i}", "method": "POST", "url": "/v1/embeddings", "body": b}
-             for i, b in enumerate(bodies)]  # fmt: skip
+    lines = [
+        {"custom_id": f"r{i}", "method": "POST", "url": "/v1/embeddings", "body": b}
+        for i, b in enumerate(bodies)
+    ]
     data = "".join(json.dumps(x) + "\n" for x in lines).encode()
     f = c.files.create(file=("in.jsonl", data), purpose="batch")
     b = c.batches.create(input_file_id=f.id, endpoint="/v1/embeddings", completion_window="24h")

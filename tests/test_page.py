@@ -10,10 +10,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURE, run_cli
-from test_run import env, run_args
-
-pytest_plugins = ["batchbench.emulator.pytest_plugin"]
+from support.cli import FIXTURE, run_cli
+from support.runs import env, run_args
 
 HOSTILE = '</script><script>alert(1)</script><b>bold</b> & "quotes" <!--'
 
@@ -71,7 +69,7 @@ def _two_runs(batch_emulator_factory, tmp_path, fixture_dir):
             return json.dumps({"decisions": [{"item_id": i, "matched": True} for i in ids]})
         return ("second " if body["model"] == "second" else "") + HOSTILE
 
-    emu = batch_emulator_factory(latency=0.05, responder=responder)
+    emu = batch_emulator_factory(latency=0.05, responder=responder, models=["first", "second"])
     for model in ("first", "second"):
         args = run_args(emu, tmp_path, fixture_dir, "--limit", "12", "--max-attempts", "1")
         args[args.index("--answer-model") + 1] = model
@@ -85,8 +83,9 @@ def test_the_page_of_a_comparison_shows_the_summaries_numbers_and_escapes_conten
 ):
     jobs = _two_runs(batch_emulator_factory, tmp_path, fixture_dir)
     out = tmp_path / "page.html"
-    proc = run_cli("report", "first", "second", "-o", str(out), "--jobs-dir", str(jobs),
-                   "--allow-partial")  # fmt: skip
+    proc = run_cli(
+        "report", "first", "second", "-o", str(out), "--jobs-dir", str(jobs), "--allow-partial"
+    )
     assert proc.returncode == 0, proc.stderr
     text = out.read_text()
     page = Page(text)
@@ -155,20 +154,32 @@ def test_a_real_browser_renders_the_page_offline(batch_emulator_factory, tmp_pat
         == 0
     )
     flags = [
-        "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1200,1600",
-    ]  # fmt: skip
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--window-size=1200,1600",
+    ]
     offline = ["unshare", "-n"] if os.geteuid() == 0 and shutil.which("unshare") else []
     shot = tmp_path / "shot.png"
     subprocess.run(
         [*offline, browser, *flags, f"--screenshot={shot}", page.as_uri()],
-        capture_output=True, timeout=120, check=True,
-    )  # fmt: skip
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
     dom = subprocess.run(
         [*offline, browser, *flags, "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=120, check=True,
-    ).stdout  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
     assert "<svg" in dom and "Leaderboard" in dom  # rendered, figures included
     import matplotlib.image
 

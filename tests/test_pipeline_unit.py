@@ -21,6 +21,7 @@ import pytest
 
 from batchbench import frames
 from batchbench.dataset import load_dataset
+from batchbench.emulator import FakeClock
 from batchbench.emulator.model import default_content
 from batchbench.errors import ApiError, PlanError, TransientApiError
 from batchbench.group import Group, Member
@@ -42,17 +43,6 @@ from batchbench.state import fold
 from batchbench.status import write_report
 
 FIXTURE = Path(__file__).parent / "fixtures" / "dataset"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
 
 
 @dataclass
@@ -126,7 +116,7 @@ class FakeWire:
 class FakeClient:
     """Batches finish ``duration`` seconds after creation, counting lines as they go."""
 
-    def __init__(self, clock: Clock, duration: float = 100.0) -> None:
+    def __init__(self, clock: FakeClock, duration: float = 100.0) -> None:
         self.service = Service("openai", "fake://service")
         self.clock = clock
         self.duration = duration
@@ -155,7 +145,7 @@ class FakeClient:
         self.created += 1
         batch_id = f"batch_{self.created}"
         lines = [json.loads(x) for x in self.files[input_ref or ""].splitlines()]
-        self.batches[batch_id] = {"tag": tag, "created": self.clock(), "lines": lines}
+        self.batches[batch_id] = {"tag": tag, "created": self.clock.time(), "lines": lines}
         if self.lose_next_create:
             self.lose_next_create = False
             raise TransientApiError("create batch: HTTP 502: bad gateway", status=502)
@@ -177,7 +167,7 @@ class FakeClient:
         self._up()
         b = self.batches[batch_id]
         total = len(b["lines"])
-        share = min(1.0, (self.clock() - b["created"]) / self.duration)
+        share = min(1.0, (self.clock.time() - b["created"]) / self.duration)
         if share < 1:
             done = int(total * share)
             return BatchView(batch_id, "working", "running", total=total, completed=done)
@@ -185,9 +175,7 @@ class FakeClient:
         if out not in self.files:
             replies = [{"id": x["id"], "text": default_content(x["ask"])} for x in b["lines"]]
             self.files[out] = "".join(json.dumps(r) + "\n" for r in replies).encode()
-        return BatchView(
-            batch_id, "done", "ended", "completed", total, total, 0, files=(out,)
-        )  # fmt: skip
+        return BatchView(batch_id, "done", "ended", "completed", total, total, 0, files=(out,))
 
     def cancel(self, batch_id: str) -> BatchView | None:
         return None
@@ -220,7 +208,7 @@ def made(tmp_path):
     run.make_folder()
     with run.lock():
         run.create(config)
-    clock = Clock()
+    clock = FakeClock(1_000_000.0)
     client = FakeClient(clock)
     provider = Provider(FakeWire(), client)
 
@@ -232,7 +220,6 @@ def made(tmp_path):
             {"answers": provider, "judges": provider},
             Settings(poll_interval=10, max_requests_per_batch=3, **settings),
             clock=clock,
-            sleep=clock.sleep,
         )
 
     return run, config, client, clock, pipeline
@@ -244,7 +231,6 @@ def advance(*pipelines: Pipeline, wait: bool = True, outage: float = 600.0) -> G
         [Member(p) for p in pipelines],
         first.settings.poll_interval,
         clock=first.clock,
-        sleep=first.sleep,
         outage_seconds=outage,
     )
     group.advance(wait=wait)
@@ -260,7 +246,7 @@ def test_a_whole_run_on_the_fake_clock(made):
     assert sorted(r["case_id"] for r in rows) == sorted(config.case_ids)
     assert all("score" in r for r in rows)
     assert client.created == 4  # 6 answers and 6 judges, 3 to a file
-    assert clock.now - 1_000_000.0 < 400  # waited by polling, not by spinning
+    assert clock.time() - 1_000_000.0 < 400  # waited by polling, not by spinning
     # The provider's own ids went out, and the journal recorded them.
     ids = {line.custom_id for sub in run.state(config.case_ids).subs.values() for line in sub.lines}
     assert ids == {f"{s}.1.{c}" for s in "aj" for c in config.case_ids}
@@ -308,10 +294,10 @@ def test_a_long_outage_gives_up_after_the_outage_budget(made):
     p = pipeline()
     advance(p, wait=False)
     client.down = True
-    start = clock.now
+    start = clock.time()
     with pytest.raises(TransientApiError):
         advance(p, outage=120)
-    assert 120 <= clock.now - start < 130  # retried every 5 s until the budget was spent
+    assert 120 <= clock.time() - start < 130  # retried every 5 s until the budget was spent
 
 
 def test_a_group_walks_each_service_once_a_tick_for_all_its_runs(made, tmp_path):

@@ -14,12 +14,10 @@ from pathlib import Path
 
 import pytest
 import tomllib
-from conftest import REPO, assert_one_line_error, run_cli
-from test_run import env, rows_of, run_args
+from support.cli import REPO, assert_one_line_error, run_cli
+from support.runs import env, rows_of, run_args
 
 from batchbench.costs import load_pricing
-
-pytest_plugins = ["batchbench.emulator.pytest_plugin"]
 
 # The built-in table's figures, typed here from the sources it cites (USD per 1M tokens).
 GPT_4O_MINI = (0.15, 0.075, 0.6)
@@ -78,8 +76,16 @@ def test_a_finished_run_prints_what_it_cost_and_status_list_and_report_agree(
 
 
 def test_a_dry_run_of_several_models_ends_with_the_commands_total(tmp_path, fixture_dir):
-    base = ["run", "--judge-model", "gpt-4.1", "--dataset", str(fixture_dir), "--dry-run",
-            "--jobs-dir", str(tmp_path / "jobs")]  # fmt: skip
+    base = [
+        "run",
+        "--judge-model",
+        "gpt-4.1",
+        "--dataset",
+        str(fixture_dir),
+        "--dry-run",
+        "--jobs-dir",
+        str(tmp_path / "jobs"),
+    ]
     models = ["--answer-model", "gpt-4o-mini", "--answer-model", "gpt-5.4-mini"]
     text = run_cli(*base, *models).stdout
     plans = json.loads(run_cli(*base, *models, "--json").stdout)
@@ -93,8 +99,14 @@ def test_a_dry_run_of_several_models_ends_with_the_commands_total(tmp_path, fixt
 
 def test_the_price_table_is_dated_sourced_and_says_when_there_is_no_price():
     pricing = load_pricing()
-    for model in ("gpt-5.4-mini", "gpt-5.6-sol", "opus-5", "claude-sonnet-4-6",
-                  "gemini-3.1-pro", "accounts/fireworks/models/glm-5p2"):  # fmt: skip
+    for model in (
+        "gpt-5.4-mini",
+        "gpt-5.6-sol",
+        "opus-5",
+        "claude-sonnet-4-6",
+        "gemini-3.1-pro",
+        "accounts/fireworks/models/glm-5p2",
+    ):
         price = pricing.price(model)
         assert price is not None and price.as_of and price.source, model
     assert pricing.price("kimi-k3") is None
@@ -106,10 +118,17 @@ def test_the_price_table_is_dated_sourced_and_says_when_there_is_no_price():
 def test_a_fine_tuned_model_is_counted_and_priced_as_its_base(tmp_path, fixture_dir):
     plan = json.loads(
         run_cli(
-            "run", "--answer-model", "ft:gpt-4o-mini:acme::abc123", "--judge-model", "gpt-4.1",
-            "--dataset", str(fixture_dir), "--dry-run", "--json",
+            "run",
+            "--answer-model",
+            "ft:gpt-4o-mini:acme::abc123",
+            "--judge-model",
+            "gpt-4.1",
+            "--dataset",
+            str(fixture_dir),
+            "--dry-run",
+            "--json",
         ).stdout
-    )  # fmt: skip
+    )
     answers = plan["stages"]["answers"]
     assert answers["priced"] and "o200k_base" in answers["tokenizer"]
 
@@ -132,9 +151,12 @@ def _on_a_terminal(argv: list[str], environ: dict[str, str]) -> str:
 
 
 def test_live_progress_on_a_terminal_ends_in_the_final_state_one_line_per_run(
-    batch_emulator, tmp_path, fixture_dir
+    batch_emulator_factory, tmp_path, fixture_dir
 ):
-    args = run_args(batch_emulator, tmp_path, fixture_dir, "--limit", "4")
+    from batchbench.emulator import SystemClock
+
+    emu = batch_emulator_factory(clock=SystemClock())  # a real terminal, a real process
+    args = run_args(emu, tmp_path, fixture_dir, "--limit", "4")
     args[args.index("--run") : args.index("--run") + 2] = []
     args += ["--answer-model", "second-model"]
     raw = _on_a_terminal(args, {**os.environ, **env()})
@@ -161,9 +183,18 @@ def test_list_is_an_aligned_table_and_its_json_is_unchanged(batch_emulator, tmp_
     assert re.search(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}", row) and "(6d276de70eaf)" in row
     [entry] = json.loads(run_cli("list", *jobs, "--json").stdout)
     assert set(entry) == {
-        "run", "answer_model", "judge_model", "dataset", "dataset_sha256", "status", "scored",
-        "failed", "total", "overall_macro_mean", "cost_usd",
-    }  # fmt: skip
+        "run",
+        "answer_model",
+        "judge_model",
+        "dataset",
+        "dataset_sha256",
+        "status",
+        "scored",
+        "failed",
+        "total",
+        "overall_macro_mean",
+        "cost_usd",
+    }
 
 
 def test_run_help_is_grouped_with_readable_metavars():
@@ -186,11 +217,17 @@ def test_cron_ticks_on_a_finished_or_busy_run_say_one_line_and_exit_0(
     assert tick.returncode == 0 and len(said) == 1 and "is complete" in said[0]
     # Another process holds the run: this tick has nothing to do.
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR);"
-         " fcntl.flock(fd, fcntl.LOCK_EX); os.write(fd, b'4242'); print('held', flush=True);"
-         " time.sleep(60)", str(tmp_path / "jobs" / "ans-model" / ".lock")],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR);"
+            " fcntl.flock(fd, fcntl.LOCK_EX); os.write(fd, b'4242'); print('held', flush=True);"
+            " time.sleep(60)",
+            str(tmp_path / "jobs" / "ans-model" / ".lock"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         tick = run_cli(*args, env=env())
@@ -202,9 +239,13 @@ def test_cron_ticks_on_a_finished_or_busy_run_say_one_line_and_exit_0(
 
 def test_demo_into_a_closed_pipe_is_quiet(tmp_path):
     proc = subprocess.run(
-        f"{sys.executable} -m batchbench demo | head -2", shell=True, capture_output=True,
-        text=True, cwd=tmp_path, executable="/bin/bash",
-    )  # fmt: skip
+        f"{sys.executable} -m batchbench demo | head -2",
+        shell=True,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        executable="/bin/bash",
+    )
     assert proc.returncode == 0 and len(proc.stdout.splitlines()) == 2
     assert "Traceback" not in proc.stderr and "error" not in proc.stderr.lower()
 
@@ -226,8 +267,9 @@ def test_validate_honours_the_dataset_variable(fixture_dir, fixture_golden_dir):
 
 def test_summarize_warns_of_selected_cases_without_a_row(fixture_dir, fixture_golden_dir, tmp_path):
     smoke = fixture_golden_dir / "smoke.jsonl"
-    proc = run_cli("summarize", str(smoke), "--dataset", str(fixture_dir),
-                   "-o", str(tmp_path / "s.json"))  # fmt: skip
+    proc = run_cli(
+        "summarize", str(smoke), "--dataset", str(fixture_dir), "-o", str(tmp_path / "s.json")
+    )
     selected = 50  # the fixture's cases; the smoke file has one row per benchmark (10)
     assert f"{selected - 10} of the {selected} selected cases have no row" in proc.stderr
     assert "add --smoke" in proc.stderr
@@ -243,8 +285,13 @@ def test_one_exit_code_per_problem(batch_emulator, tmp_path, fixture_dir, fixtur
     golden = fixture_golden_dir / "full.jsonl"
     jobs = ["--jobs-dir", str(tmp_path / "jobs")]
     out = str(tmp_path / "x.csv")
-    for argv in (["status", "nope"], ["cancel", "nope"], ["show", "nope", "c"],
-                 ["export", "nope", "-o", out], ["report", "nope"]):  # fmt: skip
+    for argv in (
+        ["status", "nope"],
+        ["cancel", "nope"],
+        ["show", "nope", "c"],
+        ["export", "nope", "-o", out],
+        ["report", "nope"],
+    ):
         proc = run_cli(*argv, *jobs, env=env())
         assert_one_line_error(proc, "no run 'nope'")
         assert proc.returncode == 2, argv
@@ -252,8 +299,12 @@ def test_one_exit_code_per_problem(batch_emulator, tmp_path, fixture_dir, fixtur
     batch_emulator.store.settings.paused = True  # submitted, nothing comes back
     assert run_cli(*args, env=env()).returncode == 3
     case = json.loads((tmp_path / "jobs" / "ans-model" / "run.json").read_text())["case_ids"][0]
-    for argv in (["show", "ans-model", case], ["export", "ans-model", "-o", out],
-                 ["report", "ans-model"], ["compare", "ans-model", str(golden)]):  # fmt: skip
+    for argv in (
+        ["show", "ans-model", case],
+        ["export", "ans-model", "-o", out],
+        ["report", "ans-model"],
+        ["compare", "ans-model", str(golden)],
+    ):
         proc = run_cli(*argv, *jobs)
         assert proc.returncode == 3 and "not finished yet" in proc.stderr, (argv, proc.stderr)
 
@@ -266,8 +317,9 @@ def test_compare_labels_name_files_of_the_same_name(fixture_dir, fixture_golden_
     proc = run_cli("compare", *files, "--dataset", str(fixture_dir))
     assert_one_line_error(proc, "2 of the sources are named 'results'", "--label")
     assert "[" not in proc.stderr
-    proc = run_cli("compare", *files, "--dataset", str(fixture_dir),
-                   "--label", "ours", "--label", "theirs")  # fmt: skip
+    proc = run_cli(
+        "compare", *files, "--dataset", str(fixture_dir), "--label", "ours", "--label", "theirs"
+    )
     assert proc.returncode == 0 and "theirs - ours" in proc.stdout
 
 

@@ -1,4 +1,5 @@
-"""A run left mid-flight by the previous release (0.1.0) finishes under this one.
+"""Runs left mid-flight by earlier releases (0.1.0; 0.2.0, one per provider) finish under
+this one.
 
 ``fixtures/previous-run`` is a run folder that version wrote, with its answers
 collected, eight answer retries and every judge batch in flight, and what the
@@ -13,12 +14,13 @@ from __future__ import annotations
 import json
 import shutil
 from collections import Counter
-from pathlib import Path
 
-import plain_reference
-from conftest import FIXTURE, run_cli
+import pytest
+from support import reference as plain_reference
+from support.cli import FIXTURE, run_cli
+from support.runs import judge_replies
 
-pytest_plugins = ["batchbench.emulator.pytest_plugin"]
+from batchbench.emulator import FakeClock
 
 PREVIOUS = FIXTURE / "previous-run"
 
@@ -29,17 +31,33 @@ def test_a_run_left_mid_flight_by_the_previous_release_finishes(
     jobs = tmp_path / "jobs"
     shutil.copytree(PREVIOUS / "run", jobs / "prev")
     state = json.loads((PREVIOUS / "emulator-state.json").read_text())
-    emu = batch_emulator_factory(latency=0.05)
-    emu.store.restore(state)
+    clock = FakeClock(state["made_at"])  # the service carries on from the snapshot's moment
+    emu = batch_emulator_factory(latency=0.05, clock=clock)
+    emu.restore(state)
     before = (jobs / "prev" / "journal.jsonl").read_text().splitlines()
     old_batches = {json.loads(x)["batch_id"] for x in before if '"ev":"created"' in x}
 
     proc = run_cli(
-        "run", "--run", "prev", "--answer-model", "ans-model", "--judge-model", "judge-model",
-        "--jobs-dir", str(jobs), "--dataset", str(fixture_dir), "--base-url", emu.base_url,
-        "--poll-interval", "0.05", "--max-requests-per-batch", "6",
+        "run",
+        "--run",
+        "prev",
+        "--answer-model",
+        "ans-model",
+        "--judge-model",
+        "judge-model",
+        "--jobs-dir",
+        str(jobs),
+        "--dataset",
+        str(fixture_dir),
+        "--base-url",
+        emu.base_url,
+        "--poll-interval",
+        "0.05",
+        "--max-requests-per-batch",
+        "6",
         env={"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": ""},
-    )  # fmt: skip
+        clock=clock,
+    )
     assert proc.returncode == 0, proc.stderr + proc.stdout
     assert "RESUMING run 'prev'" in proc.stdout
 
@@ -68,7 +86,7 @@ def test_a_run_left_mid_flight_by_the_previous_release_finishes(
     rows = [json.loads(x) for x in (jobs / "prev" / "results.jsonl").read_text().splitlines()]
     by_id = fixture_dataset.by_id()
     assert [r["case_id"] for r in rows] == [c["case_id"] for c in fixture_dataset.cases]
-    replies = _judge_replies(jobs / "prev" / "raw")
+    replies = judge_replies(jobs / "prev")
     for row in rows:
         case = by_id[row["case_id"]]
         assert row["answer"].startswith("Answer to: ") or row["answer"].startswith(
@@ -88,14 +106,163 @@ def _collected_before(journal_lines: list[str]) -> set[str]:
     return {e["batch_id"] for e in events if e["ev"] == "created" and e["sub"] in done}
 
 
-def _judge_replies(raw: Path) -> dict[str, dict[str, bool]]:
-    out: dict[str, dict[str, bool]] = {}
-    for path in raw.glob("*.jsonl"):
-        for line in path.read_text().splitlines():
-            rec = json.loads(line)
-            if not rec["custom_id"].startswith("judge:") or rec.get("response") is None:
-                continue
-            content = rec["response"]["body"]["choices"][0]["message"]["content"]
-            decisions = json.loads(content)["decisions"]
-            out[rec["custom_id"].split(":")[1]] = {d["item_id"]: d["matched"] for d in decisions}
-    return out
+V02 = FIXTURE / "v0.2-runs"
+V02_MODELS = {
+    "openai": "gpt-fixture",
+    "anthropic": "claude-fixture",
+    "gemini": "gemini-fixture",
+    "fireworks": "accounts/fixture/models/fw-fixture",
+}
+V02_KEYS = {
+    "OPENAI_API_KEY": "k",
+    "ANTHROPIC_API_KEY": "k",
+    "GEMINI_API_KEY": "k",
+    "GOOGLE_API_KEY": "",
+    "FIREWORKS_API_KEY": "k",
+    "FIREWORKS_ACCOUNT_ID": "fixture",
+}
+
+
+def _v02_reply(seen: dict):
+    """The fixture script's model (tests/fixtures/v0.2-runs/README.md), judges included: a
+    first attempt that fails with a 500 for some prompts, a temperature refused for others,
+    Fireworks' effort "none" refused for others."""
+    from batchbench.emulator.model import default_content
+
+    def user_of(body):
+        if "contents" in body:
+            return "".join(p.get("text", "") for p in body["contents"][-1]["parts"])
+        return body["messages"][-1]["content"]
+
+    def error(body, status, message, param):
+        if "contents" in body:
+            return {
+                "status_code": status,
+                "body": {
+                    "error": {
+                        "code": status,
+                        "message": message,
+                        "status": "INVALID_ARGUMENT" if status == 400 else "INTERNAL",
+                    }
+                },
+            }
+        if str(body.get("model", "")).startswith("accounts/"):
+            return {"status_code": status, "body": {"error": {"message": message}}}
+        return {
+            "status_code": status,
+            "body": {
+                "error": {
+                    "message": message,
+                    "type": "invalid_request_error",
+                    "param": param,
+                    "code": None,
+                }
+            },
+        }
+
+    def reply(body):
+        if "response_format" in body:
+            return default_content(body)
+        user = user_of(body)
+        model = str(body.get("model", "")).removeprefix("models/")
+        n = seen[f"{model}|{user}"] = seen.get(f"{model}|{user}", 0) + 1
+        h = sum(map(ord, user))
+        config = body.get("generation_config") or {}
+        temperature = body.get("temperature", config.get("temperature"))
+        if n == 1 and h % 5 == 0:
+            return error(body, 500, "overloaded", None)
+        if h % 5 == 1 and temperature is not None and model != V02_MODELS["anthropic"]:
+            return error(
+                body, 400, "Unsupported value: 'temperature' does not support 1.", "temperature"
+            )
+        if h % 5 == 2 and body.get("reasoning_effort") == "none":
+            return error(body, 400, "reasoning_effort 'none' is not supported", "reasoning_effort")
+        return f"Answer of {model}: {user[:50]}"
+
+    return reply
+
+
+@pytest.mark.parametrize("moment", ["answers-in-flight", "judges-in-flight"])
+@pytest.mark.parametrize("provider", list(V02_MODELS))
+def test_runs_left_mid_flight_by_0_2_finish_unchanged(
+    moment, provider, batch_emulator_factory, tmp_path, fixture_dir, fixture_dataset
+):
+    """A 0.2.0 run of each provider, its answers (or its judges and answer retries) in
+    flight, finishes under this version: its in-flight batches are collected, never made
+    again, no line runs twice, and the rows are the reference's for what the model said."""
+    jobs = tmp_path / "jobs"
+    name = f"v02-{provider}"
+    shutil.copytree(V02 / moment / "jobs" / name, jobs / name)
+    state = json.loads((V02 / moment / "emulator-state.json").read_text())
+    clock = FakeClock(state["made_at"])
+    emu = batch_emulator_factory(
+        latency=0.05,
+        clock=clock,
+        responder=_v02_reply({}),
+        models=[*V02_MODELS.values(), "judge-fixture"],
+    )
+    emu.restore(state)
+    before = (jobs / name / "journal.jsonl").read_text().splitlines()
+    held = {json.loads(x)["batch_id"] for x in before if '"ev":"created"' in x}
+    urls = emu.base_urls
+    env = {
+        **V02_KEYS,
+        "OPENAI_BASE_URL": urls["openai"],
+        "ANTHROPIC_BASE_URL": urls["anthropic"],
+        "GOOGLE_GEMINI_BASE_URL": urls["gemini"],
+        "FIREWORKS_BASE_URL": urls["fireworks"],
+    }
+    proc = run_cli(
+        "run",
+        "--run",
+        name,
+        "--answer-model",
+        V02_MODELS[provider],
+        "--judge-model",
+        "judge-fixture",
+        "--jobs-dir",
+        str(jobs),
+        "--dataset",
+        str(fixture_dir),
+        "--limit",
+        "10",
+        "--max-requests-per-batch",
+        "4",
+        "--poll-interval",
+        "0.05",
+        "--move-service",
+        env=env,
+        clock=clock,
+    )
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert f"RESUMING run '{name}'" in proc.stdout
+    events = [json.loads(x) for x in (jobs / name / "journal.jsonl").read_text().splitlines()]
+    assert max(Counter(e["sub"] for e in events if e["ev"] == "created").values()) == 1
+    new = events[len(before) :]
+    assert not {e["batch_id"] for e in new if e["ev"] == "created"} & held  # none made again
+    # The snapshot holds every run's batches (one command made the four runs): only this
+    # run's, the ones its journal holds, are looked at.
+    mine = held | {e["batch_id"] for e in new if e["ev"] == "created"}
+    ledger = emu.ledger()
+
+    def ours(batch_id: str, batches: set[str]) -> bool:  # Fireworks journals the short id
+        return batch_id in batches or batch_id.rsplit("/", 1)[-1] in batches
+
+    executed = Counter(x["custom_id"] for x in ledger["executions"] if ours(x["batch_id"], mine))
+    assert executed and max(executed.values()) == 1
+    restored = [b for b in ledger["batches"] if ours(b["id"], held)]
+    rows = [json.loads(x) for x in (jobs / name / "results.jsonl").read_text().splitlines()]
+    cases = fixture_dataset.cases[:10]
+    assert [r["case_id"] for r in rows] == [c["case_id"] for c in cases]
+    replies = judge_replies(jobs / name)
+    resolved = V02_MODELS[provider]
+    for row, case in zip(rows, cases):
+        assert row["answer"] == f"Answer of {resolved}: {case['prompt'][:50]}"
+        assert row["answer_model"] == resolved
+        refused = sum(map(ord, case["prompt"])) % 5 == 1
+        sent = provider != "anthropic" and not refused
+        assert row["answer_temperature"] == (1 if sent else None), row["case_id"]
+        matched = {i for i, m in replies[row["case_id"]].items() if m}
+        score, components = plain_reference.score_case(case, matched)
+        assert row["score"] == score and row["score_components"] == components
+    assert restored  # the snapshot held this run's batches in flight, and they were collected

@@ -17,10 +17,8 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
-from test_run import ERROR_KEYS, KEY, assert_no_duplicates
-
-pytest_plugins = ["batchbench.emulator.pytest_plugin"]
+from support.cli import run_cli
+from support.runs import ERROR_KEYS, KEY, assert_no_duplicates
 
 ANSWER_MODEL, JUDGE_MODEL = "ans-model", "judge-model"
 

@@ -3,39 +3,28 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
+from pathlib import Path
 
 import openai
 import pytest
-from conftest import REPO, assert_one_line_error, run_cli
-from crash_harness import FAILPOINTS, last_stage, normalised
-from crash_harness import kill_and_restart as _kill_and_restart
-from test_run import KEY, assert_no_duplicates, cancel_cli, env, rows_of, run_args
+from support.cli import REPO, assert_one_line_error, run_cli, spawn
+from support.crash import FAILPOINTS, last_stage
+from support.runs import (
+    KEY,
+    assert_no_duplicates,
+    cancel_cli,
+    env,
+    normalised,
+    rows_of,
+    run_args,
+)
 
-
-def kill_and_restart(args, journal, rng, kills_wanted):
-    return _kill_and_restart(args, journal, rng, kills_wanted, env())
-
-
-def spawn(args, extra_env=None, stdout=subprocess.DEVNULL):
-    return subprocess.Popen(
-        [sys.executable, "-m", "batchbench", *args],
-        stdout=stdout,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, **env(), **(extra_env or {})},
-        cwd=REPO,
-    )
-
-
-pytest_plugins = ["batchbench.emulator.pytest_plugin"]
-
+from batchbench.emulator import SystemClock
 
 # Each failpoint, in each stage: (name, which hit of it in that process kills it).
 KILLS = [
@@ -53,32 +42,54 @@ KILLS = [
 ]
 
 
-def test_sigkill_at_every_failpoint_resumes_equal_and_pays_once(
-    batch_emulator_factory, tmp_path, fixture_dir
-):
-    """Killed at every named failpoint, answers and judges: the run ends equal to an
-    uninterrupted one, with no batch created twice and no line executed twice.
-    (Kills at random moments, many more of them, are benchmarks/crash_soak.py.)"""
+def _sigkills(points, batch_emulator_factory, tmp_path, fixture_dir):
+    """Killed (real processes, real SIGKILLs) at each of ``points``, answers and judges:
+    the run ends equal to an uninterrupted one, with no batch created twice and no line
+    executed twice."""
     select = ("--limit", "16")
     reference = batch_emulator_factory(latency=0.05)
     proc = run_cli(*run_args(reference, tmp_path / "ref", fixture_dir, *select, cap=2), env=env())
     assert proc.returncode == 0, proc.stderr
     expected = normalised(tmp_path / "ref" / "jobs" / "ans-model")
-
-    emu = batch_emulator_factory(latency=0.05)
-    args = run_args(emu, tmp_path, fixture_dir, *select, cap=2)
+    real_time = SystemClock()
+    emu = batch_emulator_factory(latency=0.02, clock=real_time)
+    args = run_args(emu, tmp_path, fixture_dir, *select, "--poll-interval", "0.02", cap=2)
     journal = tmp_path / "jobs" / "ans-model" / "journal.jsonl"
     killed: Counter = Counter()
     stages: set = set()
-    for name, nth in KILLS:
-        proc = spawn(args, {"BATCHBENCH_FAILPOINT": f"{name}:{nth}"})
+    for name, nth in points:
+        proc = spawn(args, {**env(), "BATCHBENCH_FAILPOINT": f"{name}:{nth}"})
         assert proc.wait(timeout=120) == -signal.SIGKILL, (name, nth, proc.stderr.read())
         killed[name] += 1
         stages.add(last_stage(journal))
-    proc = run_cli(*args, env=env(), real=True)
+    proc = run_cli(*args, env=env(), clock=real_time)
     assert proc.returncode == 0, proc.stderr
     assert normalised(tmp_path / "jobs" / "ans-model") == expected
     assert_no_duplicates(emu)
+    return killed, stages
+
+
+def test_a_sigkill_at_each_failpoint_resumes_equal_and_pays_once(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    """Once at each failpoint, answers and judges. (All of KILLS, and kills at random
+    moments over many seeds, are the soak set.)"""
+    points = [
+        ("journal_half_written", 2),
+        ("planned", 1),
+        ("uploaded", 1),
+        ("created", 1),
+        ("downloading", 1),
+        ("rows_written", 1),
+        ("rows_half_written", 1),
+    ]
+    killed, stages = _sigkills(points, batch_emulator_factory, tmp_path, fixture_dir)
+    assert set(killed) == set(FAILPOINTS) and stages == {"answers", "judges"}, (killed, stages)
+
+
+@pytest.mark.soak
+def test_sigkill_at_every_failpoint_in_both_stages(batch_emulator_factory, tmp_path, fixture_dir):
+    killed, stages = _sigkills(KILLS, batch_emulator_factory, tmp_path, fixture_dir)
     assert set(killed) == set(FAILPOINTS) and stages == {"answers", "judges"}, (killed, stages)
 
 
@@ -113,24 +124,27 @@ def test_expiry_resubmits_only_unfinished_lines(batch_emulator_factory, tmp_path
 
 
 def test_cancel_in_the_middle_resubmits_only_unfinished(
-    batch_emulator_factory, tmp_path, fixture_dir
+    batch_emulator_factory, clock, tmp_path, fixture_dir
 ):
-    emu = batch_emulator_factory(latency=1.5)
-    proc = spawn(run_args(emu, tmp_path, fixture_dir, "--limit", "40", cap=40))
+    """Someone cancels the batch on the service (its dashboard, say) a quarter of the way
+    through its lines: the lines that ran are kept, only the others are sent again."""
+    emu = batch_emulator_factory(latency=100)
     c = openai.OpenAI(api_key="k", base_url=emu.base_url, max_retries=0)
-    deadline = time.time() + 60
-    cancelled = None
-    while time.time() < deadline and cancelled is None:
-        for b in c.batches.list(limit=10):
-            if b.status == "in_progress" and 5 <= b.request_counts.completed < 30:
-                c.batches.cancel(b.id)
-                cancelled = b.id
-                break
-        time.sleep(0.02)
-    assert cancelled
-    assert proc.wait(timeout=120) == 0, proc.stderr.read()
-    ledger = emu.ledger()
-    first = [e for e in ledger["executions"] if e["batch_id"] == cancelled]
+    cancelled = []
+
+    def cancel_on_the_service():
+        [batch] = c.batches.list(limit=10).data
+        assert batch.status == "in_progress" and 5 <= batch.request_counts.completed < 30
+        c.batches.cancel(batch.id)
+        cancelled.append(batch.id)
+
+    clock.call_at(clock.time() + 125, cancel_on_the_service)  # validated at 100 s; 10 lines
+    proc = run_cli(
+        *run_args(emu, tmp_path, fixture_dir, "--limit", "40", "--poll-interval", "30", cap=40),
+        env=env(),
+    )
+    assert proc.returncode == 0, proc.stderr
+    first = [e for e in emu.ledger()["executions"] if e["batch_id"] == cancelled[0]]
     assert 5 <= len(first) < 40
     assert_no_duplicates(emu)
     rows = rows_of(tmp_path / "jobs" / "ans-model" / "results.jsonl")
@@ -300,14 +314,21 @@ def test_bad_configuration(batch_emulator, tmp_path, fixture_dir, extra, fragmen
 @pytest.mark.parametrize(
     "model,variables,fragments",
     [
-        ("gemini-3.1-pro", {"GEMINI_API_KEY": "k", "GOOGLE_GEMINI_BASE_URL": "not-a-url"},
-         ["GOOGLE_GEMINI_BASE_URL 'not-a-url'", "not an http(s) URL"]),
-        ("glm-5.3", {"FIREWORKS_API_KEY": "k", "FIREWORKS_ACCOUNT_ID": "a/b"},
-         ["FIREWORKS_ACCOUNT_ID 'a/b'", "not an account id"]),
+        (
+            "gemini-3.1-pro",
+            {"GEMINI_API_KEY": "k", "GOOGLE_GEMINI_BASE_URL": "not-a-url"},
+            ["GOOGLE_GEMINI_BASE_URL 'not-a-url'", "not an http(s) URL"],
+        ),
+        (
+            "glm-5.3",
+            {"FIREWORKS_API_KEY": "k", "FIREWORKS_ACCOUNT_ID": "a/b"},
+            ["FIREWORKS_ACCOUNT_ID 'a/b'", "not an account id"],
+        ),
     ],
-)  # fmt: skip
-def test_a_bad_provider_variable_is_named(batch_emulator, tmp_path, fixture_dir, model,
-                                          variables, fragments):  # fmt: skip
+)
+def test_a_bad_provider_variable_is_named(
+    batch_emulator, tmp_path, fixture_dir, model, variables, fragments
+):
     args = run_args(batch_emulator, tmp_path, fixture_dir)
     args[args.index("--answer-model") + 1] = model
     proc = run_cli(*args, env={**env(), "FIREWORKS_BASE_URL": batch_emulator.url, **variables})
@@ -353,18 +374,39 @@ def test_api_surprises(batch_emulator_factory, tmp_path, fixture_dir, change, fr
 # concurrency, secrets, files -------------------------------------------------------
 
 
-def test_second_process_is_refused(batch_emulator_factory, tmp_path, fixture_dir):
-    emu = batch_emulator_factory(latency=1.0)
-    args = run_args(emu, tmp_path, fixture_dir, "--limit", "20", cap=10)
-    first = spawn(args)
-    journal = tmp_path / "jobs" / "ans-model" / "journal.jsonl"
-    deadline = time.time() + 30
-    while not journal.exists() and time.time() < deadline:
-        time.sleep(0.02)
-    proc = run_cli(*args, env=env())
-    assert_one_line_error(proc, "being advanced by another process", f"pid {first.pid}")
-    assert first.wait(timeout=120) == 0
-    assert_no_duplicates(emu)
+def _holder(lock: Path) -> subprocess.Popen:
+    """Another process holding a run's lock (as one advancing it does), until killed."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys, time;"
+            " fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600);"
+            " fcntl.flock(fd, fcntl.LOCK_EX); os.write(fd, str(os.getpid()).encode());"
+            " print('held', flush=True); time.sleep(600)",
+            str(lock),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def test_second_process_is_refused(batch_emulator, tmp_path, fixture_dir):
+    args = run_args(batch_emulator, tmp_path, fixture_dir, "--limit", "2")
+    assert run_cli(*args, "--no-wait", env=env()).returncode == 3
+    holder = _holder(tmp_path / "jobs" / "ans-model" / ".lock")
+    try:
+        proc = run_cli(*args, env=env())
+    finally:
+        holder.kill()
+        holder.wait()
+    assert_one_line_error(proc, "being advanced by another process", f"pid {holder.pid}")
+    assert proc.returncode == 4
+    assert run_cli(*args, env=env()).returncode == 0  # once it has let go, the run goes on
+    assert_no_duplicates(batch_emulator)
 
 
 def test_key_never_written_or_printed_and_files_are_private(
@@ -372,7 +414,7 @@ def test_key_never_written_or_printed_and_files_are_private(
 ):
     emu = batch_emulator_factory(latency=0.05)
     outputs = []
-    proc = run_cli(*run_args(emu, tmp_path, fixture_dir, "--smoke"), env=env(), real=True)
+    proc = run_cli(*run_args(emu, tmp_path, fixture_dir, "--smoke"), env=env())
     assert proc.returncode == 0
     outputs.append(proc.stdout + proc.stderr)
     for cmd in (["status"], ["list"], ["status", "ans-model", "--json"]):
@@ -405,42 +447,37 @@ def test_plain_http_to_a_non_loopback_host_warns(batch_emulator_factory, tmp_pat
 
 
 def test_two_processes_creating_the_same_new_run_one_configuration_wins(
-    batch_emulator_factory, tmp_path, fixture_dir
+    batch_emulator, tmp_path, fixture_dir
 ):
-    """Started together with different judges: exactly one writes run.json, its run_id
-    is the one on every batch, and the other is refused with one line."""
-    emu = batch_emulator_factory(latency=0.5)
-    for trial in range(4):
-        base = tmp_path / f"t{trial}"
-        args = [run_args(emu, base, fixture_dir, "--smoke", "--no-wait") for _ in range(2)]
-        args[1][args[1].index("judge-model")] = "other-judge"
-        procs = [spawn(a, stdout=subprocess.PIPE) for a in args]
-        said = [p.communicate(timeout=60) for p in procs]
-        codes = [p.returncode for p in procs]
-        said = [out + err for out, err in said]
-        # The loser is refused (another configuration: exit 2), or, while the winner
-        # still holds the run it is creating, told that this tick has nothing to do
-        # (exit 0): the next tick compares the configurations.
-        assert sorted(codes) in ([2, 3], [0, 3]), (codes, said)
-        loser = said[codes.index(min(codes, key=lambda c: c == 3))]
-        lines = [x for x in loser.splitlines() if x.strip()]
-        lines = [x for x in lines if not x.startswith(("NEW", "RESUMING"))]
-        assert len(lines) == 1 and ("another configuration" in loser or "another process" in loser)
-        config = json.loads((base / "jobs" / "ans-model" / "run.json").read_text())
-        winner = "judge-model" if codes[0] == 3 else "other-judge"
-        assert config["judge_model"] == winner
-        run_ids = {
-            b["metadata"]["batchbench_run_id"]
-            for b in emu.ledger()["batches"]
-            if b["metadata"]["batchbench_run"] == "ans-model"
-            and b["input_file_id"] in _inputs_of(base)
-        }
-        assert run_ids == {config["run_id"]}
-
-
-def _inputs_of(base) -> set:
-    events = (base / "jobs" / "ans-model" / "journal.jsonl").read_text().splitlines()
-    return {json.loads(e)["file_id"] for e in events if '"ev":"uploaded"' in e}
+    """Two invocations of one new run with different judges, in both orders the lock
+    allows: the second after the first wrote run.json is refused (another configuration,
+    exit 2); the second while the first holds the run it is creating is told this tick has
+    nothing to do (--no-wait, exit 0) or refused (exit 4). One configuration wins."""
+    emu = batch_emulator
+    first = run_args(emu, tmp_path, fixture_dir, "--smoke", "--no-wait")
+    second = list(first)
+    second[second.index("judge-model")] = "other-judge"
+    # The first holds the new run's lock before it has written its config.
+    holder = _holder(tmp_path / "jobs" / "ans-model" / ".lock")
+    try:
+        tick = run_cli(*second, env=env())
+        plain = run_cli(*[a for a in second if a != "--no-wait"], env=env())
+    finally:
+        holder.kill()
+        holder.wait()
+    said = [x for x in tick.stdout.splitlines() if not x.startswith(("NEW", "RESUMING"))]
+    assert tick.returncode == 0 and len(said) == 1 and "another process" in said[0], tick.stdout
+    assert_one_line_error(plain, "being advanced by another process")
+    assert not (tmp_path / "jobs" / "ans-model" / "run.json").exists()
+    # The first writes its config; the second comes after.
+    assert run_cli(*first, env=env()).returncode == 3
+    late = run_cli(*second, env=env())
+    assert_one_line_error(late, "another configuration", "other-judge")
+    assert late.returncode == 2
+    config = json.loads((tmp_path / "jobs" / "ans-model" / "run.json").read_text())
+    assert config["judge_model"] == "judge-model"
+    run_ids = {b["metadata"]["batchbench_run_id"] for b in emu.ledger()["batches"]}
+    assert run_ids == {config["run_id"]}
 
 
 class _Fixed:
@@ -492,20 +529,30 @@ def _free_port() -> int:
     ],
     ids=["nothing-listens", "501", "html-200"],
 )
-def test_a_base_url_that_is_not_the_api_fails_fast(tmp_path, fixture_dir, answer, fragments):
+def test_a_base_url_that_is_not_the_api_fails_fast(clock, tmp_path, fixture_dir, answer, fragments):
     server = _Fixed(*answer) if answer else None
     url = server.base_url if server else f"http://127.0.0.1:{_free_port()}/v1"
     args = [
-        "run", "--answer-model", "a", "--judge-model", "j", "--dataset", str(fixture_dir),
-        "--jobs-dir", str(tmp_path / "jobs"), "--base-url", url, "--smoke",
-    ]  # fmt: skip
-    started = time.monotonic()
+        "run",
+        "--answer-model",
+        "a",
+        "--judge-model",
+        "j",
+        "--dataset",
+        str(fixture_dir),
+        "--jobs-dir",
+        str(tmp_path / "jobs"),
+        "--base-url",
+        url,
+        "--smoke",
+    ]
+    started = clock.time()
     proc = run_cli(*args, env=env())
-    elapsed = time.monotonic() - started
+    waited = clock.time() - started  # what the command spent waiting to retry
     if server:
         server.close()
     assert_one_line_error(proc, *fragments)
-    assert proc.returncode == 5 and elapsed < 60, (proc.returncode, elapsed)
+    assert proc.returncode == 5 and waited == 0, (proc.returncode, waited)  # never retried
     assert not (tmp_path / "jobs").exists()  # found out before anything was created
 
 

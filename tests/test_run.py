@@ -1,4 +1,4 @@
-"""`batchbench run` end to end: the real CLI as a subprocess, the emulator over HTTP."""
+"""`batchbench run` end to end: the CLI on the test's clock, the emulator over HTTP."""
 
 from __future__ import annotations
 
@@ -12,109 +12,25 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from pathlib import Path
 
-import plain_reference
 import pytest
-from conftest import REPO, assert_one_line_error, run_cli
-from crash_harness import duplicates
+from support import reference as plain_reference
+from support.cli import REPO, assert_one_line_error, run_cli
+from support.runs import (
+    ERROR_KEYS,
+    KEY,
+    ROW_KEYS,
+    assert_no_duplicates,
+    cancel_cli,
+    env,
+    http_config,
+    journal,
+    judge_replies,
+    rows_of,
+    run_args,
+)
 
-pytest_plugins = ["batchbench.emulator.pytest_plugin"]
-
-KEY = "sk-test-marker-7f3a9c"
-ROW_KEYS = [
-    "protocol_version",
-    "case_id",
-    "benchmark",
-    "grading_method",
-    "answer_model",
-    "judge_model",
-    "answer_reasoning_effort",
-    "answer_temperature",
-    "judge_temperature",
-    "started_at",
-    "finished_at",
-    "elapsed_seconds",
-    "answer",
-    "decisions",
-    "score",
-    "score_components",
-]
-ERROR_KEYS = [*ROW_KEYS[:6], "finished_at", "error"]
-
-
-def run_args(emu, tmp_path, fixture_dir, *extra, cap=40):
-    """A run named ans-model (smoke or not) in tmp_path/jobs, against the emulator."""
-    return [
-        "run",
-        "--run",
-        "ans-model",
-        "--answer-model",
-        "ans-model",
-        "--judge-model",
-        "judge-model",
-        "--jobs-dir",
-        str(tmp_path / "jobs"),
-        "--dataset",
-        str(fixture_dir),
-        "--base-url",
-        emu.base_url,
-        "--poll-interval",
-        "0.05",
-        "--max-requests-per-batch",
-        str(cap),
-        *extra,
-    ]
-
-
-def env():
-    return {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": ""}
-
-
-def cancel_cli(emu, tmp_path: Path):
-    """``batchbench cancel ans-model`` for a run made with :func:`run_args`."""
-    return run_cli(
-        "cancel",
-        "ans-model",
-        "--jobs-dir",
-        str(tmp_path / "jobs"),
-        "--base-url",
-        emu.base_url,
-        env=env(),
-    )
-
-
-def rows_of(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def journal(run_dir: Path) -> list[dict]:
-    return [json.loads(x) for x in (run_dir / "journal.jsonl").read_text().splitlines()]
-
-
-def judge_replies(run_dir: Path) -> dict[str, dict[str, bool]]:
-    """The decisions the emulator returned, read back from the raw judge files."""
-    out = {}
-    for path in (run_dir / "raw").glob("*.jsonl"):
-        for line in path.read_text().splitlines():
-            rec = json.loads(line)
-            if not rec.get("custom_id", "").startswith("judge:") or rec["error"] is not None:
-                continue
-            if rec["response"]["status_code"] != 200:
-                continue
-            content = rec["response"]["body"]["choices"][0]["message"]["content"]
-            try:
-                reply = json.loads(content)
-                decisions = {d["item_id"]: d["matched"] for d in reply["decisions"]}
-            except (ValueError, KeyError, TypeError):
-                continue
-            out[rec["custom_id"].split(":")[1]] = decisions
-    return out
-
-
-def assert_no_duplicates(emu) -> None:
-    subs, lines = duplicates(emu.ledger())
-    assert subs == [] and lines == [], (subs, lines)
+from batchbench.emulator import SystemClock
 
 
 def test_full_run_on_the_public_split(batch_emulator_factory, tmp_path, dataset_dir, dataset):
@@ -288,7 +204,9 @@ def test_retries_temperature_and_invalid_judges(
     assert max(judge_runs.values()) <= 4
 
 
-def test_no_wait_status_and_resume(batch_emulator_factory, tmp_path, fixture_dir, fixture_dataset):
+def test_no_wait_status_and_resume(
+    batch_emulator_factory, clock, tmp_path, fixture_dir, fixture_dataset
+):
     smoke = len(fixture_dataset.benchmarks)  # one case per benchmark
     emu = batch_emulator_factory(latency=0.5)
     args = run_args(emu, tmp_path, fixture_dir, "--smoke", "--no-wait", cap=4)
@@ -300,12 +218,12 @@ def test_no_wait_status_and_resume(batch_emulator_factory, tmp_path, fixture_dir
     assert len(data["batches"]) == math.ceil(smoke / 4)  # answers only, 4 to a file
     listing = run_cli("list", "--jobs-dir", str(tmp_path / "jobs"))
     assert re.search(r"^ans-model\s+\S+ \S+\s+in progress\s", listing.stdout, re.M)
-    for _ in range(100):
+    ticks = 0
+    while proc.returncode == 3 and ticks < 20:  # cron: a tick, some time, another tick
+        clock.advance(0.2)
         proc = run_cli(*args, env=env())
-        if proc.returncode != 3:
-            break
-        time.sleep(0.2)
-    assert proc.returncode == 0, proc.stderr
+        ticks += 1
+    assert proc.returncode == 0 and ticks > 1, proc.stderr
     data = json.loads(run_cli("status", "--jobs-dir", str(tmp_path / "jobs"), "--json").stdout)
     assert data[0]["status"] == "complete" and data[0]["cases"]["scored"] == smoke
     assert_no_duplicates(emu)
@@ -348,55 +266,6 @@ def test_cancel_then_resume(batch_emulator_factory, tmp_path, fixture_dir):
     assert_no_duplicates(emu)
 
 
-def http_config(emu, **settings):
-    import urllib.request
-
-    req = urllib.request.Request(
-        emu.url + "/_emulator/config", method="POST", data=json.dumps(settings).encode()
-    )
-    urllib.request.urlopen(req, timeout=10).read()
-
-
-def _spawn(args):
-    return subprocess.Popen(
-        [sys.executable, "-m", "batchbench", *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, **env()},
-        cwd=REPO,
-    )
-
-
-def test_killed_and_restarted_run_pays_once(
-    batch_emulator_factory, tmp_path, fixture_dir, fixture_dataset
-):
-    emu = batch_emulator_factory(latency=0.3)
-    args = run_args(emu, tmp_path, fixture_dir, cap=8)
-    journal_path = tmp_path / "jobs" / "ans-model" / "journal.jsonl"
-    kills = 0
-    for wanted in ("created", "batch", "downloaded", "collected"):
-        proc = _spawn(args)
-        deadline = time.time() + 60
-        while time.time() < deadline and proc.poll() is None:
-            # The process may be mid-append: only whole lines count.
-            whole = journal_path.read_text().split("\n")[:-1] if journal_path.exists() else []
-            if any(f'"ev":"{wanted}"' in x and "judges" in x for x in whole[-5:]):
-                break
-            time.sleep(0.01)
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-            kills += 1
-        proc.wait()
-    assert kills == 4  # killed at each moment: the run could not have ended before it
-    proc = run_cli(*args, env=env())
-    assert proc.returncode == 0, proc.stderr
-    rows = rows_of(tmp_path / "jobs" / "ans-model" / "results.jsonl")
-    n = len(fixture_dataset.cases)
-    assert len(rows) == n and len({r["case_id"] for r in rows}) == n
-    assert_no_duplicates(emu)
-
-
 def test_missing_key_is_a_clear_error(tmp_path, fixture_dir):
     proc = run_cli(
         "run",
@@ -410,14 +279,13 @@ def test_missing_key_is_a_clear_error(tmp_path, fixture_dir):
         str(fixture_dir),
         "--smoke",
         env={"OPENAI_API_KEY": "", "OPENAI_ACCESS_TOKEN": ""},
-        real=True,
     )
     assert_one_line_error(proc, "OPENAI_API_KEY")
     assert not (tmp_path / "jobs").exists()
 
 
 def test_demo_runs_the_sample():
-    proc = run_cli("demo", timeout=120, real=True)
+    proc = run_cli("demo")
     assert proc.returncode == 0, proc.stderr
     assert "overall (macro)" in proc.stdout and "completed 12  errors 0" in proc.stdout
 
@@ -433,7 +301,8 @@ def test_key_variables(batch_emulator_factory, tmp_path, fixture_dir, variable):
 
 
 def test_ctrl_c_is_a_clean_exit(batch_emulator_factory, tmp_path, fixture_dir):
-    emu = batch_emulator_factory(latency=30)
+    """A real process and a real SIGINT, whenever it lands (nothing finishes in 30 s)."""
+    emu = batch_emulator_factory(latency=30, clock=SystemClock())
     proc = subprocess.Popen(
         [sys.executable, "-m", "batchbench", *run_args(emu, tmp_path, fixture_dir, "--smoke")],
         stdout=subprocess.PIPE,
@@ -457,23 +326,24 @@ def test_ctrl_c_is_a_clean_exit(batch_emulator_factory, tmp_path, fixture_dir):
 def test_delete_remote_files_once_collected(
     batch_emulator_factory, tmp_path, fixture_dir, fixture_dataset
 ):
-    files = math.ceil(len(fixture_dataset.benchmarks) / 4)  # request files a stage
+    n_files = math.ceil(len(fixture_dataset.benchmarks) / 4)  # request files a stage
     emu = batch_emulator_factory(latency=0.05)
     proc = run_cli(
         *run_args(emu, tmp_path, fixture_dir, "--smoke", cap=4), "--delete-remote-files", env=env()
     )
     assert proc.returncode == 0, proc.stderr
-    assert emu.store.files == {}  # inputs, outputs and error files all gone from the server
+    assert emu.face("openai").book.files == {}  # inputs, outputs, error files: all gone
     raw = list((tmp_path / "jobs" / "ans-model" / "raw").iterdir())
-    assert len(raw) == 2 * files  # the run folder keeps every output file
+    assert len(raw) == 2 * n_files  # the run folder keeps every output file
     copy = tmp_path / "again"
     proc = run_cli(*run_args(emu, copy, fixture_dir, "--smoke", cap=4), env=env())
-    assert proc.returncode == 0 and len(emu.store.files) == 4 * files  # kept without the flag
+    kept = emu.face("openai").book.files
+    assert proc.returncode == 0 and len(kept) == 4 * n_files  # kept without the flag
 
 
 def test_run_needs_a_dataset_and_never_falls_back_to_the_sample(tmp_path, fixture_dir):
     base = ["run", "--answer-model", "a", "--judge-model", "j", "--jobs-dir", str(tmp_path / "j")]
-    proc = run_cli(*base, env={"OPENAI_API_KEY": KEY, "BATCHBENCH_DATASET": ""}, real=True)
+    proc = run_cli(*base, env={"OPENAI_API_KEY": KEY, "BATCHBENCH_DATASET": ""})
     assert_one_line_error(proc, "--dataset", "BATCHBENCH_DATASET")
     assert not (tmp_path / "j").exists()
     # The variable stands for the option (a dry run: no key, no call, nothing written).

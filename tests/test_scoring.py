@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import random
 
-import plain_reference
+from support import reference as plain_reference
 
 from batchbench.decisions import judge_decisions
 from batchbench.scoring import rubric_frame, score_joined, score_records

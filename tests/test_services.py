@@ -13,10 +13,8 @@ import shutil
 import subprocess
 import sys
 
-from conftest import FIXTURE, assert_one_line_error, run_cli
-from test_run import KEY, run_args
-
-pytest_plugins = ["batchbench.emulator.pytest_plugin"]
+from support.cli import FIXTURE, assert_one_line_error, run_cli
+from support.runs import KEY, run_args
 
 
 def no_url_env() -> dict[str, str]:

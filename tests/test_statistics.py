@@ -13,16 +13,15 @@ import statistics
 from collections import Counter
 from pathlib import Path
 
-import plain_reference
 import pytest
-from conftest import FIXTURE, assert_one_line_error, run_cli
-from test_run import KEY, rows_of
+from support import reference as plain_reference
+from support.cli import FIXTURE, assert_one_line_error, run_cli
+from support.runs import KEY, rows_of
 
 from batchbench import stats
 from batchbench.dataset import load_dataset
 from batchbench.emulator.model import default_content, is_judge_request, judged_answer
 
-pytest_plugins = ["batchbench.emulator.pytest_plugin"]
 DATASET = FIXTURE / "dataset"
 
 
@@ -78,9 +77,19 @@ def test_compare_reports_se_mde_p_holm_margin_and_small_n(tmp_path):
     base = golden("full")
     made = {"base": base, "near": variant(base, "near", 9, 1), "far": variant(base, "far", 3, 2)}
     files = [write(tmp_path / f"{n}.jsonl", rows) for n, rows in made.items()]
-    proc = run_cli("compare", *map(str, files), "--dataset", str(DATASET), "--json",
-                   "--bootstrap-samples", "500", "--bootstrap-seed", "3",
-                   "--margin", "0.05")  # fmt: skip
+    proc = run_cli(
+        "compare",
+        *map(str, files),
+        "--dataset",
+        str(DATASET),
+        "--json",
+        "--bootstrap-samples",
+        "500",
+        "--bootstrap-seed",
+        "3",
+        "--margin",
+        "0.05",
+    )
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
     expected_p = []
@@ -99,8 +108,16 @@ def test_compare_reports_se_mde_p_holm_margin_and_small_n(tmp_path):
         expected_p.append(want["overall"]["p_value"])
     holm = plain_reference.holm(expected_p)
     assert [c["overall"]["p_holm"] for c in got["comparisons"]] == holm
-    text = run_cli("compare", *map(str, files), "--dataset", str(DATASET), "--margin", "0.05",
-                   "--bootstrap-samples", "500").stdout  # fmt: skip
+    text = run_cli(
+        "compare",
+        *map(str, files),
+        "--dataset",
+        str(DATASET),
+        "--margin",
+        "0.05",
+        "--bootstrap-samples",
+        "500",
+    ).stdout
     assert "non-inferiority at margin 0.05" in text and "not to be trusted" in text
     assert "MDE80" in text and "Holm" in text
 
@@ -110,8 +127,9 @@ def test_the_report_shows_se_mde_p_holm_and_the_verdicts_of_each_comparison(tmp_
     made = {"base": base, "near": variant(base, "near", 9, 1), "far": variant(base, "far", 3, 2)}
     files = [write(tmp_path / f"{n}.jsonl", rows) for n, rows in made.items()]
     page = tmp_path / "r.html"
-    proc = run_cli("report", *map(str, files), "--dataset", str(DATASET), "-o", str(page),
-                   "--margin", "0.05")  # fmt: skip
+    proc = run_cli(
+        "report", *map(str, files), "--dataset", str(DATASET), "-o", str(page), "--margin", "0.05"
+    )
     assert proc.returncode == 0, proc.stderr
     text = page.read_text()
     wants = {}
@@ -150,8 +168,22 @@ def test_plan_from_a_hand_made_pilot(tmp_path):
     base = golden("full")
     other = variant(base, "other", 3, 8)
     a, b = write(tmp_path / "a.jsonl", base), write(tmp_path / "b.jsonl", other)
-    got = json.loads(run_cli("plan", str(a), str(b), "--dataset", str(DATASET), "--mde", "0.03",
-                             "--power", "0.9", "--alpha", "0.01", "--json").stdout)  # fmt: skip
+    got = json.loads(
+        run_cli(
+            "plan",
+            str(a),
+            str(b),
+            "--dataset",
+            str(DATASET),
+            "--mde",
+            "0.03",
+            "--power",
+            "0.9",
+            "--alpha",
+            "0.01",
+            "--json",
+        ).stdout
+    )
     ab, bb = by_benchmark(base, other)
     sds = [statistics.stdev([x - y for x, y in zip(ab[n], bb[n])]) for n in sorted(ab)]
     z = statistics.NormalDist().inv_cdf(1 - 0.01 / 2) + statistics.NormalDist().inv_cdf(0.9)
@@ -176,9 +208,11 @@ def test_plan_refuses_targets_it_cannot_count_and_takes_labels(tmp_path):
     argv = ["plan", str(a), str(b), "--dataset", str(DATASET)]
     assert_one_line_error(run_cli(*argv, "--mde", "0.02"), "--label")
     argv += ["--label", "base", "--label", "other"]
-    for options, culprit in ((["--mde", "1e-300"], "--mde 1e-300"),
-                             (["--mde", "0.02", "--power", "0.01", "--alpha", "0.9"], "0.01"),
-                             (["--mde", "0.02", "--alpha", "nan"], "--alpha nan")):  # fmt: skip
+    for options, culprit in (
+        (["--mde", "1e-300"], "--mde 1e-300"),
+        (["--mde", "0.02", "--power", "0.01", "--alpha", "0.9"], "0.01"),
+        (["--mde", "0.02", "--alpha", "nan"], "--alpha nan"),
+    ):
         proc = run_cli(*argv, *options)
         assert proc.returncode == 2
         assert_one_line_error(proc, culprit)
@@ -250,9 +284,25 @@ def test_judge_passes_measure_the_judge_and_keep_the_reference_rows(
 ):
     noisy_judge.calls.clear()
     emu = batch_emulator_factory(responder=noisy_judge)
-    args = ["run", "--answer-model", "gpt-4o-mini", "--judge-model", "gpt-4.1", "--dataset",
-            str(DATASET), "--jobs-dir", str(tmp_path / "jobs"), "--base-url", emu.base_url,
-            "--poll-interval", "0.05", "--limit", "20", "--judge-passes", "3"]  # fmt: skip
+    args = [
+        "run",
+        "--answer-model",
+        "gpt-4o-mini",
+        "--judge-model",
+        "gpt-4.1",
+        "--dataset",
+        str(DATASET),
+        "--jobs-dir",
+        str(tmp_path / "jobs"),
+        "--base-url",
+        emu.base_url,
+        "--poll-interval",
+        "0.05",
+        "--limit",
+        "20",
+        "--judge-passes",
+        "3",
+    ]
     env = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": ""}
     dry = json.loads(run_cli(*args, "--dry-run", "--json").stdout)
     assert dry["stages"]["judges"]["requests"] == 60  # K requests per answer, priced
@@ -278,18 +328,30 @@ def test_judge_passes_measure_the_judge_and_keep_the_reference_rows(
         assert row["score"] == plain_reference.score_case(cases[case], matched)[0]
     for case, row in results.items():
         assert row["decisions"] == passes[(case, 1)]["decisions"]
-    summary = run_cli("summarize", str(run / "results.jsonl"), "--dataset", str(DATASET),
-                      "--limit", "20", "-o", str(tmp_path / "s.json"))  # fmt: skip
+    summary = run_cli(
+        "summarize",
+        str(run / "results.jsonl"),
+        "--dataset",
+        str(DATASET),
+        "--limit",
+        "20",
+        "-o",
+        str(tmp_path / "s.json"),
+    )
     assert summary.returncode == 0
     own = json.loads((run / "results.summary.json").read_text())
     again = json.loads((tmp_path / "s.json").read_text())
     assert {k: v for k, v in own.items() if k not in ("started_at", "finished_at")} == {
-        k: v for k, v in again.items() if k not in ("started_at", "finished_at")}  # fmt: skip
+        k: v for k, v in again.items() if k not in ("started_at", "finished_at")
+    }
     # The noise, recomputed plainly.
     noise = json.loads((run / "judge_noise.json").read_text())
     order = [c for c in cases if c in results]
-    verdicts = [[passes[(c, p)]["decisions"][i]["matched"] for p in (1, 2, 3)]
-                for c in order for i in range(len(cases[c]["rubric_items"]))]  # fmt: skip
+    verdicts = [
+        [passes[(c, p)]["decisions"][i]["matched"] for p in (1, 2, 3)]
+        for c in order
+        for i in range(len(cases[c]["rubric_items"]))
+    ]
     assert noise["passes"] == 3 and noise["cases"] == 20 and noise["items"] == len(verdicts)
     assert noise["item_agreement"] == sum(len(set(v)) == 1 for v in verdicts) / len(verdicts)
     assert 0 < noise["item_agreement"] < 1
@@ -299,7 +361,8 @@ def test_judge_passes_measure_the_judge_and_keep_the_reference_rows(
     grouped: dict = {}
     for c in order:
         grouped.setdefault(cases[c]["benchmark"], []).append(
-            [passes[(c, p)]["score"] for p in (1, 2, 3)])  # fmt: skip
+            [passes[(c, p)]["score"] for p in (1, 2, 3)]
+        )
     assert noise["overall_ci95_with_judge"] == plain_two_level(grouped, 10_000, 42)
     jobs = ["--jobs-dir", str(tmp_path / "jobs")]
     assert "judge noise over 3 passes" in run_cli("status", "gpt-4o-mini", *jobs).stdout
@@ -312,12 +375,25 @@ def test_plan_prices_the_cases_at_the_pilots_batch_cost_per_case(batch_emulator,
     jobs = ["--jobs-dir", str(tmp_path / "jobs")]
     env = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": ""}
     for model in ("gpt-4o-mini", "gpt-4.1"):
-        proc = run_cli("run", "--answer-model", model, "--judge-model", "gpt-4.1", "--dataset",
-                       str(DATASET), *jobs, "--base-url", batch_emulator.base_url,
-                       "--poll-interval", "0.05", env=env)  # fmt: skip
+        proc = run_cli(
+            "run",
+            "--answer-model",
+            model,
+            "--judge-model",
+            "gpt-4.1",
+            "--dataset",
+            str(DATASET),
+            *jobs,
+            "--base-url",
+            batch_emulator.base_url,
+            "--poll-interval",
+            "0.05",
+            env=env,
+        )
         assert proc.returncode == 0, proc.stderr
-    got = json.loads(run_cli("plan", "gpt-4o-mini", "gpt-4.1", *jobs, "--mde", "0.05",
-                             "--json").stdout)  # fmt: skip
+    got = json.loads(
+        run_cli("plan", "gpt-4o-mini", "gpt-4.1", *jobs, "--mde", "0.05", "--json").stdout
+    )
     per_case = []
     for model in ("gpt-4o-mini", "gpt-4.1"):
         status = json.loads(run_cli("status", model, *jobs, "--json").stdout)

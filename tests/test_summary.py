@@ -7,9 +7,9 @@ import json
 import random
 import shutil
 
-import plain_reference
 import pytest
-from conftest import REPO, assert_one_line_error, run_cli
+from support import reference as plain_reference
+from support.cli import REPO, assert_one_line_error, run_cli
 
 from batchbench import summarize
 from batchbench.dataset import select_cases
@@ -39,7 +39,7 @@ def test_cli_writes_byte_identical_summary(tmp_path, golden_set, name, smoke):
     results = tmp_path / f"{name}.jsonl"
     shutil.copy(golden_dir / f"{name}.jsonl", results)
     args = ["summarize", str(results), "--dataset", str(dataset_dir)]
-    proc = run_cli(*args, *(["--smoke"] if smoke else []), real=True)
+    proc = run_cli(*args, *(["--smoke"] if smoke else []))
     assert proc.returncode == 0, proc.stderr
     written = (tmp_path / f"{name}.summary.json").read_bytes()
     assert written == (golden_dir / f"{name}.summary.json").read_bytes()
@@ -263,9 +263,13 @@ def test_a_bootstrap_that_would_not_fit_in_memory_is_refused(tmp_path):
     results = tmp_path / "r.jsonl"
     results.write_text(_dump(_golden_rows()))
     proc = run_cli(
-        "summarize", str(results), "--dataset", str(FIXTURE / "dataset"),
-        "--bootstrap-samples", str(10**7),
-    )  # fmt: skip
+        "summarize",
+        str(results),
+        "--dataset",
+        str(FIXTURE / "dataset"),
+        "--bootstrap-samples",
+        str(10**7),
+    )
     assert_one_line_error(proc, "--bootstrap-samples 10000000", "fit in memory")
 
 

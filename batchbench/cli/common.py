@@ -14,6 +14,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from ..clock import SYSTEM, Clock
 from ..errors import BatchbenchError, InvariantError, StorageError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -43,6 +44,14 @@ class Group(TyperGroup):
         if option is not None:
             option.metavar = ""
         return option
+
+
+def clock_of(ctx: typer.Context | None) -> Clock:
+    """The clock the caller gave the command (tests give the emulator's fake one through
+    ``obj={"clock": ...}``), else real time."""
+    obj = ctx.obj if ctx is not None else None
+    found = obj.get("clock") if isinstance(obj, dict) else None
+    return found if found is not None else SYSTEM
 
 
 def warn(line: str) -> None:

@@ -33,6 +33,7 @@ def finish_run(
     temporary: bool = False,
     error: str | None = None,
     note: str | None = None,
+    now: float | None = None,
 ) -> int:
     """Print where the run stands after this invocation's work; its exit status."""
     from ..status import cost_line, errors_line, run_status, status_text
@@ -51,7 +52,7 @@ def finish_run(
             typer.echo(errors_line(status["errors_by_cause"]))
         typer.echo(cost_line(status["cost"]))
     else:
-        typer.echo(status_text(status))
+        typer.echo(status_text(status, now))
     if error is not None:
         typer.echo(f"{run.name}: stopped: {error}")
     if temporary:

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from ..rundir import default_name
-from .common import SAMPLE_DATASET, DatasetOpt, friendly, warn
+from .common import SAMPLE_DATASET, DatasetOpt, clock_of, friendly, warn
 from .finish import finish_run, print_dry_run
 
 SELECTION, MODELS, API, BUDGET, ADVANCED = "Selection", "Models", "API", "Budget", "Advanced"
@@ -17,6 +17,7 @@ SELECTION, MODELS, API, BUDGET, ADVANCED = "Selection", "Models", "API", "Budget
 
 @friendly
 def demo(
+    ctx: typer.Context,
     jobs_dir: Annotated[
         Path | None,
         typer.Option(metavar="DIR", help="Keep the demo run here (default: a temporary folder)."),
@@ -45,7 +46,8 @@ def demo(
     from ..progress import Progress
 
     os.environ.setdefault("FIREWORKS_ACCOUNT_ID", "demo")  # the emulator's, for a Fireworks model
-    with tempfile.TemporaryDirectory() as tmp, Emulator(latency=0.3) as emu:
+    clock = clock_of(ctx)
+    with tempfile.TemporaryDirectory() as tmp, Emulator(latency=0.3, clock=clock) as emu:
         typer.echo(f"emulator on {emu.url}; simulated models {answer_model} and sim-judge")
         options = RunOptions(
             answer_model=answer_model,
@@ -56,17 +58,19 @@ def demo(
             base_urls={p: url for p, url in emu.base_urls.items() if p in PROVIDERS},
             credentials=dict.fromkeys(PROVIDERS, "demo-key-not-secret"),
             settings=Settings(max_requests_per_batch=5, poll_interval=0.2),
+            clock=clock,
         )
         if jobs_dir is None:
             typer.echo("(the run lives in a temporary folder; pass --jobs-dir to keep it)")
-        with Progress() as progress:
+        with Progress(clock=clock) as progress:
             outcome = execute(options, say=typer.echo, warn=warn, on_progress=progress)
-        code = finish_run(*outcome, temporary=jobs_dir is None)
+        code = finish_run(*outcome, temporary=jobs_dir is None, now=clock.time())
         raise typer.Exit(code)
 
 
 @friendly
 def run(
+    ctx: typer.Context,
     answer_model: Annotated[
         list[str],
         typer.Option(
@@ -331,6 +335,7 @@ def run(
             max_enqueued_tokens=max_enqueued_tokens,
             delete_remote_files=delete_remote_files,
         ),
+        clock=clock_of(ctx),
     ).check()
     models = list(dict.fromkeys(answer_model))
     group = [
@@ -344,9 +349,14 @@ def run(
         return
     from ..progress import Progress
 
-    with Progress() as progress:
+    with Progress(clock=options.clock) as progress:
         results = execute_group(group, say=typer.echo, warn=warn, on_progress=progress)
-    codes = [finish_run(r.run, r.summary, r.complete, error=r.error, note=r.note) for r in results]
+    codes = [
+        finish_run(
+            r.run, r.summary, r.complete, error=r.error, note=r.note, now=options.clock.time()
+        )
+        for r in results
+    ]
     raise typer.Exit(3 if 3 in codes else max(codes))
 
 

@@ -7,11 +7,12 @@ from typing import Annotated
 
 import typer
 
-from .common import JobsDirOpt, friendly, warn
+from .common import JobsDirOpt, clock_of, friendly, warn
 
 
 @friendly
 def status(
+    ctx: typer.Context,
     names: Annotated[
         list[str] | None,
         typer.Argument(metavar="[RUN]...", help="Run names (default: every run)."),
@@ -55,7 +56,9 @@ def status(
         from ..control import refresh_status  # the SDKs only when the API is asked
 
         for run in runs:
-            lines, journaled = refresh_status(jobs_dir, run.name, base_url, warn=warn)
+            lines, journaled = refresh_status(
+                jobs_dir, run.name, base_url, warn=warn, clock=clock_of(ctx)
+            )
             for line in lines or ["no batch in flight"]:
                 typer.echo(f"live: {run.name}: {line}")
             if lines and not journaled:
@@ -68,7 +71,8 @@ def status(
     elif not statuses:
         typer.echo(f"no runs in {jobs_dir.resolve()}")
     else:
-        typer.echo("\n".join(status_text(s) for s in statuses))
+        now = clock_of(ctx).time()
+        typer.echo("\n".join(status_text(s, now) for s in statuses))
 
 
 @friendly
@@ -98,6 +102,7 @@ def list_command(
 
 @friendly
 def cancel(
+    ctx: typer.Context,
     names: Annotated[list[str], typer.Argument(metavar="RUN...", help="Run names.")],
     jobs_dir: JobsDirOpt = Path("jobs"),
     base_url: Annotated[
@@ -112,5 +117,5 @@ def cancel(
     from ..control import cancel_run
 
     for name in names:
-        cancelled = cancel_run(jobs_dir, name, base_url, warn=warn)
+        cancelled = cancel_run(jobs_dir, name, base_url, warn=warn, clock=clock_of(ctx))
         typer.echo(f"{name}: cancelled {len(cancelled)} batch(es): {' '.join(cancelled) or '-'}")

@@ -3,7 +3,7 @@
 It is a stand-in for services we do not control, so it shares no code with
 the pipeline: a shared helper would let one bug hide on both sides.
 
-    from batchbench.emulator import Emulator
+    from batchbench.emulator import Emulator, FakeClock
     with Emulator(latency=0.05) as emu:
         client = openai.OpenAI(api_key="test", base_url=emu.base_url)
 
@@ -16,17 +16,30 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .clock import Clock, FakeClock, SystemClock
+    from .hub import Faults
     from .model import judge_matches, load_responder
-    from .server import Faults
     from .service import Emulator, serve
 
-__all__ = ["Emulator", "Faults", "judge_matches", "load_responder", "serve"]
+__all__ = [
+    "Clock",
+    "Emulator",
+    "FakeClock",
+    "Faults",
+    "SystemClock",
+    "judge_matches",
+    "load_responder",
+    "serve",
+]
 _HOMES = {
+    "Clock": "clock",
     "Emulator": "service",
-    "serve": "service",
-    "Faults": "server",
+    "FakeClock": "clock",
+    "Faults": "hub",
+    "SystemClock": "clock",
     "judge_matches": "model",
     "load_responder": "model",
+    "serve": "service",
 }
 
 

@@ -1,14 +1,21 @@
-"""The real service's bad days, from reports (``../shared/spec/batch-api.md`` §4), as
-fault modes a rehearsal can switch on: ``batchbench emulator --anomaly NAME[=RATE]``."""
+"""The real services' bad days, from reports (``../shared/spec/batch-api.md`` §4 and
+``provider-batch-apis.md``), as fault modes a rehearsal can switch on:
+``batchbench emulator --anomaly NAME[=RATE]``.
+
+Whether an anomaly strikes is a seeded decision about the object it strikes (a
+batch, a line, a poll), never a draw from a shared stream: the same run meets
+the same bad day however often it polls.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
+from .core import Store
+
 # name → (what happens, the rate or factor used when none is given)
-ANOMALIES = {
+ANOMALIES: dict[str, tuple[str, float]] = {
     "status-zero": (
         "some successful lines land in the error file with status_code 0, while the"
         " counts say completed",
@@ -27,6 +34,26 @@ ANOMALIES = {
         1.0,
     ),
     "stuck-pending": ("Gemini: a job never leaves PENDING (a share of jobs)", 0.5),
+    "ended-before-results": (
+        "Anthropic: a batch says ended a while before its results_url is set; Fireworks: a job"
+        " says COMPLETED before its output dataset exists (a share)",
+        1.0,
+    ),
+    "not-found-after-create": (
+        "Anthropic: a batch answers 404 for a while right after its create and right after it"
+        " ends, then is found again (anthropic-sdk-python#1432; a share of batches)",
+        1.0,
+    ),
+    "wrong-keys": (
+        "Gemini: some replies come back under another line's key (python-genai#1909; a share"
+        " of jobs)",
+        1.0,
+    ),
+    "empty-results": (
+        "a batch ends with its counts saying every line succeeded, but its results file is"
+        " empty (a share of batches)",
+        1.0,
+    ),
 }
 
 
@@ -45,16 +72,17 @@ SERVER_ERROR: dict[str, Any] = {
 
 
 def damage_results(
-    out_lines: list[str], err_lines: list[str], roll: Callable[[str], bool]
+    out_lines: list[str], err_lines: list[str], store: Store, batch_id: str
 ) -> tuple[list[str], list[str]]:
-    """status-zero and missing-lines, applied to a finished batch's result lines."""
+    """status-zero and missing-lines, on an ended batch's result lines."""
     kept = []
     for line in out_lines:
-        if roll("status-zero"):  # the counts still say this line completed
-            record = json.loads(line)
+        record = json.loads(line)
+        key = f"{batch_id}/{record.get('custom_id')}"
+        if store.anomaly("status-zero", key):  # the counts still say this line completed
             record["response"] = {"status_code": 0, "request_id": None, "body": None}
             err_lines = [*err_lines, json.dumps(record)]
-        elif not roll("missing-lines"):
+        elif not store.anomaly("missing-lines", key):
             kept.append(line)
     return kept, err_lines
 

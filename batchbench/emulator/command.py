@@ -70,12 +70,26 @@ def emulator_command(
         str | None,
         typer.Option(help="Accept only this bearer token (default: any).", metavar="KEY"),
     ] = None,
-    unknown_model: Annotated[
+    model: Annotated[
         list[str] | None,
         typer.Option(
-            help="A model GET /v1/models/{id} answers 404 for (repeatable).", metavar="MODEL"
+            help="A model name every face knows, besides the price table's and the simulated"
+            " ones (sim-answer, claude-sim...); repeatable.",
+            metavar="NAME",
         ),
     ] = None,
+    unknown_model: Annotated[
+        list[str] | None,
+        typer.Option(help="A model answered as unknown anyway (repeatable).", metavar="MODEL"),
+    ] = None,
+    judge_noise: Annotated[
+        float,
+        typer.Option(
+            help="Share of the simulated judge's verdicts flipped (seeded per line and item),"
+            " so --judge-passes can be rehearsed.",
+            metavar="RATE",
+        ),
+    ] = 0.0,
     anomaly: Annotated[
         list[str] | None,
         typer.Option(
@@ -87,7 +101,7 @@ def emulator_command(
         ),
     ] = None,
 ) -> None:
-    """Serve a loopback OpenAI Batch API (files, batches, lifecycle, faults) until Ctrl-C.
+    """Serve the providers' batch APIs on one loopback port (every face) until Ctrl-C.
 
     Example: batchbench emulator --port 8765 --latency 2 --fault-rate 0.1
     """
@@ -103,9 +117,15 @@ def emulator_command(
     ):
         if not math.isfinite(seconds) or seconds < 0:
             fail(f"--{name} must be a finite number of seconds, at least 0; got {seconds}")
-    for name, rate in (("fault", fault_rate), ("slow", slow_rate), ("truncate", truncate_rate)):
+    rates = (
+        ("fault-rate", fault_rate),
+        ("slow-rate", slow_rate),
+        ("truncate-rate", truncate_rate),
+        ("judge-noise", judge_noise),
+    )
+    for name, rate in rates:
         if not 0 <= rate <= 1:
-            fail(f"--{name}-rate must be between 0 and 1, got {rate}")
+            fail(f"--{name} must be between 0 and 1, got {rate}")
     try:
         fn = load_responder(responder) if responder else None
     except ValueError as exc:
@@ -129,8 +149,11 @@ def emulator_command(
             enqueued_token_limit=enqueued_token_limit,
             api_key=api_key,
             unknown_models=unknown_model or (),
+            models=model or (),
             anomalies=anomalies,
+            judge_noise=judge_noise,
         )
     except OSError as exc:
-        fail(f"cannot listen on {host}:{port}: {exc.strerror}")
+        hint = "; choose another with --port (0 picks a free one)" if exc.errno == 98 else ""
+        fail(f"cannot listen on {host}:{port}: {exc.strerror}{hint}")
     serve(emu, announce=lambda line: typer.echo(line))

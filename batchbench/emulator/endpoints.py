@@ -10,8 +10,9 @@ a text completion or moderation results.
 from __future__ import annotations
 
 import hashlib
-import time
 from typing import Any
+
+from .model import estimate_tokens, request_text, texts
 
 COMMON = {"model", "user", "metadata", "store", "service_tier", "stream", "stream_options"}
 SAMPLING = {"temperature", "top_p", "n", "stop", "presence_penalty", "frequency_penalty", "seed"}
@@ -19,29 +20,69 @@ ALLOWED = {
     "/v1/chat/completions": COMMON
     | SAMPLING
     | {
-        "messages", "max_completion_tokens", "max_tokens", "logit_bias", "logprobs",
-        "top_logprobs", "response_format", "tools", "tool_choice", "parallel_tool_calls",
-        "reasoning_effort", "modalities", "prediction", "verbosity", "audio",
-        "web_search_options", "prompt_cache_key", "safety_identifier",
+        "messages",
+        "max_completion_tokens",
+        "max_tokens",
+        "logit_bias",
+        "logprobs",
+        "top_logprobs",
+        "response_format",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
+        "reasoning_effort",
+        "modalities",
+        "prediction",
+        "verbosity",
+        "audio",
+        "web_search_options",
+        "prompt_cache_key",
+        "safety_identifier",
     },
     "/v1/responses": COMMON
     | {
-        "input", "instructions", "max_output_tokens", "temperature", "top_p", "tools",
-        "tool_choice", "parallel_tool_calls", "reasoning", "text", "truncation", "include",
-        "previous_response_id", "background", "prompt", "prompt_cache_key", "safety_identifier",
-        "max_tool_calls", "top_logprobs", "conversation",
+        "input",
+        "instructions",
+        "max_output_tokens",
+        "temperature",
+        "top_p",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
+        "reasoning",
+        "text",
+        "truncation",
+        "include",
+        "previous_response_id",
+        "background",
+        "prompt",
+        "prompt_cache_key",
+        "safety_identifier",
+        "max_tool_calls",
+        "top_logprobs",
+        "conversation",
     },
     "/v1/embeddings": COMMON | {"input", "dimensions", "encoding_format"},
     "/v1/completions": COMMON
     | SAMPLING
     | {"prompt", "max_tokens", "logit_bias", "logprobs", "echo", "suffix", "best_of"},
     "/v1/moderations": COMMON | {"input"},
-}  # fmt: skip
+}
 CATEGORIES = (
-    "harassment", "harassment/threatening", "hate", "hate/threatening", "illicit",
-    "illicit/violent", "self-harm", "self-harm/instructions", "self-harm/intent", "sexual",
-    "sexual/minors", "violence", "violence/graphic",
-)  # fmt: skip
+    "harassment",
+    "harassment/threatening",
+    "hate",
+    "hate/threatening",
+    "illicit",
+    "illicit/violent",
+    "self-harm",
+    "self-harm/instructions",
+    "self-harm/intent",
+    "sexual",
+    "sexual/minors",
+    "violence",
+    "violence/graphic",
+)
 REQUIRED = {
     "/v1/chat/completions": "messages",
     "/v1/responses": "input",
@@ -101,88 +142,112 @@ def check_body(endpoint: str, body: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def _texts(value: Any) -> list[str]:
-    """The texts of an ``input``/``prompt``/``messages`` value, whatever its shape."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, list):
-        out: list[str] = []
-        for item in value:
-            if isinstance(item, dict):
-                out += _texts(item.get("content", item.get("text", "")))
-            elif isinstance(item, (str, list)):
-                out += _texts(item)
-        return out
-    return []
-
-
-def request_text(body: dict[str, Any]) -> str:
-    """What the simulated model reads: the last user message, or ``input``/``prompt``."""
-    for message in reversed(body.get("messages") or []):
-        if isinstance(message, dict) and message.get("role") == "user":
-            return "".join(_texts(message.get("content", "")))
-    return "\n".join(_texts(body.get("input", body.get("prompt", ""))))
-
-
 def tokens(text: str) -> int:
     """A documented stand-in for a tokenizer: one token per four characters."""
-    return max(1, -(-len(text) // 4))
+    return estimate_tokens(text)
 
 
-def shape(endpoint: str, body: dict[str, Any], content: str, request_id: str) -> dict[str, Any]:
-    """The endpoint's reply body for a reply text ``content``."""
-    model, now = body.get("model"), int(time.time())
+def shape(
+    endpoint: str, body: dict[str, Any], content: str, request_id: str, now: float
+) -> dict[str, Any]:
+    """The endpoint's reply body for a reply text ``content``, made at ``now``."""
+    model, created = body.get("model"), int(now)
     prompt = tokens(
-        "".join(_texts(body.get("messages"))) + request_text(body) * ("messages" not in body)
+        "".join(texts(body.get("messages"))) + request_text(body) * ("messages" not in body)
     )
     out = tokens(content)
     if endpoint == "/v1/responses":
         return {
-            "id": f"resp_{request_id}", "object": "response", "created_at": now,
-            "status": "completed", "model": model, "error": None, "incomplete_details": None,
-            "instructions": body.get("instructions"), "metadata": body.get("metadata") or {},
-            "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
-            "temperature": body.get("temperature"), "top_p": body.get("top_p"),
-            "output": [{"type": "message", "id": f"msg_{request_id}", "status": "completed",
-                        "role": "assistant",
-                        "content": [{"type": "output_text", "text": content, "annotations": []}]}],
-            "usage": {"input_tokens": prompt, "output_tokens": out, "total_tokens": prompt + out,
-                      "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
-                      "output_tokens_details": {"reasoning_tokens": 0}},
-        }  # fmt: skip
+            "id": f"resp_{request_id}",
+            "object": "response",
+            "created_at": created,
+            "status": "completed",
+            "model": model,
+            "error": None,
+            "incomplete_details": None,
+            "instructions": body.get("instructions"),
+            "metadata": body.get("metadata") or {},
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+            "temperature": body.get("temperature"),
+            "top_p": body.get("top_p"),
+            "output": [
+                {
+                    "type": "message",
+                    "id": f"msg_{request_id}",
+                    "status": "completed",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": content, "annotations": []}],
+                }
+            ],
+            "usage": {
+                "input_tokens": prompt,
+                "output_tokens": out,
+                "total_tokens": prompt + out,
+                "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+                "output_tokens_details": {"reasoning_tokens": 0},
+            },
+        }
     if endpoint == "/v1/embeddings":
-        inputs = _texts(body.get("input"))
+        inputs = texts(body.get("input"))
         return {
-            "object": "list", "model": model,
-            "data": [{"object": "embedding", "index": i, "embedding": _vector(text)}
-                     for i, text in enumerate(inputs)],
+            "object": "list",
+            "model": model,
+            "data": [
+                {"object": "embedding", "index": i, "embedding": _vector(text)}
+                for i, text in enumerate(inputs)
+            ],
             "usage": {"prompt_tokens": prompt, "total_tokens": prompt},
-        }  # fmt: skip
+        }
     if endpoint == "/v1/completions":
         return {
-            "id": f"cmpl-{request_id}", "object": "text_completion", "created": now,
+            "id": f"cmpl-{request_id}",
+            "object": "text_completion",
+            "created": created,
             "model": model,
             "choices": [{"text": content, "index": 0, "logprobs": None, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": out,
-                      "total_tokens": prompt + out},
-        }  # fmt: skip
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": out,
+                "total_tokens": prompt + out,
+            },
+        }
     if endpoint == "/v1/moderations":
         return {
-            "id": f"modr-{request_id}", "model": model or "omni-moderation-latest",
-            "results": [{"flagged": False, "categories": dict.fromkeys(CATEGORIES, False),
-                         "category_scores": dict.fromkeys(CATEGORIES, 0.0),
-                         "category_applied_input_types": {c: ["text"] for c in CATEGORIES}}
-                        for _ in _texts(body.get("input"))],
-        }  # fmt: skip
+            "id": f"modr-{request_id}",
+            "model": model or "omni-moderation-latest",
+            "results": [
+                {
+                    "flagged": False,
+                    "categories": dict.fromkeys(CATEGORIES, False),
+                    "category_scores": dict.fromkeys(CATEGORIES, 0.0),
+                    "category_applied_input_types": {c: ["text"] for c in CATEGORIES},
+                }
+                for _ in texts(body.get("input"))
+            ],
+        }
     return {
-        "id": f"chatcmpl-{request_id}", "object": "chat.completion", "created": now,
+        "id": f"chatcmpl-{request_id}",
+        "object": "chat.completion",
+        "created": created,
         "model": model,
-        "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                     "message": {"role": "assistant", "content": content, "refusal": None}}],
-        "usage": {"prompt_tokens": prompt, "completion_tokens": out, "total_tokens": prompt + out,
-                  "prompt_tokens_details": {"cached_tokens": 0},
-                  "completion_tokens_details": {"reasoning_tokens": 0}},
-    }  # fmt: skip
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "logprobs": None,
+                "message": {"role": "assistant", "content": content, "refusal": None},
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": out,
+            "total_tokens": prompt + out,
+            "prompt_tokens_details": {"cached_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 0},
+        },
+    }
 
 
 def _vector(text: str, dims: int = 8) -> list[float]:
@@ -201,4 +266,4 @@ def usage_of(body: dict[str, Any]) -> tuple[int, int]:
 
 def input_count(body: dict[str, Any]) -> int:
     """How many embedding inputs a line carries (the batch may hold 50,000)."""
-    return len(_texts(body.get("input")))
+    return len(texts(body.get("input")))

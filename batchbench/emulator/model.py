@@ -1,4 +1,4 @@
-"""The simulated model behind every executed chat-completion line.
+"""The simulated model behind every executed line, whichever face received it.
 
 Default behaviour, deterministic so tests can predict it:
 
@@ -9,13 +9,18 @@ Default behaviour, deterministic so tests can predict it:
   ``{"decisions": [...]}`` reply with one decision per rubric line, in order,
   where item ``i`` is matched exactly when the first hex digit of
   ``md5(item_id + "|" + answer)`` is below 8 (``answer`` is the text between
-  ``ANSWER:\\n`` and ``\\n\\nRUBRIC ITEMS:``) — see :func:`judge_matches`.
+  ``ANSWER:\\n`` and ``\\n\\nRUBRIC ITEMS:``) — see :func:`judge_matches`. With a
+  judge noise rate, each verdict is flipped when a seeded draw for that line
+  and item falls under the rate, so two passes of the same request (two lines)
+  can disagree, and the same line always says the same.
 
-A **responder** replaces this: a callable that receives the request ``body``
-and returns a string (the assistant content of a 200 reply), a dict
-``{"status_code": int, "body": dict}`` used as the line's response as is, or a
-dict ``{"error": {"code": str, "message": str}}`` for a non-HTTP line failure
-(such as ``request_timeout``). It is called exactly once per executed line.
+A **responder** replaces this: a callable that receives the request as the face
+received it (OpenAI's body, Anthropic's ``params``, Gemini's request with its
+``model``, Fireworks' body merged with its job's parameters, Bedrock's
+``modelInput`` with its ``modelId``) and returns a string (the reply text), a
+dict ``{"status_code": int, "body": ...}`` used as the reply as is, or a dict
+``{"error": {"code", "message"}}`` for a failure of the line itself. It is
+called exactly once per executed line.
 """
 
 from __future__ import annotations
@@ -28,8 +33,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .endpoints import check_body, request_text, shape
-
 Responder = Callable[[dict[str, Any]], Any]
 
 _RUBRIC_LINE = re.compile(r"^\[([^\]]+)\] points=\S+ :: ", re.M)
@@ -40,15 +43,38 @@ def estimate_tokens(text: str) -> int:
     return max(1, -(-len(text) // 4))
 
 
+def _texts(value: Any) -> list[str]:
+    """The texts of an ``input``/``prompt``/``messages``/``content`` value, whatever its
+    shape (a string, a list of blocks or parts)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        out: list[str] = []
+        for item in value:
+            if isinstance(item, dict):
+                out += _texts(item.get("content", item.get("text", "")))
+            elif isinstance(item, (str, list)):
+                out += _texts(item)
+        return out
+    return []
+
+
+def texts(value: Any) -> list[str]:
+    return _texts(value)
+
+
+def request_text(body: dict[str, Any]) -> str:
+    """What the simulated model reads: the last user message, or ``input``/``prompt``."""
+    for message in reversed(body.get("messages") or []):
+        if isinstance(message, dict) and message.get("role") == "user":
+            return "".join(_texts(message.get("content", "")))
+    return "\n".join(_texts(body.get("input", body.get("prompt", ""))))
+
+
 def prompt_tokens(body: dict[str, Any]) -> int:
     messages = body.get("messages") or []
     text = "".join(str(m.get("content", "")) for m in messages if isinstance(m, dict))
     return estimate_tokens(text)
-
-
-def _user_text(body: dict[str, Any]) -> str:
-    """What the simulated model reads: messages, or a Response's ``input``, or ``prompt``."""
-    return request_text(body)
 
 
 def is_judge_request(body: dict[str, Any]) -> bool:
@@ -56,7 +82,7 @@ def is_judge_request(body: dict[str, Any]) -> bool:
     return (
         isinstance(fmt, dict)
         and fmt.get("type") == "json_object"
-        and bool(_RUBRIC_LINE.search(_user_text(body)))
+        and bool(_RUBRIC_LINE.search(request_text(body)))
     )
 
 
@@ -73,48 +99,45 @@ def judge_matches(item_id: str, answer: str) -> bool:
     return hashlib.md5(f"{item_id}|{answer}".encode()).hexdigest()[0] < "8"
 
 
-def default_content(body: dict[str, Any]) -> str:
-    text = _user_text(body)
+def flipped(seed: int, line: str, item_id: str, rate: float) -> bool:
+    """Whether the noisy judge flips this line's verdict on this item."""
+    if rate <= 0:
+        return False
+    digest = hashlib.sha256(f"{seed}\0noise\0{line}\0{item_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < rate
+
+
+def default_content(body: dict[str, Any], line: str = "", noise: float = 0.0, seed: int = 0) -> str:
+    """The simulated model's reply text to a chat body (``line`` names the executed line,
+    for the judge's noise)."""
+    text = request_text(body)
     if is_judge_request(body):
         answer = judged_answer(text)
         decisions = [
-            {"item_id": item_id, "matched": judge_matches(item_id, answer)}
+            {
+                "item_id": item_id,
+                "matched": judge_matches(item_id, answer) != flipped(seed, line, item_id, noise),
+            }
             for item_id in _RUBRIC_LINE.findall(text)
         ]
         return json.dumps({"decisions": decisions})
     return f"Simulated answer ({body.get('model')}): {text[:120]}"
 
 
-def run_line(
-    body: dict[str, Any],
-    request_id: str,
-    responder: Responder | None,
-    endpoint: str = "/v1/chat/completions",
-) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """``(response, error)`` for one executed line, as the output file records them.
+class Model:
+    """The simulated model, or the responder that scripts it."""
 
-    A body its endpoint refuses is a 400 row (the responder is not asked); a text
-    reply gets the endpoint's shape.
-    """
-    refusal = check_body(endpoint, body)
-    if refusal is not None:
-        return {**refusal, "request_id": request_id}, None
-    result = responder(body) if responder is not None else default_content(body)
-    if isinstance(result, str):
-        reply = shape(endpoint, body, result, request_id)
-        return {"status_code": 200, "request_id": request_id, "body": reply}, None
-    if isinstance(result, dict) and isinstance(result.get("error"), dict):
-        return None, {
-            "code": result["error"].get("code"),
-            "message": result["error"].get("message"),
-        }
-    if isinstance(result, dict) and isinstance(result.get("status_code"), int):
-        return {
-            "status_code": result["status_code"],
-            "request_id": request_id,
-            "body": result.get("body"),
-        }, None
-    raise TypeError(f"responder returned {type(result).__name__}; expected str or dict")
+    def __init__(self, responder: Responder | None = None, seed: int = 0) -> None:
+        self.responder = responder
+        self.seed = seed
+
+    def reply(self, given: dict[str, Any], chat: dict[str, Any], line: str, noise: float) -> Any:
+        """What one executed line gets: the responder's answer to ``given`` (the request as
+        the face received it), else the simulated model's to ``chat`` (the same request as
+        chat messages). A responder that raises is that line's server error."""
+        if self.responder is not None:
+            return self.responder(given)
+        return default_content(chat, line, noise, self.seed)
 
 
 def load_responder(spec: str) -> Responder:
@@ -133,4 +156,4 @@ def load_responder(spec: str) -> Responder:
     fn = getattr(module, name, None)
     if not callable(fn):
         raise ValueError(f"{path} has no callable {name!r}")
-    return fn
+    return fn  # type: ignore[no-any-return]

@@ -1,7 +1,9 @@
-"""``pytest_plugins = ["batchbench.emulator.pytest_plugin"]`` gives a ``batch_emulator``.
+"""``pytest_plugins = ["batchbench.emulator.pytest_plugin"]`` gives emulator fixtures.
 
-The fixture starts an emulator on a free loopback port with a fast clock and
-stops it after the test; ``batch_emulator_factory`` builds one with options.
+``batch_emulator`` starts an emulator on a free loopback port and stops it after
+the test; ``batch_emulator_factory`` builds one with options. Both run on the
+real clock unless given one: pass ``clock=FakeClock()`` (and the same clock to
+the code under test) to make hours of batch time take milliseconds.
 """
 
 from __future__ import annotations

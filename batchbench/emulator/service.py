@@ -1,16 +1,26 @@
-"""The emulator on a loopback port: its threads, its clock, start and stop."""
+"""The emulator on a loopback port: its faces, its clock, start and stop.
+
+Nothing runs in the background: every batch is moved to the clock's time when
+a call arrives (or :meth:`Emulator.tick` is called), so with a
+:class:`~.clock.FakeClock` shared with the client under test, the emulated
+services are exactly where that client's own waits have put them.
+"""
 
 from __future__ import annotations
 
-import random
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from .model import Responder
-from .server import Faults, Handler, _Server
-from .store import Settings, Store
+from .catalogue import Catalogue
+from .clock import Clock, SystemClock
+from .core import Mangle, Settings, Store
+from .face import Face, FaceFactory
+from .faces import FACES
+from .hub import Faults, Hub
+from .model import Model, Responder
+from .server import Server
 
 
 class Emulator:
@@ -24,6 +34,7 @@ class Emulator:
         host: str = "127.0.0.1",
         port: int = 0,
         *,
+        clock: Clock | None = None,
         latency: float = 0.05,
         completion_window: float = 86400.0,
         responder: Responder | None = None,
@@ -34,33 +45,27 @@ class Emulator:
         seed: int = 0,
         enqueued_token_limit: int | None = None,
         api_key: str | None = None,
-        mangle: Callable[[str, list[str]], list[str]] | None = None,
+        mangle: Mangle | None = None,
         unknown_models: Sequence[str] = (),
+        models: Iterable[str] = (),
         anomalies: Mapping[str, float] | None = None,
+        judge_noise: float = 0.0,
         paused: bool = False,
+        faces: Sequence[FaceFactory] = FACES,
     ) -> None:
+        self.clock: Clock = clock or SystemClock()
         settings = Settings(latency, completion_window, enqueued_token_limit, paused)
         settings.unknown_models = list(unknown_models)
         settings.anomalies = dict(anomalies or {})
-        self.store = Store(settings, seed=seed, responder=responder, mangle=mangle)
+        settings.judge_noise = judge_noise
+        self.store = Store(
+            settings, self.clock, Model(responder, seed), Catalogue(models), seed, mangle
+        )
         self.faults = Faults(fault_rate, slow_rate, slow_seconds, truncate_rate)
-        self._api_key = api_key
-        self._rng = random.Random(seed + 1)
-        self._injected: dict[str, int] = {}
-        self._server = self._listen((host, port))
+        self.hub = Hub(self.store, [make(self.store) for make in faces], self.faults, api_key)
+        self._server = Server((host, port), self.hub, self.clock)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-
-    def _listen(self, address: tuple[str, int]) -> _Server:
-        server = _Server(address, Handler)
-        server.store = self.store
-        server.faults = self.faults
-        server.rng = self._rng
-        server.rng_lock = threading.Lock()
-        server.api_key = self._api_key
-        server.injected = self._injected
-        server.connections = set()
-        return server
 
     @property
     def url(self) -> str:
@@ -74,29 +79,16 @@ class Emulator:
 
     @property
     def base_urls(self) -> dict[str, str]:
-        """Each provider's face, as its SDK's base URL (Anthropic's, Gemini's and Fireworks',
-        as their ``*_BASE_URL`` variables, have no /v1)."""
-        return {
-            "openai": self.base_url,
-            "anthropic": self.url,
-            "gemini": self.url,
-            "fireworks": self.url,
-        }
+        """Each face's base URL, as its SDK (or its ``*_BASE_URL`` variable) takes it."""
+        return {face.name: face.base_url(self.url) for face in self.hub.faces}
 
-    def _clock(self) -> None:
-        """The emulated service's clock; ``paused`` stops it (a test then drives
-        :meth:`tick` by hand)."""
-        while not self._stop.is_set():
-            if not self.store.settings.paused:
-                self.store.tick()
-            interval = min(0.05, max(0.002, self.store.settings.latency / 10))
-            self._stop.wait(interval)
+    def face(self, name: str) -> Face:
+        return self.hub.face(name)
 
     def start(self) -> Emulator:
-        for target in (self._server.serve_forever, self._clock):
-            thread = threading.Thread(target=target, daemon=True)
-            thread.start()
-            self._threads.append(thread)
+        thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
+        thread.start()
+        self._threads.append(thread)
         return self
 
     def stop(self) -> None:
@@ -113,22 +105,34 @@ class Emulator:
         self.stop()
 
     def ledger(self) -> dict[str, Any]:
-        """Every batch created and line executed, and the faults injected so far."""
-        return {**self.store.ledger(), "faults": dict(self._server.injected)}
+        """Every batch created and line executed (what a real service would bill), and the
+        faults injected so far."""
+        return self.hub.ledger()
 
     def outage(self, seconds: float) -> None:
-        """Tests: stop listening for ``seconds`` (connections are refused), then come back
-        on the same port with everything the service held, as after a network outage."""
-        address = self._server.server_address[:2]
+        """Stop listening for ``seconds`` of the emulator's clock (connections are refused,
+        open ones dropped), then come back on the same port with everything the services
+        held, as after a network outage. On a fake clock it comes back exactly when the
+        clock passes that moment; on real time, after a real wait."""
+        address = (str(self._server.server_address[0]), int(self._server.server_address[1]))
         self._server.shutdown()
         self._server.server_close()
         self._server.drop_connections()
 
+        def listen() -> None:
+            self._server = Server(address, self.hub, self.clock)
+            thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+        call_at = getattr(self.clock, "call_at", None)
+        if call_at is not None:
+            call_at(self.clock.time() + seconds, listen)
+            return
+
         def come_back() -> None:
-            if self._stop.wait(seconds):
-                return
-            self._server = self._listen((str(address[0]), int(address[1])))
-            self._server.serve_forever()
+            if not self._stop.wait(seconds):
+                listen()
 
         thread = threading.Thread(target=come_back, daemon=True)
         thread.start()
@@ -136,23 +140,36 @@ class Emulator:
 
     def flush(self) -> None:
         """Every batch to its end, now."""
-        self.store.tick(flush=True)
+        self.hub.advance(flush=True)
 
-    def tick(self, now: float) -> None:
-        """Advance every batch to where the clock puts it at ``now`` (a Unix time)."""
-        self.store.tick(now)
+    def tick(self, now: float | None = None) -> None:
+        """Advance every batch to where the clock puts it at ``now`` (default: the clock's
+        time), even while paused."""
+        self.hub.advance(self.clock.time() if now is None else now)
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Take over the in-flight batches a snapshot holds (as a service outlives a
+        client's process): each face restores its own section (``openai``,
+        ``anthropic``, ``gemini``, ``fireworks``...)."""
+        with self.store.lock:
+            for face in self.hub.faces:
+                section = state.get(face.name)
+                if section:
+                    face.restore(section)
 
 
 def serve(emulator: Emulator, announce: Callable[[str], None] = print) -> None:
     """Run until interrupted (the ``batchbench emulator`` command)."""
     emulator.start()
-    announce(f"Batch API emulator listening on {emulator.base_url}")
-    announce(
-        f"  OPENAI_BASE_URL={emulator.base_urls['openai']}"
-        f"  ANTHROPIC_BASE_URL={emulator.base_urls['anthropic']}"
-        f"  GOOGLE_GEMINI_BASE_URL={emulator.base_urls['gemini']}"
-        f"  FIREWORKS_BASE_URL={emulator.base_urls['fireworks']}"
-    )
+    announce(f"Batch API emulator listening on {emulator.url}")
+    variables = {
+        "openai": "OPENAI_BASE_URL",
+        "anthropic": "ANTHROPIC_BASE_URL",
+        "gemini": "GOOGLE_GEMINI_BASE_URL",
+        "fireworks": "FIREWORKS_BASE_URL",
+    }
+    urls = emulator.base_urls
+    announce("  " + "  ".join(f"{v}={urls[name]}" for name, v in variables.items() if name in urls))
     try:
         while True:
             time.sleep(3600)

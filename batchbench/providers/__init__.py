@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlparse
 
+from ..clock import SYSTEM, Clock
 from ..errors import ConfigError, ProviderUnavailable
 from ..kinds import ProviderName
 from .base import Client, Service, Wire
@@ -111,6 +112,7 @@ def connect(
     *,
     warn: Callable[[str], None],
     api_key: str | None = None,
+    clock: Clock = SYSTEM,
 ) -> Client:
     """A client for the service, with the key from the environment (or given)."""
     _, client_spec, sdk, extra = _known(service.provider)
@@ -129,7 +131,7 @@ def connect(
         )
     key = api_key or key_from_env(service.provider)
     client_class: Callable[..., Client] = _load(client_spec)
-    return client_class(service, key, warn=warn)
+    return client_class(service, key, warn=warn, clock=clock)
 
 
 def key_from_env(name: ProviderName, env: Mapping[str, str] = os.environ) -> str:

@@ -22,6 +22,7 @@ from typing import Any
 
 import anthropic
 
+from ..clock import SYSTEM, Clock
 from ..errors import ApiError, ApiNotFoundError
 from ..kinds import Ending, Phase
 from .base import CLOCK_SKEW, BatchView, Service, Tag, cancel_unless_ended, walk_list
@@ -78,15 +79,22 @@ def view(batch: dict[str, Any]) -> BatchView:
 class AnthropicClient:
     """Message Batches calls, SDK errors turned into batchbench's typed errors."""
 
-    def __init__(self, service: Service, api_key: str, *, warn: Callable[[str], None]) -> None:
+    def __init__(
+        self, service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock = SYSTEM
+    ) -> None:
         self.service = service
         self.sdk = anthropic.Anthropic(
             api_key=api_key, base_url=service.base_url, max_retries=0, timeout=timeout(anthropic)
         )
         self._call = SdkCalls(
-            anthropic, service, api_key, display="Anthropic", key_hint="ANTHROPIC_API_KEY",
+            anthropic,
+            service,
+            api_key,
+            display="Anthropic",
+            key_hint="ANTHROPIC_API_KEY",
             warn=warn,
-        )  # fmt: skip
+            clock=clock,
+        )
         self._batches = self.sdk.messages.batches
 
     def check_models(self, models: Iterable[str]) -> None:
@@ -153,7 +161,7 @@ class AnthropicClient:
                     f"cancel message batch {batch_id}",
                     functools.partial(self._batches.cancel, batch_id),
                     batch_id,
-                ).model_dump(mode="json")  # fmt: skip
+                ).model_dump(mode="json")
             ),
             functools.partial(self.retrieve, batch_id),
         )

@@ -94,8 +94,9 @@ class AnthropicWire:
         if len(lines) > self.limits.max_lines:
             raise PlanError(f"{where}: {len(lines)} requests, over the {MAX_REQUESTS} limit")
         limit = "the 256 MB limit of a batch"
-        for n, obj in request_lines(lines, where, id_key="custom_id", max_bytes=MAX_BYTES,
-                                    limit=limit):  # fmt: skip
+        for n, obj in request_lines(
+            lines, where, id_key="custom_id", max_bytes=MAX_BYTES, limit=limit
+        ):
             cid = obj["custom_id"]
             if not SAFE_ID.match(cid):
                 raise PlanError(f"{where}: line {n}: custom_id {cid!r} is not {SAFE_ID.pattern}")
@@ -211,28 +212,31 @@ def read_results(paths: Sequence[Path]) -> pl.DataFrame:
             "lineno": lineno,
             "custom_id": line.custom_id,
             "status_code": (
-                200 if message is not None
-                else _status(result.error) if result.type == "errored" else None
+                200
+                if message is not None
+                else _status(result.error)
+                if result.type == "errored"
+                else None
             ),
             "has_response": result.type in ("succeeded", "errored"),
             "has_error": result.type in NOT_RUN,
             "error_code": NOT_RUN.get(result.type),
             "error_message": result.type if result.type in NOT_RUN else None,
             "body_text": (
-                bytes(result.error).decode("utf-8", "replace")
-                if result.type == "errored" else None
+                bytes(result.error).decode("utf-8", "replace") if result.type == "errored" else None
             ),
             "content": answer_text(message) if message is not None else None,
             "empty_error": (
                 "Anthropic returned an empty text message"
                 f" stop={message.stop_reason if message is not None else None}"
             ),
-            "prompt_tokens": (u.input_tokens or 0) + (u.cache_read_input_tokens or 0)
+            "prompt_tokens": (u.input_tokens or 0)
+            + (u.cache_read_input_tokens or 0)
             + (u.cache_creation_input_tokens or 0),
             "cached_tokens": u.cache_read_input_tokens,
             "completion_tokens": u.output_tokens,
             "reasoning_tokens": details.thinking_tokens if details is not None else None,
-        }  # fmt: skip
+        }
         for key, value in row.items():
             cols[key].append(value)
     return frames.build({**cols, "row": list(range(len(cols["file"])))})

@@ -29,6 +29,7 @@ from typing import Any
 import fireworks
 from fireworks.types.batch_inference_job_create_params import InferenceParameters
 
+from ..clock import SYSTEM, Clock
 from ..errors import ApiConflictError, ApiError, ApiNotFoundError, ConfigError
 from ..kinds import Ending, Phase
 from .base import BatchView, Service, Tag, cancel_unless_ended, walk_list
@@ -36,13 +37,19 @@ from .http_errors import status_error
 from .stainless import SdkCalls, timeout
 
 PHASES: dict[str, Phase] = {
-    "JOB_STATE_CREATING": "pending", "JOB_STATE_VALIDATING": "pending",
-    "JOB_STATE_PENDING": "pending", "JOB_STATE_CREATING_INPUT_DATASET": "pending",
-    "JOB_STATE_RE_QUEUEING": "pending", "JOB_STATE_IDLE": "pending",
-    "JOB_STATE_RUNNING": "running", "JOB_STATE_WRITING_RESULTS": "running",
-    "JOB_STATE_PAUSED": "running", "JOB_STATE_CANCELLING": "cancelling",
-    "JOB_STATE_DELETING": "cancelling", "JOB_STATE_DELETING_CLEANING_UP": "cancelling",
-}  # fmt: skip
+    "JOB_STATE_CREATING": "pending",
+    "JOB_STATE_VALIDATING": "pending",
+    "JOB_STATE_PENDING": "pending",
+    "JOB_STATE_CREATING_INPUT_DATASET": "pending",
+    "JOB_STATE_RE_QUEUEING": "pending",
+    "JOB_STATE_IDLE": "pending",
+    "JOB_STATE_RUNNING": "running",
+    "JOB_STATE_WRITING_RESULTS": "running",
+    "JOB_STATE_PAUSED": "running",
+    "JOB_STATE_CANCELLING": "cancelling",
+    "JOB_STATE_DELETING": "cancelling",
+    "JOB_STATE_DELETING_CLEANING_UP": "cancelling",
+}
 ENDINGS: dict[str, Ending] = {
     "JOB_STATE_COMPLETED": "completed",
     "JOB_STATE_EARLY_STOPPED": "completed",
@@ -69,7 +76,9 @@ def short_id(tag: Tag, suffix: str = "") -> str:
 class FireworksClient:
     """Datasets and batch inference jobs through the SDK, errors turned into batchbench's."""
 
-    def __init__(self, service: Service, api_key: str, *, warn: Callable[[str], None]) -> None:
+    def __init__(
+        self, service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock = SYSTEM
+    ) -> None:
         self.service = service
         self.account = os.environ.get("FIREWORKS_ACCOUNT_ID", "")
         if not self.account:
@@ -77,13 +86,21 @@ class FireworksClient:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", self.account):  # it goes in paths
             raise ConfigError(f"FIREWORKS_ACCOUNT_ID {self.account!r} is not an account id")
         self.sdk = fireworks.Fireworks(
-            api_key=api_key, account_id=self.account, base_url=service.base_url,
-            max_retries=0, timeout=timeout(fireworks),
-        )  # fmt: skip
+            api_key=api_key,
+            account_id=self.account,
+            base_url=service.base_url,
+            max_retries=0,
+            timeout=timeout(fireworks),
+        )
         self._call = SdkCalls(
-            fireworks, service, api_key, display="Fireworks", key_hint="FIREWORKS_API_KEY",
+            fireworks,
+            service,
+            api_key,
+            display="Fireworks",
+            key_hint="FIREWORKS_API_KEY",
             warn=warn,
-        )  # fmt: skip
+            clock=clock,
+        )
         self._jobs = self.sdk.batch_inference_jobs
         self._http = _http().Client(timeout=_http().Timeout(60.0, connect=5.0))
 
@@ -107,17 +124,34 @@ class FireworksClient:
         """The request file as a dataset: created (once), then uploaded (once)."""
         short = short_id(tag, "-input")
         try:
-            self._call(f"create dataset {short}", functools.partial(
-                self.sdk.datasets.create, dataset_id=short,
-                dataset={"display_name": path.name, "format": "CHAT"}))  # fmt: skip
+            self._call(
+                f"create dataset {short}",
+                functools.partial(
+                    self.sdk.datasets.create,
+                    dataset_id=short,
+                    dataset={"display_name": path.name, "format": "CHAT"},
+                ),
+            )
         except ApiConflictError:  # made before a crash: uploaded too, or not yet
-            made = self._call(f"get dataset {short}", functools.partial(
-                self.sdk.datasets.get, short))  # fmt: skip
+            made = self._call(
+                f"get dataset {short}", functools.partial(self.sdk.datasets.get, short)
+            )
             if made.state == "READY":
                 return self._name("datasets", short)
         data = path.read_bytes()
-        self._call(f"upload {path.name}", functools.partial(
-            self.sdk.datasets.upload, short, file=(path.name, data)))  # fmt: skip
+        upload = functools.partial(self.sdk.datasets.upload, short, file=(path.name, data))
+
+        def once() -> Any:
+            """An upload whose reply was lost took effect: tried again, the service
+            refuses it (the dataset is READY), and that is the upload done."""
+            try:
+                return upload()
+            except fireworks.BadRequestError:
+                if self.sdk.datasets.get(short).state == "READY":
+                    return None
+                raise
+
+        self._call(f"upload {path.name}", once)
         return self._name("datasets", short)
 
     def create(self, tag: Tag, input_ref: str | None, path: Path) -> BatchView:
@@ -174,8 +208,10 @@ class FireworksClient:
     def _output_files(self, dataset: str) -> tuple[str, ...]:
         short = dataset.rsplit("/", 1)[-1]
         try:
-            found = self._call(f"list the files of {short}", functools.partial(
-                self.sdk.datasets.get_download_endpoint, short))  # fmt: skip
+            found = self._call(
+                f"list the files of {short}",
+                functools.partial(self.sdk.datasets.get_download_endpoint, short),
+            )
         except ApiNotFoundError:
             return ()
         return tuple(f"{short}/{name}" for name in sorted(found.filename_to_signed_urls or {}))
@@ -184,29 +220,37 @@ class FireworksClient:
         """The job a lost create made: the one under this submission's own id."""
         short = short_id(tag)
         try:
-            job = self._call(f"get batch inference job {short}",
-                             functools.partial(self._jobs.get, short))  # fmt: skip
+            job = self._call(
+                f"get batch inference job {short}", functools.partial(self._jobs.get, short)
+            )
         except ApiNotFoundError:
             return None
         return None if short in known else self._view(job)
 
     def _all(self) -> Iterator[Any]:
-        page = self._call("list batch inference jobs",
-                          functools.partial(self._jobs.list, page_size=PAGE))  # fmt: skip
+        page = self._call(
+            "list batch inference jobs", functools.partial(self._jobs.list, page_size=PAGE)
+        )
         while True:
             yield from page.batch_inference_jobs or []
             if not page.next_page_token:
                 return
-            page = self._call("list batch inference jobs", functools.partial(
-                self._jobs.list, page_size=PAGE, page_token=page.next_page_token))  # fmt: skip
+            page = self._call(
+                "list batch inference jobs",
+                functools.partial(self._jobs.list, page_size=PAGE, page_token=page.next_page_token),
+            )
 
     def poll(self, batch_ids: Collection[str], since: float) -> dict[str, BatchView]:
-        return walk_list(self._all(), batch_ids, lambda j: str(j.name).rsplit("/", 1)[-1],
-                         self._view)  # fmt: skip
+        return walk_list(
+            self._all(), batch_ids, lambda j: str(j.name).rsplit("/", 1)[-1], self._view
+        )
 
     def retrieve(self, batch_id: str) -> BatchView:
-        job = self._call(f"get batch inference job {batch_id}",
-                         functools.partial(self._jobs.get, batch_id), batch_id)  # fmt: skip
+        job = self._call(
+            f"get batch inference job {batch_id}",
+            functools.partial(self._jobs.get, batch_id),
+            batch_id,
+        )
         return self._view(job)
 
     def cancel(self, batch_id: str) -> BatchView | None:
@@ -214,9 +258,11 @@ class FireworksClient:
         path = f"/v1/{self._name('batchInferenceJobs', batch_id)}:cancel"
 
         def cancel() -> BatchView:
-            self._call(f"cancel batch inference job {batch_id}",
-                       functools.partial(self.sdk.post, path, body={}, cast_to=object),
-                       batch_id)  # fmt: skip
+            self._call(
+                f"cancel batch inference job {batch_id}",
+                functools.partial(self.sdk.post, path, body={}, cast_to=object),
+                batch_id,
+            )
             return self.retrieve(batch_id)
 
         return cancel_unless_ended(cancel, functools.partial(self.retrieve, batch_id))
@@ -237,17 +283,24 @@ class FireworksClient:
             with self._http.stream("GET", signed()) as resp:
                 if resp.status_code >= 400:
                     raise status_error(
-                        f"download {ref}", resp.status_code, resp.read().decode()[:300],
-                        key_hint="FIREWORKS_API_KEY", batch_id=batch_id,
-                    )  # fmt: skip
+                        f"download {ref}",
+                        resp.status_code,
+                        resp.read().decode()[:300],
+                        key_hint="FIREWORKS_API_KEY",
+                        batch_id=batch_id,
+                    )
                 yield resp
 
         return self._call.download(stream, f"download {ref}", batch_id, dest)
 
     def delete(self, refs: Sequence[str]) -> None:
         """A submission's datasets, input and output (the run keeps its copies)."""
-        for dataset in dict.fromkeys(ref.split("/")[-1] if ref.startswith("accounts/")
-                                     else ref.partition("/")[0] for ref in refs):  # fmt: skip
+        for dataset in dict.fromkeys(
+            ref.split("/")[-1] if ref.startswith("accounts/") else ref.partition("/")[0]
+            for ref in refs
+        ):
             with contextlib.suppress(ApiNotFoundError):
-                self._call(f"delete dataset {dataset}",
-                           functools.partial(self.sdk.datasets.delete, dataset))  # fmt: skip
+                self._call(
+                    f"delete dataset {dataset}",
+                    functools.partial(self.sdk.datasets.delete, dataset),
+                )

@@ -82,8 +82,9 @@ class FireworksWire:
     def check_file(self, lines: Sequence[bytes], where: str) -> None:
         """A dataset's rules: one upload's size, unique ids, bodies without a model."""
         limit = "the 150 MB of one dataset upload"
-        for n, obj in request_lines(lines, where, id_key="custom_id", max_bytes=MAX_BYTES,
-                                    limit=limit):  # fmt: skip
+        for n, obj in request_lines(
+            lines, where, id_key="custom_id", max_bytes=MAX_BYTES, limit=limit
+        ):
             body = obj.get("body")
             if not isinstance(body, dict) or {"model", "method", "url"} & set(body):
                 raise PlanError(f"{where}: line {n}: a body without model, method or url")

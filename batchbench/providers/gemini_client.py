@@ -21,6 +21,7 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
+from ..clock import SYSTEM, Clock
 from ..errors import ApiError, ApiNotFoundError, ConfigError, Unreachable
 from ..errors import TransientApiError as Transient
 from ..kinds import Ending, Phase
@@ -62,8 +63,12 @@ def view(job: types.BatchJob) -> BatchView:
     file_name = job.dest.file_name if job.dest is not None else None
     ending = ENDINGS.get(state)
     if ending == "completed" and file_name is None:
-        return BatchView(id=str(job.name), status=f"{state} (its responses file not yet named)",
-                         phase="running", created_at=_time(job))  # fmt: skip
+        return BatchView(
+            id=str(job.name),
+            status=f"{state} (its responses file not yet named)",
+            phase="running",
+            created_at=_time(job),
+        )
     return BatchView(
         id=str(job.name),
         status=state,
@@ -82,9 +87,11 @@ def _time(job: types.BatchJob) -> float | None:
 class GeminiClient:
     """Files and batch jobs through the SDK, its errors turned into batchbench's."""
 
-    def __init__(self, service: Service, api_key: str, *, warn: Callable[[str], None]) -> None:
+    def __init__(
+        self, service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock = SYSTEM
+    ) -> None:
         self.service = service
-        self.retry = Retrier(warn)
+        self.retry = Retrier(warn, clock=clock)
         options = types.HttpOptions(base_url=service.base_url, timeout=TIMEOUT_MS)
         self.sdk = genai.Client(api_key=api_key, http_options=options)  # no retries: ours
         self._secret = api_key
@@ -145,8 +152,9 @@ class GeminiClient:
 
     def upload(self, path: Path, tag: Tag) -> str:
         config = types.UploadFileConfig(display_name=path.name, mime_type="jsonl")
-        made = self._call(f"upload {path.name}",
-                          lambda: self.sdk.files.upload(file=path, config=config))  # fmt: skip
+        made = self._call(
+            f"upload {path.name}", lambda: self.sdk.files.upload(file=path, config=config)
+        )
         return str(made.name)
 
     def create(self, tag: Tag, input_ref: str | None, path: Path) -> BatchView:
@@ -159,8 +167,10 @@ class GeminiClient:
 
     def _jobs(self) -> Iterator[types.BatchJob]:
         """Every job the key can see, a page at a time (newest first at Google)."""
-        pager = self._call("list batch jobs", lambda: self.sdk.batches.list(
-            config=types.ListBatchJobsConfig(page_size=100)))  # fmt: skip
+        pager = self._call(
+            "list batch jobs",
+            lambda: self.sdk.batches.list(config=types.ListBatchJobsConfig(page_size=100)),
+        )
         while True:
             yield from pager.page
             if not pager.config.get("page_token"):
@@ -177,16 +187,20 @@ class GeminiClient:
         return walk_list(self._jobs(), batch_ids, lambda j: str(j.name), view)
 
     def retrieve(self, batch_id: str) -> BatchView:
-        job = self._call(f"get batch job {batch_id}",
-                         lambda: self.sdk.batches.get(name=batch_id), batch_id)  # fmt: skip
+        job = self._call(
+            f"get batch job {batch_id}", lambda: self.sdk.batches.get(name=batch_id), batch_id
+        )
         return view(job)
 
     def cancel(self, batch_id: str) -> BatchView | None:
         """None when the job had already ended (:func:`.base.cancel_unless_ended`)."""
 
         def cancel() -> BatchView:
-            self._call(f"cancel batch job {batch_id}",
-                       lambda: self.sdk.batches.cancel(name=batch_id), batch_id)  # fmt: skip
+            self._call(
+                f"cancel batch job {batch_id}",
+                lambda: self.sdk.batches.cancel(name=batch_id),
+                batch_id,
+            )
             return self.retrieve(batch_id)
 
         return cancel_unless_ended(cancel, functools.partial(self.retrieve, batch_id))

@@ -16,6 +16,7 @@ from typing import Any
 
 import openai
 
+from ..clock import SYSTEM, Clock
 from ..errors import ApiConflictError, ApiError, ApiNotFoundError, FileNotYetVisible
 from ..kinds import Ending, Phase
 from .base import CLOCK_SKEW, BatchView, Service, Tag, walk_list
@@ -78,15 +79,23 @@ def _file_not_visible(what: str, exc: Any) -> ApiError | None:
 class OpenAIClient:
     """Batch API calls, SDK errors turned into batchbench's typed errors."""
 
-    def __init__(self, service: Service, api_key: str, *, warn: Callable[[str], None]) -> None:
+    def __init__(
+        self, service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock = SYSTEM
+    ) -> None:
         self.service = service
         self.sdk = openai.OpenAI(
             api_key=api_key, base_url=service.base_url, max_retries=0, timeout=timeout(openai)
         )
         self._call = SdkCalls(
-            openai, service, api_key, display="OpenAI", key_hint="OPENAI_API_KEY", warn=warn,
+            openai,
+            service,
+            api_key,
+            display="OpenAI",
+            key_hint="OPENAI_API_KEY",
+            warn=warn,
             refine=_file_not_visible,
-        )  # fmt: skip
+            clock=clock,
+        )
 
     # the service ---------------------------------------------------------------
     def check_models(self, models: Iterable[str]) -> None:

@@ -33,13 +33,36 @@ _SMALLER = ("too_many_tasks", "file_too_large")
 # Body fields the chat completions endpoint accepts in a batch; anything else fails it.
 ALLOWED_BODY_FIELDS = frozenset(
     {
-        "model", "messages", "max_completion_tokens", "max_tokens", "temperature", "top_p",
-        "n", "stop", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs",
-        "top_logprobs", "response_format", "seed", "tools", "tool_choice",
-        "parallel_tool_calls", "user", "reasoning_effort", "metadata", "store",
-        "service_tier", "modalities", "prediction", "verbosity", "stream", "stream_options",
+        "model",
+        "messages",
+        "max_completion_tokens",
+        "max_tokens",
+        "temperature",
+        "top_p",
+        "n",
+        "stop",
+        "presence_penalty",
+        "frequency_penalty",
+        "logit_bias",
+        "logprobs",
+        "top_logprobs",
+        "response_format",
+        "seed",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
+        "user",
+        "reasoning_effort",
+        "metadata",
+        "store",
+        "service_tier",
+        "modalities",
+        "prediction",
+        "verbosity",
+        "stream",
+        "stream_options",
     }
-)  # fmt: skip
+)
 
 
 @dataclass
@@ -91,8 +114,9 @@ class OpenAIWire:
             raise PlanError(f"{where}: {len(lines)} lines, over the {self.limits.max_lines} limit")
         models: set[str] = set()
         limit = f"the {self.limits.max_bytes} limit"
-        for n, obj in request_lines(lines, where, id_key="custom_id",
-                                    max_bytes=self.limits.max_bytes, limit=limit):  # fmt: skip
+        for n, obj in request_lines(
+            lines, where, id_key="custom_id", max_bytes=self.limits.max_bytes, limit=limit
+        ):
             body = obj["body"]
             models.add(body.get("model"))
             unknown = sorted(set(body) - ALLOWED_BODY_FIELDS)

@@ -12,12 +12,11 @@ stderr, one line per burst, so silent retries stay visible.
 
 from __future__ import annotations
 
-import random
-import time
 from collections import Counter
 from collections.abc import Callable
 from typing import TypeVar
 
+from ..clock import SYSTEM, Clock
 from ..errors import TransientApiError
 
 T = TypeVar("T")
@@ -34,13 +33,11 @@ class Retrier:
         warn: Callable[[str], None],
         *,
         attempts: int = ATTEMPTS,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
+        clock: Clock = SYSTEM,
     ) -> None:
         self.warn = warn
         self.attempts = attempts
         self.clock = clock
-        self.sleep = sleep
         self.counts: Counter[str] = Counter()
         self.said_at: float | None = None
 
@@ -55,18 +52,19 @@ class Retrier:
                 if attempt >= tries:
                     raise
                 self._notice(str(exc.status) if exc.status else "connection error")
-                self.sleep(self.backoff(attempt - 1, exc.retry_after))
+                self.clock.sleep(self.backoff(attempt - 1, exc.retry_after, self.clock.jitter()))
 
     @staticmethod
-    def backoff(attempt: int, retry_after: float | None) -> float:
-        """The service's ``retry-after`` when it gave one, else 0.5 s doubling to 8 s."""
+    def backoff(attempt: int, retry_after: float | None, jitter: float) -> float:
+        """The service's ``retry-after`` when it gave one, else 0.5 s doubling to 8 s,
+        spread by ``jitter`` (in [0, 1)) so that many clients do not retry in step."""
         if retry_after is not None:
             return min(max(retry_after, 0.0), MAX_WAIT)
-        return min(0.5 * 2**attempt, 8.0) * (0.75 + random.random() / 4)
+        return min(0.5 * 2**attempt, 8.0) * (0.75 + jitter / 4)
 
     def _notice(self, fault: str) -> None:
         self.counts[fault] += 1
-        now = self.clock()
+        now = self.clock.time()
         if self.said_at is None or now - self.said_at >= 60:
             faults = ", ".join(f"{n} × {s}" for s, n in sorted(self.counts.items()))
             since = "" if self.said_at is None else " in the last minute"

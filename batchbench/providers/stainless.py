@@ -18,6 +18,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
 
+from ..clock import SYSTEM, Clock
 from ..errors import ApiError, ApiNotFoundError, ConfigError, Unreachable
 from ..errors import TransientApiError as Transient
 from .base import Service
@@ -65,13 +66,14 @@ class SdkCalls:
         key_hint: str,
         warn: Callable[[str], None],
         refine: Callable[[str, Any], ApiError | None] = lambda what, exc: None,
+        clock: Clock = SYSTEM,
     ) -> None:
         self.sdk = sdk
         self.service = service
         self.display = display  # the service's name, for people
         self.secret = secret
         self.key_hint = key_hint
-        self.retry = Retrier(warn)
+        self.retry = Retrier(warn, clock=clock)
         self.refine = refine  # a provider's own reading of a status error, if any
 
     @contextlib.contextmanager

@@ -1,41 +1,75 @@
-"""Validating a batch's input file, line by line, as the service does before running it."""
+"""Validating a batch's input file, line by line, as the service does before running it.
+
+OpenAI and Azure OpenAI validate the same way; :class:`Limits` holds what
+differs (lines a file may hold, the endpoint spellings a line's ``url`` may use,
+the upload expiry range).
+"""
 
 from __future__ import annotations
 
 import json
-import random
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from .endpoints import input_count
-from .model import prompt_tokens
-from .objects import Batch, Settings
+from ...core import Store
+from ...endpoints import input_count
+from ...model import prompt_tokens
 
 MAX_EMBEDDING_INPUTS = 50_000  # per /v1/embeddings batch, inputs across all lines
 
 
-def parse_input(
-    batch: Batch, data: bytes, settings: Settings, rng: random.Random
-) -> dict[str, Any] | None:
-    """Check a batch's input file as the service validates it; fill in its lines.
+@dataclass(frozen=True)
+class Limits:
+    """What one OpenAI-shaped batch service allows."""
 
-    Returns the batch-level error (code, message, line) that fails it, or None.
+    max_lines: int  # lines a batch file may hold (OpenAI 50,000; Azure 100,000)
+    endpoints: dict[str, str]  # endpoint a create may name → the endpoint it is
+    file_expiry: tuple[int, int]  # upload expires_after.seconds range
+
+    def url_ok(self, url: Any, endpoint: str) -> bool:
+        """Whether a line's ``url`` names the batch's endpoint (in any spelling allowed)."""
+        return isinstance(url, str) and self.endpoints.get(url) == endpoint
+
+
+@dataclass
+class Parsed:
+    """A batch input file as the service read it: its lines, model and prompt tokens."""
+
+    lines: list[dict[str, Any]]
+    model: str | None
+    tokens: int
+
+
+def parse_input(
+    endpoint: str, data: bytes, store: Store, limits: Limits, knows: Callable[[str], bool]
+) -> Parsed | dict[str, Any]:
+    """Check a batch's input file as the service validates it (``endpoint``: the batch's).
+
+    Returns the lines read, or the batch-level error (code, message, line) that fails it.
     """
 
     def fail(code: str, message: str, line: int | None) -> dict[str, Any]:
         return {"code": code, "message": message, "line": line}
 
-    limit = settings.max_batch_bytes
-    if len(data) > limit:
-        return fail("file_too_large", f"The batch input file is larger than {limit} bytes.", None)
+    settings = store.settings
+    size_limit = settings.max_batch_bytes
+    if len(data) > size_limit:
+        return fail(
+            "file_too_large", f"The batch input file is larger than {size_limit} bytes.", None
+        )
     raw_lines = data.decode("utf-8", "replace").split("\n")
     if raw_lines and raw_lines[-1] == "":
         raw_lines.pop()
     if not raw_lines:
         return fail("empty_file", "The input file is empty.", None)
-    if len(raw_lines) > settings.max_lines:
+    max_lines = (
+        min(settings.max_lines, limits.max_lines) if limits.max_lines else settings.max_lines
+    )
+    if len(raw_lines) > max_lines:
         return fail(
             "too_many_tasks",
-            f"The batch has {len(raw_lines)} requests; the limit is {settings.max_lines}.",
+            f"The batch has {len(raw_lines)} requests; the limit is {max_lines}.",
             None,
         )
     seen: set[str] = set()
@@ -67,11 +101,11 @@ def parse_input(
         seen.add(obj["custom_id"])
         if obj["method"] != "POST":
             return fail("invalid_request", f"Only POST is supported (line {n}).", n)
-        if obj["url"] != batch.endpoint:
+        if not limits.url_ok(obj["url"], endpoint):
             return fail(
                 "invalid_url",
                 f"The url '{obj['url']}' on line {n} does not match the batch"
-                f" endpoint '{batch.endpoint}'.",
+                f" endpoint '{endpoint}'.",
                 n,
             )
         body = obj["body"]
@@ -83,6 +117,12 @@ def parse_input(
         if not isinstance(line_model, str) or not line_model:
             return fail("missing_required_parameter", f"Missing 'model' on line {n}.", n)
         if model is None:
+            if not knows(line_model):
+                return fail(
+                    "model_not_found",
+                    f"The model `{line_model}` does not exist or you do not have access to it.",
+                    n,
+                )
             model = line_model
         elif line_model != model:
             return fail(
@@ -93,7 +133,7 @@ def parse_input(
             )
         tokens += prompt_tokens(body)
         lines.append(obj)
-    if batch.endpoint == "/v1/embeddings":
+    if endpoint == "/v1/embeddings":
         inputs = sum(input_count(line["body"]) for line in lines)
         if inputs > MAX_EMBEDDING_INPUTS:
             return fail(
@@ -101,9 +141,4 @@ def parse_input(
                 f"The batch has {inputs} embedding inputs; the limit is {MAX_EMBEDDING_INPUTS}.",
                 None,
             )
-    batch.model = model
-    batch.lines = lines
-    batch.order = list(range(len(lines)))
-    rng.shuffle(batch.order)
-    batch.tokens = tokens
-    return None
+    return Parsed(lines, model, tokens)

@@ -1,4 +1,4 @@
-"""What the emulated Gemini model does with one batch line: the request checked as the
+"""What the emulated Gemini model does with one line: the request checked as the
 batch file parser checks it (snake_case protobuf names only), the responder asked,
 and its reply shaped as a GenerateContentResponse or a line error in Google's
 envelope."""
@@ -6,35 +6,64 @@ envelope."""
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .endpoints import tokens
-from .model import default_content
+from ..core import Store
+from ..endpoints import tokens
 
-if TYPE_CHECKING:
-    from .store import Store
-
-STATUS_NAMES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
-                404: "NOT_FOUND", 409: "ABORTED", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL",
-                503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}  # fmt: skip
+STATUS_NAMES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    409: "ABORTED",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
 # The protobuf field names a batch file line's request may use (the parser takes
 # snake_case only: camelCase is "Unknown name", a 400 for that line).
-REQUEST_FIELDS = frozenset({"contents", "generation_config", "system_instruction",
-                            "safety_settings", "tools", "tool_config", "cached_content",
-                            "labels", "model"})  # fmt: skip
-GENERATION_FIELDS = frozenset({"temperature", "max_output_tokens", "top_p", "top_k",
-                               "candidate_count", "stop_sequences", "response_mime_type",
-                               "response_json_schema", "thinking_config", "seed",
-                               "presence_penalty", "frequency_penalty", "response_modalities",
-                               "media_resolution"})  # fmt: skip
+REQUEST_FIELDS = frozenset(
+    {
+        "contents",
+        "generation_config",
+        "system_instruction",
+        "safety_settings",
+        "tools",
+        "tool_config",
+        "cached_content",
+        "labels",
+        "model",
+    }
+)
+GENERATION_FIELDS = frozenset(
+    {
+        "temperature",
+        "max_output_tokens",
+        "top_p",
+        "top_k",
+        "candidate_count",
+        "stop_sequences",
+        "response_mime_type",
+        "response_json_schema",
+        "thinking_config",
+        "seed",
+        "presence_penalty",
+        "frequency_penalty",
+        "response_modalities",
+        "media_resolution",
+    }
+)
 THINKING_FIELDS = frozenset({"thinking_level", "include_thoughts", "thinking_budget"})
 THINKING_LEVELS = ("MINIMAL", "LOW", "MEDIUM", "HIGH")
 
 
-def error_body(status: int, message: str) -> dict[str, Any]:
-    """Google's error envelope."""
-    return {"error": {"code": status, "message": message,
-                      "status": STATUS_NAMES.get(status, "UNKNOWN")}}  # fmt: skip
+def _error(status: int, message: str) -> dict[str, Any]:
+    """A line's failure in Google's envelope."""
+    return {
+        "error": {"code": status, "message": message, "status": STATUS_NAMES.get(status, "UNKNOWN")}
+    }
 
 
 def check_request(request: Any, snake_case: bool) -> str | None:
@@ -96,33 +125,38 @@ def response(request: dict[str, Any], text: str) -> dict[str, Any]:
     prompt = tokens("".join(_text({"contents": [c]}) for c in request.get("contents") or []))
     out = tokens(text)
     return {
-        "candidates": [{"content": {"parts": [{"text": text}], "role": "model"},
-                        "finishReason": "STOP", "index": 0}],
-        "usageMetadata": {"promptTokenCount": prompt, "candidatesTokenCount": out,
-                          "totalTokenCount": prompt + out},
+        "candidates": [
+            {
+                "content": {"parts": [{"text": text}], "role": "model"},
+                "finishReason": "STOP",
+                "index": 0,
+            }
+        ],
+        "usageMetadata": {
+            "promptTokenCount": prompt,
+            "candidatesTokenCount": out,
+            "totalTokenCount": prompt + out,
+        },
         "modelVersion": str(request.get("model", "")).removeprefix("models/"),
-    }  # fmt: skip
+    }
 
 
-def run_request(store: Store, request: Any, model: str, snake_case: bool) -> dict[str, Any]:
-    """One executed line: ``{"response": ...}`` or ``{"error": ...}``."""
+def run_request(
+    store: Store, request: Any, model: str, snake_case: bool, line: str
+) -> dict[str, Any]:
+    """One executed line (``line`` names it): ``{"response": ...}`` or ``{"error": ...}``."""
     problem = check_request(request, snake_case)
     if problem is not None:
-        return error_body(400, problem)
+        return _error(400, problem)
     given = {**request, "model": model}
+    chat = {
+        "messages": [{"role": "user", "content": _text(request)}],
+        "model": model.removeprefix("models/"),
+    }
     try:
-        reply = (
-            store.responder(given)
-            if store.responder
-            else default_content(
-                {
-                    "messages": [{"role": "user", "content": _text(request)}],
-                    "model": model.removeprefix("models/"),
-                }  # fmt: skip
-            )
-        )
+        reply = store.model.reply(given, chat, line, store.settings.judge_noise)
     except Exception as exc:  # a broken responder is a 500 for that line
-        return error_body(500, f"responder failed: {exc}")
+        return _error(500, f"responder failed: {exc}")
     if isinstance(reply, str):
         return {"response": response(given, reply)}
     if isinstance(reply, dict) and isinstance(reply.get("status_code"), int):
@@ -131,5 +165,10 @@ def run_request(store: Store, request: Any, model: str, snake_case: bool) -> dic
             return {"response": body}
         if isinstance(body, dict) and isinstance(body.get("error"), dict):
             return {"error": body["error"]}
-        return error_body(status, json.dumps(body))
-    raise TypeError(f"responder returned {type(reply).__name__}; expected str or dict")
+        return _error(status, json.dumps(body))
+    return _error(500, f"responder returned {type(reply).__name__}; expected str or dict")
+
+
+def sync_response(result: dict[str, Any]) -> Any:
+    """A synchronous generateContent's reply: the response itself."""
+    return result["response"]

@@ -1,4 +1,4 @@
-"""Kill a batchbench run at seeded moments and restart it: shared by the crash test and soak.
+"""Kill a batchbench run at seeded moments and restart it: the crash tests' tools.
 
 Moments are either a failpoint (``BATCHBENCH_FAILPOINT=name:n``, exactly where
 a crash is most dangerous) or an external SIGKILL after a random delay.
@@ -7,16 +7,14 @@ a crash is most dangerous) or an external SIGKILL after a random delay.
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from .cli import spawn
+
 FAILPOINTS = [
     "planned",  # request file written, plan not journaled
     "uploaded",  # file uploaded, id not journaled
@@ -26,17 +24,6 @@ FAILPOINTS = [
     "rows_written",  # rows written, collection not journaled
     "journal_half_written",  # a journal line torn in half
 ]
-
-
-def spawn(args: list[str], env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "batchbench", *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, **env},
-        cwd=REPO,
-    )
 
 
 def last_stage(journal: Path) -> str:
@@ -77,34 +64,3 @@ def kill_and_restart(
         elif rc != 3:
             raise AssertionError(f"run exited {rc}: {err}")
     return kinds, stages
-
-
-def normalised(run_dir: Path) -> tuple[list[dict], dict]:
-    """Results and summary without the wall-clock fields that differ between runs."""
-    rows = []
-    for line in (run_dir / "results.jsonl").read_text().splitlines():
-        row = json.loads(line)
-        rows.append(
-            {
-                k: v
-                for k, v in row.items()
-                if k not in ("started_at", "finished_at", "elapsed_seconds")
-            }
-        )
-    summary = json.loads((run_dir / "results.summary.json").read_text())
-    summary.pop("started_at")
-    summary.pop("finished_at")
-    return sorted(rows, key=lambda r: r["case_id"]), summary
-
-
-def duplicates(ledger: dict) -> tuple[list[str], list[str]]:
-    """Submissions created more than once and lines executed more than once.
-
-    An OpenAI batch names its submission in its metadata; an Anthropic one carries
-    none, so a request id held by two batches is a submission made twice.
-    """
-    subs = Counter(b["metadata"]["batchbench_sub"] for b in ledger["batches"] if b.get("metadata"))
-    held = Counter(cid for b in ledger["batches"] for cid in b.get("custom_ids", ()))
-    lines = Counter(e["custom_id"] for e in ledger["executions"])
-    made_twice = [s for s, n in subs.items() if n > 1] + [c for c, n in held.items() if n > 1]
-    return made_twice, [c for c, n in lines.items() if n > 1]

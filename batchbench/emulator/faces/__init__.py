@@ -1,0 +1,18 @@
+"""The faces on the emulator's port, in the order they are asked whose a call is.
+
+One registration per face: a face is its own module (its routes, its book, its
+errors) and a line here. The OpenAI face comes last: it takes whatever no other
+face claimed, as the openai SDK sends nothing that would tell its calls apart.
+"""
+
+from __future__ import annotations
+
+from ..face import FaceFactory
+from . import anthropic, fireworks, gemini, openai
+
+FACES: tuple[FaceFactory, ...] = (
+    anthropic.make,
+    gemini.make,
+    fireworks.make,
+    openai.make,
+)

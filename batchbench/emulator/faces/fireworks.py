@@ -1,0 +1,586 @@
+"""Fireworks batch inference, emulated: datasets, batch inference jobs, their clock, its face.
+
+As ``../shared/spec/provider-batch-apis.md`` §3 and the fireworks-ai SDK have it:
+a dataset is created, then its JSONL uploaded in one request (150 MB at most)
+or, for larger files, through signed upload URLs (``:getUploadEndpoint``, a PUT
+per file, ``:validateUpload``); its lines are ``{"custom_id", "body"}`` with no
+``model``, ``method`` or ``url`` (the model and the shared
+``inferenceParameters`` are the job's). A job is created with an id the caller
+chooses (a second create of that id is a 409), goes ``JOB_STATE_VALIDATING`` ->
+``JOB_STATE_RUNNING`` (lines run progressively, ``jobProgress`` counting them)
+-> ``JOB_STATE_COMPLETED``, and writes its output dataset:
+``BIJOutputSet.jsonl`` (``{"custom_id", "response"}``) and ``error-data.jsonl``
+(``{"custom_id", "error"}``), fetched through signed URLs
+(``:getDownloadEndpoint``). A cancel goes through ``JOB_STATE_CANCELLING`` to
+``JOB_STATE_CANCELLED``, and the window ends a job ``JOB_STATE_EXPIRED``, each
+keeping the rows that ran; deleting a running job stops it
+(``JOB_STATE_DELETING``, then gone). Lists page at most 200 (larger sizes are
+coerced to 200), jobs oldest first unless ``orderBy`` says otherwise.
+
+Paths are under ``/v1/accounts/{id}/``, the key a bearer token; the signed URLs
+(``/_fireworks/...``) are their own credential.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core import HEX, LOWER, ApiFailure, Store, due_lines, last_line, rfc3339
+from ..endpoints import check_body, shape
+from ..face import Exchange, FaultKind, Reply, Route, bearer, route
+from ..multipart import multipart
+
+MAX_UPLOAD_BYTES = 150 * 1024 * 1024  # the single-request upload
+RESULTS, ERRORS = "BIJOutputSet.jsonl", "error-data.jsonl"
+ENDED = ("JOB_STATE_COMPLETED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED")
+GRPC = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    409: "ALREADY_EXISTS",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+}
+A = r"^/v1/accounts/([^/:]+)"
+
+
+def error_body(status: int, message: str) -> dict[str, Any]:
+    """Fireworks' error envelope (gRPC-gateway style)."""
+    return {"code": status, "message": message, "status": GRPC.get(status, "UNKNOWN")}
+
+
+@dataclass
+class Dataset:
+    name: str
+    created: float
+    display_name: str | None = None
+    state: str = "UPLOADING"
+    files: dict[str, bytes] = field(default_factory=dict)  # file name → bytes
+    expected: dict[str, int] = field(default_factory=dict)  # signed uploads: name → size
+
+    def obj(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "displayName": self.display_name,
+            "state": self.state,
+            "createTime": rfc3339(self.created),
+            "format": "CHAT",
+            "exampleCount": str(sum(f.count(b"\n") for f in self.files.values())),
+        }
+
+
+@dataclass
+class Job:
+    name: str
+    model: str
+    input_dataset: str
+    output_dataset: str
+    parameters: dict[str, Any]
+    display_name: str
+    created: float
+    seq: int
+    state: str = "JOB_STATE_VALIDATING"
+    lines: list[dict[str, Any]] = field(default_factory=list)
+    order: list[int] = field(default_factory=list)
+    executed: int = 0
+    results: dict[int, dict[str, Any]] = field(default_factory=dict)
+    stamps: dict[str, float] = field(default_factory=dict)
+    status_message: str | None = None
+
+    def obj(self) -> dict[str, Any]:
+        ok = sum(1 for r in self.results.values() if "response" in r)
+        return {
+            "name": self.name,
+            "displayName": self.display_name,
+            "model": self.model,
+            "createTime": rfc3339(self.created),
+            "updateTime": rfc3339(max(self.stamps.values(), default=self.created)),
+            "state": self.state,
+            "status": {
+                "code": "OK" if self.status_message is None else "INVALID_ARGUMENT",
+                "message": self.status_message or "",
+            },
+            "inputDatasetId": self.input_dataset,
+            "outputDatasetId": self.output_dataset,
+            "inferenceParameters": self.parameters,
+            "jobProgress": {
+                "percent": int(100 * len(self.results) / len(self.lines)) if self.lines else 0,
+                "totalInputRequests": len(self.lines),
+                "totalProcessedRequests": len(self.results),
+                "successfullyProcessedRequests": ok,
+                "failedRequests": len(self.results) - ok,
+                "outputRows": ok,
+            },
+        }
+
+
+def merged(body: dict[str, Any], job: Job) -> dict[str, Any]:
+    """What the model receives: the job's model and inference parameters, then the line."""
+    params = job.parameters
+    out: dict[str, Any] = {"model": job.model}
+    if "maxTokens" in params:
+        out["max_tokens"] = params["maxTokens"]
+    for name, key in (("temperature", "temperature"), ("topP", "top_p"), ("topK", "top_k")):
+        if name in params:
+            out[key] = params[name]
+    extra = params.get("extraBody")
+    if extra:
+        out.update(json.loads(extra))
+    return {**out, **body}
+
+
+class FireworksFace:
+    """The datasets and batch inference jobs the emulated service holds, and its routes."""
+
+    name = "fireworks"
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.datasets: dict[str, Dataset] = {}
+        self.jobs: dict[str, Job] = {}
+        self.made: list[Job] = []
+        self.seq = 0
+        self.blobs: dict[str, tuple[str, str]] = {}  # signed-URL token → (dataset, file)
+        self.late: list[tuple[float, Dataset]] = []  # output datasets not there yet (anomaly)
+        self.routes: Sequence[Route] = [
+            route("POST", A + r"/datasets$", self.create_dataset, writes=True),
+            route("GET", A + r"/datasets$", self.list_datasets),
+            route("GET", A + r"/datasets/([^/:]+)$", self.get_dataset),
+            route("DELETE", A + r"/datasets/([^/:]+)$", self.delete_dataset, writes=True),
+            route("POST", A + r"/datasets/([^/:]+):upload$", self.upload, writes=True),
+            route(
+                "POST",
+                A + r"/datasets/([^/:]+):getUploadEndpoint$",
+                self.upload_endpoint,
+                writes=True,
+            ),
+            route(
+                "POST", A + r"/datasets/([^/:]+):validateUpload$", self.validate_upload, writes=True
+            ),
+            route("GET", A + r"/datasets/([^/:]+):getDownloadEndpoint$", self.download_endpoint),
+            route("POST", A + r"/batchInferenceJobs$", self.create_job, writes=True),
+            route("GET", A + r"/batchInferenceJobs$", self.list_jobs),
+            route("GET", A + r"/batchInferenceJobs/([^/:]+)$", self.get_job),
+            route("POST", A + r"/batchInferenceJobs/([^/:]+):cancel$", self.cancel, writes=True),
+            route("DELETE", A + r"/batchInferenceJobs/([^/:]+)$", self.delete_job, writes=True),
+            route("GET", A + r"/(models|routers)/([^/:]+)$", self.model),
+            route("GET", A + r"/models$", self.models),
+            route("GET", r"^/_fireworks/blobs/([0-9a-f]+)$", self.blob),
+            route("PUT", r"^/_fireworks/uploads/([0-9a-f]+)$", self.put_blob, writes=True),
+        ]
+
+    # the face ---------------------------------------------------------------
+    def claims(self, x: Exchange) -> bool:
+        return x.path.startswith(("/v1/accounts/", "/_fireworks/"))
+
+    def authorise(self, x: Exchange, api_key: str | None) -> ApiFailure | None:
+        if x.path.startswith("/_fireworks/"):
+            return None  # a signed URL
+        token = bearer(x)
+        if not token or (api_key is not None and token != api_key):
+            return ApiFailure(401, "invalid API key" if token else "missing API key")
+        return None
+
+    def error(self, failure: ApiFailure) -> Reply:
+        return Reply(
+            error_body(failure.status, failure.message), failure.status, dict(failure.headers)
+        )
+
+    def fault(self, kind: FaultKind) -> ApiFailure:
+        if kind == "429":
+            return ApiFailure(429, "rate limit exceeded", headers={"retry-after": "0"})
+        if kind == "overloaded":
+            return ApiFailure(503, "The service is temporarily unavailable")
+        return ApiFailure(500, "internal error")
+
+    def base_url(self, url: str) -> str:
+        return url
+
+    def ledger(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "id": j.name,
+                "provider": "fireworks",
+                "status": j.state,
+                "display_name": j.display_name,
+                "custom_ids": [ln["custom_id"] for ln in j.lines],
+                "created_at": int(j.created),
+            }
+            for j in self.made
+        ]
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        for d in state.get("datasets", []):
+            made = Dataset(d["name"], self.store.now(), state="READY")
+            made.files = {k: v.encode("utf-8") for k, v in d["files"].items()}
+            self.datasets[made.name] = made
+        for j in state.get("jobs", []):
+            self._add(
+                j["name"],
+                j["model"],
+                j["input_dataset"],
+                j["output_dataset"],
+                dict(j["parameters"]),
+                j.get("display_name") or j["name"],
+                float(j["created_at"]),
+            )
+
+    # datasets ---------------------------------------------------------------
+    def _dataset(self, name: str) -> Dataset:
+        found = self.datasets.get(name)
+        if found is None:
+            raise ApiFailure(404, f"dataset {name} not found")
+        return found
+
+    def create_dataset(self, x: Exchange, account: str) -> Reply:
+        payload = x.json()
+        dataset_id = payload.get("datasetId") if isinstance(payload, dict) else None
+        if not isinstance(dataset_id, str) or not dataset_id:
+            raise ApiFailure(400, "datasetId is required")
+        name = f"accounts/{account}/datasets/{dataset_id}"
+        if name in self.datasets:
+            raise ApiFailure(409, f"dataset {name} already exists")
+        meta = payload.get("dataset") or {}
+        made = Dataset(name, self.store.now(), meta.get("displayName"))
+        self.datasets[name] = made
+        return Reply(made.obj())
+
+    def list_datasets(self, x: Exchange, account: str) -> Reply:
+        size = x.int_param("pageSize", 50, 1, 200, coerce=True)
+        mine = sorted(
+            (d for d in self.datasets.values() if d.name.startswith(f"accounts/{account}/")),
+            key=lambda d: d.name,
+        )
+        chunk, token = _page(mine, size, x.query.get("pageToken"))
+        out: dict[str, Any] = {"datasets": [d.obj() for d in chunk], "totalSize": len(mine)}
+        if token is not None:
+            out["nextPageToken"] = token
+        return Reply(out)
+
+    def get_dataset(self, x: Exchange, account: str, name: str) -> Reply:
+        return Reply(self._dataset(f"accounts/{account}/datasets/{name}").obj())
+
+    def delete_dataset(self, x: Exchange, account: str, name: str) -> Reply:
+        full = f"accounts/{account}/datasets/{name}"
+        self._dataset(full)
+        del self.datasets[full]
+        return Reply({})
+
+    def upload(self, x: Exchange, account: str, name: str) -> Reply:
+        _, files = multipart(x.header("Content-Type"), x.body)
+        if "file" not in files:
+            raise ApiFailure(400, "a file is required")
+        filename, data = files["file"]
+        made = self._dataset(f"accounts/{account}/datasets/{name}")
+        if made.state != "UPLOADING":
+            raise ApiFailure(400, f"dataset {made.name} is {made.state}: it takes no upload")
+        if len(data) > MAX_UPLOAD_BYTES:
+            raise ApiFailure(
+                400, "the file is over the 150 MB of a single upload; use the upload endpoint"
+            )
+        made.files = {filename: data}
+        made.state = "READY"
+        return Reply({"id": made.name, "bytes": len(data), "filename": filename, "object": "file"})
+
+    def _signed(self, x: Exchange, kind: str, dataset: str, filename: str) -> str:
+        token = self.store.decide.token(HEX, 24)
+        self.blobs[token] = (dataset, filename)
+        return f"{x.base}/_fireworks/{kind}/{token}?X-Goog-Signature=emulated"
+
+    def upload_endpoint(self, x: Exchange, account: str, name: str) -> Reply:
+        """Signed URLs to PUT each file at (larger than one upload takes); each call
+        replaces the files the dataset expects."""
+        made = self._dataset(f"accounts/{account}/datasets/{name}")
+        payload = x.json()
+        sizes = payload.get("filenameToSize") if isinstance(payload, dict) else None
+        if not isinstance(sizes, dict) or not sizes:
+            raise ApiFailure(400, "filenameToSize is required")
+        made.expected = {str(k): int(v) for k, v in sizes.items()}
+        urls = {f: self._signed(x, "uploads", made.name, f) for f in made.expected}
+        return Reply({"filenameToSignedUrls": urls})
+
+    def put_blob(self, x: Exchange, token: str) -> Reply:
+        dataset, filename = self.blobs.pop(token, ("", ""))
+        made = self.datasets.get(dataset)
+        if made is None or filename not in made.expected:
+            raise ApiFailure(403, "the signed URL is not valid")
+        if len(x.body) != made.expected[filename]:
+            raise ApiFailure(
+                400, f"{filename}: {len(x.body)} bytes, not the {made.expected[filename]} announced"
+            )
+        made.files[filename] = x.body
+        return Reply(b"")
+
+    def validate_upload(self, x: Exchange, account: str, name: str) -> Reply:
+        made = self._dataset(f"accounts/{account}/datasets/{name}")
+        missing = sorted(set(made.expected) - set(made.files))
+        if not made.expected or missing:
+            raise ApiFailure(400, f"dataset {made.name}: files not uploaded: {missing}")
+        if any(not data for data in made.files.values()):
+            raise ApiFailure(400, f"dataset {made.name}: an uploaded file is empty")
+        made.state = "READY"
+        return Reply({})
+
+    def download_endpoint(self, x: Exchange, account: str, name: str) -> Reply:
+        made = self._dataset(f"accounts/{account}/datasets/{name}")
+        urls = {f: self._signed(x, "blobs", made.name, f) for f in made.files}
+        return Reply({"filenameToSignedUrls": urls})
+
+    def blob(self, x: Exchange, token: str) -> Reply:
+        name, filename = self.blobs.get(token, ("", ""))
+        made = self.datasets.get(name)
+        if made is None or filename not in made.files:
+            raise ApiFailure(403, "the signed URL is not valid")
+        return Reply(made.files[filename], file=True)
+
+    # jobs -------------------------------------------------------------------
+    def _add(
+        self,
+        name: str,
+        model: str,
+        source: str,
+        output: str,
+        parameters: dict[str, Any],
+        display: str,
+        created: float,
+    ) -> Job:
+        self.seq += 1
+        job = Job(name, model, source, output, parameters, display, created, self.seq)
+        self.jobs[name] = job
+        self.made.append(job)
+        return job
+
+    def create_job(self, x: Exchange, account: str) -> Reply:
+        payload = x.json()
+        if not isinstance(payload, dict):
+            raise ApiFailure(400, "the body must be a batch inference job")
+        job_id = x.query.get("batchInferenceJobId") or self.store.decide.token(LOWER, 12)
+        name = f"accounts/{account}/batchInferenceJobs/{job_id}"
+        if name in self.jobs or any(j.name == name for j in self.made):
+            raise ApiFailure(409, f"batch inference job {name} already exists")
+        model, source = payload.get("model"), payload.get("inputDatasetId")
+        if not model or not source:
+            raise ApiFailure(400, "model and inputDatasetId are required")
+        if not self.store.known_model(str(model)):
+            raise ApiFailure(404, f"Model not found: {model}")
+        if self._dataset(source).state != "READY":
+            raise ApiFailure(400, f"dataset {source} is not READY")
+        output = payload.get("outputDatasetId") or f"accounts/{account}/datasets/{job_id}-output"
+        job = self._add(
+            name,
+            str(model),
+            source,
+            output,
+            dict(payload.get("inferenceParameters") or {}),
+            payload.get("displayName") or job_id,
+            self.store.now(),
+        )
+        return Reply(job.obj())
+
+    def _job(self, name: str) -> Job:
+        found = self.jobs.get(name)
+        if found is None:
+            raise ApiFailure(404, f"batch inference job {name} not found")
+        return found
+
+    def list_jobs(self, x: Exchange, account: str) -> Reply:
+        size = x.int_param("pageSize", 50, 1, 200, coerce=True)
+        order = x.query.get("orderBy", "create_time").replace("created_time", "create_time")
+        mine = sorted(
+            (j for j in self.jobs.values() if j.name.startswith(f"accounts/{account}/")),
+            key=lambda j: j.seq,
+            reverse=order.strip() == "create_time desc",
+        )
+        chunk, token = _page(mine, size, x.query.get("pageToken"))
+        out: dict[str, Any] = {
+            "batchInferenceJobs": [j.obj() for j in chunk],
+            "totalSize": len(mine),
+        }
+        if token is not None:
+            out["nextPageToken"] = token
+        return Reply(out)
+
+    def get_job(self, x: Exchange, account: str, name: str) -> Reply:
+        return Reply(self._job(f"accounts/{account}/batchInferenceJobs/{name}").obj())
+
+    def cancel(self, x: Exchange, account: str, name: str) -> Reply:
+        job = self._job(f"accounts/{account}/batchInferenceJobs/{name}")
+        if job.state in ENDED:
+            raise ApiFailure(400, f"batch inference job {job.name} has already ended")
+        if job.state != "JOB_STATE_CANCELLING":
+            job.state = "JOB_STATE_CANCELLING"
+            job.stamps["cancelling"] = self.store.now()
+        return Reply(job.obj())
+
+    def delete_job(self, x: Exchange, account: str, name: str) -> Reply:
+        job = self._job(f"accounts/{account}/batchInferenceJobs/{name}")
+        if job.state in ENDED:
+            del self.jobs[job.name]
+        else:  # a running job is stopped, then goes
+            job.state = "JOB_STATE_DELETING"
+            job.stamps["deleting"] = self.store.now()
+        return Reply({})
+
+    def model(self, x: Exchange, account: str, kind: str, name: str) -> Reply:
+        full = f"accounts/{account}/{kind}/{name}"
+        if not self.store.known_model(full):
+            raise ApiFailure(404, f"Model not found: {full}")
+        return Reply(
+            {
+                "name": full,
+                "displayName": name,
+                "kind": "HF_BASE_MODEL",
+                "state": "READY",
+                "supportsBatchInference": True,
+                "createTime": "2026-01-01T00:00:00Z",
+            }
+        )
+
+    def models(self, x: Exchange, account: str) -> Reply:
+        names = self.store.catalogue.listed(f"accounts/{account}/models/")
+        return Reply({"models": [{"name": n} for n in names], "totalSize": len(names)})
+
+    # the clock --------------------------------------------------------------
+    def advance(self, now: float, flush: bool) -> None:
+        settings = self.store.settings
+        for when, dataset in [d for d in self.late if flush or now >= d[0]]:
+            self.late.remove((when, dataset))
+            self.datasets[dataset.name] = dataset  # the output dataset exists at last
+        for job in sorted(self.jobs.values(), key=lambda j: j.seq):
+            deadline = job.created + settings.completion_window
+            lat = settings.latency
+            if job.state == "JOB_STATE_VALIDATING" and (flush or now >= job.created + lat):
+                self._validate(job, now if flush else min(job.created + lat, deadline))
+            if job.state == "JOB_STATE_RUNNING":
+                start = job.stamps["running"]
+                due = due_lines(len(job.lines), start, min(now, deadline), lat, flush)
+                while job.executed < due:
+                    self._execute(job, job.order[job.executed])
+                    job.executed += 1
+                if job.executed >= len(job.lines):
+                    last = last_line(start, len(job.lines), lat)
+                    self._end(job, "JOB_STATE_COMPLETED", now if flush else min(now, last))
+            if (
+                job.state in ("JOB_STATE_VALIDATING", "JOB_STATE_RUNNING")
+                and now >= deadline
+                and not flush
+            ):
+                self._end(job, "JOB_STATE_EXPIRED", deadline)
+            for state, stamp, end in (
+                ("JOB_STATE_CANCELLING", "cancelling", "JOB_STATE_CANCELLED"),
+                ("JOB_STATE_DELETING", "deleting", ""),
+            ):
+                if job.state == state and (flush or now >= job.stamps[stamp] + lat):
+                    if end:
+                        self._end(job, end, now if flush else job.stamps[stamp] + lat)
+                    else:
+                        del self.jobs[job.name]
+
+    def _validate(self, job: Job, now: float) -> None:
+        source = self.datasets.get(job.input_dataset)
+        data = b"".join(source.files.values()) if source is not None else b""
+        seen: set[str] = set()
+        for n, raw in enumerate(data.splitlines(), 1):
+            try:
+                line = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                return self._fail(job, now, f"line {n} of the input dataset is not JSON")
+            cid = line.get("custom_id") if isinstance(line, dict) else None
+            if not isinstance(cid, str) or cid in seen:
+                return self._fail(job, now, f"line {n}: custom_id missing or not unique")
+            seen.add(cid)
+            job.lines.append(line)
+        if not job.lines:
+            return self._fail(job, now, "the input dataset is empty")
+        job.order = self.store.decide.shuffled(range(len(job.lines)), job.name)
+        job.state = "JOB_STATE_RUNNING"
+        job.stamps["running"] = now
+
+    def _fail(self, job: Job, now: float, message: str) -> None:
+        job.lines, job.status_message = [], message
+        job.state = "JOB_STATE_FAILED"
+        job.stamps["failed"] = now
+
+    def _execute(self, job: Job, index: int) -> None:
+        line = job.lines[index]
+        result = self._run(job, line, f"{job.name}/{line['custom_id']}")
+        job.results[index] = result
+        status = 200 if "response" in result else int(result["error"].get("code") or 500)
+        self.store.executed("fireworks", job.name, line["custom_id"], status)
+
+    def _run(self, job: Job, line: Any, key: str) -> dict[str, Any]:
+        """One executed line: ``{"response": ...}`` or ``{"error": ...}``."""
+        body = line.get("body") if isinstance(line, dict) else None
+        if not isinstance(body, dict) or {"model", "method", "url"} & set(body):
+            return {
+                "error": error_body(
+                    400,
+                    "each line's body is a chat request without model,"
+                    " method or url (the job names the model)",
+                )
+            }
+        request = merged(body, job)
+        refusal = check_body("/v1/chat/completions", request)
+        if refusal is not None:
+            return {"error": error_body(400, refusal["body"]["error"]["message"])}
+        try:
+            reply = self.store.model.reply(request, request, key, self.store.settings.judge_noise)
+        except Exception as exc:  # a broken responder is a 500 for that line
+            return {"error": error_body(500, f"responder failed: {exc}")}
+        if isinstance(reply, str):
+            request_id = self.store.decide.token(HEX, 16)
+            return {
+                "response": shape(
+                    "/v1/chat/completions", request, reply, request_id, self.store.now()
+                )
+            }
+        if isinstance(reply, dict) and isinstance(reply.get("status_code"), int):
+            status, reply_body = reply["status_code"], reply.get("body")
+            if 200 <= status < 300:
+                return {"response": reply_body}
+            if isinstance(reply_body, dict) and isinstance(reply_body.get("error"), dict):
+                detail = {k: v for k, v in reply_body["error"].items() if k != "code"}
+                return {"error": {"code": status, **detail}}  # the line's HTTP status
+            return {"error": error_body(status, json.dumps(reply_body))}
+        return {"error": error_body(500, f"responder returned {type(reply).__name__}")}
+
+    def _end(self, job: Job, state: str, now: float) -> None:
+        job.state = state
+        job.stamps[state] = now
+        if not job.results:
+            return
+        store = self.store
+        ok, failed = [], []
+        for index, result in job.results.items():
+            cid = job.lines[index]["custom_id"]
+            if "response" in result:
+                if not store.anomaly("missing-lines", f"{job.name}/{cid}"):
+                    ok.append(json.dumps({"custom_id": cid, "response": result["response"]}))
+            else:
+                failed.append(json.dumps({"custom_id": cid, "error": result["error"]}))
+        if store.anomaly("empty-results", job.name):
+            ok, failed = [], []
+        ok = store.mangled("output", store.decide.shuffled(ok, job.name))
+        out = Dataset(job.output_dataset, now, state="READY")
+        out.files[RESULTS] = "".join(x + "\n" for x in ok).encode()
+        if failed:
+            out.files[ERRORS] = "".join(x + "\n" for x in failed).encode()
+        if store.anomaly("ended-before-results", job.name):
+            self.late.append((now + 4 * max(store.settings.latency, 0.05), out))
+        else:
+            self.datasets[out.name] = out
+
+
+def _page(items: list[Any], size: int, token: str | None) -> tuple[list[Any], str | None]:
+    start = int(token) if token and token.isdigit() else 0
+    chunk = items[start : start + size]
+    return chunk, str(start + size) if start + size < len(items) else None
+
+
+def make(store: Store) -> FireworksFace:
+    return FireworksFace(store)

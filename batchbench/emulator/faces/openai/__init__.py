@@ -1,0 +1,198 @@
+"""OpenAI's face: the Files, Batches and Models routes under ``/v1``, as the openai SDK
+calls them, with the key as a bearer token and errors in OpenAI's envelope.
+
+It is the catch-all face: a call no other face claims is OpenAI's (its SDK sends
+nothing else that would tell it apart). :class:`OpenAIFace` takes the path prefix
+and the book's limits, so Azure OpenAI's face is this one under Azure's paths.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ...core import ApiFailure, Store
+from ...face import Exchange, FaultKind, Reply, Route, bearer, route
+from ...multipart import multipart
+from .book import ENDPOINTS, OpenAIBook
+from .validate import Limits
+
+# When OpenAI's models were made (GET /v1/models/{id}): real dates where known.
+CREATED = {
+    "gpt-4o-mini": 1721172741,
+    "gpt-4o": 1715367049,
+    "gpt-4.1": 1744316542,
+    "gpt-4.1-mini": 1744318173,
+    "gpt-4.1-nano": 1744321707,
+    "o3": 1744225308,
+    "o4-mini": 1744225351,
+    "gpt-5": 1754425777,
+    "gpt-5-mini": 1754425928,
+    "gpt-5-nano": 1754426384,
+}
+DEFAULT_CREATED = 1767225600  # 2026-01-01, for models this table has no date for
+OPENAI_LIMITS = Limits(
+    max_lines=50_000,
+    endpoints={e: e for e in ENDPOINTS},
+    file_expiry=(3600, 2_592_000),
+)
+
+
+class OpenAIFace:
+    name = "openai"
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        prefix: str = "/v1",
+        limits: Limits = OPENAI_LIMITS,
+        provider: str = "openai",
+    ) -> None:
+        self.store = store
+        self.prefix = prefix
+        self.book = OpenAIBook(store, provider, limits, self.model_known)
+        p = "^" + prefix
+        self.routes: Sequence[Route] = [
+            route("POST", p + r"/files$", self.upload, writes=True),
+            route("GET", p + r"/files$", self.list_files),
+            route("GET", p + r"/files/([^/]+)$", self.get_file),
+            route("DELETE", p + r"/files/([^/]+)$", self.delete_file, writes=True),
+            route("GET", p + r"/files/([^/]+)/content$", self.content),
+            route("POST", p + r"/batches$", self.create_batch, writes=True),
+            route("GET", p + r"/batches$", self.list_batches),
+            route("GET", p + r"/batches/([^/]+)$", self.get_batch),
+            route("POST", p + r"/batches/([^/]+)/cancel$", self.cancel, writes=True),
+            route("GET", p + r"/models$", self.models),
+            route("GET", p + r"/models/(.+)$", self.model),
+        ]
+
+    # the face ---------------------------------------------------------------
+    def claims(self, x: Exchange) -> bool:
+        return True  # the last face asked: whatever no other face claimed
+
+    def authorise(self, x: Exchange, api_key: str | None) -> ApiFailure | None:
+        token = bearer(x)
+        if not token:
+            return ApiFailure(401, "You didn't provide an API key.", code="invalid_api_key")
+        if api_key is not None and token != api_key:
+            return ApiFailure(401, "Incorrect API key provided.", code="invalid_api_key")
+        return None
+
+    def error(self, failure: ApiFailure) -> Reply:
+        kind = failure.kind or ("invalid_request_error" if failure.status < 500 else "server_error")
+        body = {
+            "error": {
+                "message": failure.message,
+                "type": kind,
+                "param": failure.param,
+                "code": failure.code,
+            }
+        }
+        return Reply(body, failure.status, dict(failure.headers))
+
+    def fault(self, kind: FaultKind) -> ApiFailure:
+        if kind == "429":
+            return ApiFailure(
+                429,
+                "Rate limit reached for requests. Please try again shortly.",
+                kind="requests",
+                code="rate_limit_exceeded",
+                headers={"retry-after": "0", "retry-after-ms": "10"},
+            )
+        return ApiFailure(500, "The server had an error while processing your request.")
+
+    def advance(self, now: float, flush: bool) -> None:
+        self.book.advance(now, flush)
+
+    def ledger(self) -> list[dict[str, Any]]:
+        return self.book.ledger()
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        self.book.restore(state)
+
+    def tamper(self, batch_id: str, change: Mapping[str, Any]) -> None:
+        self.book.tamper(batch_id, change)
+
+    def base_url(self, url: str) -> str:
+        return f"{url}{self.prefix}"
+
+    def model_known(self, name: str) -> bool:
+        return self.store.known_model(name)
+
+    # files ------------------------------------------------------------------
+    def upload(self, x: Exchange) -> Reply:
+        fields, files = multipart(x.header("Content-Type"), x.body)
+        if "file" not in files:
+            raise ApiFailure(400, "Missing required parameter: 'file'.", param="file")
+        if "purpose" not in fields:
+            raise ApiFailure(400, "Missing required parameter: 'purpose'.", param="purpose")
+        expires = None
+        if "expires_after[anchor]" in fields or "expires_after[seconds]" in fields:
+            try:
+                seconds = int(fields.get("expires_after[seconds]", ""))
+            except ValueError:
+                raise ApiFailure(
+                    400, "Invalid expires_after[seconds]", param="expires_after"
+                ) from None
+            expires = {"anchor": fields.get("expires_after[anchor]"), "seconds": seconds}
+        filename, data = files["file"]
+        return Reply(self.book.upload(filename, fields["purpose"], data, expires))
+
+    def list_files(self, x: Exchange) -> Reply:
+        limit = x.int_param("limit", 10000, 1, 10000)
+        order = x.query.get("order", "desc")
+        if order not in ("asc", "desc"):
+            raise ApiFailure(400, "order must be 'asc' or 'desc'", param="order")
+        return Reply(
+            self.book.list_files(x.query.get("purpose"), order, limit, x.query.get("after"))
+        )
+
+    def get_file(self, x: Exchange, file_id: str) -> Reply:
+        return Reply(self.book.get_file(file_id).obj())
+
+    def delete_file(self, x: Exchange, file_id: str) -> Reply:
+        return Reply(self.book.delete_file(file_id))
+
+    def content(self, x: Exchange, file_id: str) -> Reply:
+        return Reply(self.book.get_file(file_id).data, file=True)
+
+    # batches ----------------------------------------------------------------
+    def create_batch(self, x: Exchange) -> Reply:
+        return Reply(self.book.create_batch(x.json()))
+
+    def list_batches(self, x: Exchange) -> Reply:
+        limit = x.int_param("limit", 20, 1, 100)
+        return Reply(self.book.list_batches(limit, x.query.get("after")))
+
+    def get_batch(self, x: Exchange, batch_id: str) -> Reply:
+        return Reply(self.book.batch_obj(batch_id))
+
+    def cancel(self, x: Exchange, batch_id: str) -> Reply:
+        return Reply(self.book.cancel(batch_id))
+
+    # models -----------------------------------------------------------------
+    def _model(self, name: str) -> dict[str, Any]:
+        created = CREATED.get(name, DEFAULT_CREATED)
+        return {"id": name, "object": "model", "created": created, "owned_by": "system"}
+
+    def model(self, x: Exchange, name: str) -> Reply:
+        if not self.model_known(name):
+            raise ApiFailure(
+                404,
+                f"The model `{name}` does not exist or you do not have access to it.",
+                code="model_not_found",
+            )
+        return Reply(self._model(name))
+
+    def models(self, x: Exchange) -> Reply:
+        names = [
+            n
+            for n in self.store.catalogue.listed()
+            if not n.startswith(("claude", "gemini", "accounts/"))
+        ]
+        return Reply({"object": "list", "data": [self._model(n) for n in names]})
+
+
+def make(store: Store) -> OpenAIFace:
+    return OpenAIFace(store)

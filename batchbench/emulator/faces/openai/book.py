@@ -1,0 +1,604 @@
+"""OpenAI's files and batches and their lifecycle, as the real Batch API runs them.
+
+``advance()`` moves every batch to where the clock says it should be:
+validation (``validate.parse_input``), progressive execution of lines (so expiry
+and cancellation leave partial output), finalizing, and the output and error
+files. Azure OpenAI's Global Batch keeps a book of its own of the same kind
+(:class:`Limits` says where the two differ).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...anomalies import SERVER_ERROR, damage_results
+from ...core import ALNUM, HEX, ApiFailure, Store, due_lines, last_line
+from ...endpoints import check_body, shape, usage_of
+from .validate import Limits, Parsed, parse_input
+
+ENDPOINTS = (
+    "/v1/responses",
+    "/v1/chat/completions",
+    "/v1/embeddings",
+    "/v1/completions",
+    "/v1/moderations",
+    "/v1/images/generations",
+    "/v1/images/edits",
+    "/v1/videos",
+)
+UPLOAD_PURPOSES = ("assistants", "batch", "fine-tune", "vision", "user_data", "evals")
+TERMINAL = ("completed", "failed", "expired", "cancelled")
+MAX_FILE_BYTES = 512 * 1024 * 1024
+Result = tuple[str, "dict[str, Any] | None", "dict[str, Any] | None"]
+
+
+@dataclass
+class StoredFile:
+    id: str
+    filename: str
+    purpose: str
+    data: bytes
+    created_at: int
+    expires_at: int | None = None
+
+    def obj(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "object": "file",
+            "bytes": len(self.data),
+            "created_at": self.created_at,
+            "filename": self.filename,
+            "purpose": self.purpose,
+            "status": "processed",
+            "expires_at": self.expires_at,
+            "status_details": None,
+        }
+
+
+@dataclass
+class Batch:
+    id: str
+    endpoint: str
+    input_file_id: str
+    metadata: dict[str, str] | None
+    created: float
+    seq: int
+    status: str = "validating"
+    model: str | None = None
+    lines: list[dict[str, Any]] = field(default_factory=list)
+    order: list[int] = field(default_factory=list)  # lines run in parallel: any order
+    tokens: int = 0
+    executed: int = 0
+    results: list[Result] = field(default_factory=list)
+    stamps: dict[str, float] = field(default_factory=dict)
+    errors: list[dict[str, Any]] | None = None
+    output_file_id: str | None = None
+    error_file_id: str | None = None
+    counts_reset: bool = False
+    output_expires_after: int | None = None  # seconds after the output file is made
+    polls: int = 0
+    reported: dict[str, int] | None = None  # the counts the last poll saw (lagging-counts)
+
+    def counts(self) -> dict[str, int]:
+        ok = sum(1 for _, r, e in self.results if _ok(r, e))
+        if self.status in ("validating", "failed"):
+            return {"total": 0, "completed": 0, "failed": 0}
+        counts = {"total": len(self.lines), "completed": ok, "failed": len(self.results) - ok}
+        if self.counts_reset:  # observed on cancelled batches: completed reset to 0
+            counts["completed"] = 0
+        return counts
+
+    def obj(self, window: float, counts: dict[str, int] | None = None) -> dict[str, Any]:
+        usage = {"input_tokens": 0, "output_tokens": 0, "cached": 0, "reasoning": 0}
+        for _, response, error in self.results:
+            if _ok(response, error) and response is not None:
+                body = response.get("body") or {}
+                u = body.get("usage") or {}
+                spent_in, spent_out = usage_of(body)  # every reply shape's own names
+                usage["input_tokens"] += spent_in
+                usage["output_tokens"] += spent_out
+                usage["cached"] += int(
+                    (u.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+                )
+                usage["reasoning"] += int(
+                    (u.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
+                )
+
+        def stamp(name: str) -> int | None:
+            value = self.stamps.get(name)
+            return None if value is None else int(value)
+
+        return {
+            "id": self.id,
+            "object": "batch",
+            "endpoint": self.endpoint,
+            "model": self.model,
+            "errors": None if self.errors is None else {"object": "list", "data": self.errors},
+            "input_file_id": self.input_file_id,
+            "completion_window": "24h",
+            "status": self.status,
+            "output_file_id": self.output_file_id,
+            "error_file_id": self.error_file_id,
+            "created_at": int(self.created),
+            "in_progress_at": stamp("in_progress"),
+            "expires_at": int(self.created + window),
+            "finalizing_at": stamp("finalizing"),
+            "completed_at": stamp("completed"),
+            "failed_at": stamp("failed"),
+            "expired_at": stamp("expired"),
+            "cancelling_at": stamp("cancelling"),
+            "cancelled_at": stamp("cancelled"),
+            "request_counts": counts if counts is not None else self.counts(),
+            "usage": {
+                "input_tokens": usage["input_tokens"],
+                "input_tokens_details": {"cached_tokens": usage["cached"]},
+                "output_tokens": usage["output_tokens"],
+                "output_tokens_details": {"reasoning_tokens": usage["reasoning"]},
+                "total_tokens": usage["input_tokens"] + usage["output_tokens"],
+            },
+            "metadata": self.metadata,
+        }
+
+
+def _ok(response: dict[str, Any] | None, error: dict[str, Any] | None) -> bool:
+    return error is None and response is not None and 200 <= response["status_code"] < 300
+
+
+def page(items: list[dict[str, Any]], limit: int, after: str | None) -> dict[str, Any]:
+    start = 0
+    if after is not None:
+        ids = [item["id"] for item in items]
+        if after not in ids:
+            raise ApiFailure(400, f"Invalid 'after' cursor: {after}", param="after")
+        start = ids.index(after) + 1
+    chunk = items[start : start + limit]
+    return {
+        "object": "list",
+        "data": chunk,
+        "first_id": chunk[0]["id"] if chunk else None,
+        "last_id": chunk[-1]["id"] if chunk else None,
+        "has_more": start + limit < len(items),
+    }
+
+
+def check_metadata(metadata: Any) -> None:
+    if not isinstance(metadata, dict):
+        raise ApiFailure(400, "metadata must be an object", param="metadata")
+    if len(metadata) > 16:
+        raise ApiFailure(400, "metadata may have at most 16 keys", param="metadata")
+    for key, value in metadata.items():
+        if not isinstance(key, str) or len(key) > 64:
+            raise ApiFailure(
+                400, "metadata keys must be strings of at most 64 characters", param="metadata"
+            )
+        if not isinstance(value, str) or len(value) > 512:
+            raise ApiFailure(
+                400,
+                f"metadata value for {key!r} must be a string of at most 512 characters",
+                param="metadata",
+            )
+
+
+def check_create(payload: Any, endpoints: Mapping[str, str]) -> dict[str, Any]:
+    """A create body's own rules (the input file is the book's business)."""
+    if not isinstance(payload, dict):
+        raise ApiFailure(400, "Request body must be a JSON object")
+    for key in ("input_file_id", "endpoint", "completion_window"):
+        if key not in payload:
+            raise ApiFailure(400, f"Missing required parameter: '{key}'.", param=key)
+    if payload["endpoint"] not in endpoints:
+        raise ApiFailure(400, f"Invalid endpoint: {payload['endpoint']!r}", param="endpoint")
+    if payload["completion_window"] != "24h":
+        raise ApiFailure(
+            400, "Invalid completion_window: only '24h' is supported", param="completion_window"
+        )
+    if payload.get("metadata") is not None:
+        check_metadata(payload["metadata"])
+    expires_after = payload.get("output_expires_after")
+    if expires_after is not None:
+        seconds = expires_after.get("seconds") if isinstance(expires_after, dict) else None
+        if (
+            not isinstance(expires_after, dict)
+            or expires_after.get("anchor") != "created_at"
+            or not isinstance(seconds, int)
+            or not 3600 <= seconds <= 2_592_000
+        ):
+            raise ApiFailure(
+                400,
+                "output_expires_after must be {anchor: created_at, seconds: 3600 to 2592000}",
+                param="output_expires_after",
+            )
+    return payload
+
+
+class OpenAIBook:
+    """The files and batches one OpenAI-shaped service holds (the store's lock guards it)."""
+
+    def __init__(
+        self,
+        store: Store,
+        provider: str,
+        limits: Limits,
+        knows: Callable[[str], bool] | None = None,
+    ) -> None:
+        self.store = store
+        self.knows = knows or store.known_model  # which models a batch line may name
+        self.provider = provider
+        self.limits = limits
+        self.files: dict[str, StoredFile] = {}
+        self.batches: dict[str, Batch] = {}
+        self.made: list[Batch] = []  # every batch created, in order (forgotten ones too)
+        self.seq = 0
+        self._create_tried: set[str] = set()  # file ids a create was tried for
+
+    def _id(self, prefix: str, alphabet: str = HEX, n: int = 32) -> str:
+        return prefix + self.store.decide.token(alphabet, n)
+
+    # files ------------------------------------------------------------------
+    def upload(
+        self, filename: str, purpose: str, data: bytes, expires_after: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        if purpose not in UPLOAD_PURPOSES:
+            raise ApiFailure(400, f"Invalid purpose: {purpose!r}", param="purpose")
+        limit = self.store.settings.max_batch_bytes if purpose == "batch" else MAX_FILE_BYTES
+        if len(data) > limit:
+            raise ApiFailure(400, "File is too large.", param="file")
+        # Not judged by its name (clients that upload bytes name it "upload"), and
+        # its lines are checked when a batch is created, as the service does.
+        now = int(self.store.now())
+        expires = None
+        if expires_after is not None:
+            seconds = expires_after.get("seconds")
+            if expires_after.get("anchor") != "created_at" or not isinstance(seconds, int):
+                raise ApiFailure(400, "Invalid expires_after", param="expires_after")
+            low, high = self.limits.file_expiry
+            if not low <= seconds <= high:
+                raise ApiFailure(400, "expires_after.seconds out of range", param="expires_after")
+            expires = now + seconds
+        elif purpose == "batch":
+            expires = now + 2_592_000
+        f = StoredFile(self._id("file-", ALNUM, 22), filename, purpose, data, now, expires)
+        self.files[f.id] = f
+        return f.obj()
+
+    def get_file(self, file_id: str) -> StoredFile:
+        f = self.files.get(file_id)
+        if f is None:
+            raise ApiFailure(404, f"No such File object: {file_id}", param="id")
+        return f
+
+    def list_files(
+        self, purpose: str | None, order: str, limit: int, after: str | None
+    ) -> dict[str, Any]:
+        items = [f for f in self.files.values() if purpose is None or f.purpose == purpose]
+        if order == "desc":
+            items.reverse()
+        return page([f.obj() for f in items], limit, after)
+
+    def delete_file(self, file_id: str) -> dict[str, Any]:
+        self.get_file(file_id)
+        del self.files[file_id]
+        return {"id": file_id, "object": "file", "deleted": True}
+
+    # batches ----------------------------------------------------------------
+    def create_batch(self, payload: Any) -> dict[str, Any]:
+        check_create(payload, self.limits.endpoints)
+        f = self.files.get(payload["input_file_id"])
+        first_try = f is not None and f.id not in self._create_tried
+        if f is not None:
+            self._create_tried.add(f.id)
+        lost = f is not None and first_try and self.store.anomaly("file-not-found", f.id)
+        if f is None or f.purpose != "batch" or lost:
+            raise ApiFailure(
+                400,
+                f"Cannot find file {payload['input_file_id']}, or project does not have"
+                " access to it.",
+                param="file_id",
+            )
+        expires_after = payload.get("output_expires_after")
+        self.seq += 1
+        batch = Batch(
+            id=self._id("batch_"),
+            endpoint=self.limits.endpoints[payload["endpoint"]],
+            input_file_id=f.id,
+            metadata=dict(payload["metadata"]) if payload.get("metadata") else None,
+            created=self.store.now(),
+            seq=self.seq,
+            output_expires_after=expires_after["seconds"] if expires_after else None,
+        )
+        self.batches[batch.id] = batch
+        self.made.append(batch)
+        return batch.obj(self.store.settings.completion_window)
+
+    def get_batch(self, batch_id: str) -> Batch:
+        batch = self.batches.get(batch_id)
+        if batch is None:
+            raise ApiFailure(404, f"No batch found with id '{batch_id}'.", param="id")
+        return batch
+
+    def batch_obj(self, batch_id: str) -> dict[str, Any]:
+        return self._polled(self.get_batch(batch_id))
+
+    def list_batches(self, limit: int, after: str | None) -> dict[str, Any]:
+        ordered = sorted(self.batches.values(), key=lambda b: b.seq, reverse=True)
+        return page([self._polled(b) for b in ordered], limit, after)
+
+    def _polled(self, batch: Batch) -> dict[str, Any]:
+        """The batch as a poll sees it (under lagging-counts, with the last poll's counts)."""
+        batch.polls += 1
+        counts = batch.counts()
+        shown = counts
+        if batch.reported is not None and self.store.anomaly(
+            "lagging-counts", f"{batch.id}#{batch.polls}"
+        ):
+            shown = batch.reported
+        batch.reported = counts
+        return batch.obj(self.store.settings.completion_window, shown)
+
+    def cancel(self, batch_id: str) -> dict[str, Any]:
+        batch = self.get_batch(batch_id)
+        if batch.status in TERMINAL:
+            raise ApiFailure(409, f"Cannot cancel a batch with status '{batch.status}'.")
+        if batch.status != "cancelling":
+            batch.status = "cancelling"
+            batch.stamps["cancelling"] = self.store.now()
+        return batch.obj(self.store.settings.completion_window)
+
+    # lifecycle --------------------------------------------------------------
+    def advance(self, now: float, flush: bool) -> None:
+        for batch in sorted(self.batches.values(), key=lambda b: b.seq):
+            self._advance(batch, now, flush)
+
+    def _advance(self, batch: Batch, now: float, flush: bool) -> None:
+        """Each phase ends when the clock says it did (not when a call first notices), so
+        a batch polled an hour late is where an hour puts it."""
+        settings = self.store.settings
+        lat, window = settings.latency, settings.completion_window
+        deadline = batch.created + window
+        if batch.status == "validating" and (flush or now >= batch.created + lat):
+            self._validate(batch, now if flush else min(batch.created + lat, deadline))
+        if batch.status == "in_progress":
+            # Never past the deadline: a batch always makes progress, but not all at once.
+            start = batch.stamps["in_progress"]
+            total = len(batch.lines)
+            t = min(now, deadline)
+            due = due_lines(total, start, t, lat, flush)
+            while batch.executed < due:
+                self._execute(batch, batch.order[batch.executed], t)
+                batch.executed += 1
+            if batch.executed >= total:  # finalizing from when its last line ran
+                batch.status = "finalizing"
+                batch.stamps["finalizing"] = now if flush else min(t, last_line(start, total, lat))
+        if batch.status in ("validating", "in_progress") and now >= deadline and not flush:
+            self._finish(
+                batch,
+                deadline,
+                "expired",
+                "batch_expired",
+                "This request could not be executed before the completion window expired.",
+            )
+            return
+        finalizing = lat * settings.anomalies.get("long-finalizing", 1.0)
+        if batch.status == "finalizing":
+            ready = batch.stamps["finalizing"] + finalizing
+            if flush or now >= ready:
+                self._finish(batch, now if flush else ready, "completed", None, None)
+        elif batch.status == "cancelling":
+            ready = batch.stamps["cancelling"] + lat
+            if flush or now >= ready:
+                batch.counts_reset = True
+                self._finish(
+                    batch,
+                    now if flush else ready,
+                    "cancelled",
+                    "batch_cancelled",
+                    "This request was not executed because the batch was cancelled.",
+                )
+
+    def _validate(self, batch: Batch, now: float) -> None:
+        f = self.files.get(batch.input_file_id)
+        read = (
+            parse_input(batch.endpoint, f.data, self.store, self.limits, self.knows)
+            if f is not None
+            else {"code": "invalid_request", "message": "Input file was deleted.", "line": None}
+        )
+        error: dict[str, Any] | None = None
+        if isinstance(read, Parsed):
+            batch.lines, batch.model, batch.tokens = read.lines, read.model, read.tokens
+        else:
+            error = read
+        if error is None and self.store.settings.enqueued_token_limit is not None:
+            in_flight = sum(
+                b.tokens
+                for b in self.batches.values()
+                if b is not batch
+                and b.model == batch.model
+                and b.status in ("in_progress", "finalizing", "cancelling")
+            )
+            limit = self.store.settings.enqueued_token_limit
+            if in_flight + batch.tokens > limit:
+                error = {
+                    "code": "token_limit_exceeded",
+                    "message": f"Enqueued token limit reached for {batch.model} in organization"
+                    f" org-emulator. Limit: {limit:,} enqueued tokens. Please try again once"
+                    " some in_progress batches have been completed.",
+                    "line": None,
+                }
+        if error is not None:
+            batch.status = "failed"
+            batch.stamps["failed"] = now
+            batch.errors = [{"param": None, **error}]
+            batch.lines = []
+            return
+        batch.order = self.store.decide.shuffled(range(len(batch.lines)), batch.id)
+        batch.status = "in_progress"
+        batch.stamps["in_progress"] = now
+
+    def _execute(self, batch: Batch, index: int, now: float) -> None:
+        line = batch.lines[index]
+        request_id = f"req_{self.store.decide.token(HEX, 32)}"
+        body = line["body"]
+        refusal = check_body(batch.endpoint, body)
+        response: dict[str, Any] | None
+        error: dict[str, Any] | None = None
+        if refusal is not None:
+            response = {**refusal, "request_id": request_id}
+        else:
+            response, error = self._reply(batch, line, body, request_id, now)
+        batch.results.append((line["custom_id"], response, error))
+        status = None if response is None else response["status_code"]
+        self.store.executed(self.provider, batch.id, line["custom_id"], status)
+
+    def _reply(
+        self, batch: Batch, line: dict[str, Any], body: dict[str, Any], request_id: str, now: float
+    ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        settings = self.store.settings
+        try:
+            result = self.store.model.reply(
+                body, body, f"{batch.id}/{line['custom_id']}", settings.judge_noise
+            )
+        except Exception as exc:  # a broken responder is a 500 for that line, not a crash
+            return {
+                "status_code": 500,
+                "request_id": request_id,
+                "body": {
+                    "error": {
+                        "message": f"responder failed: {exc}",
+                        "type": "server_error",
+                        "param": None,
+                        "code": None,
+                    }
+                },
+            }, None
+        if isinstance(result, str):
+            reply = shape(batch.endpoint, body, result, request_id, now)
+            return {"status_code": 200, "request_id": request_id, "body": reply}, None
+        if isinstance(result, dict) and isinstance(result.get("error"), dict):
+            return None, {
+                "code": result["error"].get("code"),
+                "message": result["error"].get("message"),
+            }
+        if isinstance(result, dict) and isinstance(result.get("status_code"), int):
+            return {
+                "status_code": result["status_code"],
+                "request_id": request_id,
+                "body": result.get("body"),
+            }, None
+        return {
+            "status_code": 500,
+            "request_id": request_id,
+            "body": {
+                "error": {
+                    "message": f"responder returned {type(result).__name__}; expected str or dict",
+                    "type": "server_error",
+                    "param": None,
+                    "code": None,
+                }
+            },
+        }, None
+
+    def _finish(
+        self, batch: Batch, now: float, status: str, code: str | None, message: str | None
+    ) -> None:
+        done = {cid for cid, _, _ in batch.results}
+        unfinished = [ln["custom_id"] for ln in batch.lines if ln["custom_id"] not in done]
+        out_lines: list[str] = []
+        err_lines: list[str] = []
+        for custom_id, response, error in batch.results:
+            record = {
+                "id": self._id("batch_req_"),
+                "custom_id": custom_id,
+                "response": response,
+                "error": error,
+            }
+            (out_lines if _ok(response, error) else err_lines).append(json.dumps(record))
+        for custom_id in unfinished if code else []:
+            record = {
+                "id": self._id("batch_req_"),
+                "custom_id": custom_id,
+                "response": None,
+                "error": {"code": code, "message": message},
+            }
+            if code == "batch_expired" and self.store.anomaly(
+                "expired-500", f"{batch.id}/{custom_id}"
+            ):
+                record["response"], record["error"] = SERVER_ERROR, None
+            err_lines.append(json.dumps(record))
+        out_lines, err_lines = damage_results(out_lines, err_lines, self.store, batch.id)
+        emptied = self.store.anomaly("empty-results", batch.id)
+        if emptied:  # the counts say every line ran; the file says nothing
+            out_lines, err_lines = [], []
+        out_lines = self.store.decide.shuffled(out_lines, f"{batch.id}/output")
+        err_lines = self.store.decide.shuffled(err_lines, f"{batch.id}/errors")
+        out_lines = self.store.mangled("output", out_lines)  # tests: broken files
+        err_lines = self.store.mangled("error", err_lines)
+        batch.output_file_id = self._store_output(batch, "output", out_lines, now, emptied)
+        batch.error_file_id = self._store_output(batch, "error", err_lines, now)
+        batch.status = status
+        batch.stamps[status] = now
+
+    def _store_output(
+        self, batch: Batch, kind: str, lines: list[str], now: float, empty: bool = False
+    ) -> str | None:
+        if not lines and not empty:
+            return None
+        data = "".join(line + "\n" for line in lines).encode("utf-8")
+        f = StoredFile(
+            self._id("file-", ALNUM, 22),
+            f"{batch.id}_{kind}.jsonl",
+            "batch_output",
+            data,
+            int(now),
+            int(now) + (batch.output_expires_after or 2_592_000),
+        )
+        self.files[f.id] = f
+        return f.id
+
+    # tests --------------------------------------------------------------------
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Take over in-flight batches a snapshot holds (their files and batch objects)."""
+        for f in state.get("files", []):
+            self.files[f["id"]] = StoredFile(
+                f["id"],
+                f["filename"],
+                f["purpose"],
+                f["data"].encode("utf-8"),
+                int(f.get("created_at", self.store.now())),
+            )
+        for b in state.get("batches", []):
+            self.seq += 1
+            batch = Batch(
+                id=b["id"],
+                endpoint=b["endpoint"],
+                input_file_id=b["input_file_id"],
+                metadata=b["metadata"],
+                created=float(b.get("created_at", self.store.now())),
+                seq=self.seq,
+            )
+            self.batches[batch.id] = batch
+            self.made.append(batch)
+
+    def tamper(self, batch_id: str, change: Mapping[str, Any]) -> None:
+        """Make a batch vanish (``forget``) or report another ``status``."""
+        batch = self.get_batch(batch_id)
+        if change.get("forget"):
+            del self.batches[batch_id]
+        if "status" in change:
+            batch.status = str(change["status"])
+
+    def ledger(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "id": b.id,
+                "provider": self.provider,
+                "status": b.status,
+                "metadata": b.metadata,
+                "input_file_id": b.input_file_id,
+                "created_at": int(b.created),
+                "custom_ids": [ln["custom_id"] for ln in b.lines],
+            }
+            for b in self.made
+        ]

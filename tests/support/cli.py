@@ -1,0 +1,89 @@
+"""The CLI as a test calls it: in this process on the test's clock, or as a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURE = REPO / "tests" / "fixtures"  # synthetic dataset + the reference's goldens over it
+SAMPLE = REPO / "batchbench" / "sample"
+
+# The clock an in-process command reads and waits on: the test's fake clock, shared
+# with its emulator (set by the autouse ``clock`` fixture in conftest.py).
+_clock: list[Any] = []
+
+
+def use_clock(clock: Any) -> None:
+    _clock[:] = [clock]
+
+
+def run_cli(
+    *args: str,
+    env: dict | None = None,
+    cwd: Path | None = None,
+    timeout: float = 300,
+    real: bool = False,
+    clock: Any = None,
+) -> subprocess.CompletedProcess:
+    """The CLI, in this process through typer's runner on the test's clock (or the
+    ``clock`` given); ``real=True`` (or a ``cwd``) runs ``python -m batchbench`` as a
+    subprocess, on real time. Either way the result has ``returncode``, ``stdout`` and
+    ``stderr``; an exception that escaped the CLI shows as a traceback on stderr, as in
+    a terminal."""
+    if not real and cwd is None:
+        return _in_process(args, env, clock if clock is not None else (_clock or [None])[0])
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "batchbench", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=cwd or REPO,
+        timeout=timeout,
+    )
+
+
+def _in_process(args: tuple[str, ...], env: dict | None, clock: Any) -> subprocess.CompletedProcess:
+    from typer.testing import CliRunner
+
+    from batchbench.cli import app
+
+    obj = {"clock": clock} if clock is not None else None
+    result = CliRunner().invoke(app, list(args), env=env, obj=obj)
+    stderr = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(*result.exc_info))
+    return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, stderr)
+
+
+def spawn(
+    args: list[str], env: dict[str, str], stdout: Any = subprocess.DEVNULL
+) -> subprocess.Popen:
+    """``python -m batchbench ARGS`` in the background (real time), stderr captured."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "batchbench", *args],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **env},
+        cwd=REPO,
+    )
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess, *fragments: str) -> None:
+    """A failed command: non-zero exit, and its last stderr line is the one error line
+    naming the culprit (progress lines may come before it, nothing after)."""
+    assert proc.returncode != 0, proc.stdout
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith(("error:", "internal error"))]
+    assert len(errors) == 1 and lines[-1] == errors[0], proc.stderr
+    for fragment in fragments:
+        assert fragment in errors[0], errors[0]

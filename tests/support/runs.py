@@ -1,0 +1,145 @@
+"""Runs against the emulator as the tests make them, and what they read back."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from .cli import run_cli
+
+KEY = "sk-test-marker-7f3a9c"
+ROW_KEYS = [
+    "protocol_version",
+    "case_id",
+    "benchmark",
+    "grading_method",
+    "answer_model",
+    "judge_model",
+    "answer_reasoning_effort",
+    "answer_temperature",
+    "judge_temperature",
+    "started_at",
+    "finished_at",
+    "elapsed_seconds",
+    "answer",
+    "decisions",
+    "score",
+    "score_components",
+]
+ERROR_KEYS = [*ROW_KEYS[:6], "finished_at", "error"]
+
+
+def run_args(emu: Any, tmp_path: Path, fixture_dir: Path, *extra: str, cap: int = 40) -> list[str]:
+    """A run named ans-model (smoke or not) in tmp_path/jobs, against the emulator."""
+    return [
+        "run",
+        "--run",
+        "ans-model",
+        "--answer-model",
+        "ans-model",
+        "--judge-model",
+        "judge-model",
+        "--jobs-dir",
+        str(tmp_path / "jobs"),
+        "--dataset",
+        str(fixture_dir),
+        "--base-url",
+        emu.base_url,
+        "--poll-interval",
+        "0.05",
+        "--max-requests-per-batch",
+        str(cap),
+        *extra,
+    ]
+
+
+def env() -> dict[str, str]:
+    return {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": ""}
+
+
+def cancel_cli(emu: Any, tmp_path: Path) -> Any:
+    """``batchbench cancel ans-model`` for a run made with :func:`run_args`."""
+    return run_cli(
+        "cancel",
+        "ans-model",
+        "--jobs-dir",
+        str(tmp_path / "jobs"),
+        "--base-url",
+        emu.base_url,
+        env=env(),
+    )
+
+
+def rows_of(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def journal(run_dir: Path) -> list[dict]:
+    return [json.loads(x) for x in (run_dir / "journal.jsonl").read_text().splitlines()]
+
+
+def judge_replies(run_dir: Path) -> dict[str, dict[str, bool]]:
+    """The decisions the emulator returned, read back from the raw judge files."""
+    out = {}
+    for path in (run_dir / "raw").glob("*.jsonl"):
+        for line in path.read_text().splitlines():
+            rec = json.loads(line)
+            if not rec.get("custom_id", "").startswith("judge:") or rec.get("error") is not None:
+                continue
+            if (rec.get("response") or {}).get("status_code") != 200:
+                continue
+            content = rec["response"]["body"]["choices"][0]["message"]["content"]
+            try:
+                reply = json.loads(content)
+                decisions = {d["item_id"]: d["matched"] for d in reply["decisions"]}
+            except (ValueError, KeyError, TypeError):
+                continue
+            out[rec["custom_id"].split(":")[1]] = decisions
+    return out
+
+
+def duplicates(ledger: dict) -> tuple[list[str], list[str]]:
+    """Submissions created more than once and lines executed more than once.
+
+    An OpenAI batch names its submission in its metadata; an Anthropic one carries
+    none, so a request id held by two batches is a submission made twice.
+    """
+    subs = Counter(b["metadata"]["batchbench_sub"] for b in ledger["batches"] if b.get("metadata"))
+    held = Counter(cid for b in ledger["batches"] for cid in b.get("custom_ids", ()))
+    lines = Counter(e["custom_id"] for e in ledger["executions"])
+    made_twice = [s for s, n in subs.items() if n > 1] + [c for c, n in held.items() if n > 1]
+    return made_twice, [c for c, n in lines.items() if n > 1]
+
+
+def assert_no_duplicates(emu: Any) -> None:
+    subs, lines = duplicates(emu.ledger())
+    assert subs == [] and lines == [], (subs, lines)
+
+
+def normalised(run_dir: Path) -> tuple[list[dict], dict]:
+    """Results and summary without the clock's fields, which differ between runs."""
+    rows = []
+    for line in (run_dir / "results.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        rows.append(
+            {
+                k: v
+                for k, v in row.items()
+                if k not in ("started_at", "finished_at", "elapsed_seconds")
+            }
+        )
+    summary = json.loads((run_dir / "results.summary.json").read_text())
+    summary.pop("started_at")
+    summary.pop("finished_at")
+    return sorted(rows, key=lambda r: r["case_id"]), summary
+
+
+def http_config(emu: Any, **settings: Any) -> None:
+    """Change the emulator's settings over HTTP, as a rehearsal would."""
+    req = urllib.request.Request(
+        emu.url + "/_emulator/config", method="POST", data=json.dumps(settings).encode()
+    )
+    urllib.request.urlopen(req, timeout=10).read()

@@ -1,0 +1,256 @@
+"""What every provider's run must do, one body per contract, run for each provider.
+
+Each test is parametrized over the providers' rigs (``support/providers.py``): the
+same CLI, the emulator's face for that provider driven by its official SDK, and
+the rows checked against :func:`support.providers.reference_outcome`, a plain
+re-enactment of the reference runner's rules (reference-behaviour.md §8–§9).
+What only one provider does is in its own file (``test_<provider>_runs.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support import reference
+from support.cli import assert_one_line_error, run_cli
+from support.providers import RIGS, Rig, reference_outcome, scripted_responder
+from support.runs import (
+    ERROR_KEYS,
+    ROW_KEYS,
+    assert_no_duplicates,
+    judge_replies,
+    normalised,
+    rows_of,
+)
+
+from batchbench.dataset import load_dataset
+from batchbench.emulator import SystemClock
+
+ALL = list(RIGS.values())
+OTHERS = [rig for rig in ALL if rig.provider != "openai"]  # besides the judges' own provider
+TYPOS = {
+    "openai": "gpt-5.4-minni",
+    "anthropic": "claude-opus-55",
+    "gemini": "gemini-3.1-pro-prevew",
+    "fireworks": "accounts/fireworks/models/glm-9p9",
+}
+
+
+def ids(rig: Rig) -> str:
+    return rig.provider
+
+
+@pytest.mark.parametrize("rig", ALL, ids=ids)
+def test_the_model_is_sent_the_reference_body_and_the_rows_are_the_references(
+    rig, batch_emulator_factory, tmp_path, fixture_dir
+):
+    """Each scripted case: every attempt's body is the reference's for that attempt, the
+    number of attempts is the reference's, and the row is the reference's row."""
+    n = max(rig.script) + 2
+    cases = load_dataset(fixture_dir).cases[:n]
+    prompts = [c["prompt"] for c in cases]
+    seen: dict[int, list[dict]] = {}
+    emu = batch_emulator_factory(responder=scripted_responder(rig, prompts, seen))
+    effort = ["--reasoning-effort", rig.effort] if rig.effort else []
+    argv = rig.args(emu, tmp_path, fixture_dir, "--limit", str(n), "--max-retries", "2", *effort)
+    proc = run_cli(*argv, env=rig.env(emu))
+    outcomes = [reference_outcome(rig, rig.replies(i), 2) for i in range(n)]
+    failing = any(o.error for o in outcomes)
+    assert proc.returncode == (1 if failing else 0), proc.stdout + proc.stderr
+    run_dir = tmp_path / "jobs" / rig.name()
+    rows = {r["case_id"]: r for r in rows_of(run_dir / "results.jsonl")}
+    replies = judge_replies(run_dir)
+    for i, (case, outcome) in enumerate(zip(cases, outcomes)):
+        assert len(seen[i]) == len(outcome.attempts), (i, seen[i])
+        for sent, state in zip(seen[i], outcome.attempts):
+            want = rig.body(case["prompt"], rig.effort, state)
+            assert sent == want and (list(sent) == list(want) or not rig.ordered), i
+        row = rows[case["case_id"]]
+        if outcome.error is not None:
+            assert list(row) == ERROR_KEYS and row["error"] == outcome.error, i
+            continue
+        assert list(row) == ROW_KEYS
+        assert row["answer"] == outcome.answer and row["answer_model"] == rig.model, i
+        sent_temperature = outcome.temperature and rig.sends_temperature
+        assert row["answer_temperature"] == (1 if sent_temperature else None), i
+        assert row["judge_temperature"] == 0 and row["answer_reasoning_effort"] == rig.row_effort
+        matched = {k for k, v in replies[case["case_id"]].items() if v}
+        score, components = reference.score_case(case, matched)
+        assert row["score"] == score and row["score_components"] == components
+    assert_no_duplicates(emu)
+
+
+@pytest.mark.parametrize("rig", ALL, ids=ids)
+def test_a_sigkill_at_the_create_call_pays_each_answer_once(
+    rig, batch_emulator_factory, tmp_path, fixture_dir
+):
+    """A real process killed just after the billable create returned, before its id is
+    journaled: the resume finds the batch, never makes it again, and ends with an
+    uninterrupted run's rows. (Kills at random moments, many seeds: the soak set.)"""
+    reference_emu = batch_emulator_factory()
+    argv = rig.args(reference_emu, tmp_path / "ref", fixture_dir, "--limit", "12")
+    assert run_cli(*argv, env=rig.env(reference_emu)).returncode == 0
+    expected = normalised(tmp_path / "ref" / "jobs" / rig.name())
+    real_time = SystemClock()  # the killed process runs on real time: so does its service
+    emu = batch_emulator_factory(latency=0.02, clock=real_time)
+    argv = rig.args(emu, tmp_path, fixture_dir, "--limit", "12", "--poll-interval", "0.02", cap=3)
+    env = {**rig.env(emu), "BATCHBENCH_FAILPOINT": "created:1"}
+    proc = run_cli(*argv, env=env, real=True)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    proc = run_cli(*argv, env=rig.env(emu), clock=real_time)
+    assert proc.returncode == 0, proc.stderr
+    assert normalised(tmp_path / "jobs" / rig.name()) == expected
+    assert_no_duplicates(emu)
+    journal = tmp_path / "jobs" / rig.name() / "journal.jsonl"
+    events = [json.loads(x) for x in journal.read_text().splitlines()]
+    assert any(e["ev"] == "created" and e.get("adopted") for e in events)
+
+
+@pytest.mark.parametrize("rig", OTHERS, ids=ids)
+def test_status_refresh_list_and_cancel(rig, batch_emulator_factory, tmp_path, fixture_dir):
+    emu = batch_emulator_factory(paused=True)  # submitted, nothing comes back
+    argv = rig.args(emu, tmp_path, fixture_dir, "--limit", "6", "--no-wait", cap=3)
+    assert run_cli(*argv, env=rig.env(emu)).returncode == 3
+    jobs = ["--jobs-dir", str(tmp_path / "jobs")]
+    refresh = run_cli("status", rig.name(), *jobs, "--refresh", env=rig.env(emu))
+    live = [line for line in refresh.stdout.splitlines() if line.startswith("live: ")]
+    assert refresh.returncode == 0 and len(live) == 2, refresh.stdout
+    assert rig.name() in run_cli("list", *jobs).stdout
+    proc = run_cli("cancel", rig.name(), *jobs, env=rig.env(emu))
+    assert proc.returncode == 0 and "cancelled 2 batch(es)" in proc.stdout, proc.stderr
+    emu.flush()
+    assert run_cli(*argv, env=rig.env(emu)).returncode == 3
+    status = json.loads(run_cli("status", rig.name(), *jobs, "--json").stdout)
+    assert status["status"] == "cancelled" and status["cases"]["pending"] == 6
+    assert {b["status"] for b in emu.ledger()["batches"]} == {rig.ended}
+
+
+@pytest.mark.parametrize("rig", OTHERS, ids=ids)
+def test_the_dry_run_prices_the_answers_and_max_cost_refuses(rig, tmp_path, fixture_dir):
+    base = [
+        "run",
+        "--answer-model",
+        rig.model,
+        "--judge-model",
+        "gpt-4.1",
+        "--dataset",
+        str(fixture_dir),
+        "--jobs-dir",
+        str(tmp_path / "dry"),
+    ]
+    answers = json.loads(run_cli(*base, "--dry-run", "--json").stdout)["stages"]["answers"]
+    no_keys = {rig.key_variable: "", "OPENAI_API_KEY": ""}
+    if rig.price is None:  # no public price: said, refused by --max-cost, filled by --pricing
+        assert answers["batch_usd"] is None
+        proc = run_cli(*base, "--max-cost", "100", env=no_keys)
+        assert_one_line_error(proc, "--max-cost", f"no price for '{rig.model}'")
+        prices = tmp_path / "prices.json"
+        prices.write_text(
+            json.dumps(
+                {"batch_discount": 0.5, "models": {rig.resolved: {"input": 1.0, "output": 4.0}}}
+            )
+        )
+        argv = [*base, "--dry-run", "--json", "--pricing", str(prices)]
+        answers = json.loads(run_cli(*argv).stdout)["stages"]["answers"]
+        price = (1.0, 4.0)
+    else:
+        price = rig.price
+    expected = (answers["input_tokens"] * price[0] + answers["output_tokens"] * price[1]) / 1e6 / 2
+    assert answers["batch_usd"] == pytest.approx(expected, abs=1e-6)  # shown to 6 places
+    proc = run_cli(*base, "--max-cost", "0.000001", env=no_keys)
+    assert_one_line_error(proc, "--max-cost", "nothing was submitted")
+    assert not (tmp_path / "dry").exists()
+
+
+@pytest.mark.parametrize("rig", OTHERS, ids=ids)
+def test_a_misspelt_model_and_a_missing_sdk_are_one_line_before_anything_is_paid(
+    rig, batch_emulator, tmp_path, fixture_dir
+):
+    emu = batch_emulator
+    typo = TYPOS[rig.provider]
+    proc = run_cli(*rig.args(emu, tmp_path, fixture_dir, "--smoke", model=typo), env=rig.env(emu))
+    assert_one_line_error(proc, f"'{typo}'", emu.url)
+    assert emu.ledger()["batches"] == []
+    code = (
+        f"import sys; sys.modules[{rig.sdk!r}] = None\n"
+        "from batchbench.cli import main\n"
+        "sys.argv = ['batchbench', *sys.argv[1:]]\n"
+        "main()\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *rig.args(emu, tmp_path, fixture_dir, "--smoke")],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin", **rig.env(emu)},
+    )
+    assert_one_line_error(proc, f"'{rig.sdk}'", f"[{rig.extra}]")
+    assert not any(Path(tmp_path / "jobs").glob("*/journal.jsonl"))
+
+
+@pytest.mark.parametrize("rig", OTHERS, ids=ids)
+def test_keys_are_never_written_or_printed(rig, batch_emulator, tmp_path, fixture_dir):
+    emu = batch_emulator
+    proc = run_cli(*rig.args(emu, tmp_path, fixture_dir, "--limit", "3"), env=rig.env(emu))
+    assert proc.returncode == 0, proc.stderr
+    for path in (tmp_path / "jobs").rglob("*"):
+        if path.is_file():
+            assert rig.key.encode() not in path.read_bytes(), path
+    assert rig.key not in proc.stdout + proc.stderr
+
+
+BAD_DAYS = {
+    "anthropic": {"missing-lines": 0.3, "long-finalizing": 4.0},
+    "gemini": {"missing-lines": 0.3, "succeeded-before-file": 1.0},
+    "fireworks": {"missing-lines": 0.3},
+}
+
+
+@pytest.mark.parametrize("rig", OTHERS, ids=ids)
+def test_faults_and_the_services_bad_days_end_in_a_good_days_rows(
+    rig, batch_emulator_factory, tmp_path, fixture_dir
+):
+    good = batch_emulator_factory()
+    argv = rig.args(good, tmp_path / "ref", fixture_dir, "--limit", "16", cap=5)
+    assert run_cli(*argv, env=rig.env(good)).returncode == 0
+    emu = batch_emulator_factory(fault_rate=0.2, seed=9, anomalies=BAD_DAYS[rig.provider])
+    proc = run_cli(*rig.args(emu, tmp_path, fixture_dir, "--limit", "16", cap=5), env=rig.env(emu))
+    assert proc.returncode == 0, proc.stderr
+    assert normalised(tmp_path / "jobs" / rig.name()) == normalised(
+        tmp_path / "ref" / "jobs" / rig.name()
+    )
+    assert_no_duplicates(emu)
+    assert sum(emu.ledger()["faults"].values()) > 0
+
+
+@pytest.mark.soak
+@pytest.mark.parametrize("seed", [7, 11, 5])
+@pytest.mark.parametrize("rig", ALL, ids=ids)
+def test_sigkills_at_random_moments_pay_each_answer_once(
+    rig, seed, batch_emulator_factory, tmp_path, fixture_dir
+):
+    """Soak: a run killed again and again, at failpoints and at seeded random moments,
+    ends with an uninterrupted run's rows and nothing paid twice. A failure names its
+    seed: run it alone with ``-m soak -k '<provider> and <seed>'``."""
+    import random
+
+    from support.crash import kill_and_restart
+
+    reference_emu = batch_emulator_factory()
+    argv = rig.args(reference_emu, tmp_path / "ref", fixture_dir, "--limit", "12")
+    assert run_cli(*argv, env=rig.env(reference_emu)).returncode == 0
+    expected = normalised(tmp_path / "ref" / "jobs" / rig.name())
+    real_time = SystemClock()
+    emu = batch_emulator_factory(latency=0.3, clock=real_time)
+    argv = rig.args(emu, tmp_path, fixture_dir, "--limit", "12", cap=3)
+    journal = tmp_path / "jobs" / rig.name() / "journal.jsonl"
+    kinds, _ = kill_and_restart(argv, journal, random.Random(seed), 6, rig.env(emu))
+    proc = run_cli(*argv, env=rig.env(emu), clock=real_time)
+    assert proc.returncode == 0, (seed, proc.stderr)
+    assert normalised(tmp_path / "jobs" / rig.name()) == expected, seed
+    assert_no_duplicates(emu)
+    assert sum(kinds.values()) >= 1, (seed, kinds)

@@ -1,0 +1,33 @@
+"""The linter, the formatter and the type checker, as part of the test command.
+
+They run as tests so the one test command checks everything and, on several workers,
+the type checker (the slowest single check) runs beside the other tests instead of
+after them; ``conftest.py`` starts these first.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support.cli import REPO
+
+
+def _tool(name: str) -> str:
+    """The tool installed beside this Python (the venv's), else the one on PATH."""
+    return shutil.which(name, path=str(Path(sys.executable).parent)) or name
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["ruff", "check", "."], ["ruff", "format", "--check", "."], ["mypy", "batchbench"]],
+    ids=["ruff-check", "ruff-format", "mypy"],
+)
+def test_the_code_passes(command):
+    proc = subprocess.run(
+        [_tool(command[0]), *command[1:]], cwd=REPO, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
