@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import BatchbenchError
 
 if TYPE_CHECKING:
-    from .summary import summarize
+    from .scores.summary import summarize
 
 __all__ = ["BatchbenchError", "summarize", "__version__"]
 __version__ = "0.2.0"
@@ -16,7 +16,7 @@ __version__ = "0.2.0"
 def __getattr__(name: str) -> Any:
     """``summarize`` imports numpy: only when it is asked for, so the CLI starts fast."""
     if name == "summarize":
-        from .summary import summarize
+        from .scores.summary import summarize
 
         return summarize
     raise AttributeError(f"module 'batchbench' has no attribute {name!r}")

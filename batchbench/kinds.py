@@ -22,7 +22,8 @@ Phase = Literal["pending", "running", "cancelling", "ended"]
 Ending = Literal["completed", "failed", "expired", "cancelled"]
 
 # What one request came to, once its batch is collected.
-OutcomeKind = Literal["ok", "transient", "lost", "no_temperature", "no_effort", "invalid", "failed"]
+# ``retry``: sent again with the adjustments its wire gave (an attempt spent).
+OutcomeKind = Literal["ok", "transient", "lost", "retry", "invalid", "failed"]
 # Where one case is in one stage.
 StageStatus = Literal["pending", "inflight", "ok", "failed"]
 # Where a whole run is.

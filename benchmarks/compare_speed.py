@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # sup
 
 
 def make_sides(runs: int = 10, benchmarks: int = 10, per: int = 50):
-    from batchbench.compare import Side
+    from batchbench.scores.compare import Side
 
     rng = random.Random(5)
     order = [f"c{b}-{i}" for b in range(benchmarks) for i in range(per)]
@@ -55,7 +55,7 @@ def make_sides(runs: int = 10, benchmarks: int = 10, per: int = 50):
 def main() -> None:
     from support import reference as plain_reference
 
-    from batchbench.compare import compare
+    from batchbench.scores.compare import compare
 
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--samples", type=int, default=10_000)

@@ -94,7 +94,7 @@ def make_rows(cases: list[dict], model: str, rng: random.Random) -> list[dict]:
 
 
 def main() -> None:
-    from batchbench.page import load_sources, render, write_page
+    from batchbench.views.page import load_sources, render, write_page
 
     rng = random.Random(1)
     with tempfile.TemporaryDirectory() as tmp:

@@ -117,14 +117,14 @@ def write_outputs(cases: list[dict], folder: Path, files: int, seed: int = 1) ->
 
 
 def run_batchbench(cases: list[dict], paths: list[Path]) -> dict[str, list]:
-    from batchbench.collection import Limits, collect
-    from batchbench.events import Line
+    from batchbench.bench.results import rows_for
+    from batchbench.bench.scoring import rubric_frame
+    from batchbench.engine.collection import Limits, collect
+    from batchbench.engine.events import Line
+    from batchbench.engine.rundir import RunConfig
+    from batchbench.engine.state import Submission, fold
     from batchbench.providers.base import BatchView
     from batchbench.providers.openai_wire import OpenAIWire
-    from batchbench.results import rows_for
-    from batchbench.rundir import RunConfig
-    from batchbench.scoring import rubric_frame
-    from batchbench.state import Submission, fold
 
     ids = [c["case_id"] for c in cases]
     by_id = {c["case_id"]: c for c in cases}

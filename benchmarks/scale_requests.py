@@ -49,8 +49,8 @@ def make_case(i: int) -> dict:
 
 
 def batchbench_build(n: int, answer: str, folder: Path) -> tuple[int, int]:
+    from batchbench.engine.requests import build_request, write_shards
     from batchbench.providers.openai_wire import OpenAIWire
-    from batchbench.requests import build_request, write_shards
 
     total = 0
     wire = OpenAIWire()
@@ -72,7 +72,7 @@ def batchbench_build(n: int, answer: str, folder: Path) -> tuple[int, int]:
 
 
 def baseline_build(n: int, answer: str, folder: Path) -> tuple[int, int]:
-    from batchbench import protocol  # the prompts' texts; the body is built here
+    from batchbench.bench import protocol  # the prompts' texts; the body is built here
 
     files, size, total, count = 0, 0, 0, 0
     out = open(folder / "base-0000.jsonl", "wb")  # noqa: SIM115 - reopened per file

@@ -130,7 +130,7 @@ class GoldenSet:
 def golden_set(request: pytest.FixtureRequest) -> GoldenSet:
     """Exactness tests run on the in-repo fixture everywhere, and on the public split too
     where it is found."""
-    from batchbench.dataset import load_dataset
+    from batchbench.bench.dataset import load_dataset
 
     if request.param == "fixture":
         root, golden = FIXTURE / "dataset", FIXTURE / "golden"
@@ -142,7 +142,7 @@ def golden_set(request: pytest.FixtureRequest) -> GoldenSet:
 
 @pytest.fixture(scope="session")
 def fixture_dataset(fixture_dir: Path) -> Any:
-    from batchbench.dataset import load_dataset
+    from batchbench.bench.dataset import load_dataset
 
     return load_dataset(fixture_dir)
 
@@ -159,7 +159,7 @@ def golden_dir(shared_dir: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def dataset(dataset_dir: Path) -> Any:
-    from batchbench.dataset import load_dataset
+    from batchbench.bench.dataset import load_dataset
 
     return load_dataset(dataset_dir)
 

@@ -12,11 +12,11 @@ import pytest
 from support.cli import REPO, assert_one_line_error, run_cli
 from support.runs import env, rows_of, run_args
 
-from batchbench.costs import load_pricing
+from batchbench.costs.pricing import load_pricing
 from batchbench.emulator import FakeClock
-from batchbench.events import BatchSeen, Created, Line, Plan
-from batchbench.progress import WIDTH, Progress, progress_line
-from batchbench.state import fold
+from batchbench.engine.events import BatchSeen, Created, Line, Plan
+from batchbench.engine.state import fold
+from batchbench.views.progress import WIDTH, Progress, progress_line
 
 
 def jobs_of(tmp_path: Path) -> Path:

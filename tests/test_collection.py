@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from batchbench.collection import Limits, collect
-from batchbench.events import Line
+from batchbench.bench.scoring import rubric_frame
+from batchbench.engine.collection import Limits, collect
+from batchbench.engine.events import Line
+from batchbench.engine.state import RunState, Submission, fold
 from batchbench.providers.base import BatchView
 from batchbench.providers.openai_wire import OpenAIWire
-from batchbench.scoring import rubric_frame
-from batchbench.state import RunState, Submission, fold
 
 CASES = [
     {
@@ -57,6 +57,8 @@ def run_collect(tmp_path, stage, records, state: RunState | None = None, sent=Tr
     state = state or fold([c["case_id"] for c in CASES], [])
     for line in sub.lines:
         state.cases[line.case_id].stage(stage).sub = sub.id
+        if not sent:  # refused before: its wire's fallback says so
+            state.cases[line.case_id].stage(stage).adjust = {"temperature": False}
     items = {c["case_id"]: [it["item_id"] for it in c["rubric_items"]] for c in CASES}
     wire = OpenAIWire()
     frame = wire.read_results([path])
@@ -89,13 +91,17 @@ def test_answers_what_is_retried_and_what_fails(tmp_path):
     assert result.outcomes["answer:c0"].content == "   "
 
 
-@pytest.mark.parametrize("sent,kind", [(True, "no_temperature"), (False, "failed")])
+@pytest.mark.parametrize("sent,kind", [(True, "retry"), (False, "failed")])
 def test_a_temperature_refusal_is_resent_only_when_temperature_was_sent(tmp_path, sent, kind):
     refusal = {"error": {"message": "Unsupported value", "param": "temperature"}}
     result = run_collect(
         tmp_path, "answers", [http(f"answer:c{i}", 400, refusal) for i in range(4)], sent=sent
     )
     assert {k for k, _ in kinds(result).values()} == {kind}
+    if sent:  # sent again without it: the wire's own fallback, journaled as it wrote it
+        assert {json.dumps(o.adjust) for o in result.outcomes.values()} == {
+            '{"temperature": false}'
+        }
 
 
 def test_batch_line_errors_and_missing_lines(tmp_path):

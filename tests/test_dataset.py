@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from support.cli import assert_one_line_error, run_cli
 
-from batchbench.dataset import load_dataset, select_cases
+from batchbench.bench.dataset import load_dataset, select_cases
 from batchbench.errors import ConfigError
 
 

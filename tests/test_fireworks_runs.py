@@ -12,7 +12,7 @@ from support.providers import FIREWORKS as RIG
 from support.providers import scripted_responder
 from support.runs import rows_of
 
-from batchbench.dataset import load_dataset
+from batchbench.bench.dataset import load_dataset
 from batchbench.emulator.model import default_content
 
 

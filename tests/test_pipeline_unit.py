@@ -19,14 +19,16 @@ from typing import Any
 import polars as pl
 import pytest
 
-from batchbench import frames
-from batchbench.dataset import load_dataset
+from batchbench.bench.dataset import load_dataset
 from batchbench.emulator import FakeClock
 from batchbench.emulator.model import default_content
+from batchbench.engine.group import Group, Member
+from batchbench.engine.pipeline import Pipeline, Settings
+from batchbench.engine.rundir import Run, RunConfig
+from batchbench.engine.state import fold
 from batchbench.errors import ApiError, PlanError, TransientApiError
-from batchbench.group import Group, Member
 from batchbench.kinds import ProviderName, Stage
-from batchbench.pipeline import Pipeline, Settings
+from batchbench.providers import frames
 from batchbench.providers.base import (
     BatchFailure,
     BatchView,
@@ -38,9 +40,7 @@ from batchbench.providers.base import (
     Service,
     Tag,
 )
-from batchbench.rundir import Run, RunConfig
-from batchbench.state import fold
-from batchbench.status import write_report
+from batchbench.views.status import write_report
 
 FIXTURE = Path(__file__).parent / "fixtures" / "dataset"
 
@@ -52,13 +52,11 @@ class FakeWire:
     name: ProviderName = "openai"
     limits: Limits = field(default_factory=lambda: Limits(1000, 10**9))
     rules: LineRules = field(default_factory=lambda: LineRules("Fake", frozenset({429, 500})))
-    uploads: bool = True
-    batch_parameters: bool = False
 
     def effort(self, asked: str | None) -> str | None:
         return asked
 
-    def render(self, prompt: Prompt, model: str) -> Rendered:
+    def render(self, prompt: Prompt, model: str, adjust: Any) -> Rendered:
         body: dict[str, Any] = {
             "model": model,
             "messages": [
@@ -69,6 +67,9 @@ class FakeWire:
         if prompt.json_mode:
             body["response_format"] = {"type": "json_object"}
         return Rendered(body, temperature=False)
+
+    def fallback(self, status: int, body_text: str, sent: Any, adjust: Any) -> Any:
+        return None
 
     def custom_id(
         self, stage: Stage, case_id: str, attempt: int, run_id: str, judge_pass: int = 1
@@ -134,7 +135,7 @@ class FakeClient:
     def check_models(self, models: Iterable[str]) -> None:
         self._up()
 
-    def upload(self, path: Path, tag: Tag) -> str:
+    def stage(self, path: Path, tag: Tag) -> str:
         self._up()
         file_id = f"in-{len(self.files)}"
         self.files[file_id] = path.read_bytes()

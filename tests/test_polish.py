@@ -17,7 +17,7 @@ import tomllib
 from support.cli import REPO, assert_one_line_error, run_cli
 from support.runs import env, rows_of, run_args
 
-from batchbench.costs import load_pricing
+from batchbench.costs.pricing import load_pricing
 
 # The built-in table's figures, typed here from the sources it cites (USD per 1M tokens).
 GPT_4O_MINI = (0.15, 0.075, 0.6)

@@ -7,10 +7,10 @@ import re
 
 import pytest
 
-from batchbench import protocol
+from batchbench.bench import protocol
+from batchbench.engine.requests import build_request
 from batchbench.errors import JudgeReplyError
 from batchbench.providers.openai_wire import OpenAIWire
-from batchbench.requests import build_request
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +60,7 @@ def test_request_bodies():
     assert body["messages"][1] == {"role": "user", "content": "Q"}
     assert body["max_completion_tokens"] == 32000 and body["temperature"] == 1
     assert body["reasoning_effort"] == "xhigh"
-    retry = build_request(wire, "answers", case, "m", 2, "r" * 32, temperature=False)
+    retry = build_request(wire, "answers", case, "m", 2, "r" * 32, adjust={"temperature": False})
     assert "temperature" not in retry.rendered.body and retry.custom_id == "answer:c:2"
     judge = build_request(wire, "judges", case, "j", 1, "r" * 32, answer="ans").rendered.body
     assert judge["response_format"] == {"type": "json_object"}

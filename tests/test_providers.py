@@ -28,7 +28,7 @@ from support.runs import (
     rows_of,
 )
 
-from batchbench.dataset import load_dataset
+from batchbench.bench.dataset import load_dataset
 from batchbench.emulator import SystemClock
 
 ALL = list(RIGS.values())

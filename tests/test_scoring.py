@@ -7,8 +7,8 @@ import random
 
 from support import reference as plain_reference
 
-from batchbench.decisions import judge_decisions
-from batchbench.scoring import rubric_frame, score_joined, score_records
+from batchbench.bench.decisions import judge_decisions
+from batchbench.bench.scoring import rubric_frame, score_joined, score_records
 
 
 def score_cases(cases, decisions):

@@ -18,9 +18,9 @@ from support import reference as plain_reference
 from support.cli import FIXTURE, assert_one_line_error, run_cli
 from support.runs import KEY, rows_of
 
-from batchbench import stats
-from batchbench.dataset import load_dataset
+from batchbench.bench.dataset import load_dataset
 from batchbench.emulator.model import default_content, is_judge_request, judged_answer
+from batchbench.scores import stats
 
 DATASET = FIXTURE / "dataset"
 

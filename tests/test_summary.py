@@ -12,8 +12,8 @@ from support import reference as plain_reference
 from support.cli import REPO, assert_one_line_error, run_cli
 
 from batchbench import summarize
-from batchbench.dataset import select_cases
-from batchbench.summary_io import summary_json
+from batchbench.bench.dataset import select_cases
+from batchbench.scores.summary_file import summary_json
 
 GOLDEN = [("full", False), ("uneven", False), ("smoke", True)]
 

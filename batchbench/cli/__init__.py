@@ -11,8 +11,8 @@ import typer
 from ..emulator.command import emulator_command
 from .common import Command, Group
 from .results import compare, export, plan, report, show, summarize, validate
-from .run import demo, run
-from .runs import cancel, list_command, status
+from .start import demo, run
+from .watch import cancel, list_command, status
 
 app = typer.Typer(
     cls=Group,

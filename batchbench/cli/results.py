@@ -72,8 +72,8 @@ def summarize(
 
     Example: batchbench summarize results.jsonl --dataset ../bedside-bench --smoke
     """
-    from ..summary_file import summarize_results
-    from ..summary_io import summary_json, summary_table
+    from ..scores.summarize import summarize_results
+    from ..scores.summary_file import summary_json, summary_table
 
     summary, out, notes = summarize_results(
         results,
@@ -101,7 +101,7 @@ def validate(dataset: DatasetOpt = SAMPLE_DATASET) -> None:
 
     Example: batchbench validate --dataset ../bedside-bench
     """
-    from ..dataset import load_dataset
+    from ..bench.dataset import load_dataset
 
     ds = load_dataset(dataset)
     typer.echo(f"{len(ds.cases)} cases in {len(ds.benchmarks)} benchmarks")
@@ -123,8 +123,8 @@ def show(
 
     Example: batchbench show gpt-5.4-mini 1e5677631491079c4988b5458cec4632
     """
-    from ..cases import show_case
-    from ..rundir import existing_run
+    from ..engine.rundir import existing_run
+    from ..views.show import show_case
 
     typer.echo(show_case(existing_run(jobs_dir, run_name), case_id, dataset))
 
@@ -155,11 +155,11 @@ def export(
 
     Example: batchbench export gpt-5.4-mini gpt-5.5 -o scores.parquet
     """
-    from ..cases import export_frame, write_export
-    from ..compare import check_together, load_side
-    from ..dataset import load_dataset
+    from ..bench.dataset import load_dataset
     from ..errors import ConfigError
-    from ..sources import resolve_all
+    from ..scores.compare import check_together, load_side
+    from ..scores.sources import resolve_all
+    from ..views.show import export_frame, write_export
 
     fmt = fmt or output.suffix.lstrip(".").lower()
     if fmt not in ("parquet", "csv"):
@@ -199,10 +199,10 @@ def compare(
     """
     import json
 
-    from ..compare import compare as make_comparison
-    from ..compare import compare_text, load_side
-    from ..dataset import load_dataset
-    from ..sources import resolve_all
+    from ..bench.dataset import load_dataset
+    from ..scores.compare import compare as make_comparison
+    from ..scores.compare import compare_text, load_side
+    from ..scores.sources import resolve_all
 
     ds = load_dataset(dataset) if dataset is not None else None
     sides = [load_side(n, ds) for n in resolve_all(runs, jobs_dir, label or ())]
@@ -238,7 +238,7 @@ def report(
 
     Example: batchbench report gpt-5.4-mini gpt-5.5 -o bedside.html
     """
-    from ..page import load_sources, render, write_page
+    from ..views.page import load_sources, render, write_page
 
     sources, ds = load_sources(runs, jobs_dir, dataset, label or ())
     out = output or Path("report.html")
@@ -270,12 +270,12 @@ def plan(
     """
     import json
 
-    from ..compare import load_side
-    from ..dataset import load_dataset
+    from ..bench.dataset import load_dataset
     from ..errors import ConfigError
-    from ..plan import check_targets, plan_text
-    from ..plan import plan as make_plan
-    from ..sources import resolve_all
+    from ..scores.compare import load_side
+    from ..scores.power import check_targets, plan_text
+    from ..scores.power import plan as make_plan
+    from ..scores.sources import resolve_all
 
     if len(runs) != 2:
         raise ConfigError(f"plan takes two pilot runs, not {len(runs)}")

@@ -102,8 +102,9 @@ class AnthropicClient:
             models, self.sdk.models.retrieve, self.sdk.models.list, "ANTHROPIC_BASE_URL"
         )
 
-    def upload(self, path: Path, tag: Tag) -> str:
-        raise ValueError("Message Batches take their requests inline: nothing is uploaded")
+    def stage(self, path: Path, tag: Tag) -> None:
+        """Nothing: Message Batches take their requests inline, in the create call."""
+        return None
 
     def create(self, tag: Tag, input_ref: str | None, path: Path) -> BatchView:
         """The request file's lines are the create call's ``requests``, as written."""

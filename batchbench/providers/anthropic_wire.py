@@ -14,7 +14,7 @@ line's error type stands for the HTTP status the reference would have seen.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,10 +22,10 @@ from typing import Any
 import msgspec
 import polars as pl
 
-from .. import frames
 from ..errors import BatchFileError, PlanError
 from ..kinds import ProviderName, Stage
-from .base import BatchFailure, Limits, LineRules, Prompt, Rendered
+from . import frames
+from .base import Adjust, BatchFailure, Limits, LineRules, Prompt, Rendered
 from .checks import encode_line, request_lines
 from .ids import SAFE_ID, safe_id
 
@@ -60,14 +60,12 @@ class AnthropicWire:
     name: ProviderName = "anthropic"
     limits: Limits = field(default_factory=lambda: Limits(MAX_REQUESTS, MAX_BYTES))
     rules: LineRules = field(default_factory=lambda: LineRules("Anthropic", RETRIED))
-    uploads: bool = False
-    batch_parameters: bool = False
 
     def effort(self, asked: str | None) -> str | None:
         """The reference sends ``max`` to Anthropic as ``max``: every effort as asked."""
         return asked
 
-    def render(self, prompt: Prompt, model: str) -> Rendered:
+    def render(self, prompt: Prompt, model: str, adjust: Adjust) -> Rendered:
         """The reference's Messages body, key order included; never a temperature."""
         body: dict[str, Any] = {
             "model": model,
@@ -79,6 +77,12 @@ class AnthropicWire:
         if effort is not None:
             body["output_config"] = {"effort": effort}
         return Rendered(body, False)
+
+    def fallback(
+        self, status: int, body_text: str, sent: Mapping[str, Any] | None, adjust: Adjust
+    ) -> Adjust | None:
+        """None: nothing Claude is sent has a fallback (no temperature is ever sent)."""
+        return None
 
     def custom_id(
         self, stage: Stage, case_id: str, attempt: int, run_id: str, judge_pass: int = 1

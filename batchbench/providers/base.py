@@ -3,7 +3,7 @@
 A provider has two halves. Its :class:`Wire` is offline and needs no SDK: how a
 neutral :class:`Prompt` is rendered into the service's request body, the
 request ids, the request file's lines and rules, and how downloaded result
-files read into the one frame :mod:`batchbench.collection` consumes. Its
+files read into the one frame :mod:`batchbench.engine.collection` consumes. Its
 :class:`Client` speaks to the service through the official SDK: upload (or
 not), create, find a batch again after a crash, poll, cancel, download. The
 pipeline, journal, progress and report read only these records, never a
@@ -12,11 +12,12 @@ service's own vocabulary, so a provider is one module pair behind this seam.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
+from ..bench.protocol import Prompt
 from ..errors import ApiError
 from ..kinds import Ending, Phase, ProviderName, Stage
 
@@ -29,29 +30,23 @@ if TYPE_CHECKING:
 CLOCK_SKEW = 600.0
 
 
-@dataclass(frozen=True)
-class Prompt:
-    """What the model sees, before any service's wire format."""
-
-    system: str
-    user: str
-    max_tokens: int
-    temperature: float | None  # None once the model refused it
-    json_mode: bool
-    reasoning_effort: str | None  # as asked: each provider maps ``max`` its own way
-    effort_fallback: bool = False  # the service refused the effort sent by default: fall back
+# A request's fallbacks so far, in its wire's own words (a dropped temperature, an effort
+# sent lower): the core keeps it per case and stage, journals it as the wire wrote it,
+# and gives it back to the wire when the request is rendered again. Empty: none yet.
+Adjust = Mapping[str, Any]
 
 
 @dataclass(frozen=True)
 class Rendered:
-    """A request body exactly as the service receives it."""
+    """A request body exactly as the service receives it, and what the wire notes of it."""
 
     body: dict[str, Any]
     temperature: bool  # whether it carries a temperature (the row records 1 or null)
-    # What the service takes per batch rather than per line (Fireworks' model and
-    # inference parameters): requests with other ones go in another batch.
-    job: dict[str, Any] | None = None
-    effort_none: bool = False  # it sent the effort a refusal falls back from (``none``)
+    # What the service takes per batch rather than per line, in the wire's own words:
+    # requests whose value differs go in other submissions (None: nothing shared).
+    shared: dict[str, Any] | None = None
+    # What the wire needs to know of this request to read its failure (journaled with it).
+    sent: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -79,8 +74,6 @@ class LineRules:
 
     label: str  # "<label> request failed after <n> attempts: ..."
     retried: frozenset[int]  # HTTP statuses sent again
-    # A 400 naming reasoning_effort when "none" was sent is sent again with this effort.
-    effort_fallback: str | None = None
 
 
 @dataclass(frozen=True)
@@ -94,9 +87,8 @@ class Tag:
     seq: int
     attempt: int  # the highest attempt among its lines
     requests: int
-    custom_ids: tuple[str, ...]
     model: str  # the id the service is asked for (a service that names it per batch)
-    job: dict[str, Any] | None = None  # the batch's own parameters (:attr:`Rendered.job`)
+    shared: dict[str, Any] | None = None  # what its requests share (:attr:`Rendered.shared`)
 
 
 @dataclass(frozen=True)
@@ -120,6 +112,11 @@ class BatchView:
     errors: tuple[dict[str, Any], ...] | None = None  # why a batch failed as a whole
     created_at: float | None = None
     processing: int | None = None  # lines not yet done, from a service that says only that
+
+    @property
+    def done(self) -> int:
+        """Lines the service says have run (succeeded or failed)."""
+        return self.completed + self.failed
 
 
 FailureKind = Literal["resubmit", "smaller", "later_smaller", "fail"]
@@ -145,14 +142,22 @@ class Wire(Protocol):
     name: ProviderName
     limits: Limits
     rules: LineRules
-    uploads: bool  # a request file is uploaded before the create (else it travels inline)
-    batch_parameters: bool  # model parameters go per batch (Rendered.job), not per line
 
     def effort(self, asked: str | None) -> str | None:
         """The reasoning effort the service is sent (and the row records)."""
         ...
 
-    def render(self, prompt: Prompt, model: str) -> Rendered: ...
+    def render(self, prompt: Prompt, model: str, adjust: Adjust) -> Rendered:
+        """The request for ``prompt``, with the fallbacks ``adjust`` says (none: ``{}``)."""
+        ...
+
+    def fallback(
+        self, status: int, body_text: str, sent: Mapping[str, Any] | None, adjust: Adjust
+    ) -> Adjust | None:
+        """What a failed reply (HTTP ``status``, its body as text) means by the reference's
+        rules: the adjustments to send the request again with (an attempt spent), or
+        None when none applies. ``sent``: what :attr:`Rendered.sent` noted of it."""
+        ...
 
     def custom_id(
         self, stage: Stage, case_id: str, attempt: int, run_id: str, judge_pass: int = 1
@@ -169,7 +174,7 @@ class Wire(Protocol):
     def failure(self, errors: Sequence[dict[str, Any]] | None, requests: int) -> BatchFailure: ...
 
     def read_results(self, paths: Sequence[Path]) -> pl.DataFrame:
-        """Downloaded result files → the frame of :data:`batchbench.frames.FRAME_SCHEMA`."""
+        """Downloaded result files → the frame of :data:`.frames.FRAME_SCHEMA`."""
         ...
 
 
@@ -180,8 +185,10 @@ class Client(Protocol):
 
     def check_models(self, models: Iterable[str]) -> None: ...
 
-    def upload(self, path: Path, tag: Tag) -> str:
-        """Send a request file; its reference for :meth:`create`."""
+    def stage(self, path: Path, tag: Tag) -> str | None:
+        """Put a request file where the service reads a batch's input from (an upload);
+        its reference for :meth:`create`, or None for a service whose requests travel
+        in the create call itself (nothing is sent then)."""
         ...
 
     def create(self, tag: Tag, input_ref: str | None, path: Path) -> BatchView:

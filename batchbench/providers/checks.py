@@ -15,8 +15,9 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from ..bench.protocol import rejects_temperature
 from ..errors import PlanError
-from .base import BatchFailure
+from .base import Adjust, BatchFailure
 
 
 def encode_line(obj: dict[str, Any]) -> bytes:
@@ -54,3 +55,16 @@ def ended_without_results(
     if code in not_run:
         return BatchFailure("resubmit", str(code), f"batch job ended {code} without results")
     return BatchFailure("fail", str(code), f"BatchJobFailed: {error.get('message') or code}")
+
+
+def sends_temperature(adjust: Adjust) -> bool:
+    """Whether a request still carries its temperature (the model has not refused one)."""
+    return adjust.get("temperature") is not False
+
+
+def temperature_fallback(status: int, body_text: str, adjust: Adjust) -> Adjust | None:
+    """The reference's rule (§8): a 400 whose body mentions ``temperature``, while one was
+    sent, is sent again without it (an attempt spent)."""
+    if sends_temperature(adjust) and rejects_temperature(status, body_text):
+        return {**adjust, "temperature": False}
+    return None

@@ -30,7 +30,7 @@ import fireworks
 from fireworks.types.batch_inference_job_create_params import InferenceParameters
 
 from ..clock import SYSTEM, Clock
-from ..errors import ApiConflictError, ApiError, ApiNotFoundError, ConfigError
+from ..errors import ApiConflictError, ApiError, ApiNotFoundError, ConfigError, InvariantError
 from ..kinds import Ending, Phase
 from .base import BatchView, Service, Tag, cancel_unless_ended, walk_list
 from .http_errors import status_error
@@ -120,7 +120,7 @@ class FireworksClient:
             "FIREWORKS_BASE_URL",
         )
 
-    def upload(self, path: Path, tag: Tag) -> str:
+    def stage(self, path: Path, tag: Tag) -> str:
         """The request file as a dataset: created (once), then uploaded (once)."""
         short = short_id(tag, "-input")
         try:
@@ -157,9 +157,9 @@ class FireworksClient:
     def create(self, tag: Tag, input_ref: str | None, path: Path) -> BatchView:
         """Once, under the run's own job id; a 409 is the job a lost create made."""
         if input_ref is None:
-            raise ValueError("a Fireworks job needs its dataset")
+            raise InvariantError("a Fireworks job needs its dataset")
         short = short_id(tag)
-        params = tag.job or {}
+        params = tag.shared or {}
         inference: InferenceParameters = {}
         if "maxTokens" in params:
             inference["max_tokens"] = int(params["maxTokens"])

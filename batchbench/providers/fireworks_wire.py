@@ -9,7 +9,7 @@ parameters are the job's (``inferenceParameters``: ``maxTokens``,
 ``{"custom_id", "body": {"messages"}}``; the service merges them back, so the
 model receives the reference's body. A request whose parameters differ (its
 temperature refused, or its ``none`` effort refused and sent as ``low``) goes
-into another job (:attr:`Wire.batch_parameters`). The output dataset holds a
+into another job (:attr:`Rendered.shared` differs). The output dataset holds a
 results file (``{"custom_id", "response": <chat completion>}``) and an error file
 (``{"custom_id", "error": {"code", "message"}}``).
 """
@@ -17,7 +17,7 @@ results file (``{"custom_id", "response": <chat completion>}``) and an error fil
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,11 +25,18 @@ from typing import Any
 import msgspec
 import polars as pl
 
-from .. import frames
+from ..bench.protocol import BODY_TEXT_LIMIT
 from ..errors import BatchFileError, PlanError
 from ..kinds import ProviderName, Stage
-from .base import BatchFailure, Limits, LineRules, Prompt, Rendered
-from .checks import encode_line, ended_without_results, request_lines
+from . import frames
+from .base import Adjust, BatchFailure, Limits, LineRules, Prompt, Rendered
+from .checks import (
+    encode_line,
+    ended_without_results,
+    request_lines,
+    sends_temperature,
+    temperature_fallback,
+)
 from .ids import safe_id
 from .openai_results import Body, chat_columns
 
@@ -44,22 +51,20 @@ _NOT_RUN = ("JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED")
 class FireworksWire:
     name: ProviderName = "fireworks"
     limits: Limits = field(default_factory=lambda: Limits(MAX_LINES, MAX_BYTES))
-    rules: LineRules = field(
-        default_factory=lambda: LineRules("Fireworks", RETRIED, effort_fallback="low")
-    )
-    uploads: bool = True
-    batch_parameters: bool = True
+    rules: LineRules = field(default_factory=lambda: LineRules("Fireworks", RETRIED))
 
     def effort(self, asked: str | None) -> str | None:
         """The reference sends ``max`` to Fireworks as ``max``: every effort as asked."""
         return asked
 
-    def render(self, prompt: Prompt, model: str) -> Rendered:
-        """The line carries the messages; the job the rest of the reference's body."""
+    def render(self, prompt: Prompt, model: str, adjust: Adjust) -> Rendered:
+        """The line carries the messages; the job the rest of the reference's body (its
+        ``inferenceParameters``: the requests a job holds share them)."""
         asked = self.effort(prompt.reasoning_effort)
-        effort = asked or ("low" if prompt.effort_fallback else "none")
+        effort = asked or adjust.get("effort") or "none"
         job: dict[str, Any] = {"maxTokens": prompt.max_tokens}
-        if prompt.temperature is not None:
+        temperature = sends_temperature(adjust)
+        if temperature:
             job["temperature"] = prompt.temperature
         job["extraBody"] = json.dumps({"reasoning_effort": effort}, separators=(",", ":"))
         body = {
@@ -68,7 +73,18 @@ class FireworksWire:
                 {"role": "user", "content": prompt.user},
             ]
         }
-        return Rendered(body, prompt.temperature is not None, job, effort == "none")
+        sent = {"effort": "none"} if effort == "none" else None
+        return Rendered(body, temperature, job, sent)
+
+    def fallback(
+        self, status: int, body_text: str, sent: Mapping[str, Any] | None, adjust: Adjust
+    ) -> Adjust | None:
+        """The reference's rules: a 400 naming ``reasoning_effort`` when ``none`` was sent
+        is sent again with ``low``; else the temperature rule."""
+        named = "reasoning_effort" in body_text[:BODY_TEXT_LIMIT].lower()
+        if status == 400 and (sent or {}).get("effort") == "none" and named:
+            return {**adjust, "effort": "low"}
+        return temperature_fallback(status, body_text, adjust)
 
     def custom_id(
         self, stage: Stage, case_id: str, attempt: int, run_id: str, judge_pass: int = 1

@@ -22,7 +22,7 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from ..clock import SYSTEM, Clock
-from ..errors import ApiError, ApiNotFoundError, ConfigError, Unreachable
+from ..errors import ApiError, ApiNotFoundError, ConfigError, InvariantError, Unreachable
 from ..errors import TransientApiError as Transient
 from ..kinds import Ending, Phase
 from .base import BatchView, Service, Tag, cancel_unless_ended, walk_list
@@ -150,7 +150,7 @@ class GeminiClient:
             except Unreachable as exc:  # before a run: a wrong URL, said at once
                 raise ApiError(str(exc)) from None
 
-    def upload(self, path: Path, tag: Tag) -> str:
+    def stage(self, path: Path, tag: Tag) -> str:
         config = types.UploadFileConfig(display_name=path.name, mime_type="jsonl")
         made = self._call(
             f"upload {path.name}", lambda: self.sdk.files.upload(file=path, config=config)
@@ -159,7 +159,7 @@ class GeminiClient:
 
     def create(self, tag: Tag, input_ref: str | None, path: Path) -> BatchView:
         if input_ref is None:
-            raise ValueError("a Gemini batch job needs its uploaded file")
+            raise InvariantError("a Gemini batch job needs its uploaded file")
         config = types.CreateBatchJobConfig(display_name=display_name(tag))
         with self._errors(f"create batch job for {input_ref}"):  # once: never retried blind
             job = self.sdk.batches.create(model=tag.model, src=input_ref, config=config)

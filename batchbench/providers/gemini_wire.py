@@ -14,7 +14,7 @@ file (``../shared/spec/provider-batch-apis.md`` §2) holds one ``{"key",
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,11 +22,17 @@ from typing import Any
 import msgspec
 import polars as pl
 
-from .. import frames
 from ..errors import BatchFileError, PlanError
 from ..kinds import ProviderName, Stage
-from .base import BatchFailure, Limits, LineRules, Prompt, Rendered
-from .checks import encode_line, ended_without_results, request_lines
+from . import frames
+from .base import Adjust, BatchFailure, Limits, LineRules, Prompt, Rendered
+from .checks import (
+    encode_line,
+    ended_without_results,
+    request_lines,
+    sends_temperature,
+    temperature_fallback,
+)
 from .ids import safe_id
 
 MAX_LINES = 1_000_000  # no documented count limit: the file size is what binds
@@ -44,17 +50,16 @@ class GeminiWire:
     name: ProviderName = "gemini"
     limits: Limits = field(default_factory=lambda: Limits(MAX_LINES, MAX_BYTES))
     rules: LineRules = field(default_factory=lambda: LineRules("Gemini", RETRIED))
-    uploads: bool = True
-    batch_parameters: bool = False
 
     def effort(self, asked: str | None) -> str | None:
         """The reference sends ``max`` to Gemini as ``high``."""
         return "high" if asked == "max" else asked
 
-    def render(self, prompt: Prompt, model: str) -> Rendered:
+    def render(self, prompt: Prompt, model: str, adjust: Adjust) -> Rendered:
         """The reference's request, with the batch file's snake_case field names."""
         config: dict[str, Any] = {}
-        if prompt.temperature is not None:
+        temperature = sends_temperature(adjust)
+        if temperature:
             config["temperature"] = prompt.temperature
         config["max_output_tokens"] = prompt.max_tokens
         effort = self.effort(prompt.reasoning_effort)
@@ -70,7 +75,13 @@ class GeminiWire:
             ],
             "generation_config": config,
         }
-        return Rendered(body, prompt.temperature is not None)
+        return Rendered(body, temperature)
+
+    def fallback(
+        self, status: int, body_text: str, sent: Mapping[str, Any] | None, adjust: Adjust
+    ) -> Adjust | None:
+        """The reference's temperature rule (:func:`.checks.temperature_fallback`)."""
+        return temperature_fallback(status, body_text, adjust)
 
     def custom_id(
         self, stage: Stage, case_id: str, attempt: int, run_id: str, judge_pass: int = 1

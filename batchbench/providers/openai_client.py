@@ -17,7 +17,13 @@ from typing import Any
 import openai
 
 from ..clock import SYSTEM, Clock
-from ..errors import ApiConflictError, ApiError, ApiNotFoundError, FileNotYetVisible
+from ..errors import (
+    ApiConflictError,
+    ApiError,
+    ApiNotFoundError,
+    FileNotYetVisible,
+    InvariantError,
+)
 from ..kinds import Ending, Phase
 from .base import CLOCK_SKEW, BatchView, Service, Tag, walk_list
 from .http_errors import one_line
@@ -106,7 +112,7 @@ class OpenAIClient:
             "--base-url or OPENAI_BASE_URL (does it end in /v1?)",
         )
 
-    def upload(self, path: Path, tag: Tag) -> str:
+    def stage(self, path: Path, tag: Tag) -> str:
         def send() -> Any:
             with open(path, "rb") as fh:
                 return self.sdk.files.create(file=(path.name, fh), purpose="batch")
@@ -115,7 +121,7 @@ class OpenAIClient:
 
     def create(self, tag: Tag, input_ref: str | None, path: Path) -> BatchView:
         if input_ref is None:
-            raise ValueError("an OpenAI batch needs its uploaded file")
+            raise InvariantError("an OpenAI batch needs its uploaded file")
         metadata = {
             "batchbench_run": tag.run[:512],
             "batchbench_run_id": tag.run_id,

@@ -16,8 +16,8 @@ from typing import Any
 import msgspec
 import polars as pl
 
-from .. import frames
 from ..errors import BatchFileError
+from . import frames
 
 # The fields of an output line that batchbench reads, typed: msgspec checks every
 # line is JSON and these fields have these types, and skips everything else

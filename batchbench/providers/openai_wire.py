@@ -6,7 +6,7 @@ another base URL and, where theirs are smaller, other limits.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -15,8 +15,8 @@ import polars as pl
 
 from ..errors import PlanError
 from ..kinds import ProviderName, Stage
-from .base import BatchFailure, Limits, LineRules, Prompt, Rendered
-from .checks import encode_line, request_lines
+from .base import Adjust, BatchFailure, Limits, LineRules, Prompt, Rendered
+from .checks import encode_line, request_lines, sends_temperature, temperature_fallback
 from .ids import openai_id
 from .openai_results import read_outputs
 
@@ -70,14 +70,12 @@ class OpenAIWire:
     name: ProviderName = "openai"
     limits: Limits = field(default_factory=lambda: Limits(MAX_LINES, MAX_BYTES))
     rules: LineRules = field(default_factory=lambda: LineRules("API", RETRIED))
-    uploads: bool = True
-    batch_parameters: bool = False
 
     def effort(self, asked: str | None) -> str | None:
         """The reference sends ``max`` to OpenAI models as ``xhigh``."""
         return "xhigh" if asked == "max" else asked
 
-    def render(self, prompt: Prompt, model: str) -> Rendered:
+    def render(self, prompt: Prompt, model: str, adjust: Adjust) -> Rendered:
         """The reference's chat-completions body, key order included."""
         body: dict[str, Any] = {
             "model": model,
@@ -89,12 +87,19 @@ class OpenAIWire:
         if prompt.json_mode:
             body["response_format"] = {"type": "json_object"}
         body["max_completion_tokens"] = prompt.max_tokens
-        if prompt.temperature is not None:
+        temperature = sends_temperature(adjust)
+        if temperature:
             body["temperature"] = prompt.temperature
         effort = self.effort(prompt.reasoning_effort)
         if effort is not None:
             body["reasoning_effort"] = effort
-        return Rendered(body, prompt.temperature is not None)
+        return Rendered(body, temperature)
+
+    def fallback(
+        self, status: int, body_text: str, sent: Mapping[str, Any] | None, adjust: Adjust
+    ) -> Adjust | None:
+        """The reference's temperature rule (:func:`.checks.temperature_fallback`)."""
+        return temperature_fallback(status, body_text, adjust)
 
     def custom_id(
         self, stage: Stage, case_id: str, attempt: int, run_id: str, judge_pass: int = 1

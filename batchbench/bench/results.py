@@ -1,0 +1,328 @@
+"""Reference-format result rows: building, appending, ordering, reading and naming them."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict
+
+import polars as pl
+
+from .._io import append_bytes, atomic_write_bytes, jsonl_lines
+from ..engine.rundir import RunConfig
+from ..engine.state import RunState, Submission
+from ..errors import ResultsError
+from . import protocol
+from .dataset import Case
+from .decisions import join_verdicts
+from .scoring import rubric_frame, score_joined, score_records
+
+if TYPE_CHECKING:
+    from ..engine.collection import Outcome
+    from .decisions import Judged
+
+
+def summary_path(results: str | Path) -> Path:
+    """``x.jsonl`` → ``x.summary.json``, the name the reference gives it."""
+    results = Path(results)
+    if results.suffix == ".jsonl":
+        return results.with_suffix(".summary.json")
+    return results.with_name(results.name + ".summary.json")
+
+
+def _check_row(row: Any, where: str) -> dict[str, Any]:
+    if not isinstance(row, dict):
+        raise ResultsError(f"{where}: expected a JSON object, got {type(row).__name__}")
+    if not isinstance(row.get("case_id"), str) or not row["case_id"]:
+        raise ResultsError(f"{where}: field 'case_id' must be a non-empty string")
+    if "error" in row:
+        if not isinstance(row["error"], str):
+            raise ResultsError(f"{where}: field 'error' must be a string")
+        return row
+    if "score" not in row:
+        raise ResultsError(f"{where}: row has neither 'score' nor 'error'")
+    score = row["score"]
+    if isinstance(score, bool) or not isinstance(score, (int, float)):
+        raise ResultsError(f"{where}: field 'score' must be a number, got {score!r}")
+    if not (
+        0 <= score <= 1 if isinstance(score, int) else math.isfinite(score) and 0 <= score <= 1
+    ):
+        raise ResultsError(f"{where}: field 'score' must be a number from 0 to 1, got {score!r}")
+    if not isinstance(row.get("benchmark"), str):
+        raise ResultsError(f"{where}: field 'benchmark' must be a string")
+    return row
+
+
+def read_rows(path: str | Path) -> list[dict[str, Any]]:
+    """Every row of a results file; a malformed line is an error naming its number."""
+    return [row for _, row in read_numbered_rows(path)]
+
+
+def read_numbered_rows(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
+    """Every row of a results file with its line number."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ResultsError(f"{path}: file not found") from None
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot read: {exc.strerror}") from None
+    rows: list[tuple[int, dict[str, Any]]] = []
+    for lineno, line in jsonl_lines(data):
+        where = f"{path}: line {lineno}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ResultsError(f"{where}: invalid JSON ({exc.msg})") from None
+        except UnicodeDecodeError:
+            raise ResultsError(f"{where}: not UTF-8 text") from None
+        except RecursionError:
+            raise ResultsError(f"{where}: JSON nested too deeply") from None
+        except ValueError as exc:  # e.g. an integer of thousands of digits
+            raise ResultsError(f"{where}: unreadable JSON ({exc})") from None
+        rows.append((lineno, _check_row(row, where)))
+    return rows
+
+
+def check_against(
+    numbered: Sequence[tuple[int, dict[str, Any]]], path: Path, cases: Mapping[str, Case]
+) -> None:
+    """Rows that disagree with the dataset are refused, naming file, line and case.
+
+    A row of one of the dataset's cases must carry its benchmark and grading
+    method; a scored row that has ``decisions`` must score, from them and the
+    case's rubric, exactly what it says (rows without decisions are taken as
+    they are). Rows of cases the dataset does not have are left out of the
+    summary anyway.
+    """
+    verdicts: dict[str, dict[str, bool]] = {}
+    claimed: dict[str, tuple[int, dict[str, Any]]] = {}
+    for lineno, row in numbered:
+        case = cases.get(row["case_id"])
+        if case is None:
+            continue
+        where = f"{path}: line {lineno}: case {row['case_id']}"
+        for key in ("benchmark", "grading_method"):
+            if key in row and row[key] != case[key]:
+                raise ResultsError(
+                    f"{where}: {key} {row[key]!r} is not the dataset's {case[key]!r}"
+                )
+        if "error" in row or "decisions" not in row:
+            continue
+        found = _verdicts(row["decisions"])
+        if found is None or set(found) != {it["item_id"] for it in case["rubric_items"]}:
+            raise ResultsError(f"{where}: its decisions do not name the case's rubric items")
+        key = f"{row['case_id']}#{lineno}"
+        verdicts[key], claimed[key] = found, (lineno, row)
+    if not verdicts:
+        return
+    rubric = rubric_frame(
+        [{**cases[row["case_id"]], "case_id": key} for key, (_, row) in claimed.items()]
+    )
+    for key, (score, components) in score_records(
+        score_joined(join_verdicts(verdicts, rubric))
+    ).items():
+        lineno, row = claimed[key]
+        said = [row["score"], row.get("score_components", components)]
+        if json.dumps(said) != json.dumps([score, components]):
+            raise ResultsError(
+                f"{path}: line {lineno}: case {row['case_id']}: score {row['score']!r} is not"
+                f" what its decisions score ({score!r})"
+            )
+
+
+def _verdicts(decisions: Any) -> dict[str, bool] | None:
+    """``item_id → matched`` of a row's decisions, or None if they are malformed."""
+    if not isinstance(decisions, list):
+        return None
+    found: dict[str, bool] = {}
+    for d in decisions:
+        if not isinstance(d, dict) or not isinstance(d.get("item_id"), str):
+            return None
+        if not isinstance(d.get("matched"), bool) or d["item_id"] in found:
+            return None
+        found[d["item_id"]] = d["matched"]
+    return found
+
+
+def dump_row(row: Mapping[str, Any]) -> str:
+    return json.dumps(row, ensure_ascii=False)
+
+
+def rows_in_registry_order(path: Path, case_ids: Sequence[str]) -> list[dict[str, Any]]:
+    """A run's rows, put in registry order on disk (stably, atomically) and returned.
+
+    Rows arrive in whatever order batches finish, but the bootstrap draws cases
+    by position, so the order changes the intervals. The reference runner (one
+    worker) writes rows in registry order; so do we, which also makes an
+    interrupted run's numbers equal an uninterrupted one's. A redone case's rows
+    keep their order among themselves: its last row is the one that counts.
+    """
+    rows = read_rows(path) if path.exists() else []
+    order = {cid: i for i, cid in enumerate(case_ids)}
+    ordered = sorted(rows, key=lambda r: order.get(r["case_id"], len(order)))
+    if ordered != rows:
+        atomic_write_bytes(path, "".join(dump_row(r) + "\n" for r in ordered).encode("utf-8"))
+    return ordered
+
+
+def row_counts(path: Path) -> Counter[str]:
+    """Rows per case already in a run's results file."""
+    return Counter(r["case_id"] for r in read_rows(path)) if path.exists() else Counter()
+
+
+def append_rows(path: Path, rows: Sequence[Mapping[str, Any]], case_ids: Sequence[str]) -> None:
+    """Append rows (in registry order among themselves), fsynced; a crash tears at most
+    the last line, which :meth:`Run.repair` drops before the rows are written again."""
+    order = {cid: i for i, cid in enumerate(case_ids)}
+    rows = sorted(rows, key=lambda r: order[r["case_id"]])
+    data = "".join(dump_row(r) + "\n" for r in rows).encode("utf-8")
+    append_bytes(path, data, "rows_half_written")
+
+
+def _utc(t: float) -> datetime:
+    return datetime.fromtimestamp(t, tz=timezone.utc)
+
+
+class Decision(TypedDict):
+    item_id: str
+    points: float
+    matched: bool
+
+
+class RowHead(TypedDict):
+    """The keys every reference row starts with, in its order."""
+
+    protocol_version: str
+    case_id: str
+    benchmark: str
+    grading_method: str
+    answer_model: str
+    judge_model: str
+
+
+class ErrorRow(RowHead):
+    """The reference's row for a case that ended in an error (keys in its order)."""
+
+    finished_at: str
+    error: str
+
+
+class ScoredRow(RowHead):
+    """The reference's row for a scored case (keys in its order)."""
+
+    answer_reasoning_effort: str | None
+    answer_temperature: float | None
+    judge_temperature: float | None
+    started_at: str
+    finished_at: str
+    elapsed_seconds: float
+    answer: str
+    decisions: list[Decision]
+    score: float
+    score_components: dict[str, Any]
+
+
+Row = ErrorRow | ScoredRow
+
+
+def base_row(case: Case, config: RunConfig) -> RowHead:
+    return RowHead(
+        protocol_version=protocol.PROTOCOL_VERSION,
+        case_id=case["case_id"],
+        benchmark=case["benchmark"],
+        grading_method=case["grading_method"],
+        answer_model=config.answer_model,
+        judge_model=config.judge_model,
+    )
+
+
+def error_row(case: Case, config: RunConfig, finished: float, error: str) -> ErrorRow:
+    """The reference's error row: when the case ended and its ``Type: message``."""
+    return ErrorRow(
+        **base_row(case, config),
+        finished_at=_utc(finished).isoformat(),
+        error=error[: protocol.ERROR_TEXT_LIMIT],
+    )
+
+
+def score_row(
+    case: Case,
+    config: RunConfig,
+    *,
+    effort: str | None,
+    started: float,
+    finished: float,
+    answer: str,
+    matched: dict[str, bool],
+    score: float,
+    components: dict[str, Any],
+    answer_temperature: bool,
+    judge_temperature: bool,
+) -> ScoredRow:
+    """The reference's successful row; timestamps as ``datetime.isoformat()`` writes them."""
+    start, end = _utc(started), _utc(finished)
+    return ScoredRow(
+        **base_row(case, config),
+        answer_reasoning_effort=effort,
+        answer_temperature=protocol.ANSWER_TEMPERATURE if answer_temperature else None,
+        judge_temperature=protocol.JUDGE_TEMPERATURE if judge_temperature else None,
+        started_at=start.isoformat(),
+        finished_at=end.isoformat(),
+        elapsed_seconds=(end - start).total_seconds(),
+        answer=answer,
+        decisions=[
+            Decision(item_id=it["item_id"], points=it["points"], matched=matched[it["item_id"]])
+            for it in case["rubric_items"]
+        ],
+        score=score,
+        score_components=components,
+    )
+
+
+def rows_for(
+    sub: Submission,
+    outcomes: Mapping[str, Outcome],
+    judged: Judged | None,
+    cases: Mapping[str, Case],
+    config: RunConfig,
+    effort: str | None,
+    state: RunState,
+    answer_text: Callable[[str], str],
+    now: float,
+) -> list[Row]:
+    """The rows of the cases these outcomes end: an error row per failed request, a
+    scored row per valid judge reply (scored from the decisions joined to the rubric).
+    ``effort`` is the reasoning effort as the answer model's service was sent it."""
+    rows: list[Row] = [
+        error_row(cases[o.case_id], config, now, o.detail or "")
+        for o in outcomes.values()
+        if o.kind == "failed"
+    ]
+    scored = [o.case_id for o in outcomes.values() if o.kind == "ok" and sub.stage == "judges"]
+    if not scored or judged is None:
+        return rows
+    chosen = judged.decided.filter(pl.col("case_id").is_in(scored))
+    sent = {line.case_id: line.sent_temperature for line in sub.lines}
+    for case_id, (score, components) in score_records(score_joined(chosen)).items():
+        case_state = state.cases[case_id]
+        rows.append(
+            score_row(
+                cases[case_id],
+                config,
+                effort=effort,
+                started=case_state.started or now,
+                finished=now,
+                answer=answer_text(case_id),
+                matched=judged.verdicts[case_id],
+                score=score,
+                components=components,
+                answer_temperature=bool(case_state.answers.used_temperature),
+                judge_temperature=sent[case_id],
+            )
+        )
+    return rows

@@ -1,0 +1,121 @@
+"""The commands that watch and stop runs: status, list, cancel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .common import JobsDirOpt, clock_of, friendly, warn
+
+
+@friendly
+def status(
+    ctx: typer.Context,
+    names: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="[RUN]...", help="Run names (default: every run)."),
+    ] = None,
+    jobs_dir: JobsDirOpt = Path("jobs"),
+    as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print JSON.")] = False,
+    pricing: Annotated[
+        Path | None,
+        typer.Option(help="Pricing JSON for the cost lines (default built-in).", metavar="FILE"),
+    ] = None,
+    refresh: Annotated[
+        bool,
+        typer.Option(
+            "--refresh",
+            help="Ask the API for the live state of every batch (one list call); journaled"
+            " when no process is advancing the run.",
+            metavar="",
+        ),
+    ] = False,
+    base_url: Annotated[
+        str | None,
+        typer.Option(help="OpenAI's base URL, with --refresh (default: the run's).", metavar="URL"),
+    ] = None,
+) -> None:
+    """Show a run's progress, token usage and cost from its journal (no API call unless
+    --refresh), and how old that information is.
+
+    Examples: batchbench status gpt-5.4-mini; batchbench status gpt-5.4-mini --refresh
+    """
+    import json
+
+    from ..costs.pricing import load_pricing
+    from ..engine.rundir import existing_run, list_runs
+    from ..errors import ConfigError
+    from ..views.status import run_status, status_text
+
+    runs = [existing_run(jobs_dir, name) for name in names] if names else list_runs(jobs_dir)
+    if refresh:
+        if not names:
+            raise ConfigError("--refresh asks the API about the runs you name: name them")
+        from ..engine.control import refresh_status  # the SDKs only when the API is asked
+
+        for run in runs:
+            lines, journaled = refresh_status(
+                jobs_dir, run.name, base_url, warn=warn, clock=clock_of(ctx)
+            )
+            for line in lines or ["no batch in flight"]:
+                typer.echo(f"live: {run.name}: {line}")
+            if lines and not journaled:
+                typer.echo(f"({run.name} is being advanced by another process; it journals this)")
+    prices = load_pricing(pricing)
+    statuses = [run_status(r, prices) for r in runs]
+    if as_json:
+        one = names is not None and len(names) == 1
+        typer.echo(json.dumps(statuses[0] if one else statuses, indent=2))
+    elif not statuses:
+        typer.echo(f"no runs in {jobs_dir.resolve()}")
+    else:
+        now = clock_of(ctx).time()
+        typer.echo("\n".join(status_text(s, now) for s in statuses))
+
+
+@friendly
+def list_command(
+    jobs_dir: JobsDirOpt = Path("jobs"),
+    as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print JSON.")] = False,
+) -> None:
+    """List the runs in the jobs folder: models, dataset, state, cases, mean and cost.
+
+    Example: batchbench list --jobs-dir ~/bedside-runs --json
+    """
+    import json
+
+    from ..costs.pricing import load_pricing
+    from ..engine.rundir import list_runs
+    from ..views.listing import for_json, listing_table, run_listing
+
+    pricing = load_pricing(None)
+    listing = [run_listing(r, pricing) for r in list_runs(jobs_dir)]
+    if as_json:
+        typer.echo(json.dumps([for_json(r) for r in listing], indent=2))
+    elif not listing:
+        typer.echo(f"no runs in {jobs_dir.resolve()}")
+    else:
+        typer.echo(listing_table(listing))
+
+
+@friendly
+def cancel(
+    ctx: typer.Context,
+    names: Annotated[list[str], typer.Argument(metavar="RUN...", help="Run names.")],
+    jobs_dir: JobsDirOpt = Path("jobs"),
+    base_url: Annotated[
+        str | None, typer.Option(help="OpenAI's base URL (default: the run's).", metavar="URL")
+    ] = None,
+) -> None:
+    """Cancel a run's in-flight batches and submit nothing more (until `run` resumes it);
+    works while another process is advancing the run.
+
+    Example: batchbench cancel gpt-5.4-mini
+    """
+    from ..engine.control import cancel_run
+
+    for name in names:
+        cancelled = cancel_run(jobs_dir, name, base_url, warn=warn, clock=clock_of(ctx))
+        typer.echo(f"{name}: cancelled {len(cancelled)} batch(es): {' '.join(cancelled) or '-'}")

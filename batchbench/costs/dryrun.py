@@ -1,0 +1,268 @@
+"""Plan before paying: every request file a run would submit, checked and priced, offline.
+
+The answer stage is built exactly as a run builds it. The judge stage needs
+answers that do not exist yet, so it is built from a placeholder answer of an
+assumed length; its replies are estimated as the exact JSON a judge would
+return for the case's items.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import TypedDict
+
+from .. import providers
+from ..bench.dataset import Case
+from ..engine.requests import Request, build_request, shard
+from ..kinds import Stage
+from ..providers.base import Wire
+from .pricing import Pricing, cost, prompt_tokens, token_counter
+
+DRY_RUN_ID = "0" * 32  # the run id a dry run's request ids are built with
+
+
+class StagePlan(TypedDict):
+    model: str
+    provider: str
+    requests: int
+    files: int
+    file_sizes: list[int]
+    bytes: int
+    input_tokens: int
+    output_tokens: int
+    tokenizer: str
+    priced: bool
+    no_price: str | None  # why, when not priced
+    batch_usd: float | None
+    sync_usd: float | None
+
+
+class PlanTotal(TypedDict):
+    requests: int
+    files: int
+    bytes: int
+    input_tokens: int
+    output_tokens: int
+    batch_usd: float | None
+    sync_usd: float | None
+
+
+class MaxCost(TypedDict):
+    usd: float
+    refused_because: str | None
+
+
+class _Plan(TypedDict):
+    cases: int
+    assumed_answer_tokens: int
+    pricing: str
+    batch_discount: float
+    stages: dict[Stage, StagePlan]
+    total: PlanTotal
+    note: str
+
+
+class Plan(_Plan, total=False):
+    """A dry run's plan (``--dry-run --json`` prints it as is)."""
+
+    max_cost: MaxCost
+
+
+def _stage(
+    name: str,
+    wire: Wire,
+    requests: list[Request],
+    model: str,
+    output_tokens: Callable[[Request], int],
+    *,
+    max_requests: int,
+    max_bytes: int,
+    max_tokens: int | None,
+    pricing: Pricing,
+) -> StagePlan:
+    described, count = token_counter(model)
+    lines = [r.line for r in requests]
+    tokens = [prompt_tokens(r.prompt, count) for r in requests]
+    groups = shard(
+        lines,
+        min(max_requests, wire.limits.max_lines),
+        min(max_bytes, wire.limits.max_bytes),
+        tokens=tokens,
+        max_tokens=max_tokens,
+    )
+    for i, group in enumerate(groups, 1):
+        wire.check_file([lines[j] for j in group], f"{name} file {i}")
+    prompt = sum(tokens)
+    output = sum(output_tokens(r) for r in requests)
+    price = pricing.price(model)
+    priced = cost(price, prompt, 0, output, batch_discount=pricing.batch_discount)
+    return {
+        "batch_usd": priced["batch_usd"],
+        "sync_usd": priced["sync_usd"],
+        "model": model,
+        "provider": wire.name,
+        "requests": len(requests),
+        "files": len(groups),
+        "file_sizes": [len(g) for g in groups],
+        "bytes": sum(len(x) for x in lines),
+        "input_tokens": prompt,
+        "output_tokens": output,
+        "tokenizer": described,
+        "priced": price is not None,
+        "no_price": None if price is not None else pricing.why_unpriced(model),
+    }
+
+
+def plan(
+    cases: Sequence[Case],
+    *,
+    answer_model: str,
+    judge_model: str,
+    reasoning_effort: str | None,
+    pricing: Pricing,
+    max_requests: int = 50_000,
+    max_bytes: int = 200 * 1024 * 1024,
+    max_tokens: int | None = None,
+    assumed_answer_tokens: int = 800,
+    judge_passes: int = 1,
+) -> Plan:
+    """The full plan of a run: files, tokens and cost per stage, and the totals (the judge
+    stage holds every one of the ``judge_passes``)."""
+    wires: dict[Stage, Wire] = {
+        "answers": providers.wire(providers.route(answer_model)),
+        "judges": providers.wire("openai"),
+    }
+    resolved = providers.resolve(answer_model)
+    answers = [
+        build_request(
+            wires["answers"],
+            "answers",
+            c,
+            resolved,
+            1,
+            DRY_RUN_ID,
+            reasoning_effort=reasoning_effort,
+        )
+        for c in cases
+    ]
+    placeholder = ("answer " * assumed_answer_tokens).strip()
+    judges = [
+        build_request(
+            wires["judges"],
+            "judges",
+            c,
+            judge_model,
+            1,
+            DRY_RUN_ID,
+            answer=placeholder,
+            judge_pass=p,
+        )
+        for p in range(1, judge_passes + 1)
+        for c in cases
+    ]
+    by_id = {c["case_id"]: c for c in cases}
+    _, judge_count = token_counter(judge_model)
+
+    def judge_reply_tokens(r: Request) -> int:
+        items = by_id[r.case_id]["rubric_items"]
+        reply = {"decisions": [{"item_id": it["item_id"], "matched": True} for it in items]}
+        return judge_count(json.dumps(reply, separators=(",", ":")))
+
+    work: dict[Stage, tuple[list[Request], str, Callable[[Request], int]]] = {
+        "answers": (answers, answer_model, lambda r: assumed_answer_tokens),
+        "judges": (judges, judge_model, judge_reply_tokens),
+    }
+    stages = {
+        stage: _stage(
+            stage,
+            wires[stage],
+            requests,
+            model,
+            replies,
+            max_requests=max_requests,
+            max_bytes=max_bytes,
+            max_tokens=max_tokens,
+            pricing=pricing,
+        )
+        for stage, (requests, model, replies) in work.items()
+    }
+    priced = all(s["priced"] for s in stages.values())
+    parts = list(stages.values())
+    total = PlanTotal(
+        requests=sum(s["requests"] for s in parts),
+        files=sum(s["files"] for s in parts),
+        bytes=sum(s["bytes"] for s in parts),
+        input_tokens=sum(s["input_tokens"] for s in parts),
+        output_tokens=sum(s["output_tokens"] for s in parts),
+        batch_usd=round(sum(s["batch_usd"] or 0 for s in parts), 6) if priced else None,
+        sync_usd=round(sum(s["sync_usd"] or 0 for s in parts), 6) if priced else None,
+    )
+    return {
+        "cases": len(cases),
+        "assumed_answer_tokens": assumed_answer_tokens,
+        "pricing": pricing.source,
+        "batch_discount": pricing.batch_discount,
+        "stages": stages,
+        "total": total,
+        "note": "judge inputs assume answers of the assumed length; reasoning tokens are"
+        " billed as output and are not estimated",
+    }
+
+
+def _files(sizes: Sequence[int]) -> str:
+    """``1 file of 250 requests``, ``3 files of 100, 100 and 50 requests``."""
+    if len(sizes) == 1:
+        return f"1 file of {sizes[0]:,} requests"
+    head = ", ".join(f"{n:,}" for n in sizes[:-1])
+    return f"{len(sizes)} files of {head} and {sizes[-1]:,} requests"
+
+
+def grand_total(plans: Sequence[Plan]) -> str:
+    """The last line of a dry run of several models: what the whole command would cost."""
+    costs = [p["total"]["batch_usd"] for p in plans]
+    requests = sum(p["total"]["requests"] for p in plans)
+    head = f"all {len(plans)} runs: {requests:,} requests"
+    if any(c is None for c in costs):
+        stages = [s for p in plans for s in p["stages"].values()]
+        unpriced = sorted({s["model"] for s in stages if not s["priced"]})
+        return f"{head}; total cost unknown (no price for {', '.join(unpriced)})"
+    sync = sum(p["total"]["sync_usd"] or 0.0 for p in plans)
+    return f"{head}, {_usd(sum(c or 0.0 for c in costs))} at batch price (sync {_usd(sync)})"
+
+
+def _usd(value: float | None) -> str:
+    return "n/a" if value is None else f"${value:,.4f}"
+
+
+def plan_text(p: Plan) -> str:
+    lines = [
+        f"dry run: {p['cases']} cases; prices from {p['pricing']}"
+        f" (batch discount {p['batch_discount']:.0%})"
+    ]
+    header = (
+        f"{'stage':<8} {'requests':>8} {'files':>5} {'MB':>8} {'input tok':>11}"
+        f" {'output tok':>11} {'batch':>12} {'sync':>12}"
+    )
+    lines.append(header)
+    for name, s in [*p["stages"].items(), ("total", p["total"])]:
+        lines.append(
+            f"{name:<8} {s['requests']:>8} {s['files']:>5} {s['bytes'] / 1e6:>8.2f}"
+            f" {s['input_tokens']:>11,} {s['output_tokens']:>11,} {_usd(s['batch_usd']):>12}"
+            f" {_usd(s['sync_usd']):>12}"
+        )
+    for name, s in p["stages"].items():
+        lines.append(
+            f"{name}: {s['model']} ({s['provider']}), {_files(s['file_sizes'])},"
+            f" tokens by {s['tokenizer']}"
+            + ("" if s["priced"] else f"; no price for {s['model']}: {s.get('no_price')}")
+        )
+    if "max_cost" in p:
+        why = p["max_cost"]["refused_because"]
+        lines.append(
+            f"--max-cost ${p['max_cost']['usd']:,.4f}: the run would be refused ({why})"
+            if why
+            else f"--max-cost ${p['max_cost']['usd']:,.4f}: the run fits; it would be submitted"
+        )
+    lines.append(f"note: {p['note']} (answers assumed {p['assumed_answer_tokens']} tokens)")
+    return "\n".join(lines)

@@ -1,0 +1,201 @@
+"""Tokens and prices: what a run will cost before it is submitted, and what it did cost.
+
+Token counts use the model's real tokenizer when one can be loaded offline
+(``tiktoken`` with a locally cached encoding, or ``bpe-openai``, which carries
+its encodings), and otherwise a documented estimate: one token per four
+characters of message text, plus OpenAI's chat framing (3 tokens a message, 3
+to prime the reply). Prices come from ``pricing.json`` in this package, or a
+file of the same layout given with ``--pricing``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..providers import resolve
+from ..providers.base import Prompt
+
+TOKENS_PER_MESSAGE = 3
+TOKENS_PER_REPLY = 3
+
+
+def estimate_text_tokens(text: str) -> int:
+    """The fallback: one token per four characters, rounded up."""
+    return -(-len(text) // 4)
+
+
+def encoding_name(model: str) -> str | None:
+    """The tokenizer OpenAI documents for a model family, or None when unknown."""
+    m = model.lower()
+    if m.startswith(("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o")):
+        return "o200k_base"
+    if m.startswith(("gpt-4", "gpt-3.5")):
+        return "cl100k_base"
+    return None
+
+
+@lru_cache(maxsize=8)
+def _encoder(name: str) -> tuple[str, Callable[[str], int]] | None:
+    try:
+        import tiktoken
+
+        enc = tiktoken.get_encoding(name)  # fails offline unless the encoding is cached
+        return f"tiktoken {name}", lambda text: len(enc.encode(text, disallowed_special=()))
+    except Exception:
+        pass
+    try:
+        import bpe_openai
+
+        enc2 = bpe_openai.get_encoding(name)
+        return f"bpe-openai {name}", lambda text: len(enc2.encode(text))
+    except Exception:
+        return None
+
+
+def token_counter(model: str) -> tuple[str, Callable[[str], int]]:
+    """``(description, count)`` for this model: its tokenizer if offline, else the estimate."""
+    name = encoding_name(base_model(model))
+    found = _encoder(name) if name else None
+    if found is not None:
+        return found
+    return "estimate (4 characters a token)", estimate_text_tokens
+
+
+def prompt_tokens(prompt: Prompt, count: Callable[[str], int]) -> int:
+    """Input tokens of a prompt: its two messages with OpenAI's chat framing."""
+    messages = (prompt.system, prompt.user)
+    return TOKENS_PER_REPLY + sum(TOKENS_PER_MESSAGE + count(text) for text in messages)
+
+
+# ---------------------------------------------------------------------------
+# Prices
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per 1M tokens at the synchronous list price, and where that figure is from."""
+
+    input: float
+    cached_input: float
+    output: float
+    as_of: str | None = None
+    source: str | None = None
+
+
+def base_model(model: str) -> str:
+    """The model a fine-tune was made from (``ft:gpt-4o-mini:org::id`` is gpt-4o-mini):
+    it has its base's tokenizer and price."""
+    if model.startswith("ft:"):
+        parts = model.split(":")
+        if len(parts) > 1 and parts[1]:
+            return parts[1]
+    return model
+
+
+def _names(model: str) -> list[str]:
+    """The table entries that may price a model, most specific first: the name, its
+    alias's target, a fine-tune's base, a dated snapshot's family (gpt-4o-2024-08-06,
+    claude-haiku-4-5-20251001); never a shorter prefix (gpt-4o-mni is not gpt-4o)."""
+    out: list[str] = []
+    for name in (model, resolve(model), base_model(model)):
+        dated = re.fullmatch(r"(.+?)-(\d{4}-\d{2}-\d{2}|\d{8})", name)
+        out += [name, *([dated.group(1)] if dated else [])]
+    return list(dict.fromkeys(out))
+
+
+@dataclass(frozen=True)
+class Pricing:
+    batch_discount: float
+    models: dict[str, Price]
+    source: str
+    unpriced: dict[str, str] = field(default_factory=dict)  # model → why it has no price
+
+    def price(self, model: str) -> Price | None:
+        for name in _names(model):
+            if name in self.models:
+                return self.models[name]
+            if name in self.unpriced:
+                return None
+        return None
+
+    def why_unpriced(self, model: str) -> str:
+        """Why a model has no price here, for the user."""
+        for name in _names(model):
+            if name in self.unpriced:
+                return self.unpriced[name]
+        return f"not in {self.source}"
+
+
+def load_pricing(path: str | Path | None = None) -> Pricing:
+    if path is None:
+        text = resources.files("batchbench").joinpath("pricing.json").read_text("utf-8")
+        source = "built-in pricing.json"
+    else:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"--pricing {path}: cannot read ({exc.strerror})") from None
+        source = str(path)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{source}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("models"), dict):
+        raise ConfigError(f"{source}: needs a 'models' object")
+    discount = data.get("batch_discount", 0.5)
+    if not isinstance(discount, (int, float)) or not 0 <= discount < 1:
+        raise ConfigError(f"{source}: batch_discount must be a number in [0, 1)")
+    models: dict[str, Price] = {}
+    unpriced: dict[str, str] = {}
+    for name, entry in data["models"].items():
+        if isinstance(entry, dict) and "input" in entry and entry["input"] is None:
+            when = f" (as of {entry['as_of']})" if entry.get("as_of") else ""
+            unpriced[name] = f"{entry.get('source') or 'no public price'}{when}"
+            continue
+        try:
+            values = {k: float(entry[k]) for k in ("input", "output")}
+            values["cached_input"] = float(entry.get("cached_input", entry["input"]))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise ConfigError(
+                f"{source}: models.{name} needs numeric 'input' and 'output' (USD per 1M tokens)"
+            ) from None
+        if min(values.values()) < 0:
+            raise ConfigError(f"{source}: models.{name} has a negative price")
+        as_of, said = entry.get("as_of"), entry.get("source")
+        models[name] = Price(
+            **values,
+            as_of=as_of if isinstance(as_of, str) else None,
+            source=said if isinstance(said, str) else None,
+        )
+    return Pricing(float(discount), models, source, unpriced)
+
+
+def cost(
+    price: Price | None, prompt: int, cached: int, completion: int, *, batch_discount: float
+) -> dict[str, float | None]:
+    """Batch and synchronous cost in USD of these token counts (None without a price)."""
+    if price is None:
+        return {"batch_usd": None, "sync_usd": None}
+    sync = (
+        (prompt - cached) * price.input + cached * price.cached_input + completion * price.output
+    ) / 1e6
+    return {"batch_usd": round(sync * (1 - batch_discount), 6), "sync_usd": round(sync, 6)}
+
+
+def usage_cost(usage: dict[str, int], price: Price | None, discount: float) -> dict[str, Any]:
+    """Cost of a stage's recorded usage (reasoning tokens are billed within completion)."""
+    return cost(
+        price,
+        int(usage.get("prompt_tokens", 0)),
+        int(usage.get("cached_tokens", 0)),
+        int(usage.get("completion_tokens", 0)),
+        batch_discount=discount,
+    )

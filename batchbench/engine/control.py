@@ -1,0 +1,115 @@
+"""Acting on a run from outside its advancing process: cancel it, or ask for its live state.
+
+Both go to the services the run recorded (never to whatever the environment
+says today), and both work while another process advances the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from ..clock import SYSTEM, Clock
+from ..errors import BatchbenchError, RunLockedError
+from ..kinds import Stage
+from ..providers.base import Provider
+from .events import BatchSeen, CancelRequested, Event
+from .rundir import Run, RunConfig, existing_run
+from .services import connect_all, run_services, stage_bundle
+from .state import RunState
+from .submit import Submitter
+
+
+def _providers(
+    run: Run,
+    config: RunConfig,
+    state: RunState,
+    base_url: str | None,
+    warn: Callable[[str], None],
+    clock: Clock,
+) -> dict[Stage, Provider]:
+    services, _ = run_services(config, state, base_url)
+    return stage_bundle(services, connect_all([services], warn=warn, clock=clock))
+
+
+def cancel_run(
+    jobs_dir: Path,
+    name: str,
+    base_url: str | None = None,
+    *,
+    warn: Callable[[str], None],
+    clock: Clock = SYSTEM,
+) -> list[str]:
+    """Stop a run: no new batches, and every in-flight batch cancelled. Returns their ids.
+
+    It does not need the run's lock: the intent is one appended journal line,
+    which a process advancing the run reads at its next tick (it then submits
+    nothing more), and cancelling a batch is the service's business. What the
+    service says of each batch is journaled too, so ``status`` can tell a run
+    whose batches were told to stop from one whose cancel never reached them
+    (it then says to run ``cancel`` again). The journal is read (and so
+    checked) before anything is appended to it.
+    """
+    run = existing_run(jobs_dir, name)
+    config = run.load_config()
+    state = run.state(config.case_ids)
+    providers = _providers(run, config, state, base_url, warn, clock)
+    run.record(CancelRequested(), clock.time())
+    cancelled: list[str] = []
+    failures: list[BatchbenchError] = []
+    for sub in state.in_flight():
+        if sub.batch_id is None:
+            continue
+        try:
+            view = providers[sub.stage].client.cancel(sub.batch_id)
+        except BatchbenchError as exc:
+            failures.append(exc)
+            continue
+        if view is not None:
+            run.record(BatchSeen.of(sub.id, view), clock.time())
+            cancelled.append(sub.batch_id)
+    if failures:
+        raise type(failures[0])(
+            f"{len(failures)} batch(es) could not be cancelled, so they still run"
+            f" ({failures[0]}); run `batchbench cancel {name}` again"
+        )
+    return cancelled
+
+
+def refresh_status(
+    jobs_dir: Path,
+    name: str,
+    base_url: str | None = None,
+    *,
+    warn: Callable[[str], None],
+    clock: Clock = SYSTEM,
+) -> tuple[list[str], bool]:
+    """Ask the services (one list walk each) for the live state of every batch in
+    flight. When no process is advancing the run, what they say is journaled too.
+
+    Returns a line per batch and whether the journal was updated.
+    """
+    run = existing_run(jobs_dir, name)
+    config = run.load_config()
+    seen: list[Event] = []
+    try:
+        with run.lock():
+            state = run.state(config.case_ids)
+            providers = _providers(run, config, state, base_url, warn, clock)
+            record = lambda e: seen.append(run.record(e, clock.time()))  # noqa: E731
+            Submitter(run, config, providers, record, clock=clock).poll(state.in_flight())
+            journaled = True
+    except RunLockedError:  # the advancing process journals it itself
+        state = run.state(config.case_ids)
+        providers = _providers(run, config, state, base_url, warn, clock)
+        Submitter(run, config, providers, seen.append, clock=clock).poll(state.in_flight())
+        journaled = False
+    live = {e.sub: e.view() for e in seen if isinstance(e, BatchSeen)}
+    lines = []
+    for sub in state.in_flight():
+        v = live.get(sub.id) or sub.view
+        status = v.status if v else sub.status
+        done = (v.completed + v.failed) if v else 0
+        total = v.total if v and v.total else "?"
+        lines.append(f"{sub.id} {sub.batch_id} {status} {done}/{total} lines")
+    return lines, journaled

@@ -1,0 +1,239 @@
+"""The journal's typed events: every change of a run's state, one JSON object a line.
+
+Every change of state is an event appended to the run's journal (intent before
+a billable call, outcome after it); :func:`batchbench.engine.state.fold` replays them.
+Nothing else holds state, so ``status``, ``report.json`` and the engine always
+agree, and a crash loses at most the last, torn line (its action is repeated,
+and every action is safe to repeat). Events are msgspec structs tagged by
+``ev``, readable with ``jq``; fields added since 0.1 have defaults, so every
+older journal still reads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from ..kinds import Ending, Phase, ProviderName, Stage
+from ..providers import legacy
+from ..providers.base import BatchView
+
+
+class Event(msgspec.Struct, tag_field="ev", kw_only=True):
+    t: float = 0.0  # when it was recorded (seconds since the epoch)
+
+
+class Line(msgspec.Struct, array_like=True, omit_defaults=True):
+    """One request of a submission: which case, which attempt, whether it sent
+    temperature, its request id, and what its wire noted of it (:attr:`Rendered.sent`).
+    Journals of 0.1 recorded no id (derived again), and 0.2 a flag where the note is."""
+
+    case_id: str
+    attempt: int
+    sent_temperature: bool
+    custom_id: str | None = None
+    legacy_flag: bool = False  # 0.2: a note its wire made then (:mod:`providers.legacy`)
+    sent: dict[str, Any] | None = None
+
+    def id(self, stage: Stage) -> str:
+        return self.custom_id or legacy.request_id(stage, self.case_id, self.attempt)
+
+    def note(self) -> dict[str, Any] | None:
+        """What the wire noted of this request when it was sent."""
+        return self.sent if self.sent is not None or not self.legacy_flag else legacy.SENT_NONE
+
+
+class Plan(Event, tag="plan", omit_defaults=True):
+    """A request file was written: the submission's lines, before any upload."""
+
+    sub: str
+    stage: Stage
+    seq: int
+    path: str
+    lines: list[Line]
+    tokens: int = 0  # estimated prompt tokens, for the enqueued-token budget
+    judge_pass: int = 1  # judges: which of the --judge-passes (1 is the one the rows keep)
+    shared: dict[str, Any] | None = None  # what its requests share (:attr:`Rendered.shared`)
+    legacy_shared: dict[str, Any] | None = msgspec.field(
+        default=None, name=legacy.PLAN_SHARED_KEY
+    )  # 0.2's name for it
+
+    def shares(self) -> dict[str, Any] | None:
+        return self.shared if self.shared is not None else self.legacy_shared
+
+
+class UploadStarted(Event, tag="upload_started"):
+    """Journals before 0.3 noted an upload's intent (read, never written again)."""
+
+    sub: str
+
+
+class Uploaded(Event, tag="uploaded"):
+    """The request file is where the service reads it from: ``file_id`` is its reference
+    there, or None for a service whose requests travel in the create call."""
+
+    sub: str
+    file_id: str | None
+
+
+class CreateStarted(Event, tag="create_started"):
+    """About to create the batch: after a crash, look for it before creating again."""
+
+    sub: str
+    file_id: str | None = None  # the uploaded input (none when requests travel inline)
+
+
+class Created(Event, tag="created"):
+    sub: str
+    batch_id: str
+    adopted: bool = False  # found on the server after an interrupted create
+
+
+class BatchSeen(Event, tag="batch"):
+    """What the service said of the batch (normalised), journaled whenever it changes.
+
+    ``counts`` are ``total``, ``completed`` and ``failed`` lines (and ``processing``,
+    from a service that says only how many are not yet done). Journals before 0.2
+    hold OpenAI's statuses and file ids and no ``phase``: :meth:`view` reads both.
+    """
+
+    sub: str
+    batch_id: str
+    status: str
+    legacy_output: str | None = msgspec.field(default=None, name=legacy.OUTPUT_FILE_KEY)
+    legacy_errors: str | None = msgspec.field(default=None, name=legacy.ERROR_FILE_KEY)
+    errors: list[dict[str, Any]] | None = None
+    counts: dict[str, int] = {}
+    phase: Phase | None = None
+    ending: Ending | None = None
+    files: list[str] | None = None
+
+    @classmethod
+    def of(cls, sub: str, v: BatchView) -> BatchSeen:
+        return cls(
+            sub=sub,
+            batch_id=v.id,
+            status=v.status,
+            errors=list(v.errors) if v.errors is not None else None,
+            counts={"total": v.total, "completed": v.completed, "failed": v.failed}
+            | ({"processing": v.processing} if v.processing is not None else {}),
+            phase=v.phase,
+            ending=v.ending,
+            files=list(v.files),
+        )
+
+    def view(self) -> BatchView:
+        if self.phase is not None:
+            phase, ending, files = self.phase, self.ending, tuple(self.files or ())
+        else:  # written by 0.1: an OpenAI batch
+            found = legacy.openai_view(self.status, (self.legacy_output, self.legacy_errors))
+            phase, ending, files = found  # type: ignore[assignment]
+        return BatchView(
+            id=self.batch_id,
+            status=self.status,
+            phase=phase,
+            ending=ending,
+            total=self.counts.get("total", 0),
+            completed=self.counts.get("completed", 0),
+            failed=self.counts.get("failed", 0),
+            files=files,
+            processing=self.counts.get("processing"),
+            errors=tuple(self.errors) if self.errors is not None else None,
+        )
+
+
+class Downloaded(Event, tag="downloaded"):
+    sub: str
+    file_id: str
+
+
+class CaseOutcome(msgspec.Struct, array_like=True, omit_defaults=True):
+    """What one request came to (:data:`~batchbench.kinds.OutcomeKind`; journals of 0.2
+    hold two more kinds, read by :mod:`providers.legacy`), and for ``retry`` the
+    adjustments its wire said to send it again with."""
+
+    kind: str
+    detail: str | None
+    source: str | None  # raw file id holding the successful line
+    custom_id: str
+    adjust: dict[str, Any] | None = None
+
+
+class Collected(Event, tag="collected"):
+    """A submission's result files were turned into outcomes (and rows written)."""
+
+    sub: str
+    outcomes: dict[str, CaseOutcome]  # by case id
+    usage: dict[str, int] = {}
+    anomalies: list[str] = []
+    free_retry: bool = False  # not the requests' fault: their retries are not used up
+    cap: int | None = None  # send this stage again in files of at most this many lines
+    hold_until: float | None = None  # and not before this time
+
+
+class RemoteDeleted(Event, tag="remote_deleted"):
+    sub: str
+    file_ids: list[str]
+
+
+class Disowned(Event, tag="disowned"):
+    """A batch adopted after a lost create turned out not to be this submission's
+    (its results name other requests): the submission is looked for again, then
+    created."""
+
+    sub: str
+    batch_id: str
+
+
+class Stalled(Event, tag="stalled"):
+    """The batch was not started ``seconds`` after it was created: it was told to
+    stop, and its requests are sent again (once)."""
+
+    sub: str
+    batch_id: str
+    seconds: float
+
+
+class ServiceSet(Event, tag="service"):
+    """Where a stage's batches live from now on (a run made before 0.2 recorded
+    none in its config; ``run --move-service`` points a run at another base URL)."""
+
+    stage: Stage
+    provider: ProviderName
+    base_url: str
+
+
+class CancelRequested(Event, tag="cancel_requested"):
+    pass
+
+
+class Resumed(Event, tag="resumed"):
+    pass
+
+
+class Redo(Event, tag="redo"):
+    """A new invocation redoes the cases whose last row is an error, as the reference does."""
+
+    cases: list[str]
+
+
+AnyEvent = (
+    Plan
+    | UploadStarted
+    | Uploaded
+    | CreateStarted
+    | Created
+    | BatchSeen
+    | Downloaded
+    | Collected
+    | RemoteDeleted
+    | Disowned
+    | Stalled
+    | ServiceSet
+    | CancelRequested
+    | Resumed
+    | Redo
+)
+ENCODER = msgspec.json.Encoder()
+DECODER = msgspec.json.Decoder(AnyEvent)

@@ -1,0 +1,144 @@
+"""Several runs in one command, advanced together in one loop (a single run is a group of one).
+
+Each run keeps its own folder, journal, lock and rows (so each stays
+byte-compatible with the reference), and its own :class:`Pipeline` decides its
+next action. What they share is the loop: every tick each pipeline does what
+needs no waiting, then one walk of each service's batch list (OpenAI's,
+Anthropic's, ...: each listed once, for every run's batches there) refreshes
+them all. A run that fails (its model unknown, a batch that vanished) is set
+aside with its error; so is one whose service stays down past the outage
+window. The others go on.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..clock import SYSTEM, Clock
+from ..errors import BatchbenchError, TransientApiError
+from ..providers.base import Client
+from ..reporting import quiet
+from .pipeline import Pipeline
+from .state import Submission
+from .submit import walk
+
+
+@dataclass
+class Member:
+    pipeline: Pipeline
+    error: str | None = None  # why this run was set aside
+    done: bool = False
+    failing_since: float | None = None  # its service has failed since then, without a break
+
+
+@dataclass
+class Group:
+    members: list[Member]
+    poll_interval: float
+    warn: Callable[[str], None] = quiet  # faults and runs set aside (stderr in the CLI)
+    clock: Clock = SYSTEM
+    outage_seconds: float = 600.0
+    list_walks: int = field(default=0)  # poll ticks, each one walk per service
+    _faults: bool = field(default=False)
+
+    def active(self) -> list[Member]:
+        return [m for m in self.members if m.error is None and not m.done]
+
+    def _guard(self, member: Member, action: Callable[[], object]) -> object:
+        """Do a run's action; its failure is that run's (:meth:`_fail`)."""
+        try:
+            result = action()
+        except BatchbenchError as exc:
+            self._fail(member, exc)
+            return None
+        if result is not None:  # it did something: the service answered
+            member.failing_since = None
+        return result
+
+    def _fail(self, member: Member, exc: BatchbenchError) -> None:
+        """A service that fails for a passing reason is tried again at the next tick,
+        until it has failed for ``outage_seconds``; any other failure sets the run
+        aside at once. A group of one lets the error through: it is the command's."""
+        if isinstance(exc, TransientApiError):
+            now = self.clock.time()
+            member.failing_since = member.failing_since or now
+            if now - member.failing_since < self.outage_seconds:
+                self._faults = True
+                self.warn(f"warning: {exc}; trying again at the next tick")
+                return
+        if len(self.members) == 1:
+            raise exc
+        member.error = str(exc)
+        self.warn(f"error: run {member.pipeline.config.name!r} stopped: {exc}")
+
+    def _step_all(self) -> bool:
+        acted = False
+        for member in self.active():
+            p = member.pipeline
+            p.catch_up()
+            while self._guard(member, p.step) is not None:
+                acted = True
+            if member.error is None and p.done():
+                member.done = True
+        return acted
+
+    def poll(self) -> None:
+        """One walk of each service's batch list for every in-flight batch of every run."""
+        by_service: dict[int, tuple[Client, dict[str, tuple[Member, Submission]]]] = {}
+        for member in self.active():
+            for sub in member.pipeline.in_flight():
+                if sub.batch_id is not None:
+                    client = member.pipeline.providers[sub.stage].client
+                    by_service.setdefault(id(client), (client, {}))[1][sub.batch_id] = (member, sub)
+        if not by_service:
+            return
+        self.list_walks += 1
+        for client, owners in by_service.values():
+            served = list({id(m): m for m, _ in owners.values()}.values())
+            try:
+                found, rest = walk(client, [sub for _, sub in owners.values()])
+            except BatchbenchError as exc:
+                for member in served:
+                    self._fail(member, exc)
+                continue
+            for member in served:
+                member.failing_since = None
+            for batch_id, view in found.items():
+                member, sub = owners[batch_id]
+                record = member.pipeline.submitter.record_batch
+                self._guard(member, functools.partial(record, sub, view))
+            for sub in rest:
+                member, _ = owners[sub.batch_id or ""]
+                self._guard(member, functools.partial(member.pipeline.submitter.refresh, sub))
+
+    def advance(self, *, wait: bool, on_progress: Callable[[Pipeline], None] | None = None) -> None:
+        """Until every run is done or set aside; without ``wait``, until only waiting is left."""
+        last_poll = float("-inf")
+        while self.active():
+            self._faults = False
+            acted = self._step_all()
+            flying = any(m.pipeline.in_flight() for m in self.active())
+            if flying and self.clock.time() - last_poll >= self.poll_interval:
+                self.poll()
+                last_poll = self.clock.time()
+                acted = self._step_all() or acted
+            self._report(on_progress)
+            if self._faults:  # a service failed for a passing reason: try again soon
+                self.clock.sleep(min(self.poll_interval, 5.0))
+                continue
+            if acted:
+                continue
+            cancelled = all(
+                m.pipeline.state.cancelled and not m.pipeline.in_flight() for m in self.active()
+            )
+            if not wait or cancelled:
+                break
+            self.clock.sleep(max(0.01, last_poll + self.poll_interval - self.clock.time()))
+        self._report(on_progress)  # the state each run ended this invocation in
+
+    def _report(self, on_progress: Callable[[Pipeline], None] | None) -> None:
+        for member in self.members:
+            if on_progress is not None and member.error is None:
+                on_progress(member.pipeline)

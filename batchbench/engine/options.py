@@ -1,0 +1,95 @@
+"""A run's options as the user gave them, and each option's own rule.
+
+Every check here runs before anything is read, written or called, so bad input
+never leaves a half-made run behind.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..clock import SYSTEM, Clock
+from ..errors import ConfigError
+from ..kinds import ProviderName
+from ..providers import check_base_url
+from .pipeline import Settings
+from .rundir import check_name
+
+
+@dataclass
+class RunOptions:
+    answer_model: str
+    judge_model: str
+    dataset: Path
+    run: str | None = None
+    jobs_dir: Path = Path("jobs")
+    smoke: bool = False
+    limit: int | None = None
+    benchmarks: tuple[str, ...] = ()
+    reasoning_effort: str | None = None
+    base_url: str | None = None  # OpenAI's service (judges; OpenAI answer models)
+    credentials: Mapping[ProviderName, str] | None = None  # keys given in code (the demo)
+    base_urls: Mapping[ProviderName, str] | None = None  # services given in code (the demo)
+    move_service: bool = False  # resume against a base URL other than the run's
+    no_wait: bool = False
+    pricing: Path | None = None
+    max_cost: float | None = None
+    assumed_answer_tokens: int = 800
+    judge_passes: int = 1  # judge requests per answer (judge noise); the rows keep the first
+    settings: Settings = field(default_factory=Settings)
+    clock: Clock = SYSTEM  # what the run reads and waits on (tests: the emulator's fake one)
+
+    def check(self) -> RunOptions:
+        """Every option's own rule, before anything is read, written or called."""
+        _check_options(self)
+        return self
+
+
+# A few passes measure a judge's noise; more only multiply the judges' bill (and a dry
+# run's requests held in memory).
+MAX_JUDGE_PASSES = 20
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+
+
+def _number(option: str, value: float | None, *, low: float, strict: bool = False) -> None:
+    """A finite number at or above ``low`` (above it when ``strict``); NaN and inf refused."""
+    if value is None:
+        return
+    if not math.isfinite(value):
+        raise ConfigError(f"{option} must be a finite number, got {value}")
+    if value < low or (strict and value == low):
+        bound = f"greater than {low:g}" if strict else f"at least {low:g}"
+        raise ConfigError(f"{option} must be {bound}, got {value}")
+
+
+def _check_options(o: RunOptions) -> None:
+    s = o.settings
+    _number("--poll-interval", s.poll_interval, low=0, strict=True)
+    _number("--token-limit-wait", s.hold_seconds, low=0)
+    _number("--resubmit-after", s.resubmit_after, low=0, strict=True)
+    _number("--max-cost", o.max_cost, low=0)
+    _number("--max-attempts", s.max_attempts, low=1)
+    _number("--max-retries", s.max_retries, low=1)
+    _number("--max-enqueued-tokens", s.max_enqueued_tokens, low=1)
+    _number("--assumed-answer-tokens", o.assumed_answer_tokens, low=1)
+    _number("--judge-passes", o.judge_passes, low=1)
+    if o.judge_passes > MAX_JUDGE_PASSES:  # each pass pays a judge request per answer
+        raise ConfigError(
+            f"--judge-passes must be at most {MAX_JUDGE_PASSES}, got {o.judge_passes}"
+            " (each pass is a paid judge request per answer)"
+        )
+    if s.max_requests_per_batch < 1:
+        raise ConfigError("--max-requests-per-batch must be at least 1")
+    if o.reasoning_effort is not None and o.reasoning_effort not in REASONING_EFFORTS:
+        raise ConfigError(
+            f"--reasoning-effort {o.reasoning_effort!r} is not one of"
+            f" {', '.join(REASONING_EFFORTS)} (max is each service's highest: xhigh for OpenAI,"
+            " high for Gemini, max for Anthropic and Fireworks)"
+        )
+    if o.run is not None:
+        check_name(o.run)
+    if o.base_url is not None:
+        check_base_url(o.base_url)

@@ -1,0 +1,343 @@
+"""The state machine that advances a run, one journaled action at a time.
+
+``Pipeline.step()`` reads the folded state, picks the single next useful action,
+journals the intent, does it, and journals the outcome. After a crash the loop
+repeats at most one action, and every action is safe to repeat: an upload is
+merely orphaned, a create is preceded by a look for the batch it may have
+made, a download rewrites the same bytes, and a case's rows are written once
+(the journal counts them). Each stage speaks to its own provider (answers may
+be Anthropic's while judges are OpenAI's); what a collected batch means is
+decided by :mod:`batchbench.engine.collection`, rows are built by
+:mod:`batchbench.bench.results`, and :class:`batchbench.engine.group.Group` runs the loop.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from .. import _failpoints
+from ..bench.dataset import Case
+from ..bench.results import append_rows, row_counts, rows_for
+from ..bench.scoring import rubric_frame
+from ..clock import SYSTEM, Clock
+from ..costs.pricing import prompt_tokens, token_counter
+from ..errors import BatchFileError, InvariantError
+from ..kinds import STAGES, Stage
+from ..providers.base import Provider
+from ..providers.ids import claim
+from ..reporting import quiet
+from ..scores import noise
+from .collection import Collection, Limits, collect
+from .events import Event, Line, Plan
+from .requests import Request, build_request, write_shards
+from .rundir import Run, RunConfig
+from .state import RunState, Submission
+from .submit import Submitter
+
+
+@dataclass
+class Settings:
+    max_requests_per_batch: int = 50_000
+    max_bytes_per_batch: int = 200 * 1024 * 1024
+    max_attempts: int = 3  # judge replies per answer before an invalid one is an error
+    max_retries: int = 6  # attempts per request, as the reference's --max-retries
+    poll_interval: float = 30.0
+    hold_seconds: float = 60.0  # wait after token_limit_exceeded before creating again
+    max_enqueued_tokens: int | None = None  # estimated prompt tokens in flight per model
+    delete_remote_files: bool = False  # delete a batch's files on the server once collected
+    outage_seconds: float = 600.0  # give up when the API has failed this long without a break
+    max_ambiguous_creates: int = 8  # creates in a row that failed without saying whether
+    resubmit_after: float = 12 * 3600.0  # a batch not started by then is cancelled and sent again
+
+
+class Pipeline:
+    def __init__(
+        self,
+        run: Run,
+        config: RunConfig,
+        cases: Mapping[str, Case],
+        providers: Mapping[Stage, Provider],
+        settings: Settings,
+        *,
+        warn: Callable[[str], None] = quiet,
+        clock: Clock = SYSTEM,
+    ) -> None:
+        self.run = run
+        self.config = config
+        self.cases = cases
+        self.providers = providers
+        self.settings = settings
+        self.warn = warn  # what the user should know of the service's doings (stderr)
+        self.clock = clock
+        run.repair()  # the caller holds the run's lock
+        self.state: RunState = run.state(config.case_ids)
+        self._journal_size = run.journal_size()
+        self.limits = Limits(settings.max_retries, settings.max_attempts, settings.hold_seconds)
+        self._answers: dict[str, dict[str, str]] = {}
+        self._rows_on_disk: Counter[str] | None = None
+        self.submitter = Submitter(
+            run,
+            config,
+            providers,
+            self.record,
+            clock=clock,
+            max_ambiguous_creates=settings.max_ambiguous_creates,
+        )
+        self._rubric: pl.DataFrame | None = None
+
+    @property
+    def rubric(self) -> pl.DataFrame:
+        """The run's rubric rows, for joining judge decisions (built on first use)."""
+        if self._rubric is None:
+            self._rubric = rubric_frame([self.cases[c] for c in self.config.case_ids])
+        return self._rubric
+
+    # journal ----------------------------------------------------------------
+    def record(self, event: Event) -> None:
+        self.state.apply(self.run.record(event, self.clock.time()))
+        self._journal_size = self.run.journal_size()
+
+    def catch_up(self) -> None:
+        """Read what another process appended to the journal (``cancel``) since."""
+        if self.run.journal_size() != self._journal_size:
+            self.state = self.run.state(self.config.case_ids)
+            self._journal_size = self.run.journal_size()
+
+    # decisions --------------------------------------------------------------
+    def done(self) -> bool:
+        return all(c.final for c in self.state.cases.values()) and self.state.passes_settled(
+            self.config.judge_passes
+        )
+
+    def step(self) -> str | None:
+        """Do the next action that needs no waiting; None when only waiting remains."""
+        st = self.state
+        for sub in st.subs.values():
+            if not sub.staged and sub.batch_id is None:
+                return self.submitter.stage(sub)
+        for sub in st.subs.values():
+            if sub.batch_id is None and not st.cancelled:
+                if st.holds.get(sub.stage, 0) > self.clock.time() or not self._fits_budget(sub):
+                    continue
+                return self.submitter.create(sub, st.batch_ids())
+        # Plan before collecting the next file: the judges of a collected answer
+        # file go out at once, not after every answer file is in.
+        if not st.cancelled:
+            for stage in STAGES:
+                if self.state.pending(stage, self.config.case_ids):
+                    return self._plan(stage)
+            for judge_pass in range(2, self.config.judge_passes + 1):
+                if self.state.pending("judges", self.config.case_ids, judge_pass):
+                    return self._plan("judges", judge_pass)
+        for sub in st.subs.values():
+            if sub.terminal and not sub.collected:
+                missing = [f for f in sub.result_files() if f not in sub.downloaded]
+                if missing:
+                    return self.submitter.download(sub, missing[0])
+                return self._collect(sub)
+        stuck = self._stuck()
+        if stuck is not None:
+            return self.submitter.stall(stuck, self.settings.resubmit_after, self.warn)
+        if self.settings.delete_remote_files:
+            for sub in st.subs.values():
+                if sub.collected and not sub.remote_deleted:
+                    return self.submitter.delete_remote(sub)
+        return None
+
+    def _stuck(self) -> Submission | None:
+        """A batch the service has not started ``resubmit_after`` seconds after it was
+        created (Gemini's jobs can stay PENDING for days): it is cancelled and its
+        requests are sent again — once: cases already sent again for this wait on."""
+        st = self.state
+        if st.cancelled:
+            return None
+        now = self.clock.time()
+        for sub in st.in_flight():
+            if sub.view is None or sub.view.phase != "pending" or sub.stalled:
+                continue
+            if now - (sub.create_started or sub.planned_at) < self.settings.resubmit_after:
+                continue
+            if all(line.case_id in st.stalled_cases for line in sub.lines):
+                continue
+            return sub
+        return None
+
+    def model(self, stage: Stage) -> str:
+        """The model id the stage's service is asked for (an answer model's alias resolved)."""
+        return self.config.model(stage)
+
+    def _fits_budget(self, sub: Submission) -> bool:
+        """Release a file only while the model's estimated in-flight tokens stay in budget."""
+        budget = self.settings.max_enqueued_tokens
+        if budget is None:
+            return True
+        model = self.model(sub.stage)
+        flying = sum(s.tokens for s in self.in_flight() if self.model(s.stage) == model)
+        return flying == 0 or flying + sub.tokens <= budget
+
+    def in_flight(self) -> list[Submission]:
+        return self.state.in_flight()
+
+    # planning -----------------------------------------------------------------
+    def _request_path(self, stage: Stage, first: int, k: int) -> Path:
+        return self.run.requests_dir / f"{stage}-{first + k:04d}.jsonl"
+
+    def _plan(self, stage: Stage, judge_pass: int = 1) -> str:
+        """Write the request files for every pending case of a stage (and judge pass),
+        then journal them."""
+        model = self.model(stage)
+        wire = self.providers[stage].wire
+        budget = self.settings.max_enqueued_tokens
+        count = token_counter(model)[1] if budget is not None else None
+        pending = self.state.pending(stage, self.config.case_ids, judge_pass)
+        used = self.state.used_ids()
+
+        def request(case_id: str) -> Request:
+            st = self.state.cases[case_id].stage(stage, judge_pass)
+            return build_request(
+                wire,
+                stage,
+                self.cases[case_id],
+                model,
+                st.attempt + 1,
+                self.config.run_id,
+                adjust=st.adjust,
+                reasoning_effort=self.config.reasoning_effort,
+                answer=self.answer_text(case_id) if stage == "judges" else None,
+                judge_pass=judge_pass,
+            )
+
+        def entries(cases: list[str], shared: str) -> Iterator[tuple[Line, bytes, int]]:
+            for case_id in cases:
+                made = request(case_id)
+                if _key(made.rendered.shared) != shared:
+                    raise InvariantError(f"{case_id}: its request shares other parameters")
+                claim(made.custom_id, case_id, used)
+                tokens = prompt_tokens(made.prompt, count) if count is not None else 0
+                rendered = made.rendered
+                line = Line(
+                    case_id, made.attempt, rendered.temperature, made.custom_id, sent=rendered.sent
+                )
+                yield line, made.line, tokens
+
+        # A submission holds requests that share what the service takes per batch: cases
+        # with the same fallbacks render the same, so one request of each tells.
+        by_adjust: dict[str, list[str]] = {}
+        for case_id in pending:
+            adjust = self.state.cases[case_id].stage(stage, judge_pass).adjust
+            by_adjust.setdefault(_key(adjust), []).append(case_id)
+        groups: dict[str, tuple[dict | None, list[str]]] = {}
+        for cases in by_adjust.values():
+            shared = request(cases[0]).rendered.shared
+            groups.setdefault(_key(shared), (shared, []))[1].extend(cases)
+        seq = self.state.next_seq(stage)
+        cap = min(
+            self.settings.max_requests_per_batch,
+            self.state.caps.get(stage, 10**9),
+            wire.limits.max_lines,
+        )
+        files: list[tuple[Path, list[Line], int, dict | None]] = []
+        for key, (shared, cases) in groups.items():
+            made = write_shards(
+                entries(cases, key),
+                functools.partial(self._request_path, stage, seq + len(files)),
+                max_lines=cap,
+                max_bytes=min(self.settings.max_bytes_per_batch, wire.limits.max_bytes),
+                max_tokens=budget,
+            )
+            files += [(path, lines, tokens, shared) for path, lines, tokens in made]
+        for offset, (path, lines, tokens, shared) in enumerate(files):
+            _failpoints.hit("planned")
+            self.record(
+                Plan(
+                    sub=path.stem,
+                    stage=stage,
+                    seq=seq + offset,
+                    path=path.name,
+                    lines=lines,
+                    tokens=tokens,
+                    judge_pass=judge_pass,
+                    shared=shared,
+                )
+            )
+        requests = sum(len(lines) for _, lines, _, _ in files)
+        what = f"{stage} (pass {judge_pass})" if judge_pass > 1 else stage
+        return f"planned {requests} {what} request(s) in {len(files)} file(s)"
+
+    # downloading and collecting ------------------------------------------------
+    def _collect(self, sub: Submission) -> str:
+        wire = self.providers[sub.stage].wire
+        files = sub.result_files()
+        frame = None
+        if files or sub.view is None or sub.view.ending != "failed":
+            frame = wire.read_results([self.run.raw_path(f) for f in files])
+        items = {
+            c: [it["item_id"] for it in case["rubric_items"]] for c, case in self.cases.items()
+        }
+        result = collect(
+            sub, frame, self.state, self.limits, self.rubric, items, self.clock.time(), wire
+        )
+        for line in result.anomalies:
+            self.warn(f"warning: {line}")
+        if result.notice:
+            self.warn(result.notice)
+        if sub.judge_pass == 1:
+            self._write_rows(sub, result)
+        if sub.stage == "judges" and self.config.judge_passes > 1:
+            noise.append_pass_rows(
+                self.run,
+                noise.pass_rows(sub.judge_pass, result.outcomes, result.judged, self.cases),
+            )
+        _failpoints.hit("rows_written")
+        self.record(result.event(sub))
+        kinds = Counter(o.kind for o in result.outcomes.values())
+        return f"collected {sub.id}: " + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+
+    # results -------------------------------------------------------------------
+    def answer_text(self, case_id: str) -> str:
+        st = self.state.cases[case_id].answers
+        if st.source is None or st.custom_id is None:
+            raise BatchFileError(f"no answer recorded for case {case_id}")
+        if st.source not in self._answers:
+            wire = self.providers["answers"].wire
+            frame = wire.read_results([self.run.raw_path(st.source)])
+            self._answers[st.source] = dict(zip(frame["custom_id"], frame["content"]))
+        return self._answers[st.source][st.custom_id]
+
+    def _write_rows(self, sub: Submission, result: Collection) -> None:
+        """Append the rows of the cases this collection ends, each case's rows once."""
+        if self._rows_on_disk is None:
+            self._rows_on_disk = row_counts(self.run.results_path)
+        written = self._rows_on_disk
+        due = {
+            cid: o
+            for cid, o in result.outcomes.items()
+            # a row written before a crash kept its collection out of the journal is not due
+            if written[o.case_id] <= self.state.cases[o.case_id].rows
+        }
+        rows = rows_for(
+            sub,
+            due,
+            result.judged,
+            self.cases,
+            self.config,
+            self.providers["answers"].wire.effort(self.config.reasoning_effort),
+            self.state,
+            self.answer_text,
+            self.clock.time(),
+        )
+        if rows:
+            append_rows(self.run.results_path, rows, self.config.case_ids)
+            written.update(r["case_id"] for r in rows)
+
+
+def _key(value: object) -> str:
+    """A JSON value as a key (what a request's fallbacks or shared parameters are)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))

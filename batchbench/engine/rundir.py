@@ -1,0 +1,363 @@
+"""A run on disk: an immutable config, an append-only journal, and a lock.
+
+The run's state is never stored, only computed from the journal
+(:mod:`batchbench.runs`). A crash can therefore leave nothing inconsistent
+behind; at worst the last journal line is torn, and a torn line is ignored (the
+action it described is repeated, and every action is safe to repeat).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+
+from .._io import append_line, atomic_write_text, jsonl_lines, storage
+from ..errors import BatchbenchError, ConfigError, RunLockedError, RunStateError, UnknownRun
+from ..kinds import PROVIDERS, STAGES, ProviderName, Stage
+from ..providers import resolve
+from .events import DECODER, ENCODER, Created, Disowned, Event
+from .state import RunState, fold
+
+E = TypeVar("E", bound=Event)
+
+NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
+_SAFE = re.compile(r"[A-Za-z0-9_.-]")
+PROVIDER_NAMES: dict[str, ProviderName] = {p: p for p in PROVIDERS}
+CONFIG_FILE = "run.json"
+JOURNAL_FILE = "journal.jsonl"
+RESULTS_FILE = "results.jsonl"
+SUMMARY_FILE = "results.summary.json"
+REPORT_FILE = "report.json"
+LOCK_FILE = ".lock"
+
+# Settings that define what a run measures: resuming with other values is refused.
+IDENTITY_KEYS = (
+    "answer_model",
+    "judge_model",
+    "reasoning_effort",
+    "protocol_version",
+    "dataset_sha256",
+    "selection",
+    "case_ids",
+    "providers",
+    "judge_passes",
+)
+
+
+@dataclass
+class RunConfig:
+    name: str
+    answer_model: str
+    judge_model: str
+    reasoning_effort: str | None
+    protocol_version: str
+    dataset: str
+    dataset_sha256: str
+    selection: dict[str, Any]
+    case_ids: list[str]
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    created_at: float = field(default_factory=time.time)
+    # Each stage's service, {"provider", "base_url"} (never a key). Runs made
+    # before 0.2 have none: both stages were OpenAI's, at a base URL the journal
+    # records on their first resume (:class:`events.ServiceSet`).
+    services: dict[str, dict[str, str]] | None = None
+    judge_passes: int = 1  # judge requests per answer; the rows keep the first
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2) + "\n"
+
+    @property
+    def providers(self) -> dict[Stage, ProviderName]:
+        """Which provider serves each stage (what the run measures, so part of its identity)."""
+        if not self.services:
+            return {"answers": "openai", "judges": "openai"}
+        found: dict[Stage, ProviderName] = {}
+        for stage in STAGES:
+            name = self.services.get(stage, {}).get("provider", "")
+            if name not in PROVIDER_NAMES:
+                raise RunStateError(f"run {self.name!r}: unknown {stage} provider {name!r}")
+            found[stage] = PROVIDER_NAMES[name]
+        return found
+
+    def model(self, stage: Stage) -> str:
+        """The model id the stage's service is asked for (an answer model's alias resolved,
+        as the reference resolves it; the rows keep the name as given)."""
+        return resolve(self.answer_model) if stage == "answers" else self.judge_model
+
+    def base_url(self, state: RunState, stage: Stage) -> str | None:
+        """Where the stage's batches live: the journal's latest word, else the config's."""
+        if stage in state.services:
+            return state.services[stage][1]
+        return self.services[stage]["base_url"] if self.services else None
+
+
+MAX_NAME = 128
+
+
+def check_name(name: str) -> str:
+    if not NAME_RE.match(name) or name in (".", ".."):
+        raise ConfigError(f"run name {name!r} must match [A-Za-z0-9._-]+ (and not be . or ..)")
+    if len(name) > MAX_NAME:
+        raise ConfigError(f"run name is {len(name)} characters long; at most {MAX_NAME}")
+    return name
+
+
+def default_name(answer_model: str, smoke: bool = False) -> str:
+    """The model's name made safe; a smoke run's gets ``-smoke``, so it never holds the
+    name of the full run."""
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", answer_model).strip("-.") or "run"
+    return f"{name}-smoke" if smoke else name
+
+
+class Run:
+    """Paths and files of one run directory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.name = root.name
+
+    # paths ----------------------------------------------------------------
+    @property
+    def config_path(self) -> Path:
+        return self.root / CONFIG_FILE
+
+    @property
+    def journal_path(self) -> Path:
+        return self.root / JOURNAL_FILE
+
+    @property
+    def results_path(self) -> Path:
+        return self.root / RESULTS_FILE
+
+    @property
+    def passes_path(self) -> Path:
+        """Every judge pass's decisions and score, when a run has more than one."""
+        return self.root / "judge_passes.jsonl"
+
+    @property
+    def noise_path(self) -> Path:
+        return self.root / "judge_noise.json"
+
+    @property
+    def summary_path(self) -> Path:
+        return self.root / SUMMARY_FILE
+
+    @property
+    def report_path(self) -> Path:
+        return self.root / REPORT_FILE
+
+    @property
+    def requests_dir(self) -> Path:
+        return self.root / "requests"
+
+    @property
+    def raw_dir(self) -> Path:
+        return self.root / "raw"
+
+    def raw_path(self, file_id: str) -> Path:
+        """Where a downloaded result file is kept: its service's id, with any character
+        outside ``[A-Za-z0-9_.-]`` written ``%XX`` (``files/x`` → ``files%2Fx.jsonl``)."""
+        name = "".join(c if _SAFE.match(c) else f"%{ord(c):02X}" for c in file_id)
+        if not file_id or name.startswith(".") or len(name) > 200:
+            raise RunStateError(f"unsafe file id from the API: {file_id!r}")
+        return self.raw_dir / f"{name}.jsonl"
+
+    @staticmethod
+    def file_id_of(path: str) -> str:
+        """The service's file id of a kept raw file: :meth:`raw_path` read backwards."""
+        name = path.rsplit("/", 1)[-1].removesuffix(".jsonl")
+        return re.sub(r"%([0-9A-F]{2})", lambda m: chr(int(m.group(1), 16)), name)
+
+    # config ---------------------------------------------------------------
+    def exists(self) -> bool:
+        return self.config_path.is_file()
+
+    def load_config(self) -> RunConfig:
+        try:
+            data = json.loads(self.config_path.read_text(encoding="utf-8"))
+            return RunConfig(**data)
+        except FileNotFoundError:
+            raise RunStateError(f"{self.root}: not a batchbench run (no {CONFIG_FILE})") from None
+        except (json.JSONDecodeError, TypeError, UnicodeDecodeError) as exc:
+            raise RunStateError(f"{self.config_path}: unreadable run config ({exc})") from None
+
+    def create(self, config: RunConfig) -> RunConfig:
+        """The run's config: written now if the run is new, else the existing one.
+
+        The folder is made first and the config written under the run's lock, so
+        of two processes creating the same new run exactly one configuration
+        wins; the other reads it (and is refused if it differs, or while the
+        winner holds the lock). The caller must hold :meth:`lock`.
+        """
+        if self.exists():
+            existing = self.load_config()
+            diffs = config_conflicts(existing, config)
+            if diffs:
+                raise ConfigError(
+                    f"run {self.name!r} in {self.root.parent.resolve()} exists with another"
+                    f" configuration: {'; '.join(diffs)} (use another --run name)"
+                )
+            return existing
+        with storage(self.root):
+            for sub in (self.requests_dir, self.raw_dir):
+                sub.mkdir(mode=0o700, exist_ok=True)
+        atomic_write_text(self.config_path, config.to_json())
+        return config
+
+    def make_folder(self) -> None:
+        """The private run folder (0700), so its lock can be taken."""
+        with storage(self.root):
+            self.root.parent.mkdir(parents=True, exist_ok=True)
+            self.root.mkdir(mode=0o700, exist_ok=True)
+            os.chmod(self.root, 0o700)
+
+    # journal --------------------------------------------------------------
+    def record(self, event: E, now: float) -> E:
+        """Append an event, stamped with ``now`` (the caller's clock), and fsync it."""
+        event = msgspec.structs.replace(event, t=now)
+        append_line(self.journal_path, ENCODER.encode(event).decode("utf-8"))
+        return event
+
+    def journal_size(self) -> int:
+        try:
+            return self.journal_path.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def state(self, case_ids: list[str]) -> RunState:
+        """The run's state, folded from its journal."""
+        return fold(case_ids, self.events(), str(self.journal_path))
+
+    def events(self) -> list[Event]:
+        try:
+            data = self.journal_path.read_bytes()
+        except FileNotFoundError:
+            return []
+        events: list[Event] = []
+        last = data.count(b"\n") + 1
+        for lineno, line in jsonl_lines(data):
+            try:
+                events.append(DECODER.decode(line))
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                if lineno == last and isinstance(exc, msgspec.DecodeError):
+                    continue  # torn by a crash mid-append: the action repeats
+                raise RunStateError(
+                    f"{self.journal_path}: line {lineno} is corrupt ({exc})"
+                ) from None
+        return events
+
+    def repair(self) -> None:
+        """Drop a line torn by a crash from the end of the journal and the results.
+
+        Only a line without its newline is dropped: the action it recorded is
+        repeated (journal) or its rows are written again (results).
+        """
+        for path in (self.journal_path, self.results_path, self.passes_path):
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                continue
+            if data and not data.endswith(b"\n"):
+                with storage(path), open(path, "r+b") as fh:
+                    fh.truncate(data.rfind(b"\n") + 1)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+
+    # lock -----------------------------------------------------------------
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Exclusive right to advance this run: a second process is refused."""
+        path = self.root / LOCK_FILE
+        with storage(path):
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+                raise RunLockedError(
+                    f"run {self.name!r} is being advanced by another process (pid {holder});"
+                    " wait for it or stop it"
+                ) from None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
+            yield
+        finally:
+            os.close(fd)
+
+
+def open_run(jobs_dir: Path, name: str) -> Run:
+    return Run(Path(jobs_dir) / check_name(name))
+
+
+def existing_run(jobs_dir: Path, name: str) -> Run:
+    """The run of this name in the jobs folder; one line naming the folder when none."""
+    run = open_run(jobs_dir, name)
+    if not run.exists():
+        raise UnknownRun(f"no run {name!r} in {Path(jobs_dir).resolve()}")
+    return run
+
+
+def list_runs(jobs_dir: Path) -> list[Run]:
+    jobs_dir = Path(jobs_dir)
+    if not jobs_dir.is_dir():
+        return []
+    return [Run(p) for p in sorted(jobs_dir.iterdir()) if (p / CONFIG_FILE).is_file()]
+
+
+def batches_elsewhere(run: Run) -> set[str]:
+    """Every batch the other runs of the jobs folder hold (their journals, read as they
+    are): a batch found after a lost create on a service whose batches carry no
+    metadata must not be one of theirs. A journal that does not read is skipped."""
+    found: set[str] = set()
+    for other in list_runs(run.root.parent):
+        if other.root == run.root:
+            continue
+        try:
+            events = other.events()
+        except BatchbenchError:
+            continue
+        held = {e.batch_id for e in events if isinstance(e, Created)}
+        found |= held - {e.batch_id for e in events if isinstance(e, Disowned)}
+    return found
+
+
+def config_conflicts(old: RunConfig, new: RunConfig) -> list[str]:
+    """The settings that define a run and differ, as ``field: old → new``."""
+    diffs = []
+    for key in IDENTITY_KEYS:
+        a, b = getattr(old, key), getattr(new, key)
+        if a == b:
+            continue
+        if key == "providers":
+            diffs += [f"{s} provider: {a[s]} → {b[s]}" for s in STAGES if a[s] != b[s]]
+        elif key == "case_ids":
+            diffs.append(f"selected cases: {len(a)} → {len(b)}")
+        elif key == "selection":
+            diffs.append(f"selection: {describe_selection(a)} → {describe_selection(b)}")
+        else:
+            diffs.append(f"{key}: {a} → {b}")
+    return diffs
+
+
+def describe_selection(selection: dict[str, Any]) -> str:
+    """``{"smoke": True, "limit": 3, ...}`` → ``smoke, first 3``."""
+    parts = []
+    if selection.get("benchmarks"):
+        parts.append("benchmarks " + ", ".join(selection["benchmarks"]))
+    if selection.get("smoke"):
+        parts.append("smoke")
+    if selection.get("limit") is not None:
+        parts.append(f"first {selection['limit']}")
+    return ", ".join(parts) or "every case"

@@ -1,0 +1,293 @@
+"""Starting, resuming and pricing runs from their options.
+
+The CLI parses options into :class:`RunOptions` and calls one function here.
+Everything that can refuse (options, the dataset, a conflicting resume, a
+service other than the run's, a model the service does not know, the cost
+cap) does so before a run folder or a batch exists.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..bench import protocol
+from ..bench.dataset import Case, load_dataset, select_cases
+from ..bench.results import rows_in_registry_order
+from ..costs.dryrun import MaxCost, Plan, plan
+from ..costs.pricing import Pricing, load_pricing
+from ..errors import ConfigError, RunLockedError
+from ..providers import resolve
+from ..providers.base import Service
+from ..reporting import quiet
+from ..scores.noise import write_noise
+from ..scores.summary import Summary, summarize
+from ..scores.summary_file import write_summary
+from ..views.status import write_report
+from .events import Redo, Resumed
+from .group import Group, Member
+from .options import RunOptions
+from .pipeline import Pipeline
+from .rundir import Run, RunConfig, check_name, default_name
+from .services import connect_all, new_services, run_services, stage_bundle
+from .state import fold
+
+__all__ = ["RunOptions", "dry_run", "execute", "execute_group", "prepare"]
+
+
+def prepare(
+    options: RunOptions, *, check_existing: bool = True
+) -> tuple[Run, RunConfig, dict[str, Case]]:
+    """Check the options and the dataset, and that an existing run of this name matches."""
+    name = check_name(options.run or default_name(options.answer_model, options.smoke))
+    for label, value in (
+        ("--answer-model", options.answer_model),
+        ("--judge-model", options.judge_model),
+    ):
+        if not value.strip():
+            raise ConfigError(f"{label} must not be empty")
+    dataset_path = Path(options.dataset)
+    ds = load_dataset(dataset_path)
+    selected = select_cases(
+        ds, smoke=options.smoke, limit=options.limit, benchmarks=options.benchmarks
+    )
+    config = RunConfig(
+        name=name,
+        answer_model=options.answer_model,
+        judge_model=options.judge_model,
+        reasoning_effort=options.reasoning_effort,
+        protocol_version=protocol.PROTOCOL_VERSION,
+        dataset=str(dataset_path.resolve()),
+        dataset_sha256=ds.sha256,
+        selection={
+            "smoke": options.smoke,
+            "limit": options.limit,
+            "benchmarks": sorted(options.benchmarks),
+        },
+        case_ids=[c["case_id"] for c in selected],
+        services=new_services(options.answer_model, options.base_url, options.base_urls),
+        judge_passes=options.judge_passes,
+        created_at=options.clock.time(),
+    )
+    run = Run(Path(options.jobs_dir) / name)
+    if check_existing and run.exists():
+        config = run.create(config)  # refuses a conflicting resume before anything else
+    return run, config, {c["case_id"]: c for c in selected}
+
+
+@dataclass
+class RunResult:
+    run: Run
+    summary: Summary | None
+    complete: bool
+    error: str | None = None  # why this run was set aside (in a group of several)
+    note: str | None = None  # a --no-wait tick that had nothing to do, and why
+
+
+def execute(
+    options: RunOptions,
+    *,
+    say: Callable[[str], None] = quiet,
+    warn: Callable[[str], None] | None = None,
+    on_progress: Callable[[Pipeline], None] | None = None,
+) -> tuple[Run, Summary | None, bool]:
+    """Start or resume a run; returns the run, its summary (when written) and completeness."""
+    [result] = execute_group([options], say=say, warn=warn, on_progress=on_progress)
+    return result.run, result.summary, result.complete
+
+
+def execute_group(
+    group: list[RunOptions],
+    *,
+    say: Callable[[str], None] = quiet,
+    warn: Callable[[str], None] | None = None,
+    on_progress: Callable[[Pipeline], None] | None = None,
+) -> list[RunResult]:
+    """Start or resume one run per answer model and advance them all in one loop.
+
+    Bad options stop everything before anything is created. A model its service
+    does not know stops its own run only (when there are several); so does a
+    run that fails while advancing.
+    """
+    warn = warn or say
+    first = group[0]
+    prepared = [prepare(options) for options in group]
+    pricing = load_pricing(first.pricing)
+    if first.max_cost is not None:
+        _check_cost(group, prepared, pricing, first.max_cost)
+    services = []
+    for options, (run, config, _) in zip(group, prepared):
+        state = run.state(config.case_ids) if run.exists() else fold(config.case_ids, [])
+        services.append(
+            run_services(
+                config, state, options.base_url, move=options.move_service, given=options.base_urls
+            )
+        )
+    clients = connect_all(
+        (s for s, _ in services), warn=warn, credentials=first.credentials, clock=first.clock
+    )
+    for judge in {(s["judges"], c.judge_model) for (s, _), (_, c, _) in zip(services, prepared)}:
+        clients[judge[0]].check_models([judge[1]])
+    results: list[RunResult] = []
+    members: list[tuple[Member, Run, RunConfig]] = []
+    with contextlib.ExitStack() as stack:
+        for options, (run, config, cases), (stages, changes) in zip(group, prepared, services):
+            fresh = "RESUMING" if run.exists() else "NEW"
+            say(f"{fresh} run {config.name!r} in {run.root.resolve()}")
+            try:
+                _check_answer_model(clients, stages["answers"], config.answer_model)
+            except ConfigError as exc:
+                if len(group) == 1:
+                    raise
+                say(f"error: run {config.name!r} not started: {exc}")
+                results.append(RunResult(run, None, False, str(exc)))
+                continue
+            run.make_folder()
+            try:
+                stack.enter_context(run.lock())
+            except RunLockedError as exc:
+                if not options.no_wait:
+                    raise
+                if run.exists():  # another configuration is refused even so
+                    run.create(config)
+                results.append(RunResult(run, None, False, note=f"{exc}: nothing for this tick"))
+                continue
+            config = run.create(config)
+            bundle = stage_bundle(stages, clients)
+            pipeline = Pipeline(
+                run, config, cases, bundle, options.settings, warn=warn, clock=options.clock
+            )
+            for change in changes:
+                pipeline.record(change)
+            if options.no_wait and pipeline.done():
+                results.append(RunResult(run, None, True, note=_finished(pipeline)))
+                continue
+            _reopen(pipeline, options, say)
+            members.append((Member(pipeline), run, config))
+        settings = first.settings
+        Group(
+            [m for m, _, _ in members],
+            settings.poll_interval,
+            warn=warn,
+            clock=first.clock,
+            outage_seconds=settings.outage_seconds,
+        ).advance(wait=not first.no_wait, on_progress=on_progress)
+        for member, run, config in members:
+            summary = write_run_summary(run, config)
+            if member.pipeline.done():
+                write_noise(run, config, member.pipeline.cases)
+            write_report(run, member.pipeline.state, config, pricing)
+            results.append(RunResult(run, summary, member.pipeline.done(), member.error))
+    order = [run.root for run, _, _ in prepared]
+    return sorted(results, key=lambda r: order.index(r.run.root))
+
+
+def _check_answer_model(clients: dict[Service, Any], service: Service, model: str) -> None:
+    clients[service].check_models([resolve(model)])
+
+
+def _finished(pipeline: Pipeline) -> str:
+    """What a cron tick says of a run that had already finished."""
+    cases = pipeline.state.cases.values()
+    scored = sum(1 for c in cases if c.final == "scored")
+    failed = sum(1 for c in cases if c.final == "error")
+    redo = "; run it without --no-wait to redo the failed cases" if failed else ""
+    return (
+        f"run {pipeline.config.name!r} is complete: {scored} scored, {failed} failed"
+        f" ({pipeline.run.results_path.resolve()}){redo}"
+    )
+
+
+def _reopen(pipeline: Pipeline, options: RunOptions, say: Callable[[str], None]) -> None:
+    """A resumed run takes new work again; a plain invocation redoes its failed cases.
+
+    A --no-wait invocation (cron, every few minutes) only resumes: redoing there
+    would pay for a case that fails for good again and again, and taking a
+    cancelled run up again would undo the user's cancel at the next tick.
+    """
+    config = pipeline.config
+    if pipeline.state.cancelled:
+        if options.no_wait:
+            say(
+                f"{config.name!r} was cancelled: collecting what finished, submitting nothing"
+                " (run it without --no-wait to take it up again)"
+            )
+            return
+        pipeline.record(Resumed())
+    failed = [c for c in config.case_ids if pipeline.state.cases[c].final == "error"]
+    if failed and not options.no_wait:
+        pipeline.record(Redo(cases=failed))
+        say(f"redoing {len(failed)} case(s) of {config.name!r} that ended in an error")
+
+
+def _check_cost(
+    group: list[RunOptions],
+    prepared: list[tuple[Run, RunConfig, dict[str, Case]]],
+    pricing: Pricing,
+    max_cost: float,
+) -> None:
+    """``--max-cost`` against the sum of every run's estimate, before anything is created."""
+    plans = [make_plan(o, c, cases, pricing) for o, (_, c, cases) in zip(group, prepared)]
+    refusal = cost_refusal(plans, max_cost)
+    if refusal:
+        raise ConfigError(f"{refusal}; nothing was submitted")
+
+
+def write_run_summary(run: Run, config: RunConfig) -> Summary | None:
+    """Summarise a run's rows as the reference would, into its private summary file."""
+    if not run.results_path.exists():
+        return None
+    rows = rows_in_registry_order(run.results_path, config.case_ids)
+    summary = summarize(
+        rows, expected_case_ids=config.case_ids, dataset_sha256=config.dataset_sha256
+    )
+    write_summary(run.summary_path, summary, mode=0o600)
+    return summary
+
+
+def make_plan(
+    options: RunOptions, config: RunConfig, cases: dict[str, Case], pricing: Pricing
+) -> Plan:
+    return plan(
+        [cases[c] for c in config.case_ids],
+        answer_model=config.answer_model,
+        judge_model=config.judge_model,
+        reasoning_effort=config.reasoning_effort,
+        pricing=pricing,
+        max_requests=options.settings.max_requests_per_batch,
+        max_bytes=options.settings.max_bytes_per_batch,
+        max_tokens=options.settings.max_enqueued_tokens,
+        assumed_answer_tokens=options.assumed_answer_tokens,
+        judge_passes=config.judge_passes,
+    )
+
+
+def dry_run(options: RunOptions) -> Plan:
+    """The run's full plan and estimated cost, with no API call and nothing written."""
+    _, config, cases = prepare(options, check_existing=False)
+    result = make_plan(options, config, cases, load_pricing(options.pricing))
+    if options.max_cost is not None:
+        result["max_cost"] = MaxCost(
+            usd=options.max_cost, refused_because=cost_refusal([result], options.max_cost)
+        )
+    return result
+
+
+def cost_refusal(plans: Sequence[Plan], max_cost: float) -> str | None:
+    """Why ``--max-cost`` refuses these runs' plans together, or None when they fit
+    (one rule, run and dry run, one model or several)."""
+    costs = [p["total"]["batch_usd"] for p in plans]
+    if any(c is None for c in costs):
+        stages = [s for p in plans for s in p["stages"].values()]
+        unpriced = list(dict.fromkeys(s["model"] for s in stages if not s["priced"]))
+        return (
+            f"--max-cost: no price for {', '.join(map(repr, unpriced))};"
+            " give one with --pricing FILE"
+        )
+    estimate = sum(c or 0.0 for c in costs)
+    if estimate > max_cost:
+        return f"estimated cost ${estimate:,.4f} at batch price exceeds --max-cost ${max_cost:,.4f}"
+    return None

@@ -1,0 +1,397 @@
+"""The fold: a run's journal events → what the run has reached.
+
+:func:`fold` replays the journal (:mod:`batchbench.engine.events`); nothing else holds
+state. Each case has a small state machine per stage (pending → inflight → ok
+or failed), each submission (one request file) the batch it became and what
+the service last said of it, as a :class:`BatchView`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..errors import RunStateError
+from ..kinds import ProviderName, Stage, StageStatus
+from ..providers import legacy
+from ..providers.base import BatchView
+from .events import (
+    BatchSeen,
+    CancelRequested,
+    Collected,
+    Created,
+    CreateStarted,
+    Disowned,
+    Downloaded,
+    Event,
+    Line,
+    Plan,
+    Redo,
+    RemoteDeleted,
+    Resumed,
+    ServiceSet,
+    Stalled,
+    Uploaded,
+)
+
+
+@dataclass
+class StageState:
+    """One case in one stage."""
+
+    status: StageStatus = "pending"
+    attempt: int = 0
+    adjust: dict[str, Any] = field(default_factory=dict)  # the wire's fallbacks so far
+    transients: int = 0  # attempts used up by retried replies
+    losses: int = 0  # requests the service lost (not counted against the retries)
+    invalid: int = 0  # invalid judge replies so far
+    sub: str | None = None
+    source: str | None = None  # raw file id holding the successful line
+    custom_id: str | None = None  # the successful line's custom id
+    used_temperature: bool | None = None  # whether the successful request carried temperature
+
+
+@dataclass
+class CaseState:
+    case_id: str
+    answers: StageState = field(default_factory=StageState)
+    judges: StageState = field(default_factory=StageState)
+    passes: dict[int, StageState] = field(default_factory=dict)  # judge passes 2..K
+    started: float | None = None
+    final: Literal["scored", "error"] | None = None  # once its row is written
+    error: str | None = None
+    rows: int = 0  # result rows written for it so far (one per final outcome)
+
+    def stage(self, name: Stage, judge_pass: int = 1) -> StageState:
+        """The case in a stage; a judge's extra passes (``--judge-passes``) each their own."""
+        if name == "answers":
+            return self.answers
+        if judge_pass == 1:
+            return self.judges
+        return self.passes.setdefault(judge_pass, StageState())
+
+    def reopen(self) -> None:
+        """A case whose last row is an error is not done: a new invocation redoes it.
+
+        It restarts from the stage that failed (a failed judge judges the kept
+        answer again) with a fresh retry budget, as a new invocation of the
+        reference would; attempt numbers go on, so every ``custom_id`` stays new.
+        """
+        if self.final != "error":
+            return
+        self.final, self.error, self.started = None, None, None
+        for st in (self.answers, self.judges, *self.passes.values()):
+            if st.status == "failed":
+                st.status = "pending"
+            st.transients = st.invalid = st.losses = 0
+            st.adjust = {}  # a new invocation starts from the reference's request again
+
+
+@dataclass
+class Submission:
+    """One request file and the batch it became."""
+
+    id: str
+    stage: Stage
+    seq: int
+    path: str
+    lines: list[Line]
+    planned_at: float
+    tokens: int = 0
+    judge_pass: int = 1  # judges: which pass these requests are
+    shared: dict[str, Any] | None = None  # what its requests share (the wire's own)
+    staged: bool = False  # its request file is where the service reads it from
+    file_id: str | None = None  # the uploaded input, for services that take one
+    create_started: float | None = None
+    batch_id: str | None = None
+    adopted: bool = False
+    view: BatchView | None = None  # what the service last said of the batch
+    disowned: set[str] = field(default_factory=set)  # batches adopted by mistake
+    stalled: bool = False  # never started in time: told to stop, its requests sent again
+    downloaded: set[str] = field(default_factory=set)
+    collected: bool = False
+    remote_deleted: bool = False
+
+    @property
+    def status(self) -> str:
+        """The service's own word for the batch, for people."""
+        if self.view is not None:
+            return self.view.status
+        return "created" if self.batch_id else "not submitted"
+
+    @property
+    def terminal(self) -> bool:
+        return self.view is not None and self.view.phase == "ended"
+
+    @property
+    def in_flight(self) -> bool:
+        return self.batch_id is not None and not self.terminal
+
+    def result_files(self) -> list[str]:
+        return list(self.view.files) if self.view is not None else []
+
+    def ids(self) -> dict[str, Line]:
+        """Each request's id → its line (the journaled mapping)."""
+        return {line.id(self.stage): line for line in self.lines}
+
+
+@dataclass(frozen=True)
+class StageProgress:
+    done: int
+    failed: int
+    total: int
+
+
+@dataclass
+class RunState:
+    cases: dict[str, CaseState]
+    subs: dict[str, Submission] = field(default_factory=dict)
+    holds: dict[str, float] = field(default_factory=dict)  # stage → not before (time)
+    caps: dict[str, int] = field(default_factory=dict)  # stage → shrunk shard size
+    usage: dict[str, dict[str, int]] = field(default_factory=dict)
+    anomalies: list[str] = field(default_factory=list)
+    losses: dict[str, int] = field(default_factory=dict)  # stage → requests the service lost
+    stalled_cases: set[str] = field(default_factory=set)  # sent again once after a stall
+    stalls: int = 0  # batches that never started in time
+    services: dict[Stage, tuple[ProviderName, str]] = field(default_factory=dict)
+    cancelled: bool = False
+    started: float | None = None
+    last_event: float | None = None  # when the journal last changed
+
+    def pending(self, stage: Stage, case_ids: Sequence[str], judge_pass: int = 1) -> list[str]:
+        """Cases (in registry order) with a request of this stage (and judge pass) still
+        to plan. A judge's extra passes go out once the answer is in, whatever pass 1
+        came to."""
+        out = []
+        for case_id in case_ids:
+            case = self.cases[case_id]
+            if stage == "answers":
+                wanted = not case.final and case.answers.status == "pending"
+            elif judge_pass == 1:
+                wanted = (
+                    not case.final
+                    and case.answers.status == "ok"
+                    and case.judges.status == "pending"
+                )
+            else:
+                wanted = (
+                    case.answers.status == "ok"
+                    and case.stage(stage, judge_pass).status == "pending"
+                )
+            if wanted:
+                out.append(case_id)
+        return out
+
+    def passes_settled(self, judge_passes: int) -> bool:
+        """Every extra judge pass of every judged case has ended (ok or failed)."""
+        cases = [c for c in self.cases.values() if c.answers.status == "ok"]
+        extra = range(2, judge_passes + 1)
+        return all(c.stage("judges", p).status in ("ok", "failed") for c in cases for p in extra)
+
+    def in_flight(self) -> list[Submission]:
+        return [s for s in self.subs.values() if s.in_flight]
+
+    def progress(self, stage: Stage) -> StageProgress:
+        """Done, failed and total cases of a stage, counted from collected results only
+        (a batch still finalizing has collected nothing, so 100% means every result is in
+        hand). A case whose answer failed for good is never judged."""
+        total = len(self.cases)
+        if stage == "judges":
+            total -= sum(1 for c in self.cases.values() if c.answers.status == "failed")
+        done = failed = 0
+        for case in self.cases.values():
+            st = case.stage(stage)
+            if case.final == "scored" if stage == "judges" else st.status == "ok":
+                done += 1
+            elif st.status == "failed":
+                failed += 1
+        return StageProgress(done, failed, total)
+
+    def next_seq(self, stage: Stage) -> int:
+        return 1 + max((s.seq for s in self.subs.values() if s.stage == stage), default=0)
+
+    def batch_ids(self) -> set[str]:
+        """Every batch the run has held (disowned ones included)."""
+        found = {s.batch_id for s in self.subs.values() if s.batch_id is not None}
+        return found.union(*(s.disowned for s in self.subs.values()))
+
+    def used_ids(self) -> dict[str, str]:
+        """Every request id the run has planned so far, and its case."""
+        return {cid: ln.case_id for sub in self.subs.values() for cid, ln in sub.ids().items()}
+
+    def apply(self, event: Event) -> None:
+        """Fold one journal event into the state (the only way state changes)."""
+        self.last_event = event.t
+        run_level = _RUN_EVENTS.get(type(event))
+        if run_level is not None:
+            run_level(self, event)
+            return
+        sub = self.subs.get(getattr(event, "sub", ""))
+        if sub is None:
+            return
+        if isinstance(event, Collected):
+            self._apply_collected(sub, event)
+            return
+        handler = _SUB_EVENTS.get(type(event))
+        if handler is not None:
+            handler(sub, event)
+
+    def _apply_plan(self, event: Plan) -> None:
+        sub = Submission(
+            event.sub,
+            event.stage,
+            event.seq,
+            event.path,
+            event.lines,
+            event.t,
+            event.tokens,
+            event.judge_pass,
+            event.shares(),
+        )
+        self.subs[sub.id] = sub
+        self.started = self.started or event.t
+        for line in sub.lines:
+            case = self.cases[line.case_id]
+            st = case.stage(sub.stage, sub.judge_pass)
+            st.status, st.attempt, st.sub = "inflight", line.attempt, sub.id
+            if case.started is None and sub.judge_pass == 1:
+                case.started = event.t
+
+    def _apply_collected(self, sub: Submission, event: Collected) -> None:
+        sub.collected = True
+        stage = sub.stage
+        sent = {line.case_id: line.sent_temperature for line in sub.lines}
+        main = sub.judge_pass == 1  # an extra judge pass writes no row, ends no case
+        for case_id, outcome in event.outcomes.items():
+            case = self.cases[case_id]
+            st = case.stage(stage, sub.judge_pass)
+            if st.sub != sub.id:
+                continue  # superseded (cannot happen in order, but never regress)
+            kind = outcome.kind
+            if kind == "ok":
+                st.status, st.source, st.custom_id = "ok", outcome.source, outcome.custom_id
+                st.used_temperature = sent.get(case_id, True)
+                if stage == "judges" and main:
+                    case.final = "scored"
+                    case.rows += 1
+            elif kind == "failed":
+                st.status = "failed"
+                if main:
+                    case.final, case.error = "error", outcome.detail
+                    case.rows += 1
+            else:
+                st.status = "pending"
+                adjust = outcome.adjust if kind == "retry" else legacy.adjusted(kind, st.adjust)
+                if adjust is not None:  # sent again with its wire's fallback (0.2: two kinds)
+                    st.adjust = dict(adjust)
+                    st.transients += 1  # the reference's fallbacks use up an attempt
+                elif kind == "invalid":
+                    st.invalid += 1
+                elif kind == "transient" and not event.free_retry:
+                    st.transients += 1
+                elif kind == "lost":
+                    st.losses += 1
+                    self.losses[stage] = self.losses.get(stage, 0) + 1
+        if event.hold_until:
+            self.holds[stage] = max(self.holds.get(stage, 0.0), event.hold_until)
+        if event.cap:
+            self.caps[stage] = event.cap
+        usage = self.usage.setdefault(stage, {})
+        for key, value in event.usage.items():
+            usage[key] = usage.get(key, 0) + int(value)
+        self.anomalies.extend(event.anomalies)
+
+
+def _cancel(state: RunState, _: CancelRequested) -> None:
+    state.cancelled = True
+
+
+def _resume(state: RunState, _: Resumed) -> None:
+    state.cancelled = False
+
+
+def _redo(state: RunState, event: Redo) -> None:
+    for case_id in event.cases:
+        state.cases[case_id].reopen()
+
+
+def _service(state: RunState, event: ServiceSet) -> None:
+    state.services[event.stage] = (event.provider, event.base_url)
+
+
+def _created(sub: Submission, event: Created) -> None:
+    sub.batch_id, sub.adopted = event.batch_id, event.adopted
+
+
+def _disowned(sub: Submission, event: Disowned) -> None:
+    """Not this submission's batch: it is looked for again (``create_started`` kept, the
+    disowned batch never taken again), then created if nothing is found."""
+    sub.disowned.add(event.batch_id)
+    sub.batch_id, sub.adopted, sub.view = None, False, None
+    sub.downloaded.clear()
+
+
+def _stalled(state: RunState, event: Stalled) -> None:
+    sub = state.subs.get(event.sub)
+    if sub is None:
+        return
+    sub.stalled = True
+    state.stalls += 1
+    state.stalled_cases.update(line.case_id for line in sub.lines)
+
+
+def _deleted(sub: Submission, _: RemoteDeleted) -> None:
+    sub.remote_deleted = True
+
+
+def _uploaded(sub: Submission, event: Uploaded) -> None:
+    sub.staged, sub.file_id = True, event.file_id
+
+
+def _create_started(sub: Submission, event: CreateStarted) -> None:
+    sub.create_started = event.t
+
+
+def _seen(sub: Submission, event: BatchSeen) -> None:
+    sub.view = event.view()
+
+
+def _downloaded(sub: Submission, event: Downloaded) -> None:
+    sub.downloaded.add(event.file_id)
+
+
+# One handler per event type: a table lookup, not a chain of isinstance tests
+# (``status`` and ``list`` fold every run's journal on each call).
+_RUN_EVENTS: dict[type, Callable[[RunState, Any], None]] = {
+    Plan: RunState._apply_plan,
+    CancelRequested: _cancel,
+    Resumed: _resume,
+    Redo: _redo,
+    ServiceSet: _service,
+    Stalled: _stalled,
+}
+_SUB_EVENTS: dict[type, Callable[[Submission, Any], None]] = {
+    Uploaded: _uploaded,
+    CreateStarted: _create_started,
+    Created: _created,
+    BatchSeen: _seen,
+    Downloaded: _downloaded,
+    RemoteDeleted: _deleted,
+    Disowned: _disowned,
+}
+
+
+def fold(case_ids: Sequence[str], events: Sequence[Event], where: str = "journal") -> RunState:
+    """The run's state from its events; an event naming a case the run does not have
+    is a one-line error naming the journal and the case."""
+    state = RunState({cid: CaseState(cid) for cid in case_ids})
+    for number, event in enumerate(events, 1):
+        try:
+            state.apply(event)
+        except KeyError as exc:
+            raise RunStateError(
+                f"{where}: event {number} ({type(event).__name__}) names case {exc.args[0]!r},"
+                f" which is not one of the run's {len(case_ids)} cases"
+            ) from None
+    return state

@@ -1,0 +1,228 @@
+"""Doing one service action for one submission, journaling intent before and outcome after.
+
+The pipeline decides which action comes next; a :class:`Submitter` does it,
+through the stage's provider. Each billable or state-changing call is preceded
+by its intent in the journal and followed by its outcome, so a crash at any
+point is resumed without a batch created twice: an interrupted create is first
+looked for on the service (:meth:`Client.find`) and adopted when found, never
+one this run or another run of the jobs folder holds. On a service whose
+batches carry no metadata an adoption is confirmed by the ids in its results:
+a batch whose results name none of the submission's requests is disowned and
+the submission looked for again (then created, if nothing else is found).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Mapping, Sequence
+
+from .. import _failpoints
+from .._io import durable_replace
+from ..clock import SYSTEM, Clock
+from ..errors import (
+    ApiError,
+    ApiNotFoundError,
+    BatchFileError,
+    FileNotYetVisible,
+    TransientApiError,
+    TruncatedFileError,
+)
+from ..kinds import Stage
+from ..providers.base import CLOCK_SKEW, BatchView, Client, Provider, Tag
+from .collection import check_download
+from .events import (
+    BatchSeen,
+    Created,
+    CreateStarted,
+    Disowned,
+    Downloaded,
+    Event,
+    RemoteDeleted,
+    Stalled,
+    Uploaded,
+)
+from .rundir import Run, RunConfig, batches_elsewhere
+from .state import Submission
+
+
+def walk(
+    client: Client, subs: Sequence[Submission]
+) -> tuple[dict[str, BatchView], list[Submission]]:
+    """One walk of a service's batch list for these submissions' batches: what it said
+    of each one it reached, and the submissions it did not reach."""
+    waiting = {s.batch_id: s for s in subs if s.batch_id is not None}
+    if not waiting:
+        return {}, []
+    since = min(s.planned_at for s in waiting.values()) - CLOCK_SKEW
+    found = client.poll(list(waiting), since)
+    return found, [s for batch_id, s in waiting.items() if batch_id not in found]
+
+
+class Submitter:
+    def __init__(
+        self,
+        run: Run,
+        config: RunConfig,
+        providers: Mapping[Stage, Provider],
+        record: Callable[[Event], None],
+        *,
+        clock: Clock = SYSTEM,
+        max_ambiguous_creates: int = 8,
+    ) -> None:
+        self.run = run
+        self.config = config
+        self.providers = providers
+        self.record = record
+        self.clock = clock
+        self.max_ambiguous_creates = max_ambiguous_creates
+        self._ambiguous_creates = 0
+
+    def tag(self, sub: Submission) -> Tag:
+        return Tag(
+            run=self.config.name,
+            run_id=self.config.run_id,
+            stage=sub.stage,
+            sub=sub.id,
+            seq=sub.seq,
+            attempt=max(line.attempt for line in sub.lines),
+            requests=len(sub.lines),
+            model=self.config.model(sub.stage),
+            shared=sub.shared,
+        )
+
+    def _checked(self, sub: Submission) -> None:
+        """The service's file rules, checked on the file as it will be sent."""
+        path = self.run.requests_dir / sub.path
+        lines = path.read_bytes().splitlines(keepends=True)
+        self.providers[sub.stage].wire.check_file(lines, str(path))
+
+    def stage(self, sub: Submission) -> str:
+        """Put the request file where the service reads it from (an upload, or nothing for
+        a service whose requests travel in the create call). An upload whose outcome a
+        crash lost is merely orphaned: the file is sent again."""
+        self._checked(sub)
+        client = self.providers[sub.stage].client
+        file_id = client.stage(self.run.requests_dir / sub.path, self.tag(sub))
+        _failpoints.hit("uploaded")
+        self.record(Uploaded(sub=sub.id, file_id=file_id))
+        return f"staged {sub.id}" + (f" as {file_id}" if file_id else "")
+
+    def create(self, sub: Submission, known: set[str]) -> str:
+        """Create once; after an ambiguous failure, look for the batch (not one of the
+        run's ``known`` batches) before creating again."""
+        provider = self.providers[sub.stage]
+        if sub.create_started is not None:
+            known = known | batches_elsewhere(self.run)  # not another run's either
+            found = provider.client.find(self.tag(sub), sub.create_started, known)
+            if found is not None:
+                self.record(Created(sub=sub.id, batch_id=found.id, adopted=True))
+                self.record_batch(sub, found)
+                return f"adopted {found.id} for {sub.id}"
+        self.record(CreateStarted(sub=sub.id, file_id=sub.file_id))
+        try:
+            view = provider.client.create(
+                self.tag(sub), sub.file_id, self.run.requests_dir / sub.path
+            )
+        except (TransientApiError, FileNotYetVisible):
+            # Ambiguous (the batch may exist: look for it first), or the file not
+            # yet visible right after its upload: create again, a little later.
+            self._ambiguous_creates += 1
+            if self._ambiguous_creates >= self.max_ambiguous_creates:
+                raise
+            self.clock.sleep(min(0.1 * 2**self._ambiguous_creates, 10.0))
+            return f"create of {sub.id} failed; will look for it, then create again"
+        self._ambiguous_creates = 0
+        _failpoints.hit("created")
+        self.record(Created(sub=sub.id, batch_id=view.id))
+        self.record_batch(sub, view)
+        return f"created {view.id} for {sub.id}"
+
+    def record_batch(self, sub: Submission, view: BatchView) -> None:
+        """Journal what the service says of a batch whenever it changes (counts included)."""
+        if dataclasses.replace(view, created_at=None) != sub.view:
+            self.record(BatchSeen.of(sub.id, view))
+
+    def poll(self, subs: Sequence[Submission]) -> None:
+        """Refresh these batches: one walk of each service's list, then one by one."""
+        for stage, provider in self.providers.items():
+            found, rest = walk(provider.client, [s for s in subs if s.stage == stage])
+            for sub in subs:
+                if sub.batch_id in found:
+                    self.record_batch(sub, found[sub.batch_id])
+            for sub in rest:
+                self.refresh(sub)
+
+    def refresh(self, sub: Submission) -> None:
+        """Ask for one batch by id; one that vanished (404) cannot be collected: stop."""
+        if sub.batch_id is None:
+            return
+        try:
+            self.record_batch(sub, self.providers[sub.stage].client.retrieve(sub.batch_id))
+        except ApiNotFoundError:
+            raise ApiError(
+                f"batch {sub.batch_id} ({sub.id}) vanished from the API (404);"
+                " its requests cannot be collected",
+                status=404,
+                batch_id=sub.batch_id,
+            ) from None
+
+    def download(self, sub: Submission, file_id: str) -> str:
+        """Download to a staging name, check it, and only then keep and journal it.
+
+        A truncated transfer is fetched again; a file that breaks the format or
+        names requests this submission never sent stops the run with the
+        culprit named, leaving the run's state as it was.
+        """
+        provider = self.providers[sub.stage]
+        final = self.run.raw_path(file_id)
+        staging = final.with_name(f".{final.name}.check")
+        where = f"{file_id} (batch {sub.batch_id})"
+        batch_id = sub.batch_id or ""
+        try:
+            for attempt in range(1, 4):
+                size = provider.client.download(batch_id, file_id, staging)
+                try:
+                    frame = provider.wire.read_results([staging])
+                    break
+                except TruncatedFileError:
+                    if attempt == 3:
+                        raise BatchFileError(
+                            f"{where}: three downloads were all truncated"
+                        ) from None
+            ids = set(frame["custom_id"].to_list())
+            if sub.adopted and ids and not ids & set(sub.ids()):
+                self.record(Disowned(sub=sub.id, batch_id=batch_id))
+                return f"{batch_id} was not {sub.id}'s (its results name other requests)"
+            earlier: set[str] = set()
+            for other in sub.downloaded:
+                earlier.update(provider.wire.read_results([self.run.raw_path(other)])["custom_id"])
+            check_download(frame, sub, earlier, where)
+            durable_replace(staging, final)
+        finally:
+            if staging.exists():
+                os.unlink(staging)
+        self.record(Downloaded(sub=sub.id, file_id=file_id))
+        return f"downloaded {file_id} ({size} bytes) for {sub.id}"
+
+    def stall(self, sub: Submission, seconds: float, warn: Callable[[str], None]) -> str:
+        """Tell a batch that never started to stop; its requests go out again once it has
+        ended (as the lines a cancel cuts short always do)."""
+        batch_id = sub.batch_id or ""
+        view = self.providers[sub.stage].client.cancel(batch_id)
+        self.record(Stalled(sub=sub.id, batch_id=batch_id, seconds=seconds))
+        if view is not None:
+            self.record_batch(sub, view)
+        told = (
+            f"warning: batch {batch_id} ({sub.id}) has not started {seconds:g}s after it was"
+            f" created: cancelled, and its {len(sub.lines)} requests will be sent again"
+        )
+        warn(told)
+        return told
+
+    def delete_remote(self, sub: Submission) -> str:
+        """Free the service's storage: the raw copies on disk are the source of truth."""
+        files = [f for f in (sub.file_id, *sub.result_files()) if f]
+        self.providers[sub.stage].client.delete(files)
+        self.record(RemoteDeleted(sub=sub.id, file_ids=files))
+        return f"deleted {len(files)} file(s) of {sub.id} on the server"

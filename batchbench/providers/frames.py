@@ -1,0 +1,199 @@
+"""Downloaded result files → one frame, whatever service wrote them.
+
+Every provider's reader (:meth:`Wire.read_results`) turns its service's result
+lines into rows of :data:`FRAME_SCHEMA`, so what a line means for its case is
+decided once, in :mod:`batchbench.engine.collection`. The columns:
+
+- ``file``, ``lineno``, ``row``: where the line is;
+- ``custom_id``: the request it answers;
+- ``status_code``: the HTTP status of the reply (null when the line carries none);
+- ``has_response`` / ``has_error``: a reply, or a failure of the line itself
+  (``error_code``/``error_message``; services' cancelled and expired lines read
+  as ``batch_cancelled``/``batch_expired``);
+- ``body_text``: a failed reply's body as text (error rows and the temperature
+  rule read it so);
+- ``content``: the answer text by the provider's reading rule (null: none);
+- ``empty_error``: what the reference calls an empty answer from this service;
+- usage: tokens the line was billed for.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+import numpy as np
+import polars as pl
+
+from .._io import jsonl_lines
+from ..errors import BatchFileError, TruncatedFileError
+
+_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads joins pairs: any left is lone
+USAGE_COLUMNS = ("prompt_tokens", "cached_tokens", "completion_tokens", "reasoning_tokens")
+
+FRAME_SCHEMA: dict[str, Any] = {
+    "file": pl.String,
+    "lineno": pl.Int64,
+    "row": pl.Int64,
+    "custom_id": pl.String,
+    "status_code": pl.Int64,
+    "has_response": pl.Boolean,
+    "has_error": pl.Boolean,
+    "error_code": pl.String,
+    "error_message": pl.String,
+    "body_text": pl.String,
+    "content": pl.String,
+    "empty_error": pl.String,
+    **{c: pl.Int64 for c in USAGE_COLUMNS},
+}
+
+
+def check_tail(data: bytes | mmap.mmap, path: Path) -> None:
+    """A file that ends in the middle of a line was cut off: download it again."""
+    if not len(data) or data[-1:] == b"\n":
+        return
+    last = data[data.rfind(b"\n") + 1 :]
+    try:
+        json.loads(last)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise TruncatedFileError(f"{path}: ends mid-line (truncated download)") from None
+
+
+def map_file(path: Path) -> bytes | mmap.mmap:
+    """The file's bytes without copying them (an empty file cannot be mapped). A kept
+    raw file that cannot be read is named as such."""
+    try:
+        with open(path, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size == 0:
+                return b""
+            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except OSError as exc:
+        raise BatchFileError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def line_problem(line: bytes) -> str:
+    """Why a line that does not decode is not a result line."""
+    try:
+        json.loads(line)
+        return "not a JSON object"
+    except json.JSONDecodeError as exc:
+        return f"not JSON ({exc.msg})"
+    except UnicodeDecodeError:
+        return "not UTF-8 text"
+    except (ValueError, RecursionError):
+        return "unreadable JSON"
+
+
+T = TypeVar("T")
+
+
+def decode_lines(
+    data: bytes | mmap.mmap, path: Path, decoder: msgspec.json.Decoder[T]
+) -> tuple[list[T], list[int]]:
+    """Every line of a result file decoded against a service's typed schema, and its line
+    number; a bad line is named with what is wrong. The whole file is decoded at once;
+    only when that fails (blank lines, two values on a line, a bad line) is it read
+    again line by line, to say which."""
+    try:
+        lines = decoder.decode_lines(data)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        lines = None
+    newlines = np.count_nonzero(np.frombuffer(data, np.uint8) == 10) if len(data) else 0
+    if lines is not None and len(lines) == newlines + (len(data) > 0 and data[-1:] != b"\n"):
+        return lines, list(range(1, len(lines) + 1))
+    lines, numbers = [], []
+    for lineno, line in jsonl_lines(bytes(data)):
+        where = f"{path}: line {lineno}"
+        try:
+            lines.append(_decode_line(line, decoder))
+        except msgspec.ValidationError as exc:
+            raise BatchFileError(f"{where}: {field_problem(exc)}") from None
+        except msgspec.DecodeError:
+            raise BatchFileError(f"{where}: {line_problem(line)}") from None
+        numbers.append(lineno)
+    return lines, numbers
+
+
+def read_files(paths: Sequence[Path], decoder: msgspec.json.Decoder[T]) -> list[tuple[str, int, T]]:
+    """Every line of these result files, each checked and typed: ``(file, line number,
+    line)``. A file cut off mid-line is a :class:`TruncatedFileError` (download again)."""
+    out: list[tuple[str, int, T]] = []
+    for p in paths:
+        path = Path(p)
+        data = map_file(path)
+        check_tail(data, path)
+        lines, numbers = decode_lines(data, path, decoder)
+        out += [(str(path), n, line) for n, line in zip(numbers, lines)]
+    return out
+
+
+def _decode_line(line: bytes, decoder: msgspec.json.Decoder[T]) -> T:
+    """One line; one msgspec cannot take (a lone surrogate in a reply) is read by the
+    json module and its text cleaned (:func:`clean`) before it is typed."""
+    try:
+        return decoder.decode(line)
+    except msgspec.DecodeError:
+        try:
+            value = json.loads(line)
+        except (ValueError, RecursionError):
+            raise msgspec.DecodeError("not JSON") from None
+        if not isinstance(value, dict):
+            raise
+        return decoder.decode(json.dumps(clean(value), ensure_ascii=False).encode())
+
+
+def field_problem(exc: msgspec.ValidationError) -> str:
+    """A schema mismatch in the words of the file: which field, what was expected."""
+    text = str(exc)
+    if text.startswith("Expected `object`, got") and "- at" not in text:
+        return f"expected a JSON object, got {text.split('got `', 1)[1].rstrip('`')}"
+    return text.replace("`$.", "`").replace(" - at ", " at ")
+
+
+def clean(value: Any) -> Any:
+    """A decoded JSON value with every lone surrogate (valid JSON, ``\\ud800``, but not
+    text: no UTF-8 holds it) read as U+FFFD, so a reply carrying one is an answer like
+    any other; the raw file keeps the original."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [clean(v) for v in value]
+    if isinstance(value, dict):
+        return {clean(k): clean(v) for k, v in value.items()}
+    return value
+
+
+def build(columns: Mapping[str, Sequence[Any] | str]) -> pl.DataFrame:
+    """The frame of these columns (a ``str`` stands for every line; usage nulls read
+    0), every line checked to name a request and to carry a reply or a line error."""
+    lists = {k: v for k, v in columns.items() if not isinstance(v, str)}
+    frame = (
+        pl.DataFrame(lists, schema={k: FRAME_SCHEMA[k] for k in lists})
+        .with_columns(
+            pl.lit(v, dtype=pl.String).alias(k) for k, v in columns.items() if isinstance(v, str)
+        )
+        .with_columns(pl.col(c).fill_null(0) for c in USAGE_COLUMNS)
+        .select(list(FRAME_SCHEMA))
+    )
+    bad = frame.filter(
+        pl.col("custom_id").is_null() | ~(pl.col("has_response") | pl.col("has_error"))
+    )
+    if bad.height:
+        row = bad.row(0, named=True)
+        where = f"{row['file']}: line {row['lineno']}"
+        if row["custom_id"] is None:
+            raise BatchFileError(f"{where}: no string 'custom_id'")
+        raise BatchFileError(
+            f"{where}: custom_id {row['custom_id']!r} has neither response nor error"
+        )
+    return frame
+
+
+def empty() -> pl.DataFrame:
+    return pl.DataFrame(schema=FRAME_SCHEMA)

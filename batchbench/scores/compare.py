@@ -1,0 +1,330 @@
+"""Which run is better, and how sure: a paired bootstrap over the cases both runs scored.
+
+The resampling is defined exactly so that it can be reproduced and agrees with
+each run's own summary: one ``random.Random(seed)`` stream, consumed in the
+summary's order — per benchmark (names sorted) ``samples`` resamples of
+``randrange(n)`` drawn ``n`` times, the same picks applied to both runs, the
+resample's difference ``sum_a / n - sum_b / n`` (sums left to right from 0);
+then the stratified overall resamples, each the difference of the two runs'
+``fmean`` of benchmark means. Intervals use the summary's percentile rule;
+``share_a_better`` is the fraction of resamples with a difference above 0.
+When no case is excluded, each run's resample means are those of its summary.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..bench.dataset import Dataset
+from ..bench.results import check_against, read_numbered_rows
+from ..errors import ConfigError, NotFinished, ResultsError
+from . import stats
+from .noise import noise_text, read_noise
+from .sources import Named, not_finished, run_dataset
+from .summary import (
+    Summary,
+    WordStream,
+    check_samples,
+    interval,
+    is_success,
+    last_rows,
+    sequential_means,
+    stratified_means,
+)
+from .summary import summarize as summarize_rows
+from .summary_file import read_summary
+
+
+@dataclass
+class Side:
+    """One run (or results file) as the comparison sees it."""
+
+    name: str
+    answer_model: str | None
+    judge_model: str | None
+    protocol_version: str | None
+    dataset_sha256: str | None
+    order: list[str]  # the dataset's case ids, registry order
+    benchmark_of: dict[str, str]
+    scores: dict[str, float]  # the last successful row's score of each case
+    summary: Summary  # its own summary
+    judge_noise: dict[str, Any] | None = None  # a run graded with --judge-passes K > 1
+
+
+def _single(values: set[Any]) -> Any:
+    return next(iter(values)) if len(values) == 1 else None
+
+
+def load_side(named: Named, dataset: Dataset | None) -> Side:
+    """A run (its dataset, digest-checked) or a results file (with ``dataset``)."""
+    run, path = named.run, named.results
+    if run is not None:
+        config = run.load_config()
+        ds = run_dataset(config, dataset)
+        numbered = read_numbered_rows(path) if path.exists() else []
+        check_against(numbered, path, ds.by_id())
+        rows = [r for _, r in numbered]
+        if not run.summary_path.exists() and not run.summary_path.is_symlink():
+            raise NotFinished(not_finished(run))
+        summary = read_summary(run.summary_path)
+        name, answer, judge = named.name, config.answer_model, config.judge_model
+        protocol, digest = config.protocol_version, config.dataset_sha256
+    else:
+        if dataset is None:
+            raise ConfigError(f"{path}: a results file needs --dataset (its cases and digest)")
+        numbered = read_numbered_rows(path)
+        check_against(numbered, path, dataset.by_id())
+        rows = [r for _, r in numbered]
+        if not {r["case_id"] for r in rows} & set(dataset.by_id()):
+            raise ResultsError(f"{path}: no row for any case of the dataset ({dataset.root})")
+        ds, digest = dataset, dataset.sha256
+        summary = summarize_rows(
+            rows, expected_case_ids=[c["case_id"] for c in ds.cases], dataset_sha256=digest
+        )
+        ok = [r for r in rows if is_success(r)]
+        name = named.name
+        answer = _single({r.get("answer_model") for r in ok})
+        judge = _single({r.get("judge_model") for r in ok})
+        protocol = _single({r.get("protocol_version") for r in rows})
+    known = {c["case_id"] for c in ds.cases}
+    _, last_ok = last_rows(rows)
+    scores = {cid: float(r["score"]) for cid, r in last_ok.items() if cid in known}
+    return Side(
+        name,
+        answer,
+        judge,
+        protocol,
+        digest,
+        [c["case_id"] for c in ds.cases],
+        {c["case_id"]: c["benchmark"] for c in ds.cases},
+        scores,
+        summary,
+        read_noise(run) if run is not None else None,
+    )
+
+
+def _check_comparable(a: Side, b: Side) -> None:
+    for field, label in (
+        ("judge_model", "judge model"),
+        ("protocol_version", "protocol version"),
+        ("dataset_sha256", "dataset digest"),
+    ):
+        va, vb = getattr(a, field), getattr(b, field)
+        if va != vb:
+            raise ConfigError(
+                f"{a.name} and {b.name} have another {label} ({va} vs {vb}): not comparable"
+            )
+
+
+def check_together(sides: list[Side]) -> None:
+    """Sides that may stand in one table: one judge, protocol and dataset digest."""
+    for side in sides[1:]:
+        _check_comparable(side, sides[0])
+
+
+def check_overlap(a: Side, b: Side, allow_partial: bool = False) -> list[str]:
+    """The cases both runs scored (registry order); runs that share under 90 % of either
+    one's scored cases (a smoke run against a full one, say) are refused unless
+    ``allow_partial``: their difference would not be about the same cases."""
+    both = [c for c in a.order if c in a.scores and c in b.scores]
+    if not both:
+        raise ConfigError(f"{a.name} and {b.name} have no case scored in both")
+    share = min(len(both) / len(a.scores), len(both) / len(b.scores))
+    if share < 0.9 and not allow_partial:
+        raise ConfigError(
+            f"{a.name} has {len(a.scores)} scored cases and {b.name} {len(b.scores)}; they"
+            f" share {len(both)} ({share:.0%} of one run's): compare runs of the same cases,"
+            " or add --allow-partial"
+        )
+    return both
+
+
+def paired(
+    a: Side, b: Side, samples: int = 10_000, seed: int = 42, *, allow_partial: bool = False
+) -> dict[str, Any]:
+    """The paired difference of ``a`` against ``b``, per benchmark and overall, with its
+    standard error, MDE and bootstrap p-value (:mod:`batchbench.scores.stats`)."""
+    _check_comparable(a, b)
+    both = check_overlap(a, b, allow_partial)
+    check_samples(samples, len(both))
+    excluded = len(set(a.scores) ^ set(b.scores))
+    by_benchmark: dict[str, list[str]] = {}
+    for case_id in both:  # registry order
+        by_benchmark.setdefault(a.benchmark_of[case_id], []).append(case_id)
+    names = sorted(by_benchmark)
+    sa = {n: np.array([a.scores[c] for c in by_benchmark[n]]) for n in names}
+    sb = {n: np.array([b.scores[c] for c in by_benchmark[n]]) for n in names}
+    benchmarks: dict[str, Any] = {}
+    expected = int(2.04 * samples * sum(1 << len(v).bit_length() for v in sa.values()))
+    with WordStream(seed, expected) as stream:
+        for name in names:
+            n = sa[name].size
+            picks = stream.picks(n, samples * n).reshape(samples, n)
+            diffs = sequential_means(sa[name], picks) - sequential_means(sb[name], picks)
+            mean_a, mean_b = statistics.fmean(sa[name]), statistics.fmean(sb[name])
+            sd_diff = stats.sd([a.scores[c] - b.scores[c] for c in by_benchmark[name]])
+            se = stats.se_of(sd_diff, n)
+            benchmarks[name] = {
+                "n": n,
+                **_stats(mean_a, mean_b, diffs, se),
+                "sd_diff": sd_diff,
+                "small_n": n < stats.SMALL_N,
+            }
+        ma, mb = stratified_means([[sa[n] for n in names], [sb[n] for n in names]], stream, samples)
+    k = len(names)
+    diffs = (
+        np.array(list(map(math.fsum, ma.tolist()))) / k
+        - np.array(list(map(math.fsum, mb.tolist()))) / k
+    )
+    overall = _stats(
+        statistics.fmean([statistics.fmean(sa[n]) for n in names]),
+        statistics.fmean([statistics.fmean(sb[n]) for n in names]),
+        diffs,
+        stats.macro_se([benchmarks[n]["se_diff"] for n in names]),
+    )
+    return {
+        "a": a.name,
+        "b": b.name,
+        "paired_cases": len(both),
+        "excluded_cases": excluded,
+        "overall": {"n": len(both), **overall},
+        "benchmarks": benchmarks,
+    }
+
+
+def _stats(mean_a: float, mean_b: float, diffs: np.ndarray, se: float | None) -> dict[str, Any]:
+    return {
+        "mean_a": mean_a,
+        "mean_b": mean_b,
+        "diff": mean_a - mean_b,
+        "ci95": interval(diffs),
+        "share_a_better": int(np.count_nonzero(diffs > 0)) / diffs.size,
+        "se_diff": se,
+        "mde80": stats.mde80(se),
+        "p_value": stats.p_value(diffs),
+    }
+
+
+def _verdicts(comparison: dict[str, Any], margin: float) -> None:
+    """Non-inferiority at ``margin``: a is not worse than b by more than it, when the
+    interval's lower end lies above ``-margin``."""
+    for v in [*comparison["benchmarks"].values(), comparison["overall"]]:
+        v["non_inferior"] = v["ci95"][0] > -margin
+
+
+def compare(
+    sides: list[Side],
+    baseline: str | None = None,
+    samples: int = 10_000,
+    seed: int = 42,
+    *,
+    margin: float | None = None,
+    allow_partial: bool = False,
+) -> dict[str, Any]:
+    """The leaderboard (each run's own summary) and every run against the baseline; the
+    overall p-values are Holm-adjusted over the comparisons of this call."""
+    if len(sides) < 2:
+        raise ConfigError("compare needs at least two runs or results files")
+    names = [s.name for s in sides]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ConfigError(f"two of the runs compared are named {', '.join(map(repr, twice))}")
+    base = next((s for s in sides if s.name == baseline), None) if baseline else sides[0]
+    if base is None:
+        raise ConfigError(f"--baseline {baseline!r} is not one of {', '.join(names)}")
+    if margin is not None and not (margin >= 0 and math.isfinite(margin)):
+        raise ConfigError(f"--margin {margin} must be a finite number at or above 0")
+    for side in sides:
+        _check_comparable(side, base)
+    comparisons = [
+        paired(s, base, samples, seed, allow_partial=allow_partial) for s in sides if s is not base
+    ]
+    for c, adjusted in zip(comparisons, stats.holm([c["overall"]["p_value"] for c in comparisons])):
+        c["overall"]["p_holm"] = adjusted
+        if margin is not None:
+            _verdicts(c, margin)
+    return {
+        "protocol_version": base.protocol_version,
+        "dataset_sha256": base.dataset_sha256,
+        "judge_model": base.judge_model,
+        "bootstrap_samples": samples,
+        "bootstrap_seed": seed,
+        "baseline": base.name,
+        "margin": margin,
+        "runs": [
+            {
+                "name": s.name,
+                "answer_model": s.answer_model,
+                "completed_cases": s.summary["completed_cases"],
+                "errors": s.summary["errors"],
+                "overall_macro_mean": s.summary["overall_macro_mean"],
+                "overall_ci95": s.summary["overall_ci95"],
+                "judge_noise": s.judge_noise,
+            }
+            for s in sides
+        ],
+        "comparisons": comparisons,
+    }
+
+
+def _num(value: float | None, form: str) -> str:
+    return "-" if value is None else format(value, form)
+
+
+def compare_text(result: dict[str, Any]) -> str:
+    """The leaderboard, then each run against the baseline, per benchmark and overall:
+    n beside every interval, the standard error, the MDE, the p-value (Holm's overall),
+    and the non-inferiority verdicts when a margin was given."""
+    lines = [f"{'run':<28} {'answer model':<24} {'cases':>6} {'mean':>7}  95% CI"]
+    ranked = sorted(result["runs"], key=lambda r: -(r["overall_macro_mean"] or -1))
+    for r in ranked:
+        lo, hi = r["overall_ci95"]
+        lines.append(
+            f"{r['name'][:28]:<28} {str(r['answer_model'])[:24]:<24} {r['completed_cases']:>6}"
+            f" {r['overall_macro_mean']:>7.3f}  [{lo:.3f}, {hi:.3f}]"
+        )
+    for r in ranked:
+        if r.get("judge_noise"):
+            lines.append(f"  {r['name']}: {noise_text(r['judge_noise'])}")
+    margin = result.get("margin")
+    for c in result["comparisons"]:
+        lines += [
+            "",
+            f"{c['a']} - {c['b']}: {c['paired_cases']} paired cases,"
+            f" {c['excluded_cases']} scored in only one",
+            f"  {'benchmark':<26} {'n':>4} {'diff':>8}  95% CI            P(a better)"
+            f" {'se':>6} {'MDE80':>6} {'p':>6}",
+        ]
+        small = []
+        for name, v in [*c["benchmarks"].items(), ("overall (macro)", c["overall"])]:
+            lo, hi = v["ci95"]
+            flag = " *" if v.get("small_n") else ""
+            if flag:
+                small.append(name)
+            p = v["p_holm"] if "p_holm" in v else v["p_value"]
+            lines.append(
+                f"  {name[:26]:<26} {v['n']:>4} {v['diff']:>+8.3f}  [{lo:+.3f}, {hi:+.3f}]"
+                f"  {v['share_a_better']:>10.1%} {_num(v['se_diff'], '6.3f')}"
+                f" {_num(v['mde80'], '6.3f')} {p:>6.4f}{flag}"
+            )
+        lines.append("  p: bootstrap, two-sided; overall: Holm-adjusted over the comparisons")
+        if small:
+            lines.append(
+                f"  * fewer than {stats.SMALL_N} paired cases: the interval is not to be trusted"
+                f" ({', '.join(small)})"
+            )
+        if margin is not None:
+            worse = [n for n, v in c["benchmarks"].items() if not v["non_inferior"]]
+            overall = c["overall"]
+            verdict = "is" if overall["non_inferior"] else "is NOT shown to be"
+            lines.append(
+                f"  non-inferiority at margin {margin:g}: {c['a']} {verdict} within {margin:g}"
+                f" of {c['b']} overall (95% CI low {overall['ci95'][0]:+.3f} vs {-margin:+g});"
+                f" benchmarks not shown: {', '.join(worse) or 'none'}"
+            )
+    return "\n".join(lines)

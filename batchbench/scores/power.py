@@ -1,0 +1,120 @@
+"""How many cases, and how many dollars, a comparison needs: ``batchbench plan``.
+
+Two finished runs are the pilot. Their paired differences give each
+benchmark's standard deviation ``sd_b``; the macro difference over K
+benchmarks of m cases each then has the standard error ``sqrt(sum sd_b^2 / m) / K``,
+so detecting ``mde`` with the asked power at a two-sided ``alpha`` takes
+``m = ceil(((z(1 - alpha/2) + z(power)) / mde)^2 * sum sd_b^2 / K^2)`` cases per
+benchmark (:func:`batchbench.scores.stats.cases_needed`). The price is the pilots'
+own: each run's actual batch cost per case, for both models, times the cases.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..costs.pricing import load_pricing
+from ..errors import ConfigError
+from ..views.status import run_status
+from . import stats
+from .compare import Side, check_overlap, check_together
+from .sources import Named
+
+
+def _cost_per_case(named: Named) -> float | None:
+    """A run's actual batch cost over its cases (None for a results file, or unpriced)."""
+    if named.run is None:
+        return None
+    status = run_status(named.run, load_pricing())
+    usd = status["cost"]["total"]["batch_usd"]
+    return None if usd is None else usd / status["cases"]["total"]
+
+
+def check_targets(mde: float, power: float, alpha: float) -> None:
+    """The plan's options, checked before any pilot is read."""
+    if not (mde > 0 and math.isfinite(mde)):
+        raise ConfigError(f"--mde {mde} must be a difference above 0")
+    for option, value in (("--power", power), ("--alpha", alpha)):
+        if not 0 < value < 1:
+            raise ConfigError(f"{option} {value} must lie strictly between 0 and 1")
+    if power <= alpha / 2:  # else z(1 - alpha/2) + z(power) <= 0 and the formula means nothing
+        raise ConfigError(f"--power {power} must exceed half of --alpha {alpha}")
+
+
+def plan(
+    pilot: tuple[tuple[Named, Side], tuple[Named, Side]],
+    mde: float,
+    power: float = 0.8,
+    alpha: float = 0.05,
+    *,
+    allow_partial: bool = False,
+) -> dict[str, Any]:
+    """Cases per benchmark, in total, and their estimated price, for a target MDE."""
+    check_targets(mde, power, alpha)
+    (named_a, a), (named_b, b) = pilot
+    check_together([a, b])
+    both = check_overlap(a, b, allow_partial)
+    by_benchmark: dict[str, list[float]] = {}
+    for case_id in both:
+        by_benchmark.setdefault(a.benchmark_of[case_id], []).append(
+            a.scores[case_id] - b.scores[case_id]
+        )
+    sds: dict[str, float] = {}
+    for name in sorted(by_benchmark):
+        sd = stats.sd(by_benchmark[name])
+        if sd is None:
+            raise ConfigError(
+                f"benchmark {name!r} has fewer than 2 cases scored by both pilots: its spread"
+                " is unknown; pilot on more cases"
+            )
+        sds[name] = sd
+    try:
+        m = stats.cases_needed(list(sds.values()), mde, power, alpha)
+    except OverflowError:
+        raise ConfigError(
+            f"--mde {mde} needs more cases than can be counted: ask for a larger difference"
+        ) from None
+    total = m * len(sds)
+    costs = [_cost_per_case(named_a), _cost_per_case(named_b)]
+    usd = None if None in costs else total * math.fsum(c for c in costs if c is not None)
+    available = {n: sum(1 for v in a.benchmark_of.values() if v == n) for n in sds}
+    return {
+        "pilot": [a.name, b.name],
+        "mde": mde,
+        "power": power,
+        "alpha": alpha,
+        "benchmarks": len(sds),
+        "sd_diff": sds,
+        "cases_per_benchmark": m,
+        "total_cases": total,
+        "estimated_usd": usd,
+        "cost_per_case_usd": dict(zip([a.name, b.name], costs)),
+        "dataset_cases_per_benchmark": available,
+    }
+
+
+def plan_text(result: dict[str, Any]) -> str:
+    a, b = result["pilot"]
+    usd = result["estimated_usd"]
+    price = (
+        f"about ${usd:,.2f} to grade both models on them, at the pilots' batch cost per case"
+        if usd is not None
+        else "the cost is unknown (a pilot without a price)"
+    )
+    lines = [
+        f"pilot: {a} vs {b}, {result['benchmarks']} benchmarks",
+        f"to detect a macro difference of {result['mde']:g} with {result['power']:.0%} power"
+        f" at a two-sided {result['alpha']:g} level:",
+        f"  {result['cases_per_benchmark']:,} cases per benchmark, {result['total_cases']:,}"
+        f" in all; {price}",
+    ]
+    short = [
+        f"{n} ({have})"
+        for n, have in result["dataset_cases_per_benchmark"].items()
+        if have < result["cases_per_benchmark"]
+    ]
+    if short:
+        lines.append(f"  the dataset has fewer cases than that in: {', '.join(short)}")
+    lines.append("  (case sampling only: answer and judge sampling add to it)")
+    return "\n".join(lines)

@@ -1,0 +1,92 @@
+"""What ``compare``, ``report`` and ``export`` are given: runs or results files, one rule.
+
+A run is named by its name (it lives in the jobs folder; a name has no path
+separator), anything else is a path to a reference-format results file. A
+run's name wins over a file of the same name in the current folder, and a
+folder is never taken for a run: a run elsewhere is named with ``--jobs-dir``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..bench.dataset import Dataset, load_dataset
+from ..engine.rundir import NAME_RE, Run, RunConfig
+from ..errors import ConfigError, UnknownRun
+
+
+@dataclass(frozen=True)
+class Named:
+    """A run or a results file, as named on the command line."""
+
+    name: str
+    results: Path
+    run: Run | None  # None for a results file
+
+
+def resolve(item: str, jobs_dir: Path) -> Named:
+    if NAME_RE.match(item) and item not in (".", ".."):
+        run = Run(Path(jobs_dir) / item)
+        if run.exists():
+            return Named(run.name, run.results_path, run)
+    path = Path(item)
+    if path.is_file():
+        return Named(path.stem, path, None)
+    if path.is_dir():
+        raise ConfigError(
+            f"{item!r} is a folder: name a run by its name (with --jobs-dir for its folder)"
+            " or give a results file"
+        )
+    raise UnknownRun(f"no run {item!r} in {Path(jobs_dir).resolve()}, and no such results file")
+
+
+def run_dataset(config: RunConfig, given: Dataset | Path | None = None) -> Dataset:
+    """The dataset a run was made with: the one given if it is that dataset, else the
+    one at the path the run recorded, and only if it still has the run's digest (a
+    case moved or a rubric edited since would show numbers of another dataset)."""
+    if isinstance(given, Dataset) and given.sha256 == config.dataset_sha256:
+        return given
+    path = given if isinstance(given, Path) else Path(config.dataset)
+    ds = load_dataset(path)
+    if ds.sha256 != config.dataset_sha256:
+        raise ConfigError(
+            f"{path} is not the dataset run {config.name!r} was made with: its digest is"
+            f" {ds.sha256[:12]}…, the run's {config.dataset_sha256[:12]}…"
+            " (pass --dataset with the run's dataset)"
+        )
+    return ds
+
+
+def not_finished(run: Run) -> str:
+    """What show, export, report and compare say of a run with no results yet."""
+    return f"run {run.name!r} is not finished yet (no results): see `batchbench status {run.name}`"
+
+
+def resolve_all(items: Sequence[str], jobs_dir: Path, labels: Sequence[str] = ()) -> list[Named]:
+    """Each item resolved and named (by ``--label``, in order, when given); the same
+    source twice, or two sources of one name, is refused with the names said."""
+    named = [resolve(item, jobs_dir) for item in items]
+    if labels:
+        if len(labels) != len(named):
+            raise ConfigError(
+                f"--label: {len(labels)} label(s) for {len(named)} runs or files;"
+                " give one per source, in order"
+            )
+        named = [dataclasses.replace(n, name=label) for n, label in zip(named, labels)]
+    paths = Counter(n.results.resolve() for n in named)
+    for path, times in paths.items():
+        if times > 1:
+            raise ConfigError(f"{path} is given {times} times")
+    names = Counter(n.name for n in named)
+    for name, times in names.items():
+        if times > 1:
+            places = " and ".join(str(n.results) for n in named if n.name == name)
+            raise ConfigError(
+                f"{times} of the sources are named {name!r} ({places}): name each with"
+                " --label NAME, once per source in order"
+            )
+    return named

@@ -1,0 +1,374 @@
+"""The reference summary, with a vectorised bootstrap on the reference's random stream.
+
+The reference draws every resample from one ``random.Random(seed)``: each pick is
+``randrange(n)``, which takes 32-bit Mersenne Twister words, keeps the top
+``n.bit_length()`` bits and rejects values ``>= n``. NumPy's MT19937, put in the
+same state, yields the same words, so the accepted picks are a deterministic
+filter of a word stream we can generate in bulk. Sums are accumulated column by
+column (left to right, as the reference's loop does), benchmark means are
+combined with ``math.fsum`` (as ``statistics.fmean`` does), and percentiles use
+the reference's interpolation expression, so every bound is bit-identical.
+"""
+
+from __future__ import annotations
+
+import math
+import queue
+import random
+import statistics
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypedDict
+
+import numpy as np
+
+from ..bench.protocol import PROTOCOL_VERSION
+from ..errors import ConfigError
+
+DEFAULT_SAMPLES = 10000
+# Draws one bootstrap holds at once (8 bytes each, plus the word stream): about 2 GB.
+MAX_PICKS = 100_000_000
+DEFAULT_SEED = 42
+NAN = float("nan")
+
+
+class WordStream:
+    """The raw 32-bit words of ``random.Random(seed)``, consumed in order.
+
+    Generating the words is a third of the bootstrap's work and NumPy releases
+    the GIL while doing it, so a producer thread keeps a few chunks ready while
+    the caller filters and sums the previous ones. Use it as a context manager
+    so the producer stops with the bootstrap.
+    """
+
+    CHUNK = 1 << 18
+    AHEAD = 32
+
+    def __init__(self, seed: int, expected_words: int = 0) -> None:
+        state = random.Random(seed).getstate()[1]
+        bitgen = np.random.MT19937()
+        st = bitgen.state
+        st["state"]["key"] = np.array(state[:624], dtype=np.uint32)
+        st["state"]["pos"] = state[624]
+        bitgen.state = st
+        # integers() over the full 32-bit range returns each MT word unchanged.
+        self._gen = np.random.Generator(bitgen)
+        self._buf = np.empty(0, dtype=np.uint32)
+        self._pos = 0
+        self._chunks: queue.Queue[np.ndarray] = queue.Queue(self.AHEAD)
+        self._stop = threading.Event()
+        self._producer = threading.Thread(
+            target=self._produce, args=(-(-expected_words // self.CHUNK),), daemon=True
+        )
+        self._producer.start()
+
+    def _produce(self, chunks: int) -> None:
+        """Draw up to ``chunks`` chunks ahead; past that the consumer draws for itself."""
+        for _ in range(chunks):
+            if self._stop.is_set():
+                return
+            chunk = self._gen.integers(0, 1 << 32, size=self.CHUNK, dtype=np.uint32)
+            while not self._stop.is_set():
+                try:
+                    self._chunks.put(chunk, timeout=0.1)
+                    break
+                except queue.Full:
+                    continue
+
+    def _next_chunk(self) -> np.ndarray:
+        while True:
+            alive = self._producer.is_alive()
+            try:
+                return self._chunks.get(timeout=0.05) if alive else self._chunks.get_nowait()
+            except queue.Empty:
+                if alive:
+                    continue
+            # The producer has exited and every chunk it drew is consumed: the
+            # generator is ours alone now, so drawing here keeps the order.
+            return self._gen.integers(0, 1 << 32, size=self.CHUNK, dtype=np.uint32)
+
+    def close(self) -> None:
+        """Stop the producer; it exits after the chunk it is drawing, unjoined."""
+        self._stop.set()
+
+    def __enter__(self) -> WordStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _available(self, at_least: int) -> np.ndarray:
+        """Unconsumed words, topped up so at least ``at_least`` are buffered."""
+        have = self._buf.size - self._pos
+        if have < at_least:
+            parts = [self._buf[self._pos :]]
+            while have < at_least:
+                chunk = self._next_chunk()
+                parts.append(chunk)
+                have += chunk.size
+            self._buf = np.concatenate(parts)
+            self._pos = 0
+        return self._buf[self._pos :]
+
+    def picks(self, n: int, count: int) -> np.ndarray:
+        """The next ``count`` results of ``randrange(n)``, filtered chunk by chunk."""
+        shift = np.uint32(32 - n.bit_length())
+        # (word >> shift) < n  <=>  word < n << shift: test before shifting.
+        limit = np.uint32(n << (32 - n.bit_length()))
+        out = np.empty(count, dtype=np.intp)
+        filled = 0
+        while filled < count:
+            words = self._available(1)
+            accepted = np.flatnonzero(words < limit)
+            take = min(accepted.size, count - filled)
+            out[filled : filled + take] = words[accepted[:take]] >> shift
+            filled += take
+            if filled == count:
+                self._pos += int(accepted[take - 1]) + 1
+            else:
+                self._pos += words.size
+        return out
+
+    def stratified(self, sizes: Sequence[int], samples: int) -> list[np.ndarray]:
+        """``samples`` rounds of ``sizes[b]`` picks of ``randrange(sizes[b])`` for each b.
+
+        Returns one ``(samples, sizes[b])`` index array per stratum. Strata of
+        different sizes interleave picks with different rejection rules, so the
+        start of each stratum's run of words is found by walking segment ends.
+        """
+        # randrange(n) takes 2**bit_length(n) / n words per pick on average.
+        per_round = sum(1 << s.bit_length() for s in sizes)
+        want = int(samples * per_round * 1.02) + 64
+        while True:
+            words = self._available(want)[:want]
+            result = self._walk(words, sizes, samples)
+            if result is not None:
+                out, consumed = result
+                self._pos += consumed
+                return out
+            want = words.size * 2
+
+    @staticmethod
+    def _walk(
+        words: np.ndarray, sizes: Sequence[int], samples: int
+    ) -> tuple[list[np.ndarray], int] | None:
+        """Stratum start indices by walking rounds; None when ``words`` runs out."""
+        values: dict[int, np.ndarray] = {}
+        accepted: dict[int, np.ndarray] = {}
+        before: dict[int, np.ndarray] = {}
+        for n in set(sizes):
+            v = words >> np.uint32(32 - n.bit_length())
+            ok = v < n
+            values[n] = v
+            accepted[n] = np.flatnonzero(ok)
+            # before[n][p]: how many accepted words precede position p.
+            before[n] = np.concatenate([[0], np.cumsum(ok, dtype=np.int64)])
+        starts = np.empty((len(sizes), samples), dtype=np.int64)
+        plan = [(b, n, accepted[n], before[n], accepted[n].size) for b, n in enumerate(sizes)]
+        pos = 0
+        for r in range(samples):
+            for b, n, acc, bef, size in plan:
+                j = int(bef[pos])
+                end = j + n - 1
+                if end >= size:
+                    return None
+                starts[b, r] = j
+                pos = int(acc[end]) + 1
+        out = []
+        for b, n in enumerate(sizes):
+            idx = accepted[n][starts[b][:, None] + np.arange(n)]
+            out.append(values[n][idx].astype(np.intp))
+        return out, pos
+
+
+def sequential_means(scores: np.ndarray, picks: np.ndarray) -> np.ndarray:
+    """Per-row mean of picked scores, summed strictly left to right from 0.
+
+    Rows go in blocks that fit in cache; within a block the picks are gathered
+    position-major so each addition step is one contiguous vector add. (NumPy's
+    own reductions may sum pairwise, which rounds differently.)
+    """
+    rows, n = picks.shape
+    total = np.empty(rows, dtype=np.float64)
+    step = max(1, (1 << 17) // n)
+    for r0 in range(0, rows, step):
+        picked = scores[picks[r0 : r0 + step].T]
+        acc = np.zeros(picked.shape[1], dtype=np.float64)
+        for j in range(n):
+            acc += picked[j]
+        total[r0 : r0 + step] = acc
+    return total / n
+
+
+def percentile(values: Sequence[float] | np.ndarray, p: float) -> float:
+    """The reference's percentile: sort, then this exact interpolation expression."""
+    v = np.sort(np.asarray(values, dtype=np.float64))
+    if v.size == 0:
+        return NAN
+    pos = (v.size - 1) * p
+    lo, hi = math.floor(pos), math.ceil(pos)
+    if lo == hi:
+        return float(v[lo])
+    f = pos - lo
+    return float(v[lo]) * (1 - f) + float(v[hi]) * f
+
+
+def interval(means: np.ndarray) -> list[float]:
+    return [percentile(means, 0.025), percentile(means, 0.975)]
+
+
+def bootstrap(
+    scores_by_benchmark: Mapping[str, Sequence[float]], samples: int, seed: int
+) -> tuple[dict[str, list[float]], list[float]]:
+    """Benchmark intervals (names sorted), then the stratified overall interval."""
+    names = sorted(b for b, s in scores_by_benchmark.items() if len(s))
+    arrays = {b: np.asarray(scores_by_benchmark[b], dtype=np.float64) for b in names}
+    if not names or samples < 1:
+        return {b: [NAN, NAN] for b in names}, [NAN, NAN]
+    per_benchmark: dict[str, list[float]] = {}
+    sizes = [arrays[b].size for b in names]
+    # Both stages draw samples * n picks per benchmark.
+    expected = int(2.04 * samples * sum(1 << n.bit_length() for n in sizes))
+    with WordStream(seed, expected) as stream:
+        for b in names:
+            n = arrays[b].size
+            picks = stream.picks(n, samples * n).reshape(samples, n)
+            per_benchmark[b] = interval(sequential_means(arrays[b], picks))
+        [means] = stratified_means([[arrays[b] for b in names]], stream, samples)
+    overall = np.array(list(map(math.fsum, means.tolist()))) / len(names)
+    return per_benchmark, interval(overall)
+
+
+def stratified_means(
+    score_sets: Sequence[Sequence[np.ndarray]], stream: WordStream, samples: int
+) -> list[np.ndarray]:
+    """``(samples, strata)`` resample means for the stratified overall interval, for each
+    set of strata scores, all resampled with the same picks (the paired comparison
+    resamples two runs' scores at once; the summary one run's)."""
+    sizes = [a.size for a in score_sets[0]]
+    if len(set(sizes)) > 1:
+        picks = stream.stratified(sizes, samples)
+        return [
+            np.column_stack([sequential_means(a, p) for a, p in zip(arrays, picks)])
+            for arrays in score_sets
+        ]
+    # Equal strata: every pick has the same rule, so it is one run of picks;
+    # offset each stratum's picks into the concatenated scores and sum them all.
+    n, strata = sizes[0], len(sizes)
+    idx = stream.picks(n, samples * strata * n).reshape(samples, strata, n)
+    idx += (np.arange(strata) * n)[None, :, None]
+    flat = idx.reshape(samples * strata, n)
+    return [
+        sequential_means(np.concatenate(arrays), flat).reshape(samples, strata)
+        for arrays in score_sets
+    ]
+
+
+def last_rows(rows: Iterable[dict[str, Any]]) -> tuple[dict[str, dict], dict[str, dict]]:
+    """Last row of each case, and last successful row of each case: the rows that
+    count, by the reference's rule (the last successful row wins)."""
+    last: dict[str, dict] = {}
+    last_ok: dict[str, dict] = {}
+    for row in rows:
+        cid = row["case_id"]
+        last[cid] = row
+        if is_success(row):
+            last_ok[cid] = row
+    return last, last_ok
+
+
+def is_success(row: dict[str, Any]) -> bool:
+    return "score" in row and "error" not in row
+
+
+def _single(values: Iterable[Any]) -> Any:
+    distinct = []
+    for v in values:
+        if v not in distinct:
+            distinct.append(v)
+    return distinct[0] if len(distinct) == 1 else None
+
+
+class BenchmarkSummary(TypedDict):
+    n: int
+    mean: float
+    ci95: list[float]
+
+
+class Summary(TypedDict):
+    """The reference's summary, keys in its order (``results.summary.json``)."""
+
+    protocol_version: str
+    dataset_sha256: str | None
+    answer_model: str | None
+    judge_model: str | None
+    answer_temperature: float | None
+    judge_temperature: float | None
+    judge_passes_per_answer: int
+    started_at: str | None
+    finished_at: str | None
+    completed_cases: int
+    errors: int
+    overall_macro_mean: float
+    overall_ci95: list[float]
+    benchmarks: dict[str, BenchmarkSummary]
+    bootstrap_samples: int
+    bootstrap_seed: int
+
+
+def check_samples(samples: int, cases: int) -> None:
+    """A bootstrap that fits in memory: ``samples`` resamples of ``cases`` draws each."""
+    if samples < 1:
+        raise ConfigError(f"--bootstrap-samples must be at least 1, got {samples}")
+    if samples * cases > MAX_PICKS:
+        raise ConfigError(
+            f"--bootstrap-samples {samples} with {cases} cases needs {samples * cases:,} draws;"
+            f" at most {MAX_PICKS:,} fit in memory here (so {MAX_PICKS // max(cases, 1):,}"
+            " samples)"
+        )
+
+
+def summarize(
+    rows: Sequence[dict[str, Any]],
+    samples: int = DEFAULT_SAMPLES,
+    seed: int = DEFAULT_SEED,
+    expected_case_ids: Iterable[str] | None = None,
+    dataset_sha256: str | None = None,
+) -> Summary:
+    """The reference runner's summary dict (same keys, same order, same numbers)."""
+    if expected_case_ids is not None:
+        selected = set(expected_case_ids)
+        rows = [r for r in rows if r.get("case_id") in selected]
+    last, last_ok = last_rows(rows)
+    ok_rows = [r for r in rows if is_success(r)]
+    scores: dict[str, list[float]] = {}
+    for row in last_ok.values():
+        scores.setdefault(row["benchmark"], []).append(float(row["score"]))
+    benchmarks = sorted(scores)
+    check_samples(samples, sum(len(s) for s in scores.values()))
+    means = {b: statistics.fmean(scores[b]) for b in benchmarks}
+    intervals, overall_ci = bootstrap(scores, samples, seed)
+    temps = _single((r.get("answer_temperature"), r.get("judge_temperature")) for r in ok_rows)
+    started = [r["started_at"] for r in rows if isinstance(r.get("started_at"), str)]
+    finished = [r["finished_at"] for r in rows if isinstance(r.get("finished_at"), str)]
+    return {  # a Summary: a literal keeps the reference's key order visible
+        "protocol_version": PROTOCOL_VERSION,
+        "dataset_sha256": dataset_sha256,
+        "answer_model": _single(r.get("answer_model") for r in ok_rows),
+        "judge_model": _single(r.get("judge_model") for r in ok_rows),
+        "answer_temperature": temps[0] if temps else None,
+        "judge_temperature": temps[1] if temps else None,
+        "judge_passes_per_answer": 1,
+        "started_at": min(started) if started else None,
+        "finished_at": max(finished) if finished else None,
+        "completed_cases": len(last_ok),
+        "errors": sum(1 for r in last.values() if "error" in r),
+        "overall_macro_mean": statistics.fmean(means.values()) if means else NAN,
+        "overall_ci95": overall_ci,
+        "benchmarks": {
+            b: BenchmarkSummary(n=len(scores[b]), mean=means[b], ci95=intervals[b])
+            for b in benchmarks
+        },
+        "bootstrap_samples": samples,
+        "bootstrap_seed": seed,
+    }

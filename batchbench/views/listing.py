@@ -1,0 +1,90 @@
+"""``batchbench list``: every run of a jobs folder on one line each, an aligned table.
+
+One damaged run (a garbled journal, a broken summary) shows as such in its row
+and never hides the others.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+from ..costs.pricing import Pricing
+from ..engine.rundir import Run
+from ..errors import BatchbenchError
+from .status import run_status
+
+
+def run_listing(run: Run, pricing: Pricing) -> dict[str, Any]:
+    """One run's row: who, on what, how far, how well, at what cost, made when."""
+    try:
+        s = run_status(run, pricing)
+        created = run.load_config().created_at
+    except BatchbenchError as exc:
+        return {"run": run.name, "status": "damaged", "problem": str(exc)}
+    c = s["cases"]
+    return {
+        "run": s["run"],
+        "answer_model": s["answer_model"],
+        "judge_model": s["judge_model"],
+        "dataset": Path(s["dataset"]).name,
+        "dataset_sha256": s["dataset_sha256"],
+        "status": s["status"],
+        "scored": c["scored"],
+        "failed": c["errors"],
+        "total": c["total"],
+        "overall_macro_mean": s.get("overall_macro_mean"),
+        "cost_usd": s["cost"]["total"]["batch_usd"],
+    } | {CREATED: created}
+
+
+CREATED = "_created_at"  # for the table's date column; not in --json
+
+
+def for_json(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if k != CREATED}
+
+
+COLUMNS = (
+    "run",
+    "created",
+    "status",
+    "scored/failed/total",
+    "answer model",
+    "judge",
+    "dataset",
+    "mean",
+    "cost",
+)
+
+
+def listing_table(rows: list[dict[str, Any]]) -> str:
+    """The rows as an aligned table with a header; a damaged run says what is wrong."""
+    cells = [list(COLUMNS)]
+    notes = []
+    for r in rows:
+        if r["status"] == "damaged":
+            cells.append([r["run"], "-", "damaged", "-", "-", "-", "-", "-", "-"])
+            notes.append(f"{r['run']}: {r['problem']}")
+            continue
+        value = r["overall_macro_mean"]
+        mean = f"{value:.3f}" if isinstance(value, float) and math.isfinite(value) else "-"
+        cost = "-" if r["cost_usd"] is None else f"${r['cost_usd']:,.2f}"
+        cells.append(
+            [
+                r["run"],
+                time.strftime("%Y-%m-%d %H:%M", time.localtime(r[CREATED])),
+                r["status"],
+                f"{r['scored']}/{r['failed']}/{r['total']}",
+                str(r["answer_model"]),
+                str(r["judge_model"]),
+                f"{r['dataset']} ({r['dataset_sha256'][:12]})",
+                mean,
+                cost,
+            ]
+        )
+    widths = [max(len(row[i]) for row in cells) for i in range(len(COLUMNS))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+    return "\n".join(lines + notes)

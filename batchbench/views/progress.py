@@ -1,0 +1,141 @@
+"""Progress while runs advance: on stderr, from the journal and the batches' own counts.
+
+On a terminal, ``rich`` keeps one live line per run (its name, answers and
+judges done/failed/total, the time so far and an ETA), redrawn in place and
+finished cleanly before the results are printed; lines the run says meanwhile
+(warnings, NEW/RESUMING) scroll above it. In a log (cron) a heartbeat line per
+run comes when something changed, at most every few minutes, with an ETA taken
+from how fast the batches in flight have been getting through their lines.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, TextIO
+
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+from ..clock import SYSTEM, Clock
+from ..engine.state import RunState
+from ..kinds import STAGES
+
+if TYPE_CHECKING:
+    from ..engine.pipeline import Pipeline
+
+WIDTH = 100
+HEARTBEAT = 180.0  # seconds between lines in a log
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(max(0, seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def eta(state: RunState, now: float) -> float | None:
+    """Seconds until the slowest batch in flight is through its lines, at its pace so far."""
+    waits = []
+    for sub in state.in_flight():
+        if sub.view is None:
+            continue
+        total, done = sub.view.total, sub.view.completed + sub.view.failed
+        since = now - (sub.create_started or sub.planned_at)
+        if total and done and since > 0:
+            waits.append((total - done) * since / done)
+    return max(waits) if waits else None
+
+
+def progress_line(state: RunState, now: float) -> str:
+    """``answers 120/250 (+30/40 running) · judges 80/250 · 3 failed · 5m12s · ETA 4m10s``."""
+    parts = []
+    for stage in STAGES:
+        progress = state.progress(stage)
+        views = [s.view for s in state.in_flight() if s.stage == stage and s.view is not None]
+        running = [v for v in views if v.processing is None]
+        lines = sum(v.completed + v.failed for v in running)
+        size = sum(v.total for v in running)
+        extra = f" (+{lines}/{size} running)" if size else ""
+        # A service that reports only what is not yet done (Anthropic, until the end).
+        processing = sum(v.processing or 0 for v in views if v.processing is not None)
+        extra += f" ({processing} processing)" if processing else ""
+        parts.append(f"{stage} {progress.done}/{progress.total}{extra}")
+    failed = sum(1 for c in state.cases.values() if c.final == "error")
+    if failed:
+        parts.append(f"{failed} failed")
+    parts.append(_duration(now - state.started) if state.started else "0s")
+    left = eta(state, now)
+    if left is not None:
+        parts.append(f"ETA {_duration(left)}")
+    return " · ".join(parts)[:WIDTH]
+
+
+class Progress:
+    """Shows :func:`progress_line` per run as they advance (called after every step).
+
+    Use it as a context manager, so a terminal's live lines are finished (left
+    showing the final state) before anything else is printed.
+    """
+
+    def __init__(
+        self,
+        stream: TextIO | None = None,
+        clock: Clock = SYSTEM,
+        tty: bool | None = None,
+    ) -> None:
+        self.stream = stream or sys.stderr
+        self.clock = clock
+        self.tty = self.stream.isatty() if tty is None else tty
+        self.lines: dict[str, str] = {}  # run → its line now
+        self.said: dict[str, tuple[str, float]] = {}  # run → (what changed, when) in a log
+        self._live: Live | None = None
+        self._drawn = float("-inf")
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Leave the final state on screen and stop redrawing."""
+        if self._live is not None:
+            self._live.update(self._render(), refresh=True)
+            self._live.stop()
+            self._live = None
+
+    def __call__(self, pipeline: Pipeline) -> None:
+        now = self.clock.time()
+        name = pipeline.config.name
+        line = progress_line(pipeline.state, now)
+        self.lines[name] = line
+        if self.tty:
+            self._draw(now, pipeline.done())
+        else:
+            self._heartbeat(name, line, now, pipeline.done())
+
+    def _render(self) -> Text:
+        width = max(len(n) for n in self.lines)
+        return Text("\n".join(f"{n:<{width}}  {line}" for n, line in self.lines.items()))
+
+    def _draw(self, now: float, done: bool) -> None:
+        if self._live is None:
+            console = Console(file=self.stream, force_terminal=True, soft_wrap=True)
+            self._live = Live(console=console, auto_refresh=False, transient=False)
+            self._live.start()
+        if done or now - self._drawn >= 0.25:
+            self._live.update(self._render(), refresh=True)
+            self._drawn = now
+
+    def _heartbeat(self, name: str, line: str, now: float, done: bool) -> None:
+        body = line.split(" · ETA")[0].rsplit(" · ", 1)[0]  # what changed, not the clock
+        last, at = self.said.get(name, ("", float("-inf")))
+        if body != last and (now - at >= HEARTBEAT or done):
+            prefix = f"{name}: " if len(self.lines) > 1 else ""
+            self.stream.write(f"{prefix}{line}\n")
+            self.stream.flush()
+            self.said[name] = (body, now)

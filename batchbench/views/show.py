@@ -1,0 +1,187 @@
+"""Answers at a glance: one case of a run in full, and runs' rows as a table.
+
+``show`` reads everything a case went through from the run folder alone: the
+case from the run's dataset, its rows, and each attempt from the journal with
+the raw reply kept in ``raw/``. ``export`` turns result rows (a run's, or any
+reference-format file's) into one polars frame for parquet or CSV.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from .._io import replacing
+from ..bench.dataset import Case
+from ..bench.results import read_rows
+from ..engine.events import Collected, Plan
+from ..engine.replies import read_replies
+from ..engine.rundir import Run
+from ..errors import ConfigError, NotFinished, RunStateError
+from ..scores.sources import not_finished, run_dataset
+from ..scores.summary import last_rows
+
+COMPONENTS = (
+    "matched_signed_points",
+    "available_positive_points",
+    "raw_score",
+    "f1_weighted",
+    "precision_weighted",
+    "recall_weighted",
+    "severe_rate",
+)
+
+
+def _case(run: Run, case_id: str, dataset: Path | None) -> Case:
+    config = run.load_config()
+    if case_id not in config.case_ids:
+        raise ConfigError(f"run {run.name!r} has no case {case_id!r}")
+    return run_dataset(config, dataset).by_id()[case_id]
+
+
+def _attempts(run: Run, case_id: str) -> list[str]:
+    """Every request of the case, in order: stage, attempt, outcome, and the raw reply."""
+    config = run.load_config()
+    replies = read_replies(run, config, run.state(config.case_ids))
+    plans: dict[str, Plan] = {}
+    lines: list[str] = []
+    for event in run.events():
+        if isinstance(event, Plan):
+            plans[event.sub] = event
+        elif isinstance(event, Collected) and case_id in event.outcomes:
+            outcome = event.outcomes[case_id]
+            plan = plans.get(event.sub)
+            line = next((x for x in plan.lines if x.case_id == case_id), None) if plan else None
+            if plan is None or line is None:
+                raise RunStateError(
+                    f"{run.journal_path}: submission {event.sub!r} was collected for case"
+                    f" {case_id} but never planned for it (a damaged journal)"
+                )
+            detail = f": {outcome.detail}" if outcome.detail else ""
+            lines.append(f"  {plan.stage} #{line.attempt} ({event.sub}): {outcome.kind}{detail}")
+            reply = replies.get(line.id(plan.stage))
+            if reply is not None and (outcome.kind != "ok" or plan.stage == "judges"):
+                lines.append(f"    reply: {visible(reply[:800])}")
+    return lines
+
+
+def visible(text: object) -> str:
+    """Text as a terminal should show it: control characters (escapes, BEL, NUL…) written
+    as ``\\x1b``-style escapes, never sent raw; a value that is not text as its JSON."""
+    if not isinstance(text, str):
+        text = json.dumps(text, ensure_ascii=False)
+    return "".join(
+        c if c in "\n\t" or unicodedata.category(c) not in ("Cc", "Cf", "Cs") else _escape(c)
+        for c in text
+    )
+
+
+def _escape(c: str) -> str:
+    return f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+
+
+def show_case(run: Run, case_id: str, dataset: Path | None = None) -> str:
+    """The case, its answer, each rubric item with its points and verdict, its score, and
+    every attempt it took (with the error and the raw reply of those that failed)."""
+    if not run.results_path.exists():
+        raise NotFinished(not_finished(run))
+    case = _case(run, case_id, dataset)
+    rows = (
+        [r for r in read_rows(run.results_path) if r["case_id"] == case_id]
+        if (run.results_path.exists())
+        else []
+    )
+    last = rows[-1] if rows else None
+    decisions = (last or {}).get("decisions")
+    verdicts = {
+        d.get("item_id"): d.get("matched")
+        for d in (decisions if isinstance(decisions, list) else [])
+        if isinstance(d, dict)
+    }
+    if last is None:
+        outcome = "not finished yet"
+    elif "error" in last:
+        outcome = f"error: {last['error']}"
+    else:
+        outcome = f"score {last['score']}  {json.dumps(last.get('score_components'))}"
+    answer = (last or {}).get("answer")
+    out = [
+        f"case {case_id}  ({case['benchmark']}, {case['grading_method']})",
+        f"  {visible(outcome)}",
+        "PROMPT",
+        *(f"  {line}" for line in visible(case["prompt"]).splitlines()),
+        "ANSWER",
+        *(
+            f"  {line}"
+            for line in (visible(answer) if answer is not None else "(none)").splitlines()
+        ),
+        "RUBRIC  (x matched, . not matched, ? not judged)",
+    ]
+    for item in case["rubric_items"]:
+        verdict = verdicts.get(item["item_id"])
+        mark = "x" if verdict is True else "." if verdict is False else "?"
+        out.append(f"  [{mark}] {item['points']:+g}  {visible(item['text'])}  ({item['item_id']})")
+    out += ["ATTEMPTS", *(_attempts(run, case_id) or ["  none yet"])]
+    return "\n".join(out)
+
+
+def export_frame(sources: list[tuple[str, Path]], decisions: bool = False) -> pl.DataFrame:
+    """One row per case (its last row, as the summary counts it) of each source, with
+    model, benchmark, score and components; with ``decisions``, one per rubric item."""
+    records: list[dict[str, Any]] = []
+    for name, path in sources:
+        last, _ = last_rows(read_rows(path))
+        for row in last.values():
+            base = {
+                "run": name,
+                "answer_model": row.get("answer_model"),
+                "judge_model": row.get("judge_model"),
+                "case_id": row["case_id"],
+                "benchmark": row.get("benchmark"),
+                "grading_method": row.get("grading_method"),
+                "score": row.get("score"),
+                "error": row.get("error"),
+            }
+            if not decisions:
+                parts = row.get("score_components")
+                parts = parts if isinstance(parts, dict) else {}
+                records.append({**base, **{c: parts.get(c) for c in COMPONENTS}})
+                continue
+            for d in row.get("decisions") or []:
+                records.append(
+                    {
+                        **base,
+                        "item_id": d["item_id"],
+                        "points": d["points"],
+                        "matched": d["matched"],
+                    }
+                )
+    schema = {
+        "run": pl.String,
+        "answer_model": pl.String,
+        "judge_model": pl.String,
+        "case_id": pl.String,
+        "benchmark": pl.String,
+        "grading_method": pl.String,
+        "score": pl.Float64,
+        "error": pl.String,
+    }
+    extra = (
+        {"item_id": pl.String, "points": pl.Float64, "matched": pl.Boolean}
+        if decisions
+        else {c: pl.Float64 for c in COMPONENTS}
+    )
+    return pl.DataFrame(records, schema={**schema, **extra}, orient="row")
+
+
+def write_export(frame: pl.DataFrame, out: Path, fmt: str) -> None:
+    """Written whole beside ``out`` and renamed over it: a crash leaves the old file."""
+    with replacing(out, mode=0o644) as tmp:
+        if fmt == "parquet":
+            frame.write_parquet(tmp)
+        else:
+            frame.write_csv(tmp)
