@@ -11,8 +11,8 @@ from typing import Literal
 Stage = Literal["answers", "judges"]
 STAGES: tuple[Stage, ...] = ("answers", "judges")
 
-ProviderName = Literal["openai", "anthropic", "gemini", "fireworks"]
-PROVIDERS: tuple[ProviderName, ...] = ("openai", "anthropic", "gemini", "fireworks")
+# A provider's name: one of :data:`batchbench.providers.registry.PROVIDERS`' records.
+ProviderName = str
 
 # Where a batch is, whatever the service calls it: accepted but not started
 # (a job stuck there is resubmitted after --resubmit-after), running, told to

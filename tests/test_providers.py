@@ -192,6 +192,33 @@ def test_a_misspelt_model_and_a_missing_sdk_are_one_line_before_anything_is_paid
     assert not any(Path(tmp_path / "jobs").glob("*/journal.jsonl"))
 
 
+def test_a_group_names_every_missing_sdk_at_once(batch_emulator, tmp_path, fixture_dir):
+    """A group of Claude, Gemini and Fireworks models without their SDKs says all three in
+    one line (one `pip install` fixes it, not three failed runs in turn)."""
+    emu = batch_emulator
+    anthropic, gemini, fireworks = (
+        next(r for r in OTHERS if r.provider == p) for p in ("anthropic", "gemini", "fireworks")
+    )
+    argv = anthropic.args(emu, tmp_path, fixture_dir, "--smoke")
+    at = argv.index("--answer-model")
+    models = [anthropic.model, gemini.model, fireworks.model]
+    argv[at : at + 2] = [a for m in models for a in ("--answer-model", m)]
+    blocked = "; ".join(f"sys.modules[{r.sdk!r}] = None" for r in (anthropic, gemini, fireworks))
+    code = (
+        f"import sys; {blocked}\n"
+        "from batchbench.cli import main\n"
+        "sys.argv = ['batchbench', *sys.argv[1:]]\n"
+        "main()\n"
+    )
+    env = {**anthropic.env(emu), **gemini.env(emu), **fireworks.env(emu), "PATH": "/usr/bin"}
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, env=env
+    )
+    fragments = [f"'{r.sdk}'" for r in (anthropic, gemini, fireworks)]
+    assert_one_line_error(proc, *fragments, f"[{anthropic.extra}]", f"[{fireworks.extra}]")
+    assert emu.ledger()["batches"] == []
+
+
 @pytest.mark.parametrize("rig", OTHERS, ids=ids)
 def test_keys_are_never_written_or_printed(rig, batch_emulator, tmp_path, fixture_dir):
     emu = batch_emulator

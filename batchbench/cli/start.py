@@ -42,7 +42,7 @@ def demo(
     from ..emulator import Emulator
     from ..engine.pipeline import Settings
     from ..engine.start import RunOptions, execute
-    from ..kinds import PROVIDERS
+    from ..providers import PROVIDERS
     from ..views.progress import Progress
 
     os.environ.setdefault("FIREWORKS_ACCOUNT_ID", "demo")  # the emulator's, for a Fireworks model
@@ -55,8 +55,8 @@ def demo(
             run="demo",
             jobs_dir=jobs_dir or Path(tmp),
             dataset=dataset,
-            base_urls={p: url for p, url in emu.base_urls.items() if p in PROVIDERS},
-            credentials=dict.fromkeys(PROVIDERS, "demo-key-not-secret"),
+            base_urls={p.name: emu.base_urls[p.name] for p in PROVIDERS if p.name in emu.base_urls},
+            credentials={p.name: "demo-key-not-secret" for p in PROVIDERS},
             settings=Settings(max_requests_per_batch=5, poll_interval=0.2),
             clock=clock,
         )

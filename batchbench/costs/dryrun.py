@@ -131,7 +131,7 @@ def plan(
     stage holds every one of the ``judge_passes``)."""
     wires: dict[Stage, Wire] = {
         "answers": providers.wire(providers.route(answer_model)),
-        "judges": providers.wire("openai"),
+        "judges": providers.wire(providers.judge_provider(judge_model)),
     }
     resolved = providers.resolve(answer_model)
     answers = [

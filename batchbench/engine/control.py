@@ -28,7 +28,7 @@ def _providers(
     warn: Callable[[str], None],
     clock: Clock,
 ) -> dict[Stage, Provider]:
-    services, _ = run_services(config, state, base_url)
+    services, _ = run_services(config, state, base_url, say=warn)
     return stage_bundle(services, connect_all([services], warn=warn, clock=clock))
 
 

@@ -24,8 +24,9 @@ import msgspec
 
 from .._io import append_line, atomic_write_text, jsonl_lines, storage
 from ..errors import BatchbenchError, ConfigError, RunLockedError, RunStateError, UnknownRun
-from ..kinds import PROVIDERS, STAGES, ProviderName, Stage
+from ..kinds import STAGES, ProviderName, Stage
 from ..providers import resolve
+from ..providers.registry import BY_NAME
 from .events import DECODER, ENCODER, Created, Disowned, Event
 from .state import RunState, fold
 
@@ -33,7 +34,6 @@ E = TypeVar("E", bound=Event)
 
 NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 _SAFE = re.compile(r"[A-Za-z0-9_.-]")
-PROVIDER_NAMES: dict[str, ProviderName] = {p: p for p in PROVIDERS}
 CONFIG_FILE = "run.json"
 JOURNAL_FILE = "journal.jsonl"
 RESULTS_FILE = "results.jsonl"
@@ -85,9 +85,9 @@ class RunConfig:
         found: dict[Stage, ProviderName] = {}
         for stage in STAGES:
             name = self.services.get(stage, {}).get("provider", "")
-            if name not in PROVIDER_NAMES:
+            if name not in BY_NAME:
                 raise RunStateError(f"run {self.name!r}: unknown {stage} provider {name!r}")
-            found[stage] = PROVIDER_NAMES[name]
+            found[stage] = name
         return found
 
     def model(self, stage: Stage) -> str:

@@ -2,12 +2,14 @@
 
 A run records each stage's service (provider and base URL, never a key) when
 it is made, and uses it from then on: ``status --refresh``, ``cancel`` and a
-resume go where the batches are, whatever the environment says today. A base
-URL the user gives explicitly (``--base-url``, or the SDK's variable) that is
-not the run's is refused with both named, unless ``run --move-service`` moves
-the run there on purpose (a proxy in front of the same service, say); the move
-is journaled. Runs made before services were recorded (0.1) were OpenAI's at
-a base URL nobody wrote down: their first resume records the one it uses.
+resume go where the batches are, whatever the environment says today. One rule
+says which base URL a stage uses: the run's own; for a new run, the one the user
+chose (given in code, ``--base-url``, or the SDK's variable), else the
+provider's. A resume told of another URL is refused, naming both, unless ``run
+--move-service`` moves the run there on purpose (journaled); ``cancel`` and
+``status`` use the run's own and say so. Runs made before services were
+recorded (0.1) were OpenAI's at a base URL nobody wrote down: their first resume
+records the one it uses.
 """
 
 from __future__ import annotations
@@ -17,26 +19,33 @@ from collections.abc import Callable, Iterable, Mapping
 from .. import providers
 from ..clock import SYSTEM, Clock
 from ..errors import ConfigError
-from ..kinds import STAGES, ProviderName, Stage
+from ..kinds import STAGES, Stage
 from ..providers.base import Client, Provider, Service
 from .events import ServiceSet
 from .rundir import RunConfig
 from .state import RunState
 
 
-def stage_providers(answer_model: str) -> dict[Stage, ProviderName]:
-    """Answers go to the answer model's provider; judges are OpenAI's, as in the reference."""
-    return {"answers": providers.route(answer_model), "judges": "openai"}
+def stage_providers(answer_model: str, judge_model: str) -> dict[Stage, str]:
+    """Answers go to the answer model's provider, judges to the judge model's (which must
+    be one that judges: the reference judges on OpenAI)."""
+    return {
+        "answers": providers.route(answer_model),
+        "judges": providers.judge_provider(judge_model),
+    }
 
 
 def new_services(
-    answer_model: str, base_url: str | None, given: Mapping[ProviderName, str] | None = None
+    answer_model: str,
+    judge_model: str,
+    base_url: str | None,
+    given: Mapping[str, str] | None = None,
 ) -> dict[str, dict[str, str]]:
-    """A new run's services: the base URL given, else the provider's own."""
+    """A new run's services: the base URL chosen, else the provider's own."""
     out: dict[str, dict[str, str]] = {}
-    for stage, name in stage_providers(answer_model).items():
+    for stage, name in stage_providers(answer_model, judge_model).items():
         chosen = providers.explicit_base_url(name, base_url, given=given)
-        url = chosen or providers.DEFAULT_BASE_URLS[name]
+        url = chosen[0] if chosen else providers.spec(name).default_base_url
         out[stage] = {"provider": name, "base_url": url}
     return out
 
@@ -47,31 +56,37 @@ def run_services(
     base_url: str | None,
     *,
     move: bool = False,
-    given: Mapping[ProviderName, str] | None = None,
+    given: Mapping[str, str] | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> tuple[dict[Stage, Service], list[ServiceSet]]:
     """Each stage's service for this invocation, and the events that record a change.
 
-    ``base_url`` is the ``--base-url`` given (OpenAI's); other providers' come
-    from their SDKs' variables; ``given`` sets any provider's in code (the demo).
+    ``base_url`` is the ``--base-url`` given; other providers' come from their SDKs'
+    variables; ``given`` sets any provider's in code (the demo). With ``say`` (cancel,
+    status) a URL other than the run's is not an error: the run's is used, and ``say``
+    tells so; without it (a resume) it is refused unless ``move``.
     """
     found: dict[Stage, Service] = {}
     changes: list[ServiceSet] = []
     for stage, name in config.providers.items():
         stored = config.base_url(state, stage)
         chosen = providers.explicit_base_url(name, base_url, given=given)
-        url = stored or chosen or providers.DEFAULT_BASE_URLS[name]
-        if stored is not None and chosen is not None and chosen != stored:
-            if not move:
-                source = (
-                    "--base-url"
-                    if name == "openai" and base_url
-                    else (providers.BASE_URL_VARIABLES[name])
+        url = stored or (chosen[0] if chosen else providers.spec(name).default_base_url)
+        if stored is not None and chosen is not None and chosen[0] != stored:
+            there, source = chosen
+            if say is not None:
+                say(
+                    f"note: {source} says {providers.shown(there)}, but run {config.name!r} has"
+                    f" its {stage} batches at {providers.shown(stored)}: asking there"
                 )
+            elif not move:
                 raise ConfigError(
-                    f"run {config.name!r} has its {stage} batches at {stored}, but {source}"
-                    f" says {chosen}; to move the run there, add --move-service"
+                    f"run {config.name!r} has its {stage} batches at {providers.shown(stored)},"
+                    f" but {source} says {providers.shown(there)}; to move the run there,"
+                    " add --move-service"
                 )
-            url = chosen
+            else:
+                url = there
         if url != stored:
             changes.append(ServiceSet(stage=stage, provider=name, base_url=url))
         found[stage] = Service(name, url)
@@ -82,10 +97,17 @@ def connect_all(
     services: Iterable[Mapping[Stage, Service]],
     *,
     warn: Callable[[str], None],
-    credentials: Mapping[ProviderName, str] | None = None,
+    credentials: Mapping[str, str] | None = None,
     clock: Clock = SYSTEM,
 ) -> dict[Service, Client]:
-    """One client per distinct service across these runs (shared: one list walk each)."""
+    """One client per distinct service across these runs (shared: one list walk each).
+    Every SDK the runs need is looked for first, and all the missing ones named at once."""
+    services = list(services)
+    missing = providers.missing_sdks([s.provider for stages in services for s in stages.values()])
+    if missing:
+        from ..errors import ProviderUnavailable
+
+        raise ProviderUnavailable(f"these runs need {', '.join(missing)}")
     clients: dict[Service, Client] = {}
     for stages in services:
         for service in stages.values():

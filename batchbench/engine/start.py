@@ -68,7 +68,9 @@ def prepare(
             "benchmarks": sorted(options.benchmarks),
         },
         case_ids=[c["case_id"] for c in selected],
-        services=new_services(options.answer_model, options.base_url, options.base_urls),
+        services=new_services(
+            options.answer_model, options.judge_model, options.base_url, options.base_urls
+        ),
         judge_passes=options.judge_passes,
         created_at=options.clock.time(),
     )

@@ -1,10 +1,10 @@
 """Which service grades which model, and how to reach it.
 
 The reference routes an answer model by its name, after a fixed alias table
-(``../shared/spec/reference-behaviour.md`` §9); judges are always OpenAI. Each
-provider is a wire module (offline) and a client module (its SDK), loaded by
-name when first needed: an SDK that is an optional extra is imported only by a
-run that uses it, and ``status``, ``list`` and ``--help`` import none.
+(``../shared/spec/reference-behaviour.md`` §9). Every provider is one record of
+:mod:`.registry`; this module answers the questions the rest of the package asks
+of them — whose model is it, which wire, which client, which key, which base
+URL — loading a provider's modules (and its SDK) only when first needed.
 """
 
 from __future__ import annotations
@@ -18,58 +18,20 @@ from urllib.parse import urlparse
 
 from ..clock import SYSTEM, Clock
 from ..errors import ConfigError, ProviderUnavailable
-from ..kinds import ProviderName
 from .base import Client, Service, Wire
+from .registry import ALIASES, BY_NAME, PROVIDERS, ProviderSpec
 
-# The reference's alias table: the row keeps the name as given, the service gets the id.
-ALIASES = {
-    "gemini-3.1-pro": "gemini-3.1-pro-preview",
-    "glm-5.2-fast": "accounts/fireworks/routers/glm-5p2-fast",
-    "glm-5p2-fast": "accounts/fireworks/routers/glm-5p2-fast",
-    "kimi-k3": "accounts/fireworks/models/kimi-k3",
-    "glm-5.3": "accounts/fireworks/models/glm-5p3",
-    "glm-5p3": "accounts/fireworks/models/glm-5p3",
-    "opus-5": "claude-opus-5",
-    "claude-opus-5": "claude-opus-5",
-}
-
-DEFAULT_BASE_URLS: dict[ProviderName, str] = {
-    "openai": "https://api.openai.com/v1",
-    "anthropic": "https://api.anthropic.com",
-    "gemini": "https://generativelanguage.googleapis.com",
-    "fireworks": "https://api.fireworks.ai",
-}
-# The SDKs' own variables for another base URL.
-BASE_URL_VARIABLES: dict[ProviderName, str] = {
-    "openai": "OPENAI_BASE_URL",
-    "anthropic": "ANTHROPIC_BASE_URL",
-    "gemini": "GOOGLE_GEMINI_BASE_URL",
-    "fireworks": "FIREWORKS_BASE_URL",
-}
-# Credentials, first non-empty wins (the reference's order).
-KEY_VARIABLES: dict[ProviderName, tuple[str, ...]] = {
-    "openai": ("OPENAI_ACCESS_TOKEN", "OPENAI_API_KEY"),
-    "anthropic": ("ANTHROPIC_API_KEY",),
-    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GEMINI_AI_API_KEY"),
-    "fireworks": ("FIREWORKS_API_KEY", "FIREWORKS_INFERENCE_API_KEY"),
-}
-# provider → (wire class, client class, the SDK it needs, the extra that installs it)
-_MODULES: dict[ProviderName, tuple[str, str, str, str]] = {
-    "openai": ("openai_wire:OpenAIWire", "openai_client:OpenAIClient", "openai", ""),
-    "anthropic": (
-        "anthropic_wire:AnthropicWire",
-        "anthropic_client:AnthropicClient",
-        "anthropic",
-        "anthropic",
-    ),
-    "gemini": ("gemini_wire:GeminiWire", "gemini_client:GeminiClient", "google.genai", "gemini"),
-    "fireworks": (
-        "fireworks_wire:FireworksWire",
-        "fireworks_client:FireworksClient",
-        "fireworks",
-        "fireworks",
-    ),
-}
+__all__ = [
+    "ALIASES",
+    "PROVIDERS",
+    "ProviderSpec",
+    "connect",
+    "judge_provider",
+    "resolve",
+    "route",
+    "spec",
+    "wire",
+]
 
 
 def resolve(model: str) -> str:
@@ -77,34 +39,53 @@ def resolve(model: str) -> str:
     return ALIASES.get(model, model)
 
 
-def route(model: str) -> ProviderName:
+def route(model: str) -> str:
     """The reference's routing of an answer model, on its resolved id."""
     resolved = resolve(model)
-    if resolved.startswith("gemini"):
-        return "gemini"
-    if resolved.startswith("claude-"):
-        return "anthropic"
-    if resolved.startswith("accounts/"):
-        return "fireworks"
-    return "openai"
+    return next(p.name for p in PROVIDERS if p.claims(resolved))
 
 
-def _load(spec: str) -> Any:
-    module, _, name = spec.partition(":")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+def judge_provider(model: str) -> str:
+    """The judges' provider: the judge model's own, when it may judge (the reference
+    judges on OpenAI); a model of another provider is refused before anything runs."""
+    name = route(model)
+    if not BY_NAME[name].judges:
+        able = ", ".join(p.label for p in PROVIDERS if p.judges)
+        raise ConfigError(
+            f"--judge-model {model!r} is a {BY_NAME[name].label} model, and judges are"
+            f" {able} models (as in the reference runner)"
+        )
+    return name
 
 
-def _known(name: ProviderName) -> tuple[str, str, str, str]:
-    found = _MODULES.get(name)
+def spec(name: str) -> ProviderSpec:
+    found = BY_NAME.get(name)
     if found is None:
-        raise ConfigError(f"batchbench cannot grade {name} models yet")
+        raise ConfigError(f"batchbench cannot grade {name} models")
     return found
 
 
-def wire(name: ProviderName) -> Wire:
+def _load(where: str) -> Any:
+    module, _, name = where.partition(":")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
+
+def wire(name: str) -> Wire:
     """The provider's offline half (no SDK needed)."""
-    wire_class: Callable[[], Wire] = _load(_known(name)[0])
+    wire_class: Callable[[], Wire] = _load(spec(name).wire)
     return wire_class()
+
+
+def missing_sdks(names: list[str]) -> list[str]:
+    """The SDKs these providers need that are not installed, each with its extra."""
+    missing = []
+    for name in dict.fromkeys(names):
+        found = spec(name)
+        try:
+            importlib.import_module(found.sdk)
+        except ImportError:
+            missing.append(f"{found.sdk!r} (pip install -e '.[{found.extra}]')")
+    return missing
 
 
 def connect(
@@ -115,47 +96,55 @@ def connect(
     clock: Clock = SYSTEM,
 ) -> Client:
     """A client for the service, with the key from the environment (or given)."""
-    _, client_spec, sdk, extra = _known(service.provider)
-    try:
-        importlib.import_module(sdk)
-    except ImportError:
-        raise ProviderUnavailable(
-            f"grading {service.provider} models needs the {sdk!r} package:"
-            f" pip install 'batchbench[{extra}]'"
-        ) from None
+    found = spec(service.provider)
+    missing = missing_sdks([service.provider])
+    if missing:
+        raise ProviderUnavailable(f"grading {found.label} models needs {missing[0]}")
     host, scheme = check_base_url(service.base_url)
     if scheme == "http" and not _is_loopback(host):
         warn(
-            f"warning: {service.base_url} is plain http to a host that is not loopback:"
+            f"warning: {shown(service.base_url)} is plain http to a host that is not loopback:"
             " the API key would cross the network unencrypted"
         )
     key = api_key or key_from_env(service.provider)
-    client_class: Callable[..., Client] = _load(client_spec)
+    client_class: Callable[..., Client] = _load(found.client)
     return client_class(service, key, warn=warn, clock=clock)
 
 
-def key_from_env(name: ProviderName, env: Mapping[str, str] = os.environ) -> str:
-    for variable in KEY_VARIABLES[name]:
+def key_from_env(name: str, env: Mapping[str, str] = os.environ) -> str:
+    """The provider's key, first non-empty variable wins. A key with blanks or a line
+    break around it (as a CRLF env file leaves) is refused, naming the variable only:
+    sent in a header it would fail, and the error would quote it."""
+    variables = spec(name).key_variables
+    for variable in variables:
         value = env.get(variable)
         if value:
+            if value != value.strip():
+                raise ConfigError(
+                    f"{variable} has blanks or a line break around the key (a CRLF env file"
+                    " leaves one): remove them"
+                )
             return value
-    raise ConfigError(f"no API key for {name}: set {' or '.join(KEY_VARIABLES[name])}")
+    raise ConfigError(f"no API key for {spec(name).label}: set {' or '.join(variables)}")
 
 
 def explicit_base_url(
-    name: ProviderName,
+    name: str,
     flag: str | None,
     env: Mapping[str, str] = os.environ,
-    given: Mapping[ProviderName, str] | None = None,
-) -> str | None:
-    """A base URL the user chose: one given in code (the demo's emulator), ``--base-url``
-    (OpenAI's), else the SDK's variable."""
+    given: Mapping[str, str] | None = None,
+) -> tuple[str, str] | None:
+    """A base URL the user chose, and where it came from: one given in code (the demo's
+    emulator), ``--base-url`` (the judges' provider's), else the SDK's variable."""
+    found = spec(name)
     if given and name in given:
-        return normal_url(given[name])
-    if name == "openai" and flag:
-        return normal_url(flag)
-    value = env.get(BASE_URL_VARIABLES[name])
-    return normal_url(value, BASE_URL_VARIABLES[name]) if value else None
+        return normal_url(given[name], "the emulator"), "the emulator"
+    if found.judges and flag:
+        return normal_url(flag), "--base-url"
+    value = env.get(found.base_url_variable)
+    if not value:
+        return None
+    return normal_url(value, found.base_url_variable), found.base_url_variable
 
 
 def normal_url(url: str, source: str = "--base-url") -> str:
@@ -164,16 +153,40 @@ def normal_url(url: str, source: str = "--base-url") -> str:
     return url.rstrip("/")
 
 
+def shown(url: str) -> str:
+    """A URL fit to print: no user, password or query (where credentials could hide)."""
+    try:
+        parsed = urlparse(url)
+        netloc = parsed.hostname or ""
+        if parsed.port:
+            netloc += f":{parsed.port}"
+    except ValueError:
+        parsed, netloc = None, ""
+    if parsed is not None and parsed.scheme and netloc:
+        return f"{parsed.scheme}://{netloc}{parsed.path}"
+    # Unreadable as a URL: drop the query and anything before an '@' all the same.
+    text = url.split("?")[0].split("#")[0]
+    head, sep, rest = text.rpartition("://")
+    return f"{head}{sep}{rest.rpartition('@')[2]}"
+
+
 def check_base_url(url: str, source: str = "--base-url") -> tuple[str, str]:
-    """``(host, scheme)`` of an http(s) base URL, or a one-line error naming it and where
-    it came from (the flag or the SDK's variable)."""
+    """``(host, scheme)`` of an http(s) base URL, or a one-line error naming it (without
+    anything secret) and where it came from. A URL that carries credentials (a user
+    and password, a query) is refused: keys come from their own variables only, and
+    a URL is stored in the run and shown in messages."""
     try:
         parsed = urlparse(url)
         host, _ = parsed.hostname, parsed.port
     except ValueError as exc:
-        raise ConfigError(f"{source} {url!r} is not a valid URL ({exc})") from None
+        raise ConfigError(f"{source} {shown(url)!r} is not a valid URL ({exc})") from None
     if parsed.scheme not in ("http", "https") or not host:
-        raise ConfigError(f"{source} {url!r} is not an http(s) URL")
+        raise ConfigError(f"{source} {shown(url)!r} is not an http(s) URL")
+    if parsed.username or parsed.password or parsed.query or parsed.fragment:
+        raise ConfigError(
+            f"{source} {shown(url)!r} carries credentials or a query (user:password@, ?key=):"
+            " give keys through the key's own variable, never in a URL"
+        )
     return host, parsed.scheme
 
 

@@ -1,0 +1,101 @@
+"""Every provider batchbench speaks to, one record each: the one place a provider is named.
+
+A record says how the reference routes a model to it (its name rule and aliases),
+what it needs installed and set (its SDK and extra, its key and base-URL
+variables), what it may do (serve judges), and where its two halves live (a wire
+module, offline; a client module, its SDK), loaded only when first used so that
+``status``, ``list`` and ``--help`` import no SDK. Adding a provider is its own
+modules, a record here, its prices, its emulator face and its tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class ProviderSpec:
+    name: str
+    label: str  # the service's name, for people
+    claims: Callable[[str], bool]  # the reference's routing rule, on the resolved model id
+    wire: str  # "module:Class" in this package: the offline half
+    client: str  # "module:Class" in this package: the SDK half
+    sdk: str  # the module the client needs
+    extra: str  # the pip extra that installs it ("" when always installed)
+    key_variables: tuple[str, ...]  # first non-empty wins (the reference's order)
+    base_url_variable: str  # the SDK's own variable for another base URL
+    default_base_url: str
+    base_url_hint: str  # what a base URL for its SDK looks like, for a mistaken one
+    aliases: Mapping[str, str] = field(default_factory=dict)  # the reference's, name → id
+    judges: bool = False  # may serve the judge stage (the reference judges on OpenAI)
+
+
+ANTHROPIC = ProviderSpec(
+    name="anthropic",
+    label="Anthropic",
+    claims=lambda model: model.startswith("claude-"),
+    wire="anthropic_wire:AnthropicWire",
+    client="anthropic_client:AnthropicClient",
+    sdk="anthropic",
+    extra="anthropic",
+    key_variables=("ANTHROPIC_API_KEY",),
+    base_url_variable="ANTHROPIC_BASE_URL",
+    default_base_url="https://api.anthropic.com",
+    base_url_hint="without /v1: the SDK adds it (https://api.anthropic.com)",
+    aliases={"opus-5": "claude-opus-5", "claude-opus-5": "claude-opus-5"},
+)
+GEMINI = ProviderSpec(
+    name="gemini",
+    label="Gemini",
+    claims=lambda model: model.startswith("gemini"),
+    wire="gemini_wire:GeminiWire",
+    client="gemini_client:GeminiClient",
+    sdk="google.genai",
+    extra="gemini",
+    key_variables=("GEMINI_API_KEY", "GOOGLE_API_KEY", "GEMINI_AI_API_KEY"),
+    base_url_variable="GOOGLE_GEMINI_BASE_URL",
+    default_base_url="https://generativelanguage.googleapis.com",
+    base_url_hint="without /v1 or /v1beta: the SDK adds its version"
+    " (https://generativelanguage.googleapis.com)",
+    aliases={"gemini-3.1-pro": "gemini-3.1-pro-preview"},
+)
+FIREWORKS = ProviderSpec(
+    name="fireworks",
+    label="Fireworks",
+    claims=lambda model: model.startswith("accounts/"),
+    wire="fireworks_wire:FireworksWire",
+    client="fireworks_client:FireworksClient",
+    sdk="fireworks",
+    extra="fireworks",
+    key_variables=("FIREWORKS_API_KEY", "FIREWORKS_INFERENCE_API_KEY"),
+    base_url_variable="FIREWORKS_BASE_URL",
+    default_base_url="https://api.fireworks.ai",
+    base_url_hint="without /v1: the SDK adds it (https://api.fireworks.ai)",
+    aliases={
+        "glm-5.2-fast": "accounts/fireworks/routers/glm-5p2-fast",
+        "glm-5p2-fast": "accounts/fireworks/routers/glm-5p2-fast",
+        "kimi-k3": "accounts/fireworks/models/kimi-k3",
+        "glm-5.3": "accounts/fireworks/models/glm-5p3",
+        "glm-5p3": "accounts/fireworks/models/glm-5p3",
+    },
+)
+OPENAI = ProviderSpec(
+    name="openai",
+    label="OpenAI",
+    claims=lambda model: True,  # the reference: any other name is OpenAI's
+    wire="openai_wire:OpenAIWire",
+    client="openai_client:OpenAIClient",
+    sdk="openai",
+    extra="",
+    key_variables=("OPENAI_ACCESS_TOKEN", "OPENAI_API_KEY"),
+    base_url_variable="OPENAI_BASE_URL",
+    default_base_url="https://api.openai.com/v1",
+    base_url_hint="ending in /v1 (https://api.openai.com/v1)",
+    judges=True,
+)
+
+# In routing order: a model is the first one's that claims it (OpenAI's, last, claims all).
+PROVIDERS: tuple[ProviderSpec, ...] = (ANTHROPIC, GEMINI, FIREWORKS, OPENAI)
+BY_NAME: dict[str, ProviderSpec] = {spec.name: spec for spec in PROVIDERS}
+ALIASES: dict[str, str] = {a: m for spec in PROVIDERS for a, m in spec.aliases.items()}
