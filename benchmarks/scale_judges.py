@@ -7,7 +7,7 @@ peak memory is its own:
 * batchbench, exactly what the pipeline runs on a collected judge file:
   ``outputs.read_outputs`` → ``collection.collect`` (classification, each reply
   through the one strict parser, decisions joined to the rubric) →
-  ``results.rows_for`` (scores and the reference's rows); the run's rubric frame
+  ``engine.rows.rows_for`` (scores and the reference's rows); the run's rubric frame
   is built once, outside the timing, and its time printed;
 * baseline: per line ``json.loads`` of the line and of the reply, dict checks,
   plain-Python scoring (``tests/support/reference.py``), the reference row per case.
@@ -117,10 +117,10 @@ def write_outputs(cases: list[dict], folder: Path, files: int, seed: int = 1) ->
 
 
 def run_batchbench(cases: list[dict], paths: list[Path]) -> dict[str, list]:
-    from batchbench.bench.results import rows_for
     from batchbench.bench.scoring import rubric_frame
     from batchbench.engine.collection import Limits, collect
     from batchbench.engine.events import Line
+    from batchbench.engine.rows import rows_for
     from batchbench.engine.rundir import RunConfig
     from batchbench.engine.state import Submission, fold
     from batchbench.providers.base import BatchView

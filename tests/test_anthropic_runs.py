@@ -86,4 +86,4 @@ def test_status_says_only_how_many_lines_are_processing(
     argv = RIG.args(emu, tmp_path, fixture_dir, "--limit", "6", "--no-wait", cap=3)
     assert run_cli(*argv, env=RIG.env(emu)).returncode == 3
     text = run_cli("status", "opus-5", "--jobs-dir", str(tmp_path / "jobs")).stdout
-    assert "processing 3" in text
+    assert "3 of 3 lines still processing" in text and "0/3 lines done" not in text

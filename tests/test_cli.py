@@ -101,9 +101,17 @@ def test_no_wait_prints_the_state_after_its_work_and_status_its_age(
     proc = run_cli(*run_args(emu, tmp_path, fixture_dir, "--smoke", "--no-wait", cap=4), env=env())
     assert proc.returncode == 3
     assert re.search(r"ans-model: in progress .*as of \d\d:\d\d UTC, just now", proc.stdout)
-    assert "answers: 0/10 done" in proc.stdout and "validating" in proc.stdout
+    # One vocabulary in the text, whatever the provider calls it; its own word in --json.
+    assert "answers: 0/10 done" in proc.stdout and "batches: 3 queued" in proc.stdout
+    assert "validating" not in proc.stdout
     status = run_cli("status", "ans-model", "--jobs-dir", str(jobs_of(tmp_path)))
     assert re.search(r"as of \d\d:\d\d UTC, just now", status.stdout)
+    record = json.loads(
+        run_cli("status", "ans-model", "--json", "--jobs-dir", str(jobs_of(tmp_path))).stdout
+    )
+    assert {(b["status"], b["service_status"]) for b in record["batches"]} == {
+        ("queued", "validating")
+    }
 
 
 def test_status_refresh_asks_the_api_and_journals_what_it_learned(
@@ -119,7 +127,7 @@ def test_status_refresh_asks_the_api_and_journals_what_it_learned(
     proc = run_cli(*refresh, "--base-url", emu.base_url, env=env())
     assert proc.returncode == 0, proc.stderr
     live = [x for x in proc.stdout.splitlines() if x.startswith("live: ")]
-    assert len(live) == 3 and all(re.search(r"completed (\d+)/\1 lines$", x) for x in live)
+    assert len(live) == 3 and all(re.search(r"completed: (\d+)/\1 lines done$", x) for x in live)
     new = journal.read_text()[len(before) :]
     assert new.count('"ev":"batch"') == 3 and '"status":"completed"' in new
 
@@ -263,7 +271,9 @@ def test_list_show_export_and_errors_grouped(batch_emulator_factory, tmp_path, f
             "overall_macro_mean": json.loads(
                 (jobs_of(tmp_path) / "ans-model" / "results.summary.json").read_text()
             )["overall_macro_mean"],
-            "cost_usd": None,
+            "cost_usd": None,  # neither fixture model has a price
+            "priced_cost_usd": None,
+            "unpriced": ["ans-model answers", "judge-model judges"],
         }
     ]
 

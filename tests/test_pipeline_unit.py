@@ -266,8 +266,8 @@ def test_status_and_report_read_the_counts_from_the_journal(made):
     write_report(run, p.state, config)
     report = json.loads(run.report_path.read_text())
     assert report["stages"]["answers"]["running"] == [
-        "answers-0001 working 1/3",
-        "answers-0002 working 1/3",
+        "answers-0001 running: 1/3 lines done",
+        "answers-0002 running: 1/3 lines done",
     ]
 
 

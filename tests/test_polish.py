@@ -75,6 +75,35 @@ def test_a_finished_run_prints_what_it_cost_and_status_list_and_report_agree(
     assert f"total ${answers + judges:,.4f}" in page.read_text()
 
 
+def test_one_unpriced_model_keeps_the_priced_part_and_names_what_is_not(
+    batch_emulator, tmp_path, fixture_dir
+):
+    """An unpriced answer model (the fixture's) judged by a priced one: every total says the
+    judges' known cost and names the answers as unpriced, never just "n/a" or "-"."""
+    args = run_args(batch_emulator, tmp_path, fixture_dir, "--limit", "6")
+    args[args.index("--judge-model") + 1] = "gpt-4.1"
+    args[args.index("--run") + 1] = "half"
+    proc = run_cli(*args, env=env())
+    assert proc.returncode == 0, proc.stderr
+    judges = _batch_usd(_usage(tmp_path / "jobs" / "half" / "raw", "judge:"), GPT_41)
+    assert judges > 0
+    part = f"${judges:,.4f} + ans-model answers (unpriced)"
+    line = next(x for x in proc.stdout.splitlines() if x.startswith("cost at batch price"))
+    assert line.endswith(f"total {part}"), line
+    jobs = ["--jobs-dir", str(tmp_path / "jobs")]
+    assert f"total cost {part} at batch price" in run_cli("status", "half", *jobs).stdout
+    assert f"${judges:,.2f} + ans-model answers (unpriced)" in run_cli("list", *jobs).stdout
+    [entry] = json.loads(run_cli("list", *jobs, "--json").stdout)
+    assert entry["cost_usd"] is None and entry["priced_cost_usd"] == pytest.approx(judges)
+    assert entry["unpriced"] == ["ans-model answers"]
+    dry = [a for a in args if a not in ("--run", "half")] + ["--dry-run"]
+    plan = json.loads(run_cli(*dry, "--json").stdout)
+    estimate = plan["stages"]["judges"]["batch_usd"]
+    assert estimate > 0 and plan["total"]["priced_batch_usd"] == estimate
+    text = run_cli(*dry).stdout
+    assert f"total at batch price: ${estimate:,.4f} + ans-model answers (unpriced)" in text
+
+
 def test_a_dry_run_of_several_models_ends_with_the_commands_total(tmp_path, fixture_dir):
     base = [
         "run",
@@ -194,6 +223,8 @@ def test_list_is_an_aligned_table_and_its_json_is_unchanged(batch_emulator, tmp_
         "total",
         "overall_macro_mean",
         "cost_usd",
+        "priced_cost_usd",
+        "unpriced",
     }
 
 

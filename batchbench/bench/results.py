@@ -1,29 +1,23 @@
-"""Reference-format result rows: building, appending, ordering, reading and naming them."""
+"""Reference-format result rows: checking, appending, ordering, reading and naming them.
+
+A row is built from a run's outcomes in :mod:`batchbench.engine.rows`; here are the
+rules any results file obeys, whoever wrote it.
+"""
 
 from __future__ import annotations
 
 import json
 import math
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timezone
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
-
-import polars as pl
+from typing import Any
 
 from .._io import append_bytes, atomic_write_bytes, jsonl_lines
-from ..engine.rundir import RunConfig
-from ..engine.state import RunState, Submission
 from ..errors import ResultsError
-from . import protocol
 from .dataset import Case
 from .decisions import join_verdicts
 from .scoring import rubric_frame, score_joined, score_records
-
-if TYPE_CHECKING:
-    from ..engine.collection import Outcome
-    from .decisions import Judged
 
 
 def summary_path(results: str | Path) -> Path:
@@ -182,147 +176,3 @@ def append_rows(path: Path, rows: Sequence[Mapping[str, Any]], case_ids: Sequenc
     rows = sorted(rows, key=lambda r: order[r["case_id"]])
     data = "".join(dump_row(r) + "\n" for r in rows).encode("utf-8")
     append_bytes(path, data, "rows_half_written")
-
-
-def _utc(t: float) -> datetime:
-    return datetime.fromtimestamp(t, tz=timezone.utc)
-
-
-class Decision(TypedDict):
-    item_id: str
-    points: float
-    matched: bool
-
-
-class RowHead(TypedDict):
-    """The keys every reference row starts with, in its order."""
-
-    protocol_version: str
-    case_id: str
-    benchmark: str
-    grading_method: str
-    answer_model: str
-    judge_model: str
-
-
-class ErrorRow(RowHead):
-    """The reference's row for a case that ended in an error (keys in its order)."""
-
-    finished_at: str
-    error: str
-
-
-class ScoredRow(RowHead):
-    """The reference's row for a scored case (keys in its order)."""
-
-    answer_reasoning_effort: str | None
-    answer_temperature: float | None
-    judge_temperature: float | None
-    started_at: str
-    finished_at: str
-    elapsed_seconds: float
-    answer: str
-    decisions: list[Decision]
-    score: float
-    score_components: dict[str, Any]
-
-
-Row = ErrorRow | ScoredRow
-
-
-def base_row(case: Case, config: RunConfig) -> RowHead:
-    return RowHead(
-        protocol_version=protocol.PROTOCOL_VERSION,
-        case_id=case["case_id"],
-        benchmark=case["benchmark"],
-        grading_method=case["grading_method"],
-        answer_model=config.answer_model,
-        judge_model=config.judge_model,
-    )
-
-
-def error_row(case: Case, config: RunConfig, finished: float, error: str) -> ErrorRow:
-    """The reference's error row: when the case ended and its ``Type: message``."""
-    return ErrorRow(
-        **base_row(case, config),
-        finished_at=_utc(finished).isoformat(),
-        error=error[: protocol.ERROR_TEXT_LIMIT],
-    )
-
-
-def score_row(
-    case: Case,
-    config: RunConfig,
-    *,
-    effort: str | None,
-    started: float,
-    finished: float,
-    answer: str,
-    matched: dict[str, bool],
-    score: float,
-    components: dict[str, Any],
-    answer_temperature: bool,
-    judge_temperature: bool,
-) -> ScoredRow:
-    """The reference's successful row; timestamps as ``datetime.isoformat()`` writes them."""
-    start, end = _utc(started), _utc(finished)
-    return ScoredRow(
-        **base_row(case, config),
-        answer_reasoning_effort=effort,
-        answer_temperature=protocol.ANSWER_TEMPERATURE if answer_temperature else None,
-        judge_temperature=protocol.JUDGE_TEMPERATURE if judge_temperature else None,
-        started_at=start.isoformat(),
-        finished_at=end.isoformat(),
-        elapsed_seconds=(end - start).total_seconds(),
-        answer=answer,
-        decisions=[
-            Decision(item_id=it["item_id"], points=it["points"], matched=matched[it["item_id"]])
-            for it in case["rubric_items"]
-        ],
-        score=score,
-        score_components=components,
-    )
-
-
-def rows_for(
-    sub: Submission,
-    outcomes: Mapping[str, Outcome],
-    judged: Judged | None,
-    cases: Mapping[str, Case],
-    config: RunConfig,
-    effort: str | None,
-    state: RunState,
-    answer_text: Callable[[str], str],
-    now: float,
-) -> list[Row]:
-    """The rows of the cases these outcomes end: an error row per failed request, a
-    scored row per valid judge reply (scored from the decisions joined to the rubric).
-    ``effort`` is the reasoning effort as the answer model's service was sent it."""
-    rows: list[Row] = [
-        error_row(cases[o.case_id], config, now, o.detail or "")
-        for o in outcomes.values()
-        if o.kind == "failed"
-    ]
-    scored = [o.case_id for o in outcomes.values() if o.kind == "ok" and sub.stage == "judges"]
-    if not scored or judged is None:
-        return rows
-    chosen = judged.decided.filter(pl.col("case_id").is_in(scored))
-    sent = {line.case_id: line.sent_temperature for line in sub.lines}
-    for case_id, (score, components) in score_records(score_joined(chosen)).items():
-        case_state = state.cases[case_id]
-        rows.append(
-            score_row(
-                cases[case_id],
-                config,
-                effort=effort,
-                started=case_state.started or now,
-                finished=now,
-                answer=answer_text(case_id),
-                matched=judged.verdicts[case_id],
-                score=score,
-                components=components,
-                answer_temperature=bool(case_state.answers.used_temperature),
-                judge_temperature=sent[case_id],
-            )
-        )
-    return rows

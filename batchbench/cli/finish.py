@@ -13,8 +13,8 @@ from ..engine.rundir import Run
 def print_dry_run(group: list[Any], as_json: bool) -> None:
     import json
 
-    from ..costs.dryrun import grand_total, plan_text
-    from ..engine.start import dry_run as make_dry_run
+    from ..engine.dryrun import grand_total, plan_text
+    from ..start import dry_run as make_dry_run
 
     plans = [make_dry_run(o) for o in group]
     if as_json:
@@ -36,8 +36,10 @@ def finish_run(
     now: float | None = None,
 ) -> int:
     """Print where the run stands after this invocation's work; its exit status."""
+    from ..costs.rollup import cost_line
     from ..scores.summary_file import summary_table
-    from ..views.status import cost_line, errors_line, run_status, status_text
+    from ..views.causes import errors_line
+    from ..views.status import run_status, status_text
 
     if note is not None:  # a cron tick with nothing to do: one line, nothing is wrong
         typer.echo(note)

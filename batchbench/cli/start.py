@@ -41,8 +41,8 @@ def demo(
 
     from ..emulator import Emulator
     from ..engine.pipeline import Settings
-    from ..engine.start import RunOptions, execute
     from ..providers import PROVIDERS
+    from ..start import RunOptions, execute
     from ..views.progress import Progress
 
     os.environ.setdefault("FIREWORKS_ACCOUNT_ID", "demo")  # the emulator's, for a Fireworks model
@@ -298,8 +298,8 @@ def run(
     --dataset ../bedside-bench --smoke
     """
     from ..engine.pipeline import Settings
-    from ..engine.start import RunOptions, execute_group
     from ..errors import ConfigError
+    from ..start import RunOptions, execute_group
 
     if dataset is None:
         raise ConfigError(

@@ -108,8 +108,8 @@ def refresh_status(
     lines = []
     for sub in state.in_flight():
         v = live.get(sub.id) or sub.view
-        status = v.status if v else sub.status
-        done = (v.completed + v.failed) if v else 0
-        total = v.total if v and v.total else "?"
-        lines.append(f"{sub.id} {sub.batch_id} {status} {done}/{total} lines")
+        if v is None:
+            lines.append(f"{sub.id} {sub.batch_id} {sub.word}")
+        else:
+            lines.append(f"{sub.id} {sub.batch_id} {v.word}: {v.lines_text}")
     return lines, journaled

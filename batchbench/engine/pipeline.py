@@ -24,7 +24,7 @@ import polars as pl
 
 from .. import _failpoints
 from ..bench.dataset import Case
-from ..bench.results import append_rows, row_counts, rows_for
+from ..bench.results import append_rows, row_counts
 from ..bench.scoring import rubric_frame
 from ..clock import SYSTEM, Clock
 from ..costs.pricing import prompt_tokens, token_counter
@@ -33,10 +33,10 @@ from ..kinds import STAGES, Stage
 from ..providers.base import Provider
 from ..providers.ids import claim
 from ..reporting import quiet
-from ..scores import noise
 from .collection import Collection, Limits, collect
 from .events import Event, Line, Plan
 from .requests import Request, build_request, write_shards
+from .rows import append_pass_rows, pass_rows, rows_for
 from .rundir import Run, RunConfig
 from .state import RunState, Submission
 from .submit import Submitter
@@ -291,9 +291,9 @@ class Pipeline:
         if sub.judge_pass == 1:
             self._write_rows(sub, result)
         if sub.stage == "judges" and self.config.judge_passes > 1:
-            noise.append_pass_rows(
+            append_pass_rows(
                 self.run,
-                noise.pass_rows(sub.judge_pass, result.outcomes, result.judged, self.cases),
+                pass_rows(sub.judge_pass, result.outcomes, result.judged, self.cases),
             )
         _failpoints.hit("rows_written")
         self.record(result.event(sub))

@@ -90,6 +90,11 @@ class RunConfig:
             found[stage] = name
         return found
 
+    @property
+    def models(self) -> dict[Stage, str]:
+        """Each stage's model as the user named it (what prices and rows go by)."""
+        return {"answers": self.answer_model, "judges": self.judge_model}
+
     def model(self, stage: Stage) -> str:
         """The model id the stage's service is asked for (an answer model's alias resolved,
         as the reference resolves it; the rows keep the name as given)."""

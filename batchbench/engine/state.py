@@ -121,6 +121,13 @@ class Submission:
         return "created" if self.batch_id else "not submitted"
 
     @property
+    def word(self) -> str:
+        """Its state in batchbench's one vocabulary (:attr:`BatchView.word`)."""
+        if self.view is not None:
+            return self.view.word
+        return "submitted" if self.batch_id else "not submitted"
+
+    @property
     def terminal(self) -> bool:
         return self.view is not None and self.view.phase == "ended"
 

@@ -118,6 +118,29 @@ class BatchView:
         """Lines the service says have run (succeeded or failed)."""
         return self.completed + self.failed
 
+    @property
+    def word(self) -> str:
+        """The batch's state in batchbench's one vocabulary, whatever the service calls it
+        (``status`` keeps the service's own word, for ``--json`` and ``show``)."""
+        if self.phase == "ended":
+            return self.ending or "ended"
+        return PHASE_WORDS[self.phase]
+
+    @property
+    def lines_text(self) -> str:
+        """What the service says of the batch's lines: ``120/250 lines done``, or (from a
+        service that says only that) ``40 of 250 lines still processing``."""
+        if self.processing is not None:
+            return f"{self.processing} of {self.total or '?'} lines still processing"
+        return f"{self.done}/{self.total or '?'} lines done"
+
+
+PHASE_WORDS: dict[str, str] = {
+    "pending": "queued",
+    "running": "running",
+    "cancelling": "cancelling",
+}
+
 
 FailureKind = Literal["resubmit", "smaller", "later_smaller", "fail"]
 

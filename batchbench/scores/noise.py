@@ -18,53 +18,17 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._io import append_bytes, atomic_write_text, jsonl_lines
+from .._io import atomic_write_text, jsonl_lines
 from ..bench.dataset import Case
 from ..errors import RunStateError
 
 if TYPE_CHECKING:
-    from ..bench.decisions import Judged
-    from ..engine.collection import Outcome
     from ..engine.rundir import Run, RunConfig
 
 SAMPLES, SEED = 10_000, 42  # the summary's
-
-
-def pass_rows(
-    judge_pass: int,
-    outcomes: Mapping[str, Outcome],
-    judged: Judged | None,
-    cases: Mapping[str, Case],
-) -> list[dict[str, Any]]:
-    """One row per case this pass judged validly: its decisions (rubric order) and score."""
-    import polars as pl  # status and list read this module's files without polars
-
-    from ..bench.scoring import score_joined, score_records
-
-    scored = [o.case_id for o in outcomes.values() if o.kind == "ok"]
-    if not scored or judged is None:
-        return []
-    chosen = judged.decided.filter(pl.col("case_id").is_in(scored))
-    rows = []
-    for case_id, (score, _) in score_records(score_joined(chosen)).items():
-        matched = judged.verdicts[case_id]
-        decisions = [
-            {"item_id": it["item_id"], "points": it["points"], "matched": matched[it["item_id"]]}
-            for it in cases[case_id]["rubric_items"]
-        ]
-        rows.append(
-            {"case_id": case_id, "pass": judge_pass, "decisions": decisions, "score": score}
-        )
-    return rows
-
-
-def append_pass_rows(run: Run, rows: Sequence[dict[str, Any]]) -> None:
-    if rows:
-        data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
-        append_bytes(run.passes_path, data, "rows_half_written")
 
 
 def read_passes(run: Run) -> dict[tuple[str, int], dict[str, Any]]:

@@ -15,8 +15,8 @@ import math
 from typing import Any
 
 from ..costs.pricing import load_pricing
+from ..costs.rollup import run_cost
 from ..errors import ConfigError
-from ..views.status import run_status
 from . import stats
 from .compare import Side, check_overlap, check_together
 from .sources import Named
@@ -26,9 +26,10 @@ def _cost_per_case(named: Named) -> float | None:
     """A run's actual batch cost over its cases (None for a results file, or unpriced)."""
     if named.run is None:
         return None
-    status = run_status(named.run, load_pricing())
-    usd = status["cost"]["total"]["batch_usd"]
-    return None if usd is None else usd / status["cases"]["total"]
+    config = named.run.load_config()
+    state = named.run.state(config.case_ids)
+    usd = run_cost(state.usage, config.models, load_pricing())["total"]["batch_usd"]
+    return None if usd is None else usd / len(state.cases)
 
 
 def check_targets(mde: float, power: float, alpha: float) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..costs.pricing import Pricing
+from ..costs.rollup import total_text
 from ..engine.rundir import Run
 from ..errors import BatchbenchError
 from .status import run_status
@@ -37,14 +38,17 @@ def run_listing(run: Run, pricing: Pricing) -> dict[str, Any]:
         "total": c["total"],
         "overall_macro_mean": s.get("overall_macro_mean"),
         "cost_usd": s["cost"]["total"]["batch_usd"],
-    } | {CREATED: created}
+        "priced_cost_usd": s["cost"]["total"]["priced_batch_usd"],
+        "unpriced": s["cost"]["total"]["unpriced"],
+    } | {CREATED: created, COST: total_text(s["cost"], digits=2)}
 
 
 CREATED = "_created_at"  # for the table's date column; not in --json
+COST = "_cost"  # the table's cost cell: the priced part, what is unpriced named
 
 
 def for_json(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in row.items() if k != CREATED}
+    return {k: v for k, v in row.items() if k not in (CREATED, COST)}
 
 
 COLUMNS = (
@@ -71,7 +75,6 @@ def listing_table(rows: list[dict[str, Any]]) -> str:
             continue
         value = r["overall_macro_mean"]
         mean = f"{value:.3f}" if isinstance(value, float) and math.isfinite(value) else "-"
-        cost = "-" if r["cost_usd"] is None else f"${r['cost_usd']:,.2f}"
         cells.append(
             [
                 r["run"],
@@ -82,7 +85,7 @@ def listing_table(rows: list[dict[str, Any]]) -> str:
                 str(r["judge_model"]),
                 f"{r['dataset']} ({r['dataset_sha256'][:12]})",
                 mean,
-                cost,
+                r[COST],
             ]
         )
     widths = [max(len(row[i]) for row in cells) for i in range(len(COLUMNS))]

@@ -20,6 +20,7 @@ from .._io import atomic_write_text
 from ..bench.dataset import Case, Dataset, load_dataset
 from ..bench.protocol import PROTOCOL_VERSION
 from ..bench.results import read_rows
+from ..costs.rollup import RunCost, cost_line, usage_text
 from ..engine.replies import latest_request, read_replies
 from ..errors import ConfigError
 from ..kinds import STAGES, Stage
@@ -28,7 +29,8 @@ from ..scores.noise import noise_text
 from ..scores.sources import resolve_all, run_dataset
 from ..scores.summary import Summary, last_rows
 from . import figures
-from .status import cost_line, error_cause, readable_error, run_status
+from .causes import error_cause, readable_error
+from .status import run_status
 
 ANSWER_LIMIT = 4000  # characters of an answer shown per model; the rest is elided
 CI_HEADS = "<th>95% CI low</th><th>95% CI high</th>"
@@ -41,7 +43,7 @@ class Source:
     rows: dict[str, dict[str, Any]]  # the last row of each case
     # (case id, stage) → the raw reply of its latest request (runs only)
     replies: dict[tuple[str, Stage], str] = field(default_factory=dict)
-    cost: dict[str, Any] | None = None
+    cost: RunCost | None = None
     state: str | None = None  # the run's status (runs only)
     pending: int = 0  # its cases still without a final row
 
@@ -169,11 +171,7 @@ def _header(sources: list[Source], first: Summary) -> str:
         if s.state is not None:
             cases = f"{s.state}: {cases}, {s.pending} pending"
         if s.cost:
-            usage = "; ".join(
-                f"{stage}: {c.get('requests', 0)} requests, {c.get('prompt_tokens', 0):,} in,"
-                f" {c.get('completion_tokens', 0):,} out"
-                for stage, c in s.cost["stages"].items()
-            )
+            usage = "; ".join(f"{stage}: {usage_text(c)}" for stage, c in s.cost["stages"].items())
             cases += f" — {usage}; {cost_line(s.cost)}"
         if s.side.judge_noise:
             cases += f" — {noise_text(s.side.judge_noise)}"

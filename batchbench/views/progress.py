@@ -43,7 +43,7 @@ def eta(state: RunState, now: float) -> float | None:
     for sub in state.in_flight():
         if sub.view is None:
             continue
-        total, done = sub.view.total, sub.view.completed + sub.view.failed
+        total, done = sub.view.total, sub.view.done
         since = now - (sub.create_started or sub.planned_at)
         if total and done and since > 0:
             waits.append((total - done) * since / done)
@@ -57,7 +57,7 @@ def progress_line(state: RunState, now: float) -> str:
         progress = state.progress(stage)
         views = [s.view for s in state.in_flight() if s.stage == stage and s.view is not None]
         running = [v for v in views if v.processing is None]
-        lines = sum(v.completed + v.failed for v in running)
+        lines = sum(v.done for v in running)
         size = sum(v.total for v in running)
         extra = f" (+{lines}/{size} running)" if size else ""
         # A service that reports only what is not yet done (Anthropic, until the end).

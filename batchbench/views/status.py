@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections import Counter
 from typing import Any, TypedDict
 
 from .._io import atomic_write_text
-from ..costs.pricing import Pricing, load_pricing, usage_cost
+from ..costs.pricing import Pricing, load_pricing
+from ..costs.rollup import RunCost, run_cost, stage_price_text, total_text, usage_text
 from ..engine.rundir import Run, RunConfig
 from ..engine.state import RunState
+from ..formats import interval, num, usd
 from ..kinds import STAGES, RunStatus, Stage
 from ..scores.noise import noise_text, read_noise
-from ..scores.summary_file import _ci, _num, read_summary
+from ..scores.summary_file import read_summary
+from .causes import error_cause, errors_line
 
 
 class CaseCounts(TypedDict):
@@ -27,7 +29,8 @@ class CaseCounts(TypedDict):
 class BatchRecord(TypedDict):
     submission: str
     batch_id: str | None
-    status: str
+    status: str  # batchbench's word (queued, running, completed, ...)
+    service_status: str  # the service's own
     requests: int
     adopted: bool
 
@@ -47,7 +50,7 @@ class _RunStatus(TypedDict):
     anomalies: list[str]
     losses: dict[str, int]  # stage → requests the service lost and that were sent again
     stalled: int  # batches not started in time, cancelled and sent again (--resubmit-after)
-    cost: dict[str, Any]
+    cost: RunCost
 
 
 class RunStatusRecord(_RunStatus, total=False):
@@ -64,20 +67,9 @@ class StageStatus(TypedDict):
     done: int
     failed: int
     total: int
-    batches: dict[str, int]  # batch status → how many
-    running: list[str]  # "<submission> <status> <lines done>/<total>" for batches in flight
+    batches: dict[str, int]  # batch state (batchbench's word) → how many
+    running: list[str]  # "<submission> <state>: <n>/<total> lines done" for batches in flight
     usage: dict[str, int]  # tokens used so far, by kind
-
-
-def stage_cost(state: RunState, stage: str, model: str, pricing: Pricing) -> dict[str, Any]:
-    """Tokens used (from every collected output line's usage) and what they cost at the
-    batch price; an unpriced model says why."""
-    usage = dict(state.usage.get(stage, {}))
-    price = pricing.price(model)
-    out = {"model": model, **usage, **usage_cost(usage, price, pricing.batch_discount)}
-    if price is None:
-        out["no_price"] = pricing.why_unpriced(model)
-    return out
 
 
 def stage_status(state: RunState, stage: Stage) -> StageStatus:
@@ -88,14 +80,10 @@ def stage_status(state: RunState, stage: Stage) -> StageStatus:
     for sub in state.subs.values():
         if sub.stage != stage:
             continue
-        batches[sub.status] = batches.get(sub.status, 0) + 1
+        batches[sub.word] = batches.get(sub.word, 0) + 1
         view = sub.view
         if sub.in_flight and view is not None and view.total:
-            if view.processing is not None:  # a service that says nothing else until the end
-                running.append(f"{sub.id} {sub.status} processing {view.processing}")
-            else:
-                done_lines = view.completed + view.failed
-                running.append(f"{sub.id} {sub.status} {done_lines}/{view.total}")
+            running.append(f"{sub.id} {sub.word}: {view.lines_text}")
     return StageStatus(
         done=progress.done,
         failed=progress.failed,
@@ -106,32 +94,8 @@ def stage_status(state: RunState, stage: Stage) -> StageStatus:
     )
 
 
-def _costs(state: RunState, config: RunConfig, pricing: Pricing) -> dict[str, Any]:
-    stages = {
-        "answers": stage_cost(state, "answers", config.answer_model, pricing),
-        "judges": stage_cost(state, "judges", config.judge_model, pricing),
-    }
-    both = [s["batch_usd"] for s in stages.values()]
-    sync = [s["sync_usd"] for s in stages.values()]
-    total = {
-        "batch_usd": None if None in both else round(sum(both), 6),
-        "sync_usd": None if None in sync else round(sum(sync), 6),
-    }
-    return {"stages": stages, "total": total, "pricing": pricing.source}
-
-
-def cost_line(cost: dict[str, Any]) -> str:
-    """``cost at batch price: answers $0.0123, judges $0.0456, total $0.0579 (sync $0.1158)``."""
-    parts = [
-        f"{stage} {_usd(c['batch_usd'])}"
-        if c["batch_usd"] is not None
-        else f"{stage}: no price for {c['model']} ({c.get('no_price', 'unknown')})"
-        for stage, c in cost["stages"].items()
-    ]
-    total = cost["total"]
-    if total["batch_usd"] is not None:
-        parts.append(f"total {_usd(total['batch_usd'])} (sync {_usd(total['sync_usd'])})")
-    return "cost at batch price: " + ", ".join(parts)
+def _run_cost(state: RunState, config: RunConfig, pricing: Pricing) -> RunCost:
+    return run_cost(state.usage, config.models, pricing)
 
 
 def run_status(run: Run, pricing: Pricing | None = None) -> RunStatusRecord:
@@ -171,7 +135,8 @@ def run_status(run: Run, pricing: Pricing | None = None) -> RunStatusRecord:
             {
                 "submission": s.id,
                 "batch_id": s.batch_id,
-                "status": s.status,
+                "status": s.word,
+                "service_status": s.status,
                 "requests": len(s.lines),
                 "adopted": s.adopted,
             }
@@ -180,7 +145,7 @@ def run_status(run: Run, pricing: Pricing | None = None) -> RunStatusRecord:
         "anomalies": list(state.anomalies),
         "losses": dict(state.losses),
         "stalled": state.stalls,
-        "cost": _costs(state, config, pricing),
+        "cost": _run_cost(state, config, pricing),
     }
     if run.summary_path.exists() or run.summary_path.is_symlink():
         summary = read_summary(run.summary_path)
@@ -190,49 +155,6 @@ def run_status(run: Run, pricing: Pricing | None = None) -> RunStatusRecord:
     if noise is not None:
         out["judge_noise"] = noise
     return out
-
-
-def error_cause(error: str) -> str:
-    """An error row's cause, without its particulars: what errors are grouped by."""
-    text = error.split(": ", 1)[1] if ": " in error else error
-    gave_up = re.match(r"\w+ request failed after \d+ attempts: (.*)", text, re.S)
-    if gave_up:
-        return error_cause("Error: " + gave_up.group(1)) + " (retries spent)"
-    for pattern in (
-        r"(invalid judge JSON)",
-        r"(judge item mismatch)",
-        r"(duplicate judge decision)",
-        r"(each judge decision needs .*)",
-        r"(HTTP \d+)",
-        r"(\w+): ",
-    ):
-        found = re.match(pattern, text)
-        if found:
-            return found.group(1)
-    return text[:60]
-
-
-def readable_error(error: str, limit: int = 200) -> str:
-    """An error row's text for people: the service's own message when the error quotes
-    an HTTP reply, without the exception's type; cut to ``limit`` characters."""
-    text = error.split(": ", 1)[1] if re.match(r"\w+: ", error) else error
-    found = re.search(r"HTTP (\d+): (\{.*\})", text, re.S)
-    if found:
-        try:
-            body = json.loads(found.group(2))
-            inner = body.get("error", body) if isinstance(body, dict) else body
-            message = inner.get("message") if isinstance(inner, dict) else None
-            if isinstance(message, str) and message:
-                text = text[: found.start(2)] + message
-        except ValueError:
-            pass
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def errors_line(causes: dict[str, int]) -> str:
-    """``27 failed: 20 × invalid judge JSON, 7 × HTTP 400``."""
-    total = sum(causes.values())
-    return f"{total} failed: " + ", ".join(f"{n} × {cause}" for cause, n in causes.items())
 
 
 def _age(when: float | None, now: float) -> str:
@@ -268,28 +190,20 @@ def status_text(status: RunStatusRecord, now: float | None = None) -> str:
     if "overall_macro_mean" in status:
         lo, hi = status["overall_ci95"]
         lines.append(
-            f"  overall macro mean {_num(status['overall_macro_mean'])}  95% CI {_ci([lo, hi])}"
+            f"  overall macro mean {num(status['overall_macro_mean'])}  95% CI {interval([lo, hi])}"
         )
     if "judge_noise" in status:
         lines.append(f"  {noise_text(status['judge_noise'])}")
     cost = status.get("cost")
     if cost:
-        for stage, c in cost["stages"].items():
-            price = (
-                f"cost {_usd(c['batch_usd'])} (sync {_usd(c['sync_usd'])})"
-                if c["batch_usd"] is not None
-                else f"no price for {c['model']} ({c.get('no_price', 'unknown')})"
-            )
+        for stage_name, stage_cost in cost["stages"].items():
             lines.append(
-                f"  {stage} usage: {c.get('requests', 0)} requests, {c.get('prompt_tokens', 0):,}"
-                f" input ({c.get('cached_tokens', 0):,} cached), {c.get('completion_tokens', 0):,}"
-                f" output ({c.get('reasoning_tokens', 0):,} reasoning) tokens; {price}"
+                f"  {stage_name} usage: {usage_text(stage_cost)}; {stage_price_text(stage_cost)}"
             )
-        if cost["total"]["batch_usd"] is not None:
-            lines.append(
-                f"  total cost {_usd(cost['total']['batch_usd'])} at batch price"
-                f" (sync {_usd(cost['total']['sync_usd'])})"
-            )
+        total = cost["total"]
+        if total["priced_batch_usd"] is not None:
+            sync = f" (sync {usd(total['sync_usd'])})" if total["sync_usd"] is not None else ""
+            lines.append(f"  total cost {total_text(cost)} at batch price{sync}")
     if status["status"] == "cancel pending":
         lines.append(
             "  the cancel did not reach every batch in flight: they still run; run"
@@ -311,10 +225,6 @@ def status_text(status: RunStatusRecord, now: float | None = None) -> str:
     return "\n".join(lines)
 
 
-def _usd(value: Any) -> str:
-    return "n/a" if value is None else f"${value:,.4f}"
-
-
 def write_report(
     run: Run, state: RunState, config: RunConfig, pricing: Pricing | None = None
 ) -> None:
@@ -329,7 +239,8 @@ def write_report(
                 "submission": s.id,
                 "stage": s.stage,
                 "batch_id": s.batch_id,
-                "status": s.status,
+                "status": s.word,
+                "service_status": s.status,
                 "requests": len(s.lines),
                 "adopted": s.adopted,
                 "input_file_id": s.file_id,
@@ -338,6 +249,6 @@ def write_report(
             for s in state.subs.values()
         ],
         "anomalies": list(state.anomalies),
-        "cost": _costs(state, config, pricing),
+        "cost": _run_cost(state, config, pricing),
     }
     atomic_write_text(run.report_path, json.dumps(report, indent=2) + "\n")

@@ -14,26 +14,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..bench import protocol
-from ..bench.dataset import Case, load_dataset, select_cases
-from ..bench.results import rows_in_registry_order
-from ..costs.dryrun import MaxCost, Plan, plan
-from ..costs.pricing import Pricing, load_pricing
-from ..errors import ConfigError, RunLockedError
-from ..providers import resolve
-from ..providers.base import Service
-from ..reporting import quiet
-from ..scores.noise import write_noise
-from ..scores.summary import Summary, summarize
-from ..scores.summary_file import write_summary
-from ..views.status import write_report
-from .events import Redo, Resumed
-from .group import Group, Member
-from .options import RunOptions
-from .pipeline import Pipeline
-from .rundir import Run, RunConfig, check_name, default_name
-from .services import connect_all, new_services, run_services, stage_bundle
-from .state import fold
+from .bench import protocol
+from .bench.dataset import Case, load_dataset, select_cases
+from .bench.results import rows_in_registry_order
+from .costs.pricing import Pricing, load_pricing
+from .engine.dryrun import MaxCost, Plan, plan
+from .engine.events import Redo, Resumed
+from .engine.group import Group, Member
+from .engine.options import RunOptions
+from .engine.pipeline import Pipeline
+from .engine.rundir import Run, RunConfig, check_name, default_name
+from .engine.services import connect_all, new_services, run_services, stage_bundle
+from .engine.state import fold
+from .errors import ConfigError, RunLockedError
+from .providers import resolve
+from .providers.base import Service
+from .reporting import quiet
+from .scores.noise import write_noise
+from .scores.summary import Summary, summarize
+from .scores.summary_file import write_summary
+from .views.status import write_report
 
 __all__ = ["RunOptions", "dry_run", "execute", "execute_group", "prepare"]
 

@@ -14,10 +14,12 @@ from typing import TypedDict
 
 from .. import providers
 from ..bench.dataset import Case
-from ..engine.requests import Request, build_request, shard
+from ..costs.pricing import Pricing, cost, prompt_tokens, token_counter
+from ..costs.rollup import priced_text
+from ..formats import usd
 from ..kinds import Stage
 from ..providers.base import Wire
-from .pricing import Pricing, cost, prompt_tokens, token_counter
+from .requests import Request, build_request, shard
 
 DRY_RUN_ID = "0" * 32  # the run id a dry run's request ids are built with
 
@@ -46,6 +48,8 @@ class PlanTotal(TypedDict):
     output_tokens: int
     batch_usd: float | None
     sync_usd: float | None
+    priced_batch_usd: float | None  # the priced stages' part (None: nothing priced)
+    unpriced: list[str]  # "<model> <stage>" for each stage without a price
 
 
 class MaxCost(TypedDict):
@@ -197,6 +201,10 @@ def plan(
         output_tokens=sum(s["output_tokens"] for s in parts),
         batch_usd=round(sum(s["batch_usd"] or 0 for s in parts), 6) if priced else None,
         sync_usd=round(sum(s["sync_usd"] or 0 for s in parts), 6) if priced else None,
+        priced_batch_usd=round(sum(s["batch_usd"] or 0 for s in parts), 6)
+        if any(s["priced"] for s in parts)
+        else None,
+        unpriced=[f"{s['model']} {name}" for name, s in stages.items() if not s["priced"]],
     )
     return {
         "cases": len(cases),
@@ -219,20 +227,17 @@ def _files(sizes: Sequence[int]) -> str:
 
 
 def grand_total(plans: Sequence[Plan]) -> str:
-    """The last line of a dry run of several models: what the whole command would cost."""
-    costs = [p["total"]["batch_usd"] for p in plans]
+    """The last line of a dry run of several models: what the whole command would cost
+    (the priced part, and what is not priced named)."""
     requests = sum(p["total"]["requests"] for p in plans)
     head = f"all {len(plans)} runs: {requests:,} requests"
-    if any(c is None for c in costs):
-        stages = [s for p in plans for s in p["stages"].values()]
-        unpriced = sorted({s["model"] for s in stages if not s["priced"]})
-        return f"{head}; total cost unknown (no price for {', '.join(unpriced)})"
+    unpriced = list(dict.fromkeys(u for p in plans for u in p["total"]["unpriced"]))
+    parts = [p["total"]["priced_batch_usd"] for p in plans]
+    priced = None if all(c is None for c in parts) else sum(c or 0.0 for c in parts)
+    if unpriced:
+        return f"{head}, {priced_text(priced, unpriced)} at batch price"
     sync = sum(p["total"]["sync_usd"] or 0.0 for p in plans)
-    return f"{head}, {_usd(sum(c or 0.0 for c in costs))} at batch price (sync {_usd(sync)})"
-
-
-def _usd(value: float | None) -> str:
-    return "n/a" if value is None else f"${value:,.4f}"
+    return f"{head}, {usd(priced)} at batch price (sync {usd(sync)})"
 
 
 def plan_text(p: Plan) -> str:
@@ -248,14 +253,19 @@ def plan_text(p: Plan) -> str:
     for name, s in [*p["stages"].items(), ("total", p["total"])]:
         lines.append(
             f"{name:<8} {s['requests']:>8} {s['files']:>5} {s['bytes'] / 1e6:>8.2f}"
-            f" {s['input_tokens']:>11,} {s['output_tokens']:>11,} {_usd(s['batch_usd']):>12}"
-            f" {_usd(s['sync_usd']):>12}"
+            f" {s['input_tokens']:>11,} {s['output_tokens']:>11,} {usd(s['batch_usd']):>12}"
+            f" {usd(s['sync_usd']):>12}"
         )
     for name, s in p["stages"].items():
         lines.append(
             f"{name}: {s['model']} ({s['provider']}), {_files(s['file_sizes'])},"
             f" tokens by {s['tokenizer']}"
             + ("" if s["priced"] else f"; no price for {s['model']}: {s.get('no_price')}")
+        )
+    if p["total"]["unpriced"]:
+        total = p["total"]
+        lines.append(
+            f"total at batch price: {priced_text(total['priced_batch_usd'], total['unpriced'])}"
         )
     if "max_cost" in p:
         why = p["max_cost"]["refused_because"]

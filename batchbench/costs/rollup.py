@@ -1,0 +1,122 @@
+"""What a run's recorded usage cost, per stage and in all, at the batch price.
+
+A stage whose model has no price does not hide what is priced: the total says
+the priced part and names what is not (``$12.08 + glm-5.3 answers (unpriced)``).
+The record is plain data (``status --json``, ``report.json``, ``list``); the
+texts here are the only ones that word a run's cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TypedDict
+
+from ..formats import usd
+from ..kinds import Stage
+from .pricing import Pricing, usage_cost
+
+
+class _StageCost(TypedDict):
+    model: str
+    batch_usd: float | None
+    sync_usd: float | None
+
+
+class StageCost(_StageCost, total=False):
+    """One stage's usage (tokens by kind, requests) and cost; ``no_price`` says why not."""
+
+    requests: int
+    prompt_tokens: int
+    cached_tokens: int
+    completion_tokens: int
+    reasoning_tokens: int
+    no_price: str
+
+
+class TotalCost(TypedDict):
+    batch_usd: float | None  # every stage priced, else None
+    sync_usd: float | None
+    priced_batch_usd: float | None  # what is priced, whatever is not (None: nothing is)
+    priced_sync_usd: float | None
+    unpriced: list[str]  # "<model> <stage>" for each stage without a price
+
+
+class RunCost(TypedDict):
+    stages: dict[str, StageCost]
+    total: TotalCost
+    pricing: str
+
+
+def run_cost(
+    usage: Mapping[str, Mapping[str, int]], models: Mapping[Stage, str], pricing: Pricing
+) -> RunCost:
+    """The cost of each stage's usage (``models``: stage → the model it ran on)."""
+    stages: dict[str, StageCost] = {}
+    for stage, model in models.items():
+        used = dict(usage.get(stage, {}))
+        price = pricing.price(model)
+        one = StageCost(model=model, **usage_cost(used, price, pricing.batch_discount))  # type: ignore[typeddict-item]
+        one.update(used)  # type: ignore[typeddict-item]
+        if price is None:
+            one["no_price"] = pricing.why_unpriced(model)
+        stages[stage] = one
+    priced = [s for s in stages.values() if s["batch_usd"] is not None]
+    unpriced = [f"{s['model']} {stage}" for stage, s in stages.items() if s["batch_usd"] is None]
+    batch = round(sum(s["batch_usd"] or 0.0 for s in priced), 6)
+    sync = round(sum(s["sync_usd"] or 0.0 for s in priced), 6)
+    total = TotalCost(
+        batch_usd=None if unpriced else batch,
+        sync_usd=None if unpriced else sync,
+        priced_batch_usd=batch if priced else None,
+        priced_sync_usd=sync if priced else None,
+        unpriced=unpriced,
+    )
+    return RunCost(stages=stages, total=total, pricing=pricing.source)
+
+
+def priced_text(batch: float | None, unpriced: list[str], digits: int = 4) -> str:
+    """``$12.0800``, ``$12.0800 + glm-5.3 answers (unpriced)``, or the unpriced alone
+    (``batch`` None: nothing is priced)."""
+    if not unpriced:
+        return usd(batch, digits)
+    named = " + ".join(unpriced) + " (unpriced)"
+    return named if batch is None else f"{usd(batch, digits)} + {named}"
+
+
+def total_text(cost: RunCost, digits: int = 4) -> str:
+    """The run's total at batch price, its priced part when a stage is unpriced."""
+    total = cost["total"]
+    return priced_text(total["priced_batch_usd"], total["unpriced"], digits)
+
+
+def usage_text(stage: StageCost) -> str:
+    """``250 requests, 1,234,567 input (0 cached), 98,765 output (12,000 reasoning) tokens``."""
+    return (
+        f"{stage.get('requests', 0):,} requests, {stage.get('prompt_tokens', 0):,} input"
+        f" ({stage.get('cached_tokens', 0):,} cached), {stage.get('completion_tokens', 0):,}"
+        f" output ({stage.get('reasoning_tokens', 0):,} reasoning) tokens"
+    )
+
+
+def stage_price_text(stage: StageCost) -> str:
+    """``cost $0.0123 (sync $0.0246)`` or ``no price for m (why)``."""
+    if stage["batch_usd"] is None:
+        return f"no price for {stage['model']} ({stage.get('no_price', 'unknown')})"
+    return f"cost {usd(stage['batch_usd'])} (sync {usd(stage['sync_usd'])})"
+
+
+def cost_line(cost: RunCost) -> str:
+    """``cost at batch price: answers $0.0123, judges $0.0456, total $0.0579 (sync $0.1158)``;
+    an unpriced stage is named, and the total is the priced part plus what is not."""
+    parts = [
+        f"{stage} {usd(c['batch_usd'])}"
+        if c["batch_usd"] is not None
+        else f"{stage}: no price for {c['model']} ({c.get('no_price', 'unknown')})"
+        for stage, c in cost["stages"].items()
+    ]
+    total = cost["total"]
+    if total["batch_usd"] is not None:
+        parts.append(f"total {usd(total['batch_usd'])} (sync {usd(total['sync_usd'])})")
+    else:
+        parts.append(f"total {total_text(cost)}")
+    return "cost at batch price: " + ", ".join(parts)
