@@ -6,10 +6,6 @@ a caller that wants silence passes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-Reporter = Callable[[str], None]
-
 
 def quiet(line: str) -> None:
     """The reporter of a caller that wants no lines."""

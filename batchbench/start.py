@@ -21,7 +21,7 @@ from .costs.pricing import Pricing, load_pricing
 from .engine.dryrun import MaxCost, Plan, plan
 from .engine.events import Redo, Resumed
 from .engine.group import Group, Member
-from .engine.options import RunOptions
+from .engine.options import GroupOptions, RunOptions
 from .engine.pipeline import Pipeline
 from .engine.rundir import Run, RunConfig, check_name, default_name
 from .engine.services import connect_all, new_services, run_services, stage_bundle
@@ -115,11 +115,11 @@ def execute_group(
     run that fails while advancing.
     """
     warn = warn or say
-    first = group[0]
+    shared = GroupOptions.of(group)
     prepared = [prepare(options) for options in group]
-    pricing = load_pricing(first.pricing)
-    if first.max_cost is not None:
-        _check_cost(group, prepared, pricing, first.max_cost)
+    pricing = load_pricing(shared.pricing)
+    if shared.max_cost is not None:
+        _check_cost(group, prepared, pricing, shared.max_cost)
     services = []
     for options, (run, config, _) in zip(group, prepared):
         state = run.state(config.case_ids) if run.exists() else fold(config.case_ids, [])
@@ -129,7 +129,7 @@ def execute_group(
             )
         )
     clients = connect_all(
-        (s for s, _ in services), warn=warn, credentials=first.credentials, clock=first.clock
+        (s for s, _ in services), warn=warn, credentials=shared.credentials, clock=shared.clock
     )
     for judge in {(s["judges"], c.judge_model) for (s, _), (_, c, _) in zip(services, prepared)}:
         clients[judge[0]].check_models([judge[1]])
@@ -169,14 +169,13 @@ def execute_group(
                 continue
             _reopen(pipeline, options, say)
             members.append((Member(pipeline), run, config))
-        settings = first.settings
         Group(
             [m for m, _, _ in members],
-            settings.poll_interval,
+            shared.poll_interval,
             warn=warn,
-            clock=first.clock,
-            outage_seconds=settings.outage_seconds,
-        ).advance(wait=not first.no_wait, on_progress=on_progress)
+            clock=shared.clock,
+            outage_seconds=shared.outage_seconds,
+        ).advance(wait=not shared.no_wait, on_progress=on_progress)
         for member, run, config in members:
             summary = write_run_summary(run, config)
             if member.pipeline.done():

@@ -344,6 +344,24 @@ def test_the_demo_suggests_keeping_its_folder_and_prints_paths_that_exist(tmp_pa
     assert kept.returncode == 0, kept.stderr
     printed = Path(kept.stdout.strip().splitlines()[-1].removeprefix("results: "))
     assert printed.exists()
+    # What the rehearsal's tokens would cost on the real models it names, from its raw files.
+    table = load_pricing()
+    usd = 0.0
+    for prefix, model in (("answer:", "gpt-5.4-mini"), ("judge:", "gpt-4.1")):
+        price = table.price(model)
+        for path in (tmp_path / "kept" / "demo" / "raw").glob("*.jsonl"):
+            for line in path.read_text().splitlines():
+                rec = json.loads(line)
+                if rec["custom_id"].startswith(prefix) and rec["error"] is None:
+                    u = rec["response"]["body"]["usage"]
+                    cached = u["prompt_tokens_details"]["cached_tokens"]
+                    usd += (
+                        (u["prompt_tokens"] - cached) * price.input
+                        + cached * price.cached_input
+                        + u["completion_tokens"] * price.output
+                    ) / 2e6
+    said = f"with gpt-5.4-mini answers and gpt-4.1 judges, these tokens would have cost ${usd:,.4f}"
+    assert said in kept.stdout and usd > 0
     temporary = run_cli("demo")
     assert "--jobs-dir" in temporary.stdout and "results: " not in temporary.stdout
 

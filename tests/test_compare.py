@@ -4,6 +4,7 @@ definition, bit for bit; comparing a run with itself; refusals."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from support import reference as plain_reference
@@ -67,8 +68,8 @@ def test_the_paired_bootstrap_equals_a_plain_implementation(tmp_path, fixture_da
     assert excluded > 0 and len({len(v) for v in ab.values()}) > 1  # uneven, with exclusions
     assert comparison["excluded_cases"] == excluded
     assert comparison["paired_cases"] == sum(len(v) for v in ab.values())
-    assert json.dumps(comparison["benchmarks"]) == json.dumps(expected["benchmarks"])
-    assert json.dumps(comparison["overall"]) == json.dumps(expected["overall"])
+    assert comparison["benchmarks"] == expected["benchmarks"]
+    assert comparison["overall"] == expected["overall"]
     assert [r["name"] for r in got["runs"]] == ["a", "b"] and got["baseline"] == "b"
     # The leaderboard is each run's own summary, as summarize writes it.
     summary = run_cli("summarize", str(a), "--dataset", str(DATASET), "--json").stdout
@@ -94,8 +95,8 @@ def test_equal_strata_take_the_summary_fast_path_and_still_agree(tmp_path, fixtu
     assert {len(v) for v in ab.values()} == {3}
     expected = plain_reference.paired_difference(ab, bb, samples=300, seed=42)
     expected["overall"]["p_holm"] = expected["overall"]["p_value"]  # one comparison
-    assert json.dumps(got["overall"]) == json.dumps(expected["overall"])
-    assert json.dumps(got["benchmarks"]) == json.dumps(expected["benchmarks"])
+    assert got["overall"] == expected["overall"]
+    assert got["benchmarks"] == expected["benchmarks"]
 
 
 def test_a_run_compared_with_itself_differs_by_nothing(tmp_path):
@@ -106,7 +107,11 @@ def test_a_run_compared_with_itself_differs_by_nothing(tmp_path):
     )["comparisons"][0]
     assert got["excluded_cases"] == 0
     for v in [got["overall"], *got["benchmarks"].values()]:
-        assert v["diff"] == 0 and v["ci95"] == [0, 0] and v["share_a_better"] == 0
+        # Every case ties: no share of resamples where a is better (not 0%), p = 1.
+        assert v["diff"] == 0 and v["ci95"] == [0, 0] and v["share_a_better"] is None
+        assert v["p_value"] == 1
+    text = run_cli("compare", str(a), str(b), "--dataset", str(DATASET)).stdout
+    assert "all tie" in text and "0.0%" not in text
 
 
 @pytest.mark.parametrize(
@@ -244,3 +249,61 @@ def test_the_group_survives_a_sigkill_and_pays_once(batch_emulator_factory, tmp_
         for m in ("model-a", "model-b")
     )
     assert_each_run_paid_once(emu)
+
+
+def _failing(rows: list[dict], n: int) -> list[dict]:
+    """These rows with the first ``n`` scored cases turned into the reference's error rows."""
+    out, turned = [], 0
+    for r in rows:
+        if "score" in r and turned < n:
+            turned += 1
+            keep = ("protocol_version", "case_id", "benchmark", "grading_method")
+            r = {k: r[k] for k in keep} | {
+                "answer_model": r["answer_model"],
+                "judge_model": r["judge_model"],
+                "finished_at": r["finished_at"],
+                "error": "ValueError: invalid judge JSON",
+            }
+        out.append(r)
+    return out
+
+
+def test_a_run_with_failed_cases_is_flagged_and_pairs_drop_them(tmp_path):
+    """A run whose failed cases leave it a mean over fewer cases says so in the
+    leaderboard; the pair is over the cases both scored, and says how many it dropped.
+    Long names are shown whole, and every row keeps its columns."""
+    full = _rows("full")
+    long = "accounts-fireworks-models-glm-5p3-with-a-long-name"
+    a = _write(tmp_path / f"{long}.jsonl", full)
+    b = _write(tmp_path / "twin.jsonl", _failing(full, 4))
+    scored_a = {r["case_id"] for r in full if "score" in r}
+    scored_b = {r["case_id"] for r in _failing(full, 4) if "score" in r}
+    argv = ["compare", str(a), str(b), "--dataset", str(DATASET), "--baseline", long]
+    got = json.loads(run_cli(*argv, "--json").stdout)
+    [c] = got["comparisons"]
+    assert (c["paired_cases"], c["only_a"], c["only_b"]) == (
+        len(scored_a & scored_b),
+        len(scored_b - scored_a),
+        len(scored_a - scored_b),
+    )
+    assert c["only_b"] == 4 and c["excluded_cases"] == 4
+    errors = {r["name"]: r["errors"] for r in got["runs"]}
+    assert errors["twin"] == errors[long] + 4
+    text = run_cli(*argv).stdout
+    assert f"twin's mean is over {len(scored_b)} cases, {errors['twin']} failed" in text
+    assert f"{c['paired_cases']} paired cases; 4 dropped (4 scored by {long} only" in text
+    board = text.splitlines()[: len(got["runs"]) + 1]
+    assert any(line.startswith(long + " ") for line in board)  # never cut
+    table = [line for line in text.splitlines() if line.startswith("  ") and "[" in line]
+    ends = {re.search(r"\d\.\d{4}", line).end() for line in table}  # the p column
+    assert len(table) == len(c["benchmarks"]) + 1 and len(ends) == 1, table
+
+
+@pytest.mark.parametrize("samples", ["1", "3", "199"])
+def test_too_few_resamples_are_refused(tmp_path, samples):
+    a = _write(tmp_path / "a.jsonl", _rows("full"))
+    b = _write(tmp_path / "b.jsonl", _rows("uneven"))
+    proc = run_cli(
+        "compare", str(a), str(b), "--dataset", str(DATASET), "--bootstrap-samples", samples
+    )
+    assert_one_line_error(proc, f"--bootstrap-samples {samples}", "at least 200")

@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from html.parser import HTMLParser
-from pathlib import Path
 
 import pytest
+from support.browser import Browser, chromium
 from support.cli import FIXTURE, run_cli
 from support.runs import env, run_args
 
@@ -110,6 +109,9 @@ def test_the_page_of_a_comparison_shows_the_summaries_numbers_and_escapes_conten
     second = [json.loads(x) for x in (jobs / "second" / "results.jsonl").read_text().splitlines()]
     failed = [r for r in second if "error" in r]
     assert failed and f"{len(failed)} × invalid judge JSON" in text
+    # The leaderboard flags the run whose mean is over fewer cases.
+    assert f"<span class='failed'>{len(failed)} failed</span>" in text
+    assert "not like for like" in text
     assert text.count("class='failure'") == len(failed)
     assert "&lt;!--" in text  # a reply that opens an HTML comment stays text
 
@@ -135,54 +137,83 @@ def test_a_reference_results_file_with_its_dataset(tmp_path):
     ]
 
 
-def _chromium() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser")
+def _verdicts(row: dict) -> dict[str, bool]:
+    return {d["item_id"]: d["matched"] for d in row.get("decisions", [])}
 
 
-def test_a_real_browser_renders_the_page_offline(batch_emulator_factory, tmp_path, fixture_dir):
-    browser = _chromium()
+def test_a_real_browser_renders_the_page_and_its_filters_work(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    """In Chromium, offline: the figures render, and picking a benchmark and ticking "only
+    where the runs disagree" shows exactly the cases the dataset and the rows say."""
+    browser = chromium()
     if browser is None:
         if os.environ.get("CI") == "true":
             pytest.fail("CI installs Debian's chromium; it is missing")
-        pytest.skip("no chromium here (Debian's chromium package; CI installs it)")
+        pytest.skip("no chromium here (apt install chromium)")
     jobs = _two_runs(batch_emulator_factory, tmp_path, fixture_dir)
     page = tmp_path / "page.html"
-    assert (
-        run_cli(
-            "report", "first", "second", "-o", str(page), "--jobs-dir", str(jobs), "--allow-partial"
-        ).returncode
-        == 0
+    argv = ["report", "first", "second", "-o", str(page), "--jobs-dir", str(jobs)]
+    assert run_cli(*argv, "--allow-partial").returncode == 0
+    # What the filters must show, from the dataset's files and the runs' rows.
+    benchmark_of, rubric = {}, {}
+    for path in (fixture_dir / "data").glob("*/cases/*.json"):
+        case = json.loads(path.read_text())
+        benchmark_of[case["case_id"]] = case["benchmark"]
+        rubric[case["case_id"]] = [item["item_id"] for item in case["rubric_items"]]
+    rows = {}
+    for name in ("first", "second"):
+        for line in (jobs / name / "results.jsonl").read_text().splitlines():
+            row = json.loads(line)
+            rows.setdefault(row["case_id"], {})[name] = row
+    shown = sorted(rows)
+    disagree = {
+        cid
+        for cid in shown
+        if any(
+            _verdicts(rows[cid].get("first", {})).get(item)
+            != _verdicts(rows[cid].get("second", {})).get(item)
+            for item in rubric[cid]
+        )
+    }
+    cases_of: dict[str, set[str]] = {}
+    for cid in shown:
+        cases_of.setdefault(benchmark_of[cid], set()).add(cid)
+    # A benchmark with cases on both sides of the box, when there is one.
+    chosen = max(
+        sorted(cases_of), key=lambda b: (bool(cases_of[b] - disagree), len(cases_of[b] & disagree))
     )
-    flags = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={tmp_path / 'profile'}",
-        "--window-size=1200,1600",
-    ]
-    offline = ["unshare", "-n"] if os.geteuid() == 0 and shutil.which("unshare") else []
-    shot = tmp_path / "shot.png"
-    subprocess.run(
-        [*offline, browser, *flags, f"--screenshot={shot}", page.as_uri()],
-        capture_output=True,
-        timeout=120,
-        check=True,
+    in_chosen = cases_of[chosen]
+    assert in_chosen & disagree and in_chosen != set(shown) != disagree  # filters that can fail
+
+    visible = (
+        "[...document.querySelectorAll('details.case')]"
+        ".filter(e => e.offsetParent !== null).map(e => e.dataset.case)"
     )
-    dom = subprocess.run(
-        [*offline, browser, *flags, "--dump-dom", page.as_uri()],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout
-    assert "<svg" in dom and "Leaderboard" in dom  # rendered, figures included
+    with Browser(browser, tmp_path / "profile") as chrome:
+        chrome.open(page.as_uri())
+        assert chrome.evaluate("document.querySelectorAll('svg').length") == 2
+        assert "Leaderboard" in chrome.evaluate("document.body.innerText")
+        assert sorted(chrome.evaluate(visible)) == shown
+        # Pick a benchmark, as a user's choice in the list does (the input event).
+        chrome.evaluate(
+            f"var s = document.getElementById('bench'); s.value = {json.dumps(chosen)};"
+            " s.dispatchEvent(new Event('input', {bubbles: true}))"
+        )
+        assert sorted(chrome.evaluate(visible)) == sorted(in_chosen)
+        chrome.evaluate("document.getElementById('dis').click()")  # tick the box
+        assert sorted(chrome.evaluate(visible)) == sorted(in_chosen & disagree)
+        chrome.evaluate(
+            "var s = document.getElementById('bench'); s.value = '';"
+            " s.dispatchEvent(new Event('input', {bubbles: true}))"
+        )
+        assert sorted(chrome.evaluate(visible)) == sorted(disagree)
+        shot = chrome.call("Page.captureScreenshot", {"format": "png"})["data"]
+    import base64
+    import io
+
     import matplotlib.image
 
-    pixels = matplotlib.image.imread(str(shot))
+    png = base64.b64decode(shot)
+    pixels = matplotlib.image.imread(io.BytesIO(png), format="png")
     assert pixels.shape[0] > 500 and pixels.std() > 0.05  # not a blank page
-    assert Path(shot).stat().st_size > 20_000

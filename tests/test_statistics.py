@@ -98,13 +98,22 @@ def test_compare_reports_se_mde_p_holm_margin_and_small_n(tmp_path):
         rows = [json.loads(x) for x in others[comparison["a"]].read_text().splitlines()]
         ab, bb = by_benchmark(rows, base)
         want = plain_reference.paired_difference(ab, bb, samples=500, seed=3)
+        verdicts = ("p_holm", "non_inferior")  # set over the family, and by the margin
         for name, v in want["benchmarks"].items():
             got_v = comparison["benchmarks"][name]
-            assert {k: got_v[k] for k in v} == v  # every defined field, exactly
+            assert {k: got_v[k] for k in v if k not in verdicts} == {
+                k: x for k, x in v.items() if k not in verdicts
+            }  # every defined field, exactly
             assert got_v["small_n"] is (v["n"] < 20)
-            assert got_v["non_inferior"] is (v["ci95"][0] > -0.05)
-        assert {k: comparison["overall"][k] for k in want["overall"]} == want["overall"]
-        assert comparison["overall"]["non_inferior"] is (want["overall"]["ci95"][0] > -0.05)
+            # No verdict rests on a small-n row.
+            assert got_v["non_inferior"] is (None if v["small_n"] else v["ci95"][0] > -0.05)
+        overall = comparison["overall"]
+        assert {k: overall[k] for k in want["overall"] if k not in verdicts} == {
+            k: x for k, x in want["overall"].items() if k not in verdicts
+        }
+        assert overall["non_inferior"] is (
+            None if want["overall"]["small_n"] else want["overall"]["ci95"][0] > -0.05
+        )
         expected_p.append(want["overall"]["p_value"])
     holm = plain_reference.holm(expected_p)
     assert [c["overall"]["p_holm"] for c in got["comparisons"]] == holm
@@ -142,14 +151,16 @@ def test_the_report_shows_se_mde_p_holm_and_the_verdicts_of_each_comparison(tmp_
         shown = {}
         for label, cells in re.findall(r"<tr><td>(.*?)</td>(.*?)</tr>", section):
             values = [float(v) for v in re.findall(r'data-value="([^"]+)"', cells)]
-            verdict = re.findall(r"<td>(yes|not shown)</td>", cells)
+            verdict = re.findall(r"<td>(yes|not shown|no verdict \(small n\))</td>", cells)
             shown[label.split(" <span")[0]] = (values, verdict)
         expected = {**want["benchmarks"], "overall (macro)": {**want["overall"], "p": p_holm}}
         assert set(shown) == set(expected)
         for label, v in expected.items():
             p = v.get("p", v["p_value"])
-            numbers = [v["diff"], *v["ci95"], v["share_a_better"], v["se_diff"], v["mde80"], p]
-            assert shown[label] == (numbers, ["yes" if v["ci95"][0] > -0.05 else "not shown"])
+            share = [] if v["share_a_better"] is None else [v["share_a_better"]]
+            numbers = [v["diff"], *v["ci95"], *share, v["se_diff"], v["mde80"], p]
+            said = "yes" if v["ci95"][0] > -0.05 else "not shown"
+            assert shown[label] == (numbers, ["no verdict (small n)" if v["small_n"] else said])
             assert ("not to be trusted" in section) is any(
                 x["n"] < 20 for x in want["benchmarks"].values()
             )
@@ -400,3 +411,18 @@ def test_plan_prices_the_cases_at_the_pilots_batch_cost_per_case(batch_emulator,
         per_case.append(status["cost"]["total"]["batch_usd"] / status["cases"]["total"])
     assert got["estimated_usd"] == pytest.approx(got["total_cases"] * sum(per_case), rel=1e-12)
     assert got["estimated_usd"] > 0
+
+
+def test_one_case_per_benchmark_gives_no_verdict_overall(tmp_path):
+    """A comparison over one case per benchmark has no spread to measure: its overall row
+    is small-n, and no non-inferiority verdict rests on it."""
+    one = list({r["benchmark"]: r for r in golden("full") if "score" in r}.values())
+    a = write(tmp_path / "a.jsonl", one)
+    b = write(tmp_path / "b.jsonl", variant(one, "other", 2, 4))
+    argv = ["compare", str(a), str(b), "--dataset", str(DATASET), "--margin", "0.05"]
+    got = json.loads(run_cli(*argv, "--json").stdout)["comparisons"][0]
+    assert got["overall"]["small_n"] is True and got["overall"]["non_inferior"] is None
+    assert all(v["non_inferior"] is None for v in got["benchmarks"].values())
+    text = run_cli(*argv).stdout
+    assert "no verdict overall (small n: 10 paired cases)" in text
+    assert "benchmarks not shown" not in text and "overall (macro)" in text.split("*")[-1]

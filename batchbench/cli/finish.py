@@ -34,6 +34,7 @@ def finish_run(
     error: str | None = None,
     note: str | None = None,
     now: float | None = None,
+    cost_note: str | None = None,
 ) -> int:
     """Print where the run stands after this invocation's work; its exit status."""
     from ..costs.rollup import cost_line
@@ -53,6 +54,8 @@ def finish_run(
         if status["errors_by_cause"]:
             typer.echo(errors_line(status["errors_by_cause"]))
         typer.echo(cost_line(status["cost"]))
+        if cost_note is not None:
+            typer.echo(cost_note)
     else:
         typer.echo(status_text(status, now))
     if error is not None:

@@ -201,8 +201,9 @@ def compare(
 
     from ..bench.dataset import load_dataset
     from ..scores.compare import compare as make_comparison
-    from ..scores.compare import compare_text, load_side
+    from ..scores.compare import load_side
     from ..scores.sources import resolve_all
+    from ..views.comparison import compare_text
 
     ds = load_dataset(dataset) if dataset is not None else None
     sides = [load_side(n, ds) for n in resolve_all(runs, jobs_dir, label or ())]

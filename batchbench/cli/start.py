@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from ..engine.rundir import default_name
+from ..engine.rundir import Run, default_name
+from ..kinds import Stage
 from .common import SAMPLE_DATASET, DatasetOpt, clock_of, friendly, warn
 from .finish import finish_run, print_dry_run
 
@@ -64,8 +65,36 @@ def demo(
             typer.echo("(the run lives in a temporary folder; pass --jobs-dir to keep it)")
         with Progress(clock=clock) as progress:
             outcome = execute(options, say=typer.echo, warn=warn, on_progress=progress)
-        code = finish_run(*outcome, temporary=jobs_dir is None, now=clock.time())
+        code = finish_run(
+            *outcome,
+            temporary=jobs_dir is None,
+            now=clock.time(),
+            cost_note=_rehearsal_cost(outcome[0]),
+        )
         raise typer.Exit(code)
+
+
+# What the demo's simulated models stand in for when it says what its run would cost.
+DEMO_STAND_INS: dict[Stage, str] = {"answers": "gpt-5.4-mini", "judges": "gpt-4.1"}
+
+
+def _rehearsal_cost(run: Run) -> str:
+    """What the demo's tokens would have cost on real models (simulated ones have no price)."""
+    from ..costs.pricing import load_pricing
+    from ..costs.rollup import run_cost, total_text
+
+    if not run.exists():
+        return "nothing was spent: the run did not start"
+    config = run.load_config()
+    stand_ins = {config.models[s]: real for s, real in DEMO_STAND_INS.items()}
+    pricing = load_pricing().priced_as(stand_ins)
+    cost = run_cost(run.state(config.case_ids).usage, config.models, pricing)
+    sync = cost["total"]["sync_usd"]
+    return (
+        f"with {DEMO_STAND_INS['answers']} answers and {DEMO_STAND_INS['judges']} judges, these"
+        f" tokens would have cost {total_text(cost)} at batch price"
+        + (f" (sync ${sync:,.4f})" if sync is not None else "")
+    )
 
 
 @friendly

@@ -126,6 +126,17 @@ class Pricing:
                 return None
         return None
 
+    def priced_as(self, stand_ins: dict[str, str]) -> Pricing:
+        """This table with each model priced as its stand-in (a simulated model, say, as
+        the real one it rehearses): ``{"sim-judge": "gpt-4.1"}``."""
+        models = dict(self.models)
+        for model, real in stand_ins.items():
+            price = self.price(real)
+            if price is None:
+                raise ConfigError(f"{self.source}: no price for {real!r} to stand in for {model!r}")
+            models[model] = price
+        return Pricing(self.batch_discount, models, self.source, self.unpriced)
+
     def why_unpriced(self, model: str) -> str:
         """Why a model has no price here, for the user."""
         for name in _names(model):

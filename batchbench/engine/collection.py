@@ -25,7 +25,6 @@ from ..kinds import OutcomeKind
 from ..providers.base import BatchFailure, Wire
 from ..providers.frames import USAGE_COLUMNS
 from .events import CaseOutcome, Collected
-from .rundir import Run
 from .state import RunState, Submission
 
 # Lines the service lost (expired or cancelled with their batch): sent again without
@@ -45,7 +44,7 @@ class Outcome:
     kind: OutcomeKind
     detail: str | None = None
     content: str | None = None  # the reply's text, for ok lines
-    source: str | None = None  # the raw file the successful line came from
+    source: str | None = None  # the ref (file id) of the kept file the good line came from
     adjust: dict[str, Any] | None = None  # ``retry``: the wire's fallback to send it with
 
 
@@ -73,7 +72,7 @@ class Collection:
         return Collected(
             sub=sub.id,
             outcomes={
-                o.case_id: CaseOutcome(o.kind, o.detail, _file_id(o.source), cid, o.adjust)
+                o.case_id: CaseOutcome(o.kind, o.detail, o.source, cid, o.adjust)
                 for cid, o in self.outcomes.items()
             },
             usage=self.usage,
@@ -82,11 +81,6 @@ class Collection:
             cap=self.cap,
             hold_until=self.hold_until,
         )
-
-
-def _file_id(source: str | None) -> str | None:
-    """``raw/<file id>.jsonl`` → the file id."""
-    return None if source is None else Run.file_id_of(source)
 
 
 @dataclass(frozen=True)

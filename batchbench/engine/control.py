@@ -69,10 +69,14 @@ def cancel_run(
             run.record(BatchSeen.of(sub.id, view), clock.time())
             cancelled.append(sub.batch_id)
     if failures:
-        raise type(failures[0])(
+        # The first failure itself, its class and fields (HTTP status, batch id) kept,
+        # told how many more there were and what to do.
+        first = failures[0]
+        first.args = (
             f"{len(failures)} batch(es) could not be cancelled, so they still run"
-            f" ({failures[0]}); run `batchbench cancel {name}` again"
+            f" ({first}); run `batchbench cancel {name}` again",
         )
+        raise first
     return cancelled
 
 

@@ -53,7 +53,7 @@ class Group:
         except BatchbenchError as exc:
             self._fail(member, exc)
             return None
-        if result is not None:  # it did something: the service answered
+        if result:  # it did something: the service answered
             member.failing_since = None
         return result
 
@@ -78,7 +78,7 @@ class Group:
         for member in self.active():
             p = member.pipeline
             p.catch_up()
-            while self._guard(member, p.step) is not None:
+            while self._guard(member, p.step):
                 acted = True
             if member.error is None and p.done():
                 member.done = True

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..clock import SYSTEM, Clock
-from ..errors import ConfigError
+from ..errors import ConfigError, InvariantError
 from ..kinds import ProviderName
-from ..providers import check_base_url
+from ..providers import PROVIDERS, check_base_url, wire
 from .pipeline import Settings
 from .rundir import check_name
 
@@ -46,6 +46,47 @@ class RunOptions:
         """Every option's own rule, before anything is read, written or called."""
         _check_options(self)
         return self
+
+
+@dataclass(frozen=True)
+class GroupOptions:
+    """What the runs of one command share: one price table, one cost cap over them all,
+    one set of keys, one loop (its clock, poll interval and outage bound), one wait."""
+
+    pricing: Path | None
+    max_cost: float | None
+    credentials: Mapping[ProviderName, str] | None
+    no_wait: bool
+    poll_interval: float
+    outage_seconds: float
+    clock: Clock
+
+    @classmethod
+    def of(cls, group: list[RunOptions]) -> GroupOptions:
+        """The shared options of a group, which its runs must agree on (the CLI makes
+        them from one set of flags)."""
+        each = {
+            cls(
+                o.pricing,
+                o.max_cost,
+                None if o.credentials is None else _Frozen(o.credentials),
+                o.no_wait,
+                o.settings.poll_interval,
+                o.settings.outage_seconds,
+                o.clock,
+            )
+            for o in group
+        }
+        if len(each) != 1:
+            raise InvariantError("the runs of one command were given different shared options")
+        return each.pop()
+
+
+class _Frozen(dict[ProviderName, str]):
+    """Keys given in code, hashable so that a group's shared options compare."""
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(tuple(sorted(self.items())))
 
 
 # A few passes measure a judge's noise; more only multiply the judges' bill (and a dry
@@ -84,10 +125,10 @@ def _check_options(o: RunOptions) -> None:
     if s.max_requests_per_batch < 1:
         raise ConfigError("--max-requests-per-batch must be at least 1")
     if o.reasoning_effort is not None and o.reasoning_effort not in REASONING_EFFORTS:
+        highest = ", ".join(f"{wire(p.name).effort('max')} for {p.label}" for p in PROVIDERS)
         raise ConfigError(
             f"--reasoning-effort {o.reasoning_effort!r} is not one of"
-            f" {', '.join(REASONING_EFFORTS)} (max is each service's highest: xhigh for OpenAI,"
-            " high for Gemini, max for Anthropic and Fireworks)"
+            f" {', '.join(REASONING_EFFORTS)} (max is each service's highest: {highest})"
         )
     if o.run is not None:
         check_name(o.run)

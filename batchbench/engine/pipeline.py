@@ -8,7 +8,7 @@ made, a download rewrites the same bytes, and a case's rows are written once
 (the journal counts them). Each stage speaks to its own provider (answers may
 be Anthropic's while judges are OpenAI's); what a collected batch means is
 decided by :mod:`batchbench.engine.collection`, rows are built by
-:mod:`batchbench.bench.results`, and :class:`batchbench.engine.group.Group` runs the loop.
+:mod:`batchbench.engine.rows`, and :class:`batchbench.engine.group.Group` runs the loop.
 """
 
 from __future__ import annotations
@@ -116,40 +116,48 @@ class Pipeline:
             self.config.judge_passes
         )
 
-    def step(self) -> str | None:
-        """Do the next action that needs no waiting; None when only waiting remains."""
+    def step(self) -> bool:
+        """Do the next action that needs no waiting; False when only waiting remains."""
         st = self.state
         for sub in st.subs.values():
             if not sub.staged and sub.batch_id is None:
-                return self.submitter.stage(sub)
+                self.submitter.stage(sub)
+                return True
         for sub in st.subs.values():
             if sub.batch_id is None and not st.cancelled:
                 if st.holds.get(sub.stage, 0) > self.clock.time() or not self._fits_budget(sub):
                     continue
-                return self.submitter.create(sub, st.batch_ids())
+                self.submitter.create(sub, st.batch_ids())
+                return True
         # Plan before collecting the next file: the judges of a collected answer
         # file go out at once, not after every answer file is in.
         if not st.cancelled:
             for stage in STAGES:
                 if self.state.pending(stage, self.config.case_ids):
-                    return self._plan(stage)
+                    self._plan(stage)
+                    return True
             for judge_pass in range(2, self.config.judge_passes + 1):
                 if self.state.pending("judges", self.config.case_ids, judge_pass):
-                    return self._plan("judges", judge_pass)
+                    self._plan("judges", judge_pass)
+                    return True
         for sub in st.subs.values():
             if sub.terminal and not sub.collected:
                 missing = [f for f in sub.result_files() if f not in sub.downloaded]
                 if missing:
-                    return self.submitter.download(sub, missing[0])
-                return self._collect(sub)
+                    self.submitter.download(sub, missing[0])
+                    return True
+                self._collect(sub)
+                return True
         stuck = self._stuck()
         if stuck is not None:
-            return self.submitter.stall(stuck, self.settings.resubmit_after, self.warn)
+            self.submitter.stall(stuck, self.settings.resubmit_after, self.warn)
+            return True
         if self.settings.delete_remote_files:
             for sub in st.subs.values():
                 if sub.collected and not sub.remote_deleted:
-                    return self.submitter.delete_remote(sub)
-        return None
+                    self.submitter.delete_remote(sub)
+                    return True
+        return False
 
     def _stuck(self) -> Submission | None:
         """A batch the service has not started ``resubmit_after`` seconds after it was
@@ -189,7 +197,7 @@ class Pipeline:
     def _request_path(self, stage: Stage, first: int, k: int) -> Path:
         return self.run.requests_dir / f"{stage}-{first + k:04d}.jsonl"
 
-    def _plan(self, stage: Stage, judge_pass: int = 1) -> str:
+    def _plan(self, stage: Stage, judge_pass: int = 1) -> None:
         """Write the request files for every pending case of a stage (and judge pass),
         then journal them."""
         model = self.model(stage)
@@ -267,17 +275,14 @@ class Pipeline:
                     shared=shared,
                 )
             )
-        requests = sum(len(lines) for _, lines, _, _ in files)
-        what = f"{stage} (pass {judge_pass})" if judge_pass > 1 else stage
-        return f"planned {requests} {what} request(s) in {len(files)} file(s)"
 
     # downloading and collecting ------------------------------------------------
-    def _collect(self, sub: Submission) -> str:
+    def _collect(self, sub: Submission) -> None:
         wire = self.providers[sub.stage].wire
         files = sub.result_files()
         frame = None
         if files or sub.view is None or sub.view.ending != "failed":
-            frame = wire.read_results([self.run.raw_path(f) for f in files])
+            frame = self.run.read_results(wire, files)
         items = {
             c: [it["item_id"] for it in case["rubric_items"]] for c, case in self.cases.items()
         }
@@ -297,8 +302,6 @@ class Pipeline:
             )
         _failpoints.hit("rows_written")
         self.record(result.event(sub))
-        kinds = Counter(o.kind for o in result.outcomes.values())
-        return f"collected {sub.id}: " + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
 
     # results -------------------------------------------------------------------
     def answer_text(self, case_id: str) -> str:
@@ -307,7 +310,7 @@ class Pipeline:
             raise BatchFileError(f"no answer recorded for case {case_id}")
         if st.source not in self._answers:
             wire = self.providers["answers"].wire
-            frame = wire.read_results([self.run.raw_path(st.source)])
+            frame = self.run.read_results(wire, [st.source])
             self._answers[st.source] = dict(zip(frame["custom_id"], frame["content"]))
         return self._answers[st.source][st.custom_id]
 

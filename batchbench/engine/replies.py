@@ -19,11 +19,10 @@ def read_replies(run: Run, config: RunConfig, state: RunState) -> dict[str, str]
     out: dict[str, str] = {}
     stage_providers = config.providers
     for sub in state.subs.values():
-        files = [run.raw_path(f) for f in sorted(sub.downloaded)]
-        files = [f for f in files if f.exists()]
-        if not files:
+        refs = [f for f in sorted(sub.downloaded) if run.raw_path(f).exists()]
+        if not refs:
             continue
-        frame = providers.wire(stage_providers[sub.stage]).read_results(files)
+        frame = run.read_results(providers.wire(stage_providers[sub.stage]), refs)
         columns = ("custom_id", "content", "body_text", "error_message")
         for cid, content, body, error in frame.select(columns).rows():
             out[cid] = content if content is not None else (body or error or "")

@@ -15,20 +15,25 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
 from .._io import append_line, atomic_write_text, jsonl_lines, storage
 from ..errors import BatchbenchError, ConfigError, RunLockedError, RunStateError, UnknownRun
 from ..kinds import STAGES, ProviderName, Stage
-from ..providers import resolve
+from ..providers import legacy, resolve
 from ..providers.registry import BY_NAME
 from .events import DECODER, ENCODER, Created, Disowned, Event
 from .state import RunState, fold
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from ..providers.base import Wire
 
 E = TypeVar("E", bound=Event)
 
@@ -81,7 +86,7 @@ class RunConfig:
     def providers(self) -> dict[Stage, ProviderName]:
         """Which provider serves each stage (what the run measures, so part of its identity)."""
         if not self.services:
-            return {"answers": "openai", "judges": "openai"}
+            return {"answers": legacy.PROVIDER_OF_0_1, "judges": legacy.PROVIDER_OF_0_1}
         found: dict[Stage, ProviderName] = {}
         for stage in STAGES:
             name = self.services.get(stage, {}).get("provider", "")
@@ -178,11 +183,14 @@ class Run:
             raise RunStateError(f"unsafe file id from the API: {file_id!r}")
         return self.raw_dir / f"{name}.jsonl"
 
-    @staticmethod
-    def file_id_of(path: str) -> str:
-        """The service's file id of a kept raw file: :meth:`raw_path` read backwards."""
-        name = path.rsplit("/", 1)[-1].removesuffix(".jsonl")
-        return re.sub(r"%([0-9A-F]{2})", lambda m: chr(int(m.group(1), 16)), name)
+    def read_results(self, wire: Wire, refs: Sequence[str]) -> pl.DataFrame:
+        """The kept result files of these refs (the service's file ids), read by their
+        wire; each line's ``file`` is its file's ref, never a path."""
+        import polars as pl  # status and list use this module without polars
+
+        paths = {str(self.raw_path(ref)): ref for ref in refs}
+        frame = wire.read_results([Path(p) for p in paths])
+        return frame.with_columns(pl.col("file").replace_strict(paths, return_dtype=pl.String))
 
     # config ---------------------------------------------------------------
     def exists(self) -> bool:

@@ -97,7 +97,7 @@ class Submitter:
         lines = path.read_bytes().splitlines(keepends=True)
         self.providers[sub.stage].wire.check_file(lines, str(path))
 
-    def stage(self, sub: Submission) -> str:
+    def stage(self, sub: Submission) -> None:
         """Put the request file where the service reads it from (an upload, or nothing for
         a service whose requests travel in the create call). An upload whose outcome a
         crash lost is merely orphaned: the file is sent again."""
@@ -106,9 +106,8 @@ class Submitter:
         file_id = client.stage(self.run.requests_dir / sub.path, self.tag(sub))
         _failpoints.hit("uploaded")
         self.record(Uploaded(sub=sub.id, file_id=file_id))
-        return f"staged {sub.id}" + (f" as {file_id}" if file_id else "")
 
-    def create(self, sub: Submission, known: set[str]) -> str:
+    def create(self, sub: Submission, known: set[str]) -> None:
         """Create once; after an ambiguous failure, look for the batch (not one of the
         run's ``known`` batches) before creating again."""
         provider = self.providers[sub.stage]
@@ -118,7 +117,7 @@ class Submitter:
             if found is not None:
                 self.record(Created(sub=sub.id, batch_id=found.id, adopted=True))
                 self.record_batch(sub, found)
-                return f"adopted {found.id} for {sub.id}"
+                return
         self.record(CreateStarted(sub=sub.id, file_id=sub.file_id))
         try:
             view = provider.client.create(
@@ -131,12 +130,11 @@ class Submitter:
             if self._ambiguous_creates >= self.max_ambiguous_creates:
                 raise
             self.clock.sleep(min(0.1 * 2**self._ambiguous_creates, 10.0))
-            return f"create of {sub.id} failed; will look for it, then create again"
+            return
         self._ambiguous_creates = 0
         _failpoints.hit("created")
         self.record(Created(sub=sub.id, batch_id=view.id))
         self.record_batch(sub, view)
-        return f"created {view.id} for {sub.id}"
 
     def record_batch(self, sub: Submission, view: BatchView) -> None:
         """Journal what the service says of a batch whenever it changes (counts included)."""
@@ -167,7 +165,7 @@ class Submitter:
                 batch_id=sub.batch_id,
             ) from None
 
-    def download(self, sub: Submission, file_id: str) -> str:
+    def download(self, sub: Submission, file_id: str) -> None:
         """Download to a staging name, check it, and only then keep and journal it.
 
         A truncated transfer is fetched again; a file that breaks the format or
@@ -181,7 +179,7 @@ class Submitter:
         batch_id = sub.batch_id or ""
         try:
             for attempt in range(1, 4):
-                size = provider.client.download(batch_id, file_id, staging)
+                provider.client.download(batch_id, file_id, staging)
                 try:
                     frame = provider.wire.read_results([staging])
                     break
@@ -193,7 +191,7 @@ class Submitter:
             ids = set(frame["custom_id"].to_list())
             if sub.adopted and ids and not ids & set(sub.ids()):
                 self.record(Disowned(sub=sub.id, batch_id=batch_id))
-                return f"{batch_id} was not {sub.id}'s (its results name other requests)"
+                return
             earlier: set[str] = set()
             for other in sub.downloaded:
                 earlier.update(provider.wire.read_results([self.run.raw_path(other)])["custom_id"])
@@ -203,9 +201,8 @@ class Submitter:
             if staging.exists():
                 os.unlink(staging)
         self.record(Downloaded(sub=sub.id, file_id=file_id))
-        return f"downloaded {file_id} ({size} bytes) for {sub.id}"
 
-    def stall(self, sub: Submission, seconds: float, warn: Callable[[str], None]) -> str:
+    def stall(self, sub: Submission, seconds: float, warn: Callable[[str], None]) -> None:
         """Tell a batch that never started to stop; its requests go out again once it has
         ended (as the lines a cancel cuts short always do)."""
         batch_id = sub.batch_id or ""
@@ -218,11 +215,9 @@ class Submitter:
             f" created: cancelled, and its {len(sub.lines)} requests will be sent again"
         )
         warn(told)
-        return told
 
-    def delete_remote(self, sub: Submission) -> str:
+    def delete_remote(self, sub: Submission) -> None:
         """Free the service's storage: the raw copies on disk are the source of truth."""
         files = [f for f in (sub.file_id, *sub.result_files()) if f]
         self.providers[sub.stage].client.delete(files)
         self.record(RemoteDeleted(sub=sub.id, file_ids=files))
-        return f"deleted {len(files)} file(s) of {sub.id} on the server"

@@ -16,6 +16,8 @@ from typing import Any
 
 from .ids import openai_id
 
+# 0.1: runs recorded no services; both stages were OpenAI's.
+PROVIDER_OF_0_1 = "openai"
 # 0.2: Plan's key for what a submission's requests share (a Fireworks job's parameters).
 PLAN_SHARED_KEY = "job"
 # 0.1: BatchSeen's keys for an OpenAI batch's result files.

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from ..bench.dataset import Dataset
 from ..bench.results import check_against, read_numbered_rows
 from ..errors import ConfigError, NotFinished, ResultsError
 from . import stats
-from .noise import noise_text, read_noise
+from .noise import read_noise
 from .sources import Named, not_finished, run_dataset
 from .summary import (
     Summary,
@@ -144,22 +144,99 @@ def check_overlap(a: Side, b: Side, allow_partial: bool = False) -> list[str]:
     return both
 
 
+class Stats(TypedDict):
+    """One row of a paired comparison (a benchmark, or the overall macro mean)."""
+
+    n: int  # paired cases
+    mean_a: float
+    mean_b: float
+    diff: float
+    ci95: list[float]
+    share_a_better: float | None  # of the resamples; None when every paired case ties
+    se_diff: float | None
+    mde80: float | None
+    p_value: float
+    small_n: bool  # fewer than stats.SMALL_N paired cases, or no spread to measure
+    p_holm: float | None  # overall only: Holm-adjusted over the call's comparisons
+    # --margin: True / False, or None: no verdict (no margin, or a small-n row)
+    non_inferior: bool | None
+
+
+class BenchmarkStats(Stats):
+    sd_diff: float | None
+
+
+class Pairwise(TypedDict):
+    """One run against the baseline, over the cases both scored."""
+
+    a: str
+    b: str
+    paired_cases: int
+    excluded_cases: int  # scored in only one of the two (both lists below)
+    only_a: int  # scored by a only (failed or missing in b)
+    only_b: int
+    overall: Stats
+    benchmarks: dict[str, BenchmarkStats]
+
+
+class Leader(TypedDict):
+    """A run's own summary, as the leaderboard shows it."""
+
+    name: str
+    answer_model: str | None
+    completed_cases: int
+    errors: int  # failed cases: its mean is over fewer cases than a run without them
+    overall_macro_mean: float
+    overall_ci95: list[float]
+    judge_noise: dict[str, Any] | None
+
+
+class Comparison(TypedDict):
+    """``compare``'s result (``--json`` prints it as is; the page and figures read it)."""
+
+    protocol_version: str | None
+    dataset_sha256: str | None
+    judge_model: str | None
+    bootstrap_samples: int
+    bootstrap_seed: int
+    baseline: str
+    margin: float | None
+    runs: list[Leader]
+    comparisons: list[Pairwise]
+
+
+# A 95% interval's ends are the 2.5th and 97.5th percentiles of the resamples, and a
+# p-value moves in steps of 2/samples: under 200 resamples a tail holds fewer than 5 and
+# p-values step by more than 0.01, so neither means what it says.
+MIN_SAMPLES = 200
+
+
+def check_compare_samples(samples: int) -> None:
+    if samples < MIN_SAMPLES:
+        raise ConfigError(
+            f"--bootstrap-samples {samples} is too few for a comparison: at least"
+            f" {MIN_SAMPLES}, so that each 2.5% tail of the interval holds 5 resamples and"
+            " a p-value resolves steps of 0.01"
+        )
+
+
 def paired(
     a: Side, b: Side, samples: int = 10_000, seed: int = 42, *, allow_partial: bool = False
-) -> dict[str, Any]:
+) -> Pairwise:
     """The paired difference of ``a`` against ``b``, per benchmark and overall, with its
-    standard error, MDE and bootstrap p-value (:mod:`batchbench.scores.stats`)."""
+    standard error, MDE and bootstrap p-value (:mod:`batchbench.scores.stats`), over the
+    cases both scored only (a case one run failed is dropped from both, and counted)."""
     _check_comparable(a, b)
+    check_compare_samples(samples)
     both = check_overlap(a, b, allow_partial)
     check_samples(samples, len(both))
-    excluded = len(set(a.scores) ^ set(b.scores))
     by_benchmark: dict[str, list[str]] = {}
     for case_id in both:  # registry order
         by_benchmark.setdefault(a.benchmark_of[case_id], []).append(case_id)
     names = sorted(by_benchmark)
     sa = {n: np.array([a.scores[c] for c in by_benchmark[n]]) for n in names}
     sb = {n: np.array([b.scores[c] for c in by_benchmark[n]]) for n in names}
-    benchmarks: dict[str, Any] = {}
+    benchmarks: dict[str, BenchmarkStats] = {}
     expected = int(2.04 * samples * sum(1 << len(v).bit_length() for v in sa.values()))
     with WordStream(seed, expected) as stream:
         for name in names:
@@ -169,52 +246,71 @@ def paired(
             mean_a, mean_b = statistics.fmean(sa[name]), statistics.fmean(sb[name])
             sd_diff = stats.sd([a.scores[c] - b.scores[c] for c in by_benchmark[name]])
             se = stats.se_of(sd_diff, n)
-            benchmarks[name] = {
-                "n": n,
-                **_stats(mean_a, mean_b, diffs, se),
-                "sd_diff": sd_diff,
-                "small_n": n < stats.SMALL_N,
-            }
+            ties = bool(np.all(sa[name] == sb[name]))
+            row = _stats(n, mean_a, mean_b, diffs, se, ties, small=n < stats.SMALL_N)
+            benchmarks[name] = BenchmarkStats(**row, sd_diff=sd_diff)
         ma, mb = stratified_means([[sa[n] for n in names], [sb[n] for n in names]], stream, samples)
     k = len(names)
     diffs = (
         np.array(list(map(math.fsum, ma.tolist()))) / k
         - np.array(list(map(math.fsum, mb.tolist()))) / k
     )
+    se = stats.macro_se([benchmarks[n]["se_diff"] for n in names])
     overall = _stats(
+        len(both),
         statistics.fmean([statistics.fmean(sa[n]) for n in names]),
         statistics.fmean([statistics.fmean(sb[n]) for n in names]),
         diffs,
-        stats.macro_se([benchmarks[n]["se_diff"] for n in names]),
+        se,
+        all(benchmarks[n]["share_a_better"] is None for n in names),
+        # The benchmarks' rule, on the overall's cases; and a macro mean over a
+        # benchmark of one case has no spread to measure (its interval is too narrow).
+        small=len(both) < stats.SMALL_N or se is None,
     )
-    return {
-        "a": a.name,
-        "b": b.name,
-        "paired_cases": len(both),
-        "excluded_cases": excluded,
-        "overall": {"n": len(both), **overall},
-        "benchmarks": benchmarks,
-    }
+    return Pairwise(
+        a=a.name,
+        b=b.name,
+        paired_cases=len(both),
+        excluded_cases=len(set(a.scores) ^ set(b.scores)),
+        only_a=len(set(a.scores) - set(b.scores)),
+        only_b=len(set(b.scores) - set(a.scores)),
+        overall=overall,
+        benchmarks=benchmarks,
+    )
 
 
-def _stats(mean_a: float, mean_b: float, diffs: np.ndarray, se: float | None) -> dict[str, Any]:
-    return {
-        "mean_a": mean_a,
-        "mean_b": mean_b,
-        "diff": mean_a - mean_b,
-        "ci95": interval(diffs),
-        "share_a_better": int(np.count_nonzero(diffs > 0)) / diffs.size,
-        "se_diff": se,
-        "mde80": stats.mde80(se),
-        "p_value": stats.p_value(diffs),
-    }
+def _stats(
+    n: int,
+    mean_a: float,
+    mean_b: float,
+    diffs: np.ndarray,
+    se: float | None,
+    ties: bool,
+    *,
+    small: bool,
+) -> Stats:
+    return Stats(
+        n=n,
+        mean_a=mean_a,
+        mean_b=mean_b,
+        diff=mean_a - mean_b,
+        ci95=interval(diffs),
+        share_a_better=None if ties else int(np.count_nonzero(diffs > 0)) / diffs.size,
+        se_diff=se,
+        mde80=stats.mde80(se),
+        p_value=stats.p_value(diffs),
+        small_n=small,
+        p_holm=None,
+        non_inferior=None,
+    )
 
 
-def _verdicts(comparison: dict[str, Any], margin: float) -> None:
+def _verdicts(comparison: Pairwise, margin: float) -> None:
     """Non-inferiority at ``margin``: a is not worse than b by more than it, when the
-    interval's lower end lies above ``-margin``."""
-    for v in [*comparison["benchmarks"].values(), comparison["overall"]]:
-        v["non_inferior"] = v["ci95"][0] > -margin
+    interval's lower end lies above ``-margin``; a small-n row gets no verdict."""
+    rows: list[Stats] = [*comparison["benchmarks"].values(), comparison["overall"]]
+    for v in rows:
+        v["non_inferior"] = None if v["small_n"] else v["ci95"][0] > -margin
 
 
 def compare(
@@ -225,7 +321,7 @@ def compare(
     *,
     margin: float | None = None,
     allow_partial: bool = False,
-) -> dict[str, Any]:
+) -> Comparison:
     """The leaderboard (each run's own summary) and every run against the baseline; the
     overall p-values are Holm-adjusted over the comparisons of this call."""
     if len(sides) < 2:
@@ -239,6 +335,7 @@ def compare(
         raise ConfigError(f"--baseline {baseline!r} is not one of {', '.join(names)}")
     if margin is not None and not (margin >= 0 and math.isfinite(margin)):
         raise ConfigError(f"--margin {margin} must be a finite number at or above 0")
+    check_compare_samples(samples)
     for side in sides:
         _check_comparable(side, base)
     comparisons = [
@@ -248,83 +345,25 @@ def compare(
         c["overall"]["p_holm"] = adjusted
         if margin is not None:
             _verdicts(c, margin)
-    return {
-        "protocol_version": base.protocol_version,
-        "dataset_sha256": base.dataset_sha256,
-        "judge_model": base.judge_model,
-        "bootstrap_samples": samples,
-        "bootstrap_seed": seed,
-        "baseline": base.name,
-        "margin": margin,
-        "runs": [
-            {
-                "name": s.name,
-                "answer_model": s.answer_model,
-                "completed_cases": s.summary["completed_cases"],
-                "errors": s.summary["errors"],
-                "overall_macro_mean": s.summary["overall_macro_mean"],
-                "overall_ci95": s.summary["overall_ci95"],
-                "judge_noise": s.judge_noise,
-            }
+    return Comparison(
+        protocol_version=base.protocol_version,
+        dataset_sha256=base.dataset_sha256,
+        judge_model=base.judge_model,
+        bootstrap_samples=samples,
+        bootstrap_seed=seed,
+        baseline=base.name,
+        margin=margin,
+        runs=[
+            Leader(
+                name=s.name,
+                answer_model=s.answer_model,
+                completed_cases=s.summary["completed_cases"],
+                errors=s.summary["errors"],
+                overall_macro_mean=s.summary["overall_macro_mean"],
+                overall_ci95=s.summary["overall_ci95"],
+                judge_noise=s.judge_noise,
+            )
             for s in sides
         ],
-        "comparisons": comparisons,
-    }
-
-
-def _num(value: float | None, form: str) -> str:
-    return "-" if value is None else format(value, form)
-
-
-def compare_text(result: dict[str, Any]) -> str:
-    """The leaderboard, then each run against the baseline, per benchmark and overall:
-    n beside every interval, the standard error, the MDE, the p-value (Holm's overall),
-    and the non-inferiority verdicts when a margin was given."""
-    lines = [f"{'run':<28} {'answer model':<24} {'cases':>6} {'mean':>7}  95% CI"]
-    ranked = sorted(result["runs"], key=lambda r: -(r["overall_macro_mean"] or -1))
-    for r in ranked:
-        lo, hi = r["overall_ci95"]
-        lines.append(
-            f"{r['name'][:28]:<28} {str(r['answer_model'])[:24]:<24} {r['completed_cases']:>6}"
-            f" {r['overall_macro_mean']:>7.3f}  [{lo:.3f}, {hi:.3f}]"
-        )
-    for r in ranked:
-        if r.get("judge_noise"):
-            lines.append(f"  {r['name']}: {noise_text(r['judge_noise'])}")
-    margin = result.get("margin")
-    for c in result["comparisons"]:
-        lines += [
-            "",
-            f"{c['a']} - {c['b']}: {c['paired_cases']} paired cases,"
-            f" {c['excluded_cases']} scored in only one",
-            f"  {'benchmark':<26} {'n':>4} {'diff':>8}  95% CI            P(a better)"
-            f" {'se':>6} {'MDE80':>6} {'p':>6}",
-        ]
-        small = []
-        for name, v in [*c["benchmarks"].items(), ("overall (macro)", c["overall"])]:
-            lo, hi = v["ci95"]
-            flag = " *" if v.get("small_n") else ""
-            if flag:
-                small.append(name)
-            p = v["p_holm"] if "p_holm" in v else v["p_value"]
-            lines.append(
-                f"  {name[:26]:<26} {v['n']:>4} {v['diff']:>+8.3f}  [{lo:+.3f}, {hi:+.3f}]"
-                f"  {v['share_a_better']:>10.1%} {_num(v['se_diff'], '6.3f')}"
-                f" {_num(v['mde80'], '6.3f')} {p:>6.4f}{flag}"
-            )
-        lines.append("  p: bootstrap, two-sided; overall: Holm-adjusted over the comparisons")
-        if small:
-            lines.append(
-                f"  * fewer than {stats.SMALL_N} paired cases: the interval is not to be trusted"
-                f" ({', '.join(small)})"
-            )
-        if margin is not None:
-            worse = [n for n, v in c["benchmarks"].items() if not v["non_inferior"]]
-            overall = c["overall"]
-            verdict = "is" if overall["non_inferior"] else "is NOT shown to be"
-            lines.append(
-                f"  non-inferiority at margin {margin:g}: {c['a']} {verdict} within {margin:g}"
-                f" of {c['b']} overall (95% CI low {overall['ci95'][0]:+.3f} vs {-margin:+g});"
-                f" benchmarks not shown: {', '.join(worse) or 'none'}"
-            )
-    return "\n".join(lines)
+        comparisons=comparisons,
+    )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import stat
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .._io import atomic_write_text
 from ..errors import RunStateError
+from ..formats import interval, num
 
 if TYPE_CHECKING:  # numpy stays out of `status` and `list`
     from .summary import Summary
@@ -74,16 +74,6 @@ def _summary_shaped(data: Any) -> bool:
     )
 
 
-def _num(value: Any, width: int = 6) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a".rjust(width)
-    return f"{value:.3f}".rjust(width)
-
-
-def _ci(ci: Any) -> str:
-    return f"[{_num(ci[0], 5)}, {_num(ci[1], 5)}]"
-
-
 def summary_table(summary: Summary) -> str:
     """A compact table: per-benchmark n, mean and interval, then the overall line."""
     names = list(summary["benchmarks"])
@@ -96,10 +86,12 @@ def summary_table(summary: Summary) -> str:
     ]
     for name in names:
         b = summary["benchmarks"][name]
-        lines.append(f"{name.ljust(width)}  {b['n']:>4}  {_num(b['mean'])}  {_ci(b['ci95'])}")
+        mean, ci = num(b["mean"], width=6), interval(b["ci95"], width=5)
+        lines.append(f"{name.ljust(width)}  {b['n']:>4}  {mean}  {ci}")
     lines.append(
         f"{'overall (macro)'.ljust(width)}  {summary['completed_cases']:>4}"
-        f"  {_num(summary['overall_macro_mean'])}  {_ci(summary['overall_ci95'])}"
+        f"  {num(summary['overall_macro_mean'], width=6)}"
+        f"  {interval(summary['overall_ci95'], width=5)}"
     )
     lines.append(
         f"completed {summary['completed_cases']}  errors {summary['errors']}"

@@ -21,6 +21,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 if TYPE_CHECKING:
+    from ..scores.compare import Pairwise, Stats
     from ..scores.summary import Summary
 
 P = ParamSpec("P")
@@ -104,7 +105,7 @@ def forest(summaries: Sequence[tuple[str, Summary]]) -> str:
 
 
 @_styled
-def differences(comparisons: list[dict[str, Any]]) -> str:
+def differences(comparisons: list[Pairwise]) -> str:
     """Each run minus the baseline, per benchmark and overall, with 95% intervals."""
     benchmarks = sorted({b for c in comparisons for b in c["benchmarks"]})
     rows = [*benchmarks, "overall (macro)"]
@@ -113,7 +114,7 @@ def differences(comparisons: list[dict[str, Any]]) -> str:
     for i, c in enumerate(comparisons):
         offset = (i - (k - 1) / 2) * (0.7 / max(k, 1))
         for j, row in enumerate(rows):
-            v = c["overall"] if row == "overall (macro)" else c["benchmarks"].get(row)
+            v: Stats | None = c["overall"] if row == "overall (macro)" else c["benchmarks"].get(row)
             if v is None:
                 continue
             (lo, hi), diff = v["ci95"], v["diff"]

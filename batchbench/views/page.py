@@ -24,7 +24,7 @@ from ..costs.rollup import RunCost, cost_line, usage_text
 from ..engine.replies import latest_request, read_replies
 from ..errors import ConfigError
 from ..kinds import STAGES, Stage
-from ..scores.compare import Side, compare, load_side
+from ..scores.compare import Comparison, Side, Stats, compare, load_side
 from ..scores.noise import noise_text
 from ..scores.sources import resolve_all, run_dataset
 from ..scores.summary import Summary, last_rows
@@ -102,13 +102,14 @@ dl{display:grid;grid-template-columns:max-content auto;gap:.1em 1em}dt{color:#66
 details{border:1px solid #e4e4e4;border-radius:4px;margin:.4em 0;padding:.3em .6em}
 summary{cursor:pointer}pre{white-space:pre-wrap;background:#f7f7f7;padding:.5em;max-height:24em;
 overflow:auto}.yes{color:#11772d}.no{color:#b3261e}.disagree{background:#fff4d6}
-figure{margin:1em 0}figure svg{max-width:100%;height:auto}
+figure{margin:1em 0}figure svg{max-width:100%;height:auto}.failed{color:#b3261e}
+.small{color:#8a6d00}
 """
 
 SCRIPT = """
 document.getElementById('filter').addEventListener('input', function () {
   var b = document.getElementById('bench').value, d = document.getElementById('dis').checked;
-  document.querySelectorAll('#cases details.case').forEach(function (el) {
+  document.querySelectorAll('#case-list details.case').forEach(function (el) {
     var ok = (!b || el.dataset.benchmark === b) && (!d || el.dataset.disagree === '1');
     el.style.display = ok ? '' : 'none';
   });
@@ -181,16 +182,28 @@ def _header(sources: list[Source], first: Summary) -> str:
 
 
 def _leaderboard(sources: list[Source]) -> str:
-    body = "".join(
-        f"<tr data-run='{_e(s.side.name)}'><td>{_e(s.side.name)}</td>"
-        f"<td>{_e(s.side.answer_model)}</td>"
-        f"<td class='n'>{s.side.summary['completed_cases']}</td>"
-        f"{_num(s.side.summary['overall_macro_mean'])}{_ci(s.side.summary['overall_ci95'])}</tr>"
-        for s in sorted(sources, key=lambda s: -(s.side.summary["overall_macro_mean"] or -1))
-    )
+    ranked = sorted(sources, key=lambda s: -(s.side.summary["overall_macro_mean"] or -1))
+    body = ""
+    for s in ranked:
+        summary = s.side.summary
+        failed = summary["errors"]
+        flag = f" <span class='failed'>{failed} failed</span>" if failed else ""
+        body += (
+            f"<tr data-run='{_e(s.side.name)}'><td>{_e(s.side.name)}{flag}</td>"
+            f"<td>{_e(s.side.answer_model)}</td>"
+            f"<td class='n'>{summary['completed_cases']}</td><td class='n'>{failed}</td>"
+            f"{_num(summary['overall_macro_mean'])}{_ci(summary['overall_ci95'])}</tr>"
+        )
+    note = ""
+    if any(s.side.summary["errors"] for s in sources):
+        note = (
+            "<p class='failed'>A run with failed cases has its mean over fewer cases than the"
+            " others: its rank is not like for like. The comparison below pairs only the"
+            " cases both runs scored.</p>"
+        )
     return (
         "<h2 id='leaderboard'>Leaderboard</h2><table><tr><th>run</th><th>answer model</th>"
-        f"<th>cases</th><th>macro mean</th>{CI_HEADS}</tr>{body}</table>"
+        f"<th>cases</th><th>failed</th><th>macro mean</th>{CI_HEADS}</tr>{body}</table>{note}"
     )
 
 
@@ -211,29 +224,34 @@ def _benchmarks(sources: list[Source]) -> str:
     )
 
 
-def _comparisons(result: dict[str, Any]) -> str:
+def _comparisons(result: Comparison) -> str:
     out = [f"<h2 id='comparison'>Against the baseline ({_e(result['baseline'])})</h2>"]
-    margin = result.get("margin")
+    margin = result["margin"]
     for c in result["comparisons"]:
         rows = []
-        for name, v in [*c["benchmarks"].items(), ("overall (macro)", c["overall"])]:
-            p = v["p_holm"] if "p_holm" in v else v["p_value"]
-            small = " <span class='small'>(n &lt; 20: not to be trusted)</span>" * bool(
-                v.get("small_n")
-            )
+        named: list[tuple[str, Stats]] = [
+            *c["benchmarks"].items(),
+            ("overall (macro)", c["overall"]),
+        ]
+        for name, v in named:
+            p = v["p_holm"] if v["p_holm"] is not None else v["p_value"]
+            small = " <span class='small'>(n &lt; 20: not to be trusted)</span>" * v["small_n"]
             verdict = ""
             if margin is not None:
-                verdict = f"<td>{'yes' if v['non_inferior'] else 'not shown'}</td>"
+                said = {True: "yes", False: "not shown", None: "no verdict (small n)"}
+                verdict = f"<td>{said[v['non_inferior']]}</td>"
+            share = v["share_a_better"]
             rows.append(
-                f"<tr><td>{_e(name)}{small}</td><td class='n'>{v.get('n', '')}</td>"
+                f"<tr><td>{_e(name)}{small}</td><td class='n'>{v['n']}</td>"
                 f"{_num(v['diff'], signed=True)}{_ci(v['ci95'], signed=True)}"
-                f"{_num(v['share_a_better'])}{_num(v['se_diff'])}{_num(v['mde80'])}"
-                f"{_num(p, digits=4)}{verdict}</tr>"
+                + ("<td class='n'>all tie</td>" if share is None else _num(share))
+                + f"{_num(v['se_diff'])}{_num(v['mde80'])}{_num(p, digits=4)}{verdict}</tr>"
             )
         within = f"<th>within {margin:g}</th>" if margin is not None else ""
         out.append(
             f"<h3>{_e(c['a'])} − {_e(c['b'])}: {c['paired_cases']} paired cases,"
-            f" {c['excluded_cases']} scored in only one</h3><table class='comparison'>"
+            f" {c['excluded_cases']} dropped (scored in only one)</h3>"
+            "<table class='comparison'>"
             f"<tr><th>benchmark</th><th>n</th><th>diff</th>{CI_HEADS}"
             f"<th>share a better</th><th>se</th><th>MDE (80% power)</th><th>p</th>{within}"
             f"</tr>{''.join(rows)}</table>"
@@ -304,7 +322,8 @@ def _cases(sources: list[Source], ds: Dataset) -> str:
     return (
         "<h2 id='cases'>Cases, worst first</h2><form id='filter'>benchmark <select id='bench'>"
         f"<option value=''>all</option>{options}</select> <label><input type=checkbox id='dis'>"
-        " only where the runs disagree</label></form>" + "".join(items)
+        " only where the runs disagree</label></form>"
+        f"<section id='case-list'>{''.join(items)}</section>"
     )
 
 

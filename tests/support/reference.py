@@ -125,7 +125,7 @@ def paired_difference(a_by_bench, b_by_bench, samples=10000, seed=42):
     names = sorted(a_by_bench)
     out = {"benchmarks": {}}
 
-    def stats(mean_a, mean_b, diffs, se):
+    def stats(mean_a, mean_b, diffs, se, ties):
         at_most = sum(1 for d in diffs if d <= 0)
         at_least = sum(1 for d in diffs if d >= 0)
         return {
@@ -133,10 +133,13 @@ def paired_difference(a_by_bench, b_by_bench, samples=10000, seed=42):
             "mean_b": mean_b,
             "diff": mean_a - mean_b,
             "ci95": [_percentile(diffs, 0.025), _percentile(diffs, 0.975)],
-            "share_a_better": sum(1 for d in diffs if d > 0) / len(diffs),
+            # undefined (null) when every paired case ties: no resample can differ
+            "share_a_better": None if ties else sum(1 for d in diffs if d > 0) / len(diffs),
             "se_diff": se,
             "mde80": None if se is None else 2.801585218112968 * se,
             "p_value": min(1.0, 2 * min(at_most, at_least) / samples),
+            "p_holm": None,  # set over a family, overall only
+            "non_inferior": None,  # only with a margin
         }
 
     ses = []
@@ -157,7 +160,7 @@ def paired_difference(a_by_bench, b_by_bench, samples=10000, seed=42):
         ses.append(se)
         out["benchmarks"][b] = {
             "n": n,
-            **stats(statistics.fmean(a), statistics.fmean(bb), diffs, se),
+            **stats(statistics.fmean(a), statistics.fmean(bb), diffs, se, a == bb),
             "sd_diff": sd,
             "small_n": n < 20,
         }
@@ -178,14 +181,19 @@ def paired_difference(a_by_bench, b_by_bench, samples=10000, seed=42):
     total = 0.0
     for se in ses:
         total = None if total is None or se is None else total + se * se
+    n = sum(len(a_by_bench[b]) for b in names)
+    se = None if total is None else math.sqrt(total) / len(names)
     out["overall"] = {
-        "n": sum(len(a_by_bench[b]) for b in names),
+        "n": n,
         **stats(
             statistics.fmean([statistics.fmean(a_by_bench[b]) for b in names]),
             statistics.fmean([statistics.fmean(b_by_bench[b]) for b in names]),
             diffs,
-            None if total is None else math.sqrt(total) / len(names),
+            se,
+            all(a_by_bench[b] == b_by_bench[b] for b in names),
         ),
+        # the benchmarks' rule on the overall's cases, and no verdict without a spread
+        "small_n": n < 20 or se is None,
     }
     return out
 
