@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from support.cli import REPO, assert_one_line_error, run_cli
-from support.runs import env, rows_of, run_args
+from support.runs import env, parse_id, rows_of, run_args
 
 from batchbench.costs.pricing import load_pricing
 from batchbench.emulator import FakeClock
@@ -347,12 +347,12 @@ def test_the_demo_suggests_keeping_its_folder_and_prints_paths_that_exist(tmp_pa
     # What the rehearsal's tokens would cost on the real models it names, from its raw files.
     table = load_pricing()
     usd = 0.0
-    for prefix, model in (("answer:", "gpt-5.4-mini"), ("judge:", "gpt-4.1")):
+    for stage, model in (("answers", "gpt-5.4-mini"), ("judges", "gpt-4.1")):
         price = table.price(model)
         for path in (tmp_path / "kept" / "demo" / "raw").glob("*.jsonl"):
             for line in path.read_text().splitlines():
                 rec = json.loads(line)
-                if rec["custom_id"].startswith(prefix) and rec["error"] is None:
+                if parse_id(rec["custom_id"]).stage == stage and rec["error"] is None:
                     u = rec["response"]["body"]["usage"]
                     cached = u["prompt_tokens_details"]["cached_tokens"]
                     usd += (

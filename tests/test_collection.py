@@ -10,7 +10,8 @@ import pytest
 from batchbench.bench.scoring import rubric_frame
 from batchbench.engine.collection import Limits, collect
 from batchbench.engine.events import Line
-from batchbench.engine.state import RunState, Submission, fold
+from batchbench.engine.state import RunState, fold
+from batchbench.engine.submission import Submission
 from batchbench.providers.base import BatchView
 from batchbench.providers.openai_wire import OpenAIWire
 

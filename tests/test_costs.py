@@ -6,7 +6,7 @@ import json
 import math
 
 from support.cli import assert_one_line_error, run_cli
-from support.runs import env, journal, run_args
+from support.runs import env, journal, parse_id, run_args
 
 
 def dry(fixture_dir, *extra, answer="ans-model", judge="judge-model"):
@@ -165,7 +165,7 @@ def test_usage_totals_and_cost_after_a_run(batch_emulator, fixture_dir, tmp_path
         for line in path.read_text().splitlines():
             rec = json.loads(line)
             usage = rec["response"]["body"]["usage"]
-            stage = "answers" if rec["custom_id"].startswith("answer:") else "judges"
+            stage = parse_id(rec["custom_id"]).stage
             expected[stage][0] += 1
             expected[stage][1] += usage["prompt_tokens"]
             expected[stage][2] += usage["completion_tokens"]

@@ -126,6 +126,7 @@ class FakeClient:
         self.created = 0
         self.lose_next_create = False  # the batch is made, the reply is lost
         self.walks = 0
+        self.looks = 0  # finds: one before every create
         self.down = False
 
     def _up(self) -> None:
@@ -152,12 +153,15 @@ class FakeClient:
             raise TransientApiError("create batch: HTTP 502: bad gateway", status=502)
         return self.retrieve(batch_id)
 
-    def find(self, tag: Tag, intent: float, known: Collection[str]) -> BatchView | None:
+    marks = "tag"  # its batches keep their tag, as OpenAI's metadata does
+
+    def find(self, tag: Tag, since: float, known: Collection[str]) -> list[BatchView]:
         self._up()
+        self.looks += 1
         for batch_id, b in self.batches.items():
             if b["tag"].sub == tag.sub and b["tag"].run_id == tag.run_id and batch_id not in known:
-                return self.retrieve(batch_id)
-        return None
+                return [self.retrieve(batch_id)]
+        return []
 
     def poll(self, batch_ids: Collection[str], since: float) -> dict[str, BatchView]:
         self._up()

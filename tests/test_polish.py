@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import tomllib
 from support.cli import REPO, assert_one_line_error, run_cli
-from support.runs import env, rows_of, run_args
+from support.runs import env, parse_id, rows_of, run_args
 
 from batchbench.costs.pricing import load_pricing
 
@@ -32,13 +32,13 @@ def _priced_run(emu, tmp_path, fixture_dir, *extra):
     return run_cli(*args, env=env())
 
 
-def _usage(raw: Path, prefix: str) -> tuple[int, int, int]:
+def _usage(raw: Path, stage: str) -> tuple[int, int, int]:
     """Prompt, cached and completion tokens of every successful line, from the raw files."""
     prompt = cached = completion = 0
     for path in raw.glob("*.jsonl"):
         for line in path.read_text().splitlines():
             rec = json.loads(line)
-            if not rec["custom_id"].startswith(prefix) or rec["error"] is not None:
+            if parse_id(rec["custom_id"]).stage != stage or rec["error"] is not None:
                 continue
             if rec["response"]["status_code"] == 200:
                 usage = rec["response"]["body"]["usage"]
@@ -60,8 +60,8 @@ def test_a_finished_run_prints_what_it_cost_and_status_list_and_report_agree(
     proc = _priced_run(batch_emulator, tmp_path, fixture_dir)
     assert proc.returncode == 0, proc.stderr
     raw = tmp_path / "jobs" / "priced" / "raw"
-    answers = _batch_usd(_usage(raw, "answer:"), GPT_4O_MINI)
-    judges = _batch_usd(_usage(raw, "judge:"), GPT_41)
+    answers = _batch_usd(_usage(raw, "answers"), GPT_4O_MINI)
+    judges = _batch_usd(_usage(raw, "judges"), GPT_41)
     line = next(x for x in proc.stdout.splitlines() if x.startswith("cost at batch price"))
     assert f"answers ${answers:,.4f}" in line and f"judges ${judges:,.4f}" in line
     assert f"total ${answers + judges:,.4f}" in line
@@ -85,7 +85,7 @@ def test_one_unpriced_model_keeps_the_priced_part_and_names_what_is_not(
     args[args.index("--run") + 1] = "half"
     proc = run_cli(*args, env=env())
     assert proc.returncode == 0, proc.stderr
-    judges = _batch_usd(_usage(tmp_path / "jobs" / "half" / "raw", "judge:"), GPT_41)
+    judges = _batch_usd(_usage(tmp_path / "jobs" / "half" / "raw", "judges"), GPT_41)
     assert judges > 0
     part = f"${judges:,.4f} + ans-model answers (unpriced)"
     line = next(x for x in proc.stdout.splitlines() if x.startswith("cost at batch price"))

@@ -61,15 +61,17 @@ def test_request_bodies():
     assert body["max_completion_tokens"] == 32000 and body["temperature"] == 1
     assert body["reasoning_effort"] == "xhigh"
     retry = build_request(wire, "answers", case, "m", 2, "r" * 32, adjust={"temperature": False})
-    assert "temperature" not in retry.rendered.body and retry.custom_id == "answer:c:2"
+    # The id carries the run's token (the run id's first 8 characters), stage and attempt.
+    assert "temperature" not in retry.rendered.body and retry.custom_id == "rrrrrrrr-a2-c"
     judge = build_request(wire, "judges", case, "j", 1, "r" * 32, answer="ans").rendered.body
     assert judge["response_format"] == {"type": "json_object"}
     assert judge["max_completion_tokens"] == 5000 and judge["temperature"] == 0
     assert judge["messages"][0]["content"] == protocol.JUDGE_SYSTEM_MESSAGE
     # The line's bytes: the reference's body, key order included, in the Batch API's
-    # line (compact JSON, non-ASCII kept), as the 0.1 release wrote it.
+    # line (compact JSON, non-ASCII kept), as the 0.1 release wrote it (but for the id,
+    # now marked with the run's token).
     expected = {
-        "custom_id": "answer:c",
+        "custom_id": "rrrrrrrr-a1-c",
         "method": "POST",
         "url": "/v1/chat/completions",
         "body": {

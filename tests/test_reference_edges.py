@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import run_cli
-from support.runs import ERROR_KEYS, KEY, assert_no_duplicates
+from support.runs import ERROR_KEYS, KEY, assert_no_duplicates, parse_id
 
 ANSWER_MODEL, JUDGE_MODEL = "ans-model", "judge-model"
 
@@ -86,12 +86,13 @@ def selected(fixture_dataset, n: int) -> list[dict]:
 
 
 def executions(emu, stage: str, case_id: str) -> list[dict]:
-    prefix = f"{stage}:{case_id}"
-    return [
-        e
-        for e in emu.ledger()["executions"]
-        if e["custom_id"] == prefix or e["custom_id"].startswith(prefix + ":")
-    ]
+    """The case's executed requests of a stage ("answer" or "judge"), every attempt."""
+    found = []
+    for e in emu.ledger()["executions"]:
+        request = parse_id(e["custom_id"])
+        if request.stage == stage + "s" and request.case_id == case_id:
+            found.append(e)
+    return found
 
 
 def test_separators_in_answers_resume_and_failed_cases_are_redone(

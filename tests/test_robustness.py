@@ -20,6 +20,7 @@ from support.runs import (
     cancel_cli,
     env,
     normalised,
+    parse_id,
     rows_of,
     run_args,
 )
@@ -218,7 +219,7 @@ def test_bad_judge_replies_become_error_rows(
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     [row] = rows_of(tmp_path / "jobs" / "ans-model" / "results.jsonl")
     assert "score" not in row and fragment in row["error"] and "\n" not in row["error"]
-    judged = [e for e in emu.ledger()["executions"] if e["custom_id"].startswith("judge:")]
+    judged = [e for e in emu.ledger()["executions"] if parse_id(e["custom_id"]).stage == "judges"]
     assert len(judged) == 2  # judged again once, then an error row
 
 

@@ -26,6 +26,7 @@ from support.runs import (
     http_config,
     journal,
     judge_replies,
+    parse_id,
     rows_of,
     run_args,
 )
@@ -171,16 +172,11 @@ def test_retries_temperature_and_invalid_judges(
         assert list(r) == ERROR_KEYS
         assert r["error"] in (empty, bad_flag)
     ledger = emu.ledger()
-    runs = Counter(
-        e["custom_id"].split(":")[1]
-        for e in ledger["executions"]
-        if e["custom_id"].startswith("answer:")
-    )
+    ids = [(parse_id(e["custom_id"]), e) for e in ledger["executions"]]
+    runs = Counter(r.case_id for r, _ in ids if r.stage == "answers")
     statuses = {}
-    for e in ledger["executions"]:
-        statuses.setdefault(e["custom_id"].split(":")[1] + e["custom_id"][:1], []).append(
-            e["status_code"]
-        )
+    for r, e in ids:
+        statuses.setdefault(r.case_id + r.stage[0], []).append(e["status_code"])
     # Only the lines that failed were sent again; an empty answer, every time.
     always_empty = {r["case_id"] for r in errors if r["error"] == empty}
     for case_id, n in runs.items():
@@ -188,19 +184,11 @@ def test_retries_temperature_and_invalid_judges(
         want = 6 if case_id in always_empty else (1 if first == 200 else 2)
         assert n == want, (case_id, statuses[case_id + "a"])
     assert any(n == 2 for n in runs.values())
-    judged_again = [
-        e
-        for e in ledger["executions"]
-        if e["custom_id"].startswith("judge:") and e["custom_id"].count(":") == 2
-    ]
+    judged_again = [e for r, e in ids if r.stage == "judges" and r.attempt >= 2]
     assert judged_again  # temperature rejections and invalid replies were judged again
     assert max(Counter(e["custom_id"] for e in ledger["executions"]).values()) == 1
     # An invalid reply is judged at most --max-attempts times (3) after the temperature retry.
-    judge_runs = Counter(
-        e["custom_id"].split(":")[1]
-        for e in ledger["executions"]
-        if e["custom_id"].startswith("judge:")
-    )
+    judge_runs = Counter(r.case_id for r, _ in ids if r.stage == "judges")
     assert max(judge_runs.values()) <= 4
 
 

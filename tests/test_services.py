@@ -34,8 +34,8 @@ def test_a_run_is_advanced_refreshed_and_refused_by_its_own_service(
     assert run_cli(*args, env=no_url_env()).returncode == 3
     config = json.loads((tmp_path / "jobs" / "ans-model" / "run.json").read_text())
     assert config["services"] == {
-        "answers": {"provider": "openai", "base_url": emu.base_url},
-        "judges": {"provider": "openai", "base_url": emu.base_url},
+        "answers": {"provider": "openai", "base_url": emu.base_url, "account": {}},
+        "judges": {"provider": "openai", "base_url": emu.base_url, "account": {}},
     }
     journal = tmp_path / "jobs" / "ans-model" / "journal.jsonl"
 

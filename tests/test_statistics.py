@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from support import reference as plain_reference
 from support.cli import FIXTURE, assert_one_line_error, run_cli
-from support.runs import KEY, rows_of
+from support.runs import KEY, parse_id, rows_of
 
 from batchbench.bench.dataset import load_dataset
 from batchbench.emulator.model import default_content, is_judge_request, judged_answer
@@ -325,13 +325,14 @@ def test_judge_passes_measure_the_judge_and_keep_the_reference_rows(
     passes = {(r["case_id"], r["pass"]): r for r in rows_of(run / "judge_passes.jsonl")}
     assert len(results) == 20 and Counter(p for _, p in passes) == {1: 20, 2: 20, 3: 20}
     cases = {c["case_id"]: c for c in load_dataset(DATASET).cases}
-    # The rows keep pass 1: the raw judge lines whose ids are pass 1's (judge:<case>).
+    # The rows keep pass 1: the raw judge lines whose ids are pass 1's.
     for path in (run / "raw").glob("*.jsonl"):
         for line in map(json.loads, path.read_text().splitlines()):
             cid = line["custom_id"]
-            if cid.startswith("judge:") and line["response"]:
+            request = parse_id(cid)
+            if request.stage == "judges" and request.judge_pass == 1 and line["response"]:
                 reply = json.loads(line["response"]["body"]["choices"][0]["message"]["content"])
-                case = cid.split(":")[1]
+                case = request.case_id
                 verdicts = {d["item_id"]: d["matched"] for d in reply["decisions"]}
                 assert {d["item_id"]: d["matched"] for d in results[case]["decisions"]} == verdicts
     for (case, _), row in passes.items():

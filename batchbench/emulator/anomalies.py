@@ -71,18 +71,28 @@ SERVER_ERROR: dict[str, Any] = {
 }
 
 
+def missing_lines(store: Store, batch_id: str, ids: list[str]) -> set[str]:
+    """The successful lines the missing-lines anomaly leaves out of a batch's results:
+    some, never all (a file with none of them is ``empty-results``)."""
+    gone = {cid for cid in ids if store.anomaly("missing-lines", f"{batch_id}/{cid}")}
+    if ids and gone >= set(ids):
+        gone.discard(ids[0])
+    return gone
+
+
 def damage_results(
     out_lines: list[str], err_lines: list[str], store: Store, batch_id: str
 ) -> tuple[list[str], list[str]]:
     """status-zero and missing-lines, on an ended batch's result lines."""
+    records = [json.loads(line) for line in out_lines]
+    gone = missing_lines(store, batch_id, [str(r.get("custom_id")) for r in records])
     kept = []
-    for line in out_lines:
-        record = json.loads(line)
+    for line, record in zip(out_lines, records):
         key = f"{batch_id}/{record.get('custom_id')}"
         if store.anomaly("status-zero", key):  # the counts still say this line completed
             record["response"] = {"status_code": 0, "request_id": None, "body": None}
             err_lines = [*err_lines, json.dumps(record)]
-        elif not store.anomaly("missing-lines", key):
+        elif str(record.get("custom_id")) not in gone:
             kept.append(line)
     return kept, err_lines
 

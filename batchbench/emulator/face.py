@@ -88,10 +88,13 @@ class Route:
     pattern: re.Pattern[str]
     handle: Handle
     writes: bool = False
+    creates: bool = False  # the call that creates a batch (a billable one)
 
 
-def route(method: str, path: str, handle: Handle, writes: bool = False) -> Route:
-    return Route(method, re.compile(path), handle, writes)
+def route(
+    method: str, path: str, handle: Handle, writes: bool = False, creates: bool = False
+) -> Route:
+    return Route(method, re.compile(path), handle, writes or creates, creates)
 
 
 class Face(Protocol):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .core import ApiFailure, Store
@@ -43,6 +43,7 @@ _FAULTS = {
     "slow_rate": "slow_rate",
     "slow_seconds": "slow_seconds",
     "truncate_rate": "truncate_rate",
+    "lost_creates": "lost_creates",
 }
 
 
@@ -54,6 +55,9 @@ class Faults:
     slow_rate: float = 0.0  # share delayed by slow_seconds
     slow_seconds: float = 1.0
     truncate_rate: float = 0.0  # share of file downloads cut off mid-body
+    # face → how many of its next batch creates take effect and then lose their reply
+    # (a 500 after the write: the caller cannot tell whether the batch exists)
+    lost_creates: dict[str, int] = field(default_factory=dict)
 
 
 class Hub:
@@ -133,6 +137,12 @@ class Hub:
             sleep(self.faults.slow_seconds)
         with self.store.lock:
             self.advance()
+            if route.creates and self.faults.lost_creates.get(face.name, 0) > 0:
+                self.faults.lost_creates[face.name] -= 1
+                with contextlib.suppress(ApiFailure):
+                    route.handle(x, *groups)
+                self._count("lost create")
+                return face.error(face.fault("500")), False
             if decide.roll("fault", f"{key}#{n}", self.faults.rate):
                 return self._fault(face, route, x, groups, f"{key}#{n}"), False
             try:

@@ -138,6 +138,12 @@ class Emulator:
         thread.start()
         self._threads.append(thread)
 
+    def lose_creates(self, face: str, count: int = 1) -> None:
+        """The next ``count`` batch creates on ``face`` take effect, then answer 500: the
+        caller cannot tell that its batch exists (a lost create)."""
+        with self.hub.store.lock:
+            self.hub.faults.lost_creates[face] = self.hub.faults.lost_creates.get(face, 0) + count
+
     def flush(self) -> None:
         """Every batch to its end, now."""
         self.hub.advance(flush=True)

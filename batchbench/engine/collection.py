@@ -25,7 +25,8 @@ from ..kinds import OutcomeKind
 from ..providers.base import BatchFailure, Wire
 from ..providers.frames import USAGE_COLUMNS
 from .events import CaseOutcome, Collected
-from .state import RunState, Submission
+from .state import RunState
+from .submission import Submission
 
 # Lines the service lost (expired or cancelled with their batch): sent again without
 # spending the request's --max-retries, which are for its own replies.

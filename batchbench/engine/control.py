@@ -12,11 +12,12 @@ from pathlib import Path
 from ..clock import SYSTEM, Clock
 from ..errors import BatchbenchError, RunLockedError
 from ..kinds import Stage
-from ..providers.base import Provider
+from ..providers.base import Provider, Service
 from .events import BatchSeen, CancelRequested, Event
 from .rundir import Run, RunConfig, existing_run
 from .services import connect_all, run_services, stage_bundle
 from .state import RunState
+from .submission import Submission
 from .submit import Submitter
 
 
@@ -55,10 +56,23 @@ def cancel_run(
     state = run.state(config.case_ids)
     providers = _providers(run, config, state, base_url, warn, clock)
     run.record(CancelRequested(), clock.time())
+
+    def record(event: Event) -> None:
+        run.record(event, clock.time())
+
+    # A create whose outcome was lost may have made a batch: look for it first.
+    submitter = Submitter(run, config, providers, record, clock=clock)
+    lost = [s for s in state.subs.values() if s.batch_id is None and s.create_started]
+    for sub in lost:
+        if not sub.candidates:
+            submitter.look(sub, state.batch_ids())
+    if lost:
+        state = run.state(config.case_ids)
     cancelled: list[str] = []
     failures: list[BatchbenchError] = []
     for sub in state.in_flight():
         if sub.batch_id is None:
+            warn(f"warning: {candidates_text(sub, providers[sub.stage].client.service)}")
             continue
         try:
             view = providers[sub.stage].client.cancel(sub.batch_id)
@@ -117,3 +131,15 @@ def refresh_status(
         else:
             lines.append(f"{sub.id} {sub.batch_id} {v.word}: {v.lines_text}")
     return lines, journaled
+
+
+def candidates_text(sub: Submission, service: Service) -> str:
+    """Why a submission's batch cannot be cancelled (or shown) yet: which candidates a lost
+    create left, and why the run's own is not told apart."""
+    ids = ", ".join(sub.candidates)
+    return (
+        f"{sub.id}: its create's outcome was lost, and {len(sub.candidates)} batch(es) of its"
+        f" size appeared since ({ids}) on {service}, which keeps no tag on a batch: only"
+        " their results' ids tell the run's own from another's, so none is cancelled"
+        " (cancel the right one yourself, or let them end)"
+    )

@@ -186,6 +186,25 @@ class Disowned(Event, tag="disowned"):
     batch_id: str
 
 
+class Candidates(Event, tag="candidates"):
+    """A create's outcome was lost on a service that keeps no tag on a batch: these
+    batches of the submission's size appeared since. None is adopted (nor cancelled)
+    until its results' ids say it is the run's; the others are disowned."""
+
+    sub: str
+    batch_ids: list[str]
+
+
+class Contradicted(Event, tag="contradicted"):
+    """The service contradicted itself about a batch (counts that say its lines
+    succeeded, results that hold fewer): nothing is bought again; its files are
+    downloaded afresh when the run is next advanced."""
+
+    sub: str
+    batch_id: str
+    detail: str
+
+
 class Stalled(Event, tag="stalled"):
     """The batch was not started ``seconds`` after it was created: it was told to
     stop, and its requests are sent again (once)."""
@@ -202,6 +221,7 @@ class ServiceSet(Event, tag="service"):
     stage: Stage
     provider: ProviderName
     base_url: str
+    account: dict[str, str] | None = None  # recorded since 0.3 (None: not yet recorded)
 
 
 class CancelRequested(Event, tag="cancel_requested"):
@@ -229,6 +249,8 @@ AnyEvent = (
     | Collected
     | RemoteDeleted
     | Disowned
+    | Candidates
+    | Contradicted
     | Stalled
     | ServiceSet
     | CancelRequested

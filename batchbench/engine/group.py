@@ -21,8 +21,8 @@ from ..errors import BatchbenchError, TransientApiError
 from ..providers.base import Client
 from ..reporting import quiet
 from .pipeline import Pipeline
-from .state import Submission
-from .submit import walk
+from .submission import Submission
+from .submit import walk, watched
 
 
 @dataclass
@@ -89,16 +89,16 @@ class Group:
         by_service: dict[int, tuple[Client, dict[str, tuple[Member, Submission]]]] = {}
         for member in self.active():
             for sub in member.pipeline.in_flight():
-                if sub.batch_id is not None:
-                    client = member.pipeline.providers[sub.stage].client
-                    by_service.setdefault(id(client), (client, {}))[1][sub.batch_id] = (member, sub)
+                client = member.pipeline.providers[sub.stage].client
+                for batch_id in watched(sub):
+                    by_service.setdefault(id(client), (client, {}))[1][batch_id] = (member, sub)
         if not by_service:
             return
         self.list_walks += 1
         for client, owners in by_service.values():
             served = list({id(m): m for m, _ in owners.values()}.values())
             try:
-                found, rest = walk(client, [sub for _, sub in owners.values()])
+                found, rest = walk(client, {b: sub for b, (_, sub) in owners.items()})
             except BatchbenchError as exc:
                 for member in served:
                     self._fail(member, exc)
@@ -109,9 +109,10 @@ class Group:
                 member, sub = owners[batch_id]
                 record = member.pipeline.submitter.record_batch
                 self._guard(member, functools.partial(record, sub, view))
-            for sub in rest:
-                member, _ = owners[sub.batch_id or ""]
-                self._guard(member, functools.partial(member.pipeline.submitter.refresh, sub))
+            for batch_id in rest:
+                member, sub = owners[batch_id]
+                refresh = member.pipeline.submitter.refresh
+                self._guard(member, functools.partial(refresh, sub, batch_id))
 
     def advance(self, *, wait: bool, on_progress: Callable[[Pipeline], None] | None = None) -> None:
         """Until every run is done or set aside; without ``wait``, until only waiting is left."""

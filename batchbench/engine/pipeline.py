@@ -28,17 +28,18 @@ from ..bench.results import append_rows, row_counts
 from ..bench.scoring import rubric_frame
 from ..clock import SYSTEM, Clock
 from ..costs.pricing import prompt_tokens, token_counter
-from ..errors import BatchFileError, InvariantError
+from ..errors import ApiError, BatchFileError, InvariantError
 from ..kinds import STAGES, Stage
 from ..providers.base import Provider
 from ..providers.ids import claim
 from ..reporting import quiet
 from .collection import Collection, Limits, collect
-from .events import Event, Line, Plan
+from .events import Contradicted, Event, Line, Plan
 from .requests import Request, build_request, write_shards
 from .rows import append_pass_rows, pass_rows, rows_for
 from .rundir import Run, RunConfig
-from .state import RunState, Submission
+from .state import RunState
+from .submission import Submission
 from .submit import Submitter
 
 
@@ -124,6 +125,12 @@ class Pipeline:
                 self.submitter.stage(sub)
                 return True
         for sub in st.subs.values():
+            if sub.batch_id is None and sub.candidates:  # after a lost create, untagged
+                ended = [c for c, v in sub.candidates.items() if v and v.phase == "ended"]
+                if ended:
+                    self.submitter.check_candidate(sub, ended[0])
+                    return True
+                continue  # wait for one to end: only its results can tell
             if sub.batch_id is None and not st.cancelled:
                 if st.holds.get(sub.stage, 0) > self.clock.time() or not self._fits_budget(sub):
                     continue
@@ -277,12 +284,31 @@ class Pipeline:
             )
 
     # downloading and collecting ------------------------------------------------
+    def _check_counts(self, sub: Submission, frame: pl.DataFrame) -> None:
+        """A batch whose counts say lines succeeded while its results hold none (an empty
+        file) is the service contradicting itself: buying them again would pay twice
+        for what may yet arrive. The stage stops, naming what was said and read; its
+        files are fetched afresh when the run is next advanced. (Some lines missing from
+        a full file is the service's known fault: those are sent again.)"""
+        view = sub.view
+        if view is None or view.completed == 0 or frame.height > 0:
+            return
+        files = ", ".join(sub.result_files()) or "no file"
+        detail = (
+            f"batch {view.id} ({sub.id}) ended with its counts saying {view.completed} of"
+            f" {view.total} lines succeeded, but its results ({files}) hold {frame.height}"
+            " lines: nothing was bought again; run again once the service has its results"
+        )
+        self.record(Contradicted(sub=sub.id, batch_id=view.id, detail=detail))
+        raise ApiError(detail, batch_id=view.id)
+
     def _collect(self, sub: Submission) -> None:
         wire = self.providers[sub.stage].wire
         files = sub.result_files()
         frame = None
         if files or sub.view is None or sub.view.ending != "failed":
             frame = self.run.read_results(wire, files)
+            self._check_counts(sub, frame)
         items = {
             c: [it["item_id"] for it in case["rubric_items"]] for c, case in self.cases.items()
         }

@@ -21,7 +21,8 @@ from ..bench import protocol
 from ..bench.dataset import Case
 from ..bench.scoring import score_joined, score_records
 from .rundir import Run, RunConfig
-from .state import RunState, Submission
+from .state import RunState
+from .submission import Submission
 
 if TYPE_CHECKING:
     from ..bench.decisions import Judged

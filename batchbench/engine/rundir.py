@@ -26,6 +26,7 @@ from .._io import append_line, atomic_write_text, jsonl_lines, storage
 from ..errors import BatchbenchError, ConfigError, RunLockedError, RunStateError, UnknownRun
 from ..kinds import STAGES, ProviderName, Stage
 from ..providers import legacy, resolve
+from ..providers.base import Account
 from ..providers.registry import BY_NAME
 from .events import DECODER, ENCODER, Created, Disowned, Event
 from .state import RunState, fold
@@ -76,7 +77,7 @@ class RunConfig:
     # Each stage's service, {"provider", "base_url"} (never a key). Runs made
     # before 0.2 have none: both stages were OpenAI's, at a base URL the journal
     # records on their first resume (:class:`events.ServiceSet`).
-    services: dict[str, dict[str, str]] | None = None
+    services: dict[str, dict[str, Any]] | None = None
     judge_passes: int = 1  # judge requests per answer; the rows keep the first
 
     def to_json(self) -> str:
@@ -110,6 +111,14 @@ class RunConfig:
         if stage in state.services:
             return state.services[stage][1]
         return self.services[stage]["base_url"] if self.services else None
+
+    def account(self, state: RunState, stage: Stage) -> Account | None:
+        """The account the stage's batches live in: the journal's latest word, else the
+        config's; None when never recorded (runs before 0.3)."""
+        if stage in state.services:
+            return state.services[stage][2]
+        found = (self.services or {}).get(stage, {}).get("account")
+        return None if found is None else tuple(found.items())
 
 
 MAX_NAME = 128

@@ -15,6 +15,7 @@ records the one it uses.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 from .. import providers
 from ..clock import SYSTEM, Clock
@@ -40,13 +41,15 @@ def new_services(
     judge_model: str,
     base_url: str | None,
     given: Mapping[str, str] | None = None,
-) -> dict[str, dict[str, str]]:
-    """A new run's services: the base URL chosen, else the provider's own."""
-    out: dict[str, dict[str, str]] = {}
+) -> dict[str, dict[str, Any]]:
+    """A new run's services: the base URL chosen, else the provider's own; the account
+    the environment names."""
+    out: dict[str, dict[str, Any]] = {}
     for stage, name in stage_providers(answer_model, judge_model).items():
         chosen = providers.explicit_base_url(name, base_url, given=given)
         url = chosen[0] if chosen else providers.spec(name).default_base_url
-        out[stage] = {"provider": name, "base_url": url}
+        account = dict(providers.account_from_env(name))
+        out[stage] = {"provider": name, "base_url": url, "account": account}
     return out
 
 
@@ -62,9 +65,11 @@ def run_services(
     """Each stage's service for this invocation, and the events that record a change.
 
     ``base_url`` is the ``--base-url`` given; other providers' come from their SDKs'
-    variables; ``given`` sets any provider's in code (the demo). With ``say`` (cancel,
-    status) a URL other than the run's is not an error: the run's is used, and ``say``
-    tells so; without it (a resume) it is refused unless ``move``.
+    variables; ``given`` sets any provider's in code (the demo). The account is the
+    environment's (a Fireworks account, an OpenAI organization or project). With
+    ``say`` (cancel, status) a URL or account other than the run's is not an error: the
+    run's is used, and ``say`` tells so; without it (a resume) it is refused unless
+    ``move``.
     """
     found: dict[Stage, Service] = {}
     changes: list[ServiceSet] = []
@@ -74,23 +79,59 @@ def run_services(
         url = stored or (chosen[0] if chosen else providers.spec(name).default_base_url)
         if stored is not None and chosen is not None and chosen[0] != stored:
             there, source = chosen
-            if say is not None:
-                say(
-                    f"note: {source} says {providers.shown(there)}, but run {config.name!r} has"
-                    f" its {stage} batches at {providers.shown(stored)}: asking there"
-                )
-            elif not move:
-                raise ConfigError(
-                    f"run {config.name!r} has its {stage} batches at {providers.shown(stored)},"
-                    f" but {source} says {providers.shown(there)}; to move the run there,"
-                    " add --move-service"
-                )
-            else:
-                url = there
-        if url != stored:
-            changes.append(ServiceSet(stage=stage, provider=name, base_url=url))
-        found[stage] = Service(name, url)
+            url = _differs(
+                config.name,
+                f"{stage} batches at {providers.shown(stored)}",
+                f"{source} says {providers.shown(there)}",
+                stored,
+                there,
+                move=move,
+                say=say,
+            )
+        stored_account = config.account(state, stage)
+        current = providers.account_from_env(name)
+        account = current if stored_account is None else stored_account
+        if stored_account is not None and stored_account != current:
+            account = _differs(
+                config.name,
+                f"{stage} batches under {providers.account_text(stored_account)}",
+                f"the environment says {providers.account_text(current)}",
+                stored_account,
+                current,
+                move=move,
+                say=say,
+            )
+        if url != stored or account != stored_account:
+            changes.append(
+                ServiceSet(stage=stage, provider=name, base_url=url, account=dict(account))
+            )
+        found[stage] = Service(name, url, account)
     return found, changes
+
+
+T = TypeVar("T")
+
+
+def _differs(
+    run: str,
+    has: str,
+    told: str,
+    stored: T,
+    other: T,
+    *,
+    move: bool,
+    say: Callable[[str], None] | None,
+) -> T:
+    """The run's own (said, for cancel and status), or the other on ``--move-service``;
+    otherwise a refusal naming both: a run resumed elsewhere would buy its batches again."""
+    if say is not None:
+        say(f"note: {told}, but run {run!r} has its {has}: asking there")
+        return stored
+    if not move:
+        raise ConfigError(
+            f"run {run!r} has its {has}, but {told}; to move the run there, add --move-service"
+        )
+    return other
 
 
 def connect_all(

@@ -15,25 +15,18 @@ from typing import Any, Literal
 from ..errors import RunStateError
 from ..kinds import ProviderName, Stage, StageStatus
 from ..providers import legacy
-from ..providers.base import BatchView
+from ..providers.base import Account
 from .events import (
-    BatchSeen,
     CancelRequested,
     Collected,
-    Created,
-    CreateStarted,
-    Disowned,
-    Downloaded,
     Event,
-    Line,
     Plan,
     Redo,
-    RemoteDeleted,
     Resumed,
     ServiceSet,
     Stalled,
-    Uploaded,
 )
+from .submission import SUB_EVENTS, Submission
 
 
 @dataclass
@@ -88,61 +81,6 @@ class CaseState:
             st.adjust = {}  # a new invocation starts from the reference's request again
 
 
-@dataclass
-class Submission:
-    """One request file and the batch it became."""
-
-    id: str
-    stage: Stage
-    seq: int
-    path: str
-    lines: list[Line]
-    planned_at: float
-    tokens: int = 0
-    judge_pass: int = 1  # judges: which pass these requests are
-    shared: dict[str, Any] | None = None  # what its requests share (the wire's own)
-    staged: bool = False  # its request file is where the service reads it from
-    file_id: str | None = None  # the uploaded input, for services that take one
-    create_started: float | None = None
-    batch_id: str | None = None
-    adopted: bool = False
-    view: BatchView | None = None  # what the service last said of the batch
-    disowned: set[str] = field(default_factory=set)  # batches adopted by mistake
-    stalled: bool = False  # never started in time: told to stop, its requests sent again
-    downloaded: set[str] = field(default_factory=set)
-    collected: bool = False
-    remote_deleted: bool = False
-
-    @property
-    def status(self) -> str:
-        """The service's own word for the batch, for people."""
-        if self.view is not None:
-            return self.view.status
-        return "created" if self.batch_id else "not submitted"
-
-    @property
-    def word(self) -> str:
-        """Its state in batchbench's one vocabulary (:attr:`BatchView.word`)."""
-        if self.view is not None:
-            return self.view.word
-        return "submitted" if self.batch_id else "not submitted"
-
-    @property
-    def terminal(self) -> bool:
-        return self.view is not None and self.view.phase == "ended"
-
-    @property
-    def in_flight(self) -> bool:
-        return self.batch_id is not None and not self.terminal
-
-    def result_files(self) -> list[str]:
-        return list(self.view.files) if self.view is not None else []
-
-    def ids(self) -> dict[str, Line]:
-        """Each request's id → its line (the journaled mapping)."""
-        return {line.id(self.stage): line for line in self.lines}
-
-
 @dataclass(frozen=True)
 class StageProgress:
     done: int
@@ -161,7 +99,8 @@ class RunState:
     losses: dict[str, int] = field(default_factory=dict)  # stage → requests the service lost
     stalled_cases: set[str] = field(default_factory=set)  # sent again once after a stall
     stalls: int = 0  # batches that never started in time
-    services: dict[Stage, tuple[ProviderName, str]] = field(default_factory=dict)
+    # stage → provider, base URL, account (None: not recorded, before 0.3)
+    services: dict[Stage, tuple[ProviderName, str, Account | None]] = field(default_factory=dict)
     cancelled: bool = False
     started: float | None = None
     last_event: float | None = None  # when the journal last changed
@@ -240,7 +179,7 @@ class RunState:
         if isinstance(event, Collected):
             self._apply_collected(sub, event)
             return
-        handler = _SUB_EVENTS.get(type(event))
+        handler = SUB_EVENTS.get(type(event))
         if handler is not None:
             handler(sub, event)
 
@@ -324,19 +263,8 @@ def _redo(state: RunState, event: Redo) -> None:
 
 
 def _service(state: RunState, event: ServiceSet) -> None:
-    state.services[event.stage] = (event.provider, event.base_url)
-
-
-def _created(sub: Submission, event: Created) -> None:
-    sub.batch_id, sub.adopted = event.batch_id, event.adopted
-
-
-def _disowned(sub: Submission, event: Disowned) -> None:
-    """Not this submission's batch: it is looked for again (``create_started`` kept, the
-    disowned batch never taken again), then created if nothing is found."""
-    sub.disowned.add(event.batch_id)
-    sub.batch_id, sub.adopted, sub.view = None, False, None
-    sub.downloaded.clear()
+    account = None if event.account is None else tuple(event.account.items())
+    state.services[event.stage] = (event.provider, event.base_url, account)
 
 
 def _stalled(state: RunState, event: Stalled) -> None:
@@ -348,26 +276,6 @@ def _stalled(state: RunState, event: Stalled) -> None:
     state.stalled_cases.update(line.case_id for line in sub.lines)
 
 
-def _deleted(sub: Submission, _: RemoteDeleted) -> None:
-    sub.remote_deleted = True
-
-
-def _uploaded(sub: Submission, event: Uploaded) -> None:
-    sub.staged, sub.file_id = True, event.file_id
-
-
-def _create_started(sub: Submission, event: CreateStarted) -> None:
-    sub.create_started = event.t
-
-
-def _seen(sub: Submission, event: BatchSeen) -> None:
-    sub.view = event.view()
-
-
-def _downloaded(sub: Submission, event: Downloaded) -> None:
-    sub.downloaded.add(event.file_id)
-
-
 # One handler per event type: a table lookup, not a chain of isinstance tests
 # (``status`` and ``list`` fold every run's journal on each call).
 _RUN_EVENTS: dict[type, Callable[[RunState, Any], None]] = {
@@ -377,15 +285,6 @@ _RUN_EVENTS: dict[type, Callable[[RunState, Any], None]] = {
     Redo: _redo,
     ServiceSet: _service,
     Stalled: _stalled,
-}
-_SUB_EVENTS: dict[type, Callable[[Submission, Any], None]] = {
-    Uploaded: _uploaded,
-    CreateStarted: _create_started,
-    Created: _created,
-    BatchSeen: _seen,
-    Downloaded: _downloaded,
-    RemoteDeleted: _deleted,
-    Disowned: _disowned,
 }
 
 

@@ -33,6 +33,7 @@ from ..providers.base import CLOCK_SKEW, BatchView, Client, Provider, Tag
 from .collection import check_download
 from .events import (
     BatchSeen,
+    Candidates,
     Created,
     CreateStarted,
     Disowned,
@@ -43,20 +44,27 @@ from .events import (
     Uploaded,
 )
 from .rundir import Run, RunConfig, batches_elsewhere
-from .state import Submission
+from .submission import Submission
+
+
+def watched(sub: Submission) -> list[str]:
+    """The batches of a submission to ask the service about: its own while it runs, or
+    its candidates that have not ended."""
+    if sub.batch_id is not None:
+        return [] if sub.terminal else [sub.batch_id]
+    return [c for c, v in sub.candidates.items() if v is None or v.phase != "ended"]
 
 
 def walk(
-    client: Client, subs: Sequence[Submission]
-) -> tuple[dict[str, BatchView], list[Submission]]:
-    """One walk of a service's batch list for these submissions' batches: what it said
-    of each one it reached, and the submissions it did not reach."""
-    waiting = {s.batch_id: s for s in subs if s.batch_id is not None}
+    client: Client, waiting: Mapping[str, Submission]
+) -> tuple[dict[str, BatchView], list[str]]:
+    """One walk of a service's batch list for these batches (batch id → its
+    submission): what it said of each one it reached, and the ids it did not reach."""
     if not waiting:
         return {}, []
     since = min(s.planned_at for s in waiting.values()) - CLOCK_SKEW
     found = client.poll(list(waiting), since)
-    return found, [s for batch_id, s in waiting.items() if batch_id not in found]
+    return found, [batch_id for batch_id in waiting if batch_id not in found]
 
 
 class Submitter:
@@ -108,21 +116,18 @@ class Submitter:
         self.record(Uploaded(sub=sub.id, file_id=file_id))
 
     def create(self, sub: Submission, known: set[str]) -> None:
-        """Create once; after an ambiguous failure, look for the batch (not one of the
-        run's ``known`` batches) before creating again."""
-        provider = self.providers[sub.stage]
-        if sub.create_started is not None:
-            known = known | batches_elsewhere(self.run)  # not another run's either
-            found = provider.client.find(self.tag(sub), sub.create_started, known)
-            if found is not None:
-                self.record(Created(sub=sub.id, batch_id=found.id, adopted=True))
-                self.record_batch(sub, found)
-                return
+        """Create once, and only after looking on the service: where batches keep the
+        run's tag, for one carrying this submission's (a restored or copied run folder, a
+        shortened journal: whatever the folder says, nothing is bought twice); where
+        they keep none, after an ambiguous failure, for the candidates it may have made.
+        Never a batch the run, or another run of the jobs folder, holds."""
+        if self.look(sub, known):
+            return
+        client = self.providers[sub.stage].client
+        tag = self.tag(sub)
         self.record(CreateStarted(sub=sub.id, file_id=sub.file_id))
         try:
-            view = provider.client.create(
-                self.tag(sub), sub.file_id, self.run.requests_dir / sub.path
-            )
+            view = client.create(tag, sub.file_id, self.run.requests_dir / sub.path)
         except (TransientApiError, FileNotYetVisible):
             # Ambiguous (the batch may exist: look for it first), or the file not
             # yet visible right after its upload: create again, a little later.
@@ -136,33 +141,94 @@ class Submitter:
         self.record(Created(sub=sub.id, batch_id=view.id))
         self.record_batch(sub, view)
 
+    def look(self, sub: Submission, known: set[str]) -> bool:
+        """Look on the service for a batch this submission may already have; True when
+        one was adopted (a tag says it is the run's) or candidates were found (no tag:
+        their results will tell)."""
+        client = self.providers[sub.stage].client
+        if client.marks != "tag" and sub.create_started is None:
+            return False  # nothing was ever sent to make one
+        known = known | batches_elsewhere(self.run)
+        tag = self.tag(sub)
+        if client.marks == "tag":
+            found = client.find(tag, self.config.created_at, known)
+            if found:
+                self.record(Created(sub=sub.id, batch_id=found[0].id, adopted=True))
+                self.record_batch(sub, found[0])
+            return bool(found)
+        candidates = client.find(tag, sub.create_started or self.config.created_at, known)
+        if candidates:
+            self.record(Candidates(sub=sub.id, batch_ids=[c.id for c in candidates]))
+            for candidate in candidates:
+                self.record(BatchSeen.of(sub.id, candidate))
+        return bool(candidates)
+
+    def check_candidate(self, sub: Submission, batch_id: str) -> None:
+        """An ended candidate's results, read: the submission's batch when every id in them
+        is one of its requests (adopted; its file kept), not when none is (disowned). A
+        mix is the service contradicting itself: it stops, nothing bought."""
+        view = sub.candidates[batch_id]
+        if view is None or not view.files:
+            self.record(Disowned(sub=sub.id, batch_id=batch_id))  # nothing run, nothing to tell
+            return
+        provider = self.providers[sub.stage]
+        final = self.run.raw_path(view.files[0])
+        staging = final.with_name(f".{final.name}.candidate")
+        try:
+            provider.client.download(batch_id, view.files[0], staging)
+            ids = set(provider.wire.read_results([staging])["custom_id"].to_list())
+            mine = set(sub.ids())
+            if not ids & mine:
+                self.record(Disowned(sub=sub.id, batch_id=batch_id))
+                return
+            if not ids <= mine:
+                raise ApiError(
+                    f"batch {batch_id}'s results name {len(ids & mine)} of {sub.id}'s requests"
+                    f" and {len(ids - mine)} others: neither the run's nor another's; it is"
+                    " not adopted, and nothing is bought again",
+                    batch_id=batch_id,
+                )
+            self.record(Created(sub=sub.id, batch_id=batch_id, adopted=True))
+            self.record(BatchSeen.of(sub.id, view))
+            if len(view.files) == 1:  # its one results file, read already: kept as it is
+                check_download(provider.wire.read_results([staging]), sub, set(), str(final))
+                durable_replace(staging, final)
+                self.record(Downloaded(sub=sub.id, file_id=view.files[0]))
+        finally:
+            if staging.exists():
+                os.unlink(staging)
+
     def record_batch(self, sub: Submission, view: BatchView) -> None:
-        """Journal what the service says of a batch whenever it changes (counts included)."""
-        if dataclasses.replace(view, created_at=None) != sub.view:
+        """Journal what the service says of a batch (or of a candidate) whenever it
+        changes (counts included)."""
+        last = sub.candidates.get(view.id, sub.view)
+        if dataclasses.replace(view, created_at=None) != last:
             self.record(BatchSeen.of(sub.id, view))
 
     def poll(self, subs: Sequence[Submission]) -> None:
         """Refresh these batches: one walk of each service's list, then one by one."""
         for stage, provider in self.providers.items():
-            found, rest = walk(provider.client, [s for s in subs if s.stage == stage])
-            for sub in subs:
-                if sub.batch_id in found:
-                    self.record_batch(sub, found[sub.batch_id])
-            for sub in rest:
-                self.refresh(sub)
+            waiting = {b: s for s in subs if s.stage == stage for b in watched(s)}
+            found, rest = walk(provider.client, waiting)
+            for batch_id, view in found.items():
+                self.record_batch(waiting[batch_id], view)
+            for batch_id in rest:
+                self.refresh(waiting[batch_id], batch_id)
 
-    def refresh(self, sub: Submission) -> None:
-        """Ask for one batch by id; one that vanished (404) cannot be collected: stop."""
-        if sub.batch_id is None:
-            return
+    def refresh(self, sub: Submission, batch_id: str) -> None:
+        """Ask for one batch (or candidate) by id. A candidate that vanished was not the
+        run's; the run's own batch that vanished (404) cannot be collected: stop."""
         try:
-            self.record_batch(sub, self.providers[sub.stage].client.retrieve(sub.batch_id))
+            self.record_batch(sub, self.providers[sub.stage].client.retrieve(batch_id))
         except ApiNotFoundError:
+            if batch_id in sub.candidates:
+                self.record(Disowned(sub=sub.id, batch_id=batch_id))
+                return
             raise ApiError(
-                f"batch {sub.batch_id} ({sub.id}) vanished from the API (404);"
+                f"batch {batch_id} ({sub.id}) vanished from the API (404);"
                 " its requests cannot be collected",
                 status=404,
-                batch_id=sub.batch_id,
+                batch_id=batch_id,
             ) from None
 
     def download(self, sub: Submission, file_id: str) -> None:

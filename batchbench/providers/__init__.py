@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 
 from ..clock import SYSTEM, Clock
 from ..errors import ConfigError, ProviderUnavailable
-from .base import Client, Service, Wire
+from .base import Account, Client, Service, Wire
 from .registry import ALIASES, BY_NAME, PROVIDERS, ProviderSpec
 
 __all__ = [
@@ -145,6 +145,16 @@ def explicit_base_url(
     if not value:
         return None
     return normal_url(value, found.base_url_variable), found.base_url_variable
+
+
+def account_from_env(name: str, env: Mapping[str, str] = os.environ) -> Account:
+    """The account the environment names for this provider (its variables that are set)."""
+    return tuple((v, env[v]) for v in spec(name).account_variables if env.get(v))
+
+
+def account_text(account: Account) -> str:
+    """``FIREWORKS_ACCOUNT_ID=acme``, or ``the key's default account`` when none is set."""
+    return ", ".join(f"{k}={v}" for k, v in account) or "the key's default account"
 
 
 def normal_url(url: str, source: str = "--base-url") -> str:

@@ -25,7 +25,7 @@ import anthropic
 from ..clock import SYSTEM, Clock
 from ..errors import ApiError, ApiNotFoundError
 from ..kinds import Ending, Phase
-from .base import CLOCK_SKEW, BatchView, Service, Tag, cancel_unless_ended, walk_list
+from .base import CLOCK_SKEW, BatchView, Marks, Service, Tag, cancel_unless_ended, walk_list
 from .stainless import SdkCalls, timeout
 
 PHASES: dict[str, Phase] = {"in_progress": "running", "canceling": "cancelling", "ended": "ended"}
@@ -62,11 +62,14 @@ def view(batch: dict[str, Any]) -> BatchView:
         else:
             ending = "completed"
     ended = ending is not None and batch.get("results_url")
+    # Ended, but its results_url not yet set (as the service does for a while): not
+    # lost, still finishing: it is waited for like a running batch.
+    waiting = ending is not None and not ended
     return BatchView(
         id=batch["id"],
-        status=str(status),
-        phase=PHASES[str(status)],
-        ending=ending,
+        status="ended (results not yet available)" if waiting else str(status),
+        phase="running" if waiting else PHASES[str(status)],
+        ending=None if waiting else ending,
         total=total,
         completed=counts.get("succeeded", 0),
         failed=counts.get("errored", 0) + counts.get("canceled", 0) + counts.get("expired", 0),
@@ -78,6 +81,8 @@ def view(batch: dict[str, Any]) -> BatchView:
 
 class AnthropicClient:
     """Message Batches calls, SDK errors turned into batchbench's typed errors."""
+
+    marks: Marks = "results"  # a Message Batch keeps no metadata; its request ids do
 
     def __init__(
         self, service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock = SYSTEM
@@ -128,20 +133,21 @@ class AnthropicClient:
                 return
             after = data[-1]["id"]
 
-    def find(self, tag: Tag, intent: float, known: Collection[str]) -> BatchView | None:
-        """The batch an interrupted create made: created since the intent (less the clock
-        skew allowed), not one the run holds, holding as many requests as the
-        submission; of several, the one created nearest the intent."""
-        since = intent - CLOCK_SKEW
-        candidates = []
-        for batch in self._since(since):
-            found = view(batch)
-            if found.id in known or found.total != tag.requests:
+    def find(self, tag: Tag, since: float, known: Collection[str]) -> list[BatchView]:
+        """Every batch an interrupted create may have made: created since ``since`` (less
+        the clock skew allowed), holding as many requests as the submission, not one the
+        run or another run holds. A Message Batch keeps no tag: only its results' ids
+        tell the run's own from a colleague's batch of the same size."""
+        floor = since - CLOCK_SKEW
+        found = []
+        for batch in self._since(floor):
+            candidate = view(batch)
+            if candidate.id in known or candidate.total != tag.requests:
                 continue
-            created = found.created_at if found.created_at is not None else intent
-            if created >= since:
-                candidates.append((abs(created - intent), found))
-        return min(candidates, key=lambda c: c[0])[1] if candidates else None
+            created = candidate.created_at if candidate.created_at is not None else since
+            if created >= floor:
+                found.append(candidate)
+        return found
 
     def poll(self, batch_ids: Collection[str], since: float) -> dict[str, BatchView]:
         return walk_list(self._since(since), batch_ids, lambda b: str(b["id"]), view)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 from ..bench.protocol import Prompt
 from ..errors import ApiError
@@ -49,15 +49,24 @@ class Rendered:
     sent: dict[str, Any] | None = None
 
 
+Account = tuple[tuple[str, str], ...]  # (variable, value) pairs, e.g. the Fireworks account
+
+
 @dataclass(frozen=True)
 class Service:
-    """Where a stage's batches live: a provider and its base URL (never a key)."""
+    """Where a stage's batches live: a provider, its base URL and the account within it
+    (a Fireworks account, an OpenAI organization or project; never a key)."""
 
     provider: ProviderName
     base_url: str
+    account: Account = ()
 
     def __str__(self) -> str:
         return f"{self.provider} at {self.base_url}"
+
+    def setting(self, variable: str) -> str | None:
+        """The account's value of one of its provider's account variables."""
+        return dict(self.account).get(variable)
 
 
 @dataclass(frozen=True)
@@ -201,10 +210,17 @@ class Wire(Protocol):
         ...
 
 
+# Where a service keeps a run's mark: on the batch itself ("tag": metadata, a display
+# name, an id the run chose), so the batch is found by it; or only in its results'
+# request ids ("results"), so a batch is told to be the run's once its results are in.
+Marks = Literal["tag", "results"]
+
+
 class Client(Protocol):
     """The online half: one service, through its official SDK, errors mapped to ours."""
 
     service: Service
+    marks: Marks
 
     def check_models(self, models: Iterable[str]) -> None: ...
 
@@ -219,9 +235,12 @@ class Client(Protocol):
         looks for the batch (:meth:`find`) before creating again."""
         ...
 
-    def find(self, tag: Tag, intent: float, known: Collection[str]) -> BatchView | None:
-        """The batch an interrupted create may have made (not one of ``known``); ``intent``
-        is when the create was journaled as about to happen (our clock)."""
+    def find(self, tag: Tag, since: float, known: Collection[str]) -> list[BatchView]:
+        """Batches on the service that may be this submission's, created since ``since``
+        (our clock; the client allows :data:`CLOCK_SKEW`), none of ``known``. Where
+        :attr:`marks` is ``"tag"``, the one carrying the submission's tag (at most one:
+        the run looks before every create); where ``"results"``, every batch of its size
+        (candidates after a lost create, told apart by their results' ids)."""
         ...
 
     def poll(self, batch_ids: Collection[str], since: float) -> dict[str, BatchView]:
@@ -271,6 +290,24 @@ def walk_list(
             if len(found) == len(want):
                 break
     return found
+
+
+class Marked(Generic[T]):
+    """A run's marked batches on a service (submission → the service's record), kept
+    between looks: the first look walks the list back to the run's start, each later one
+    only back to the previous look's (less :data:`CLOCK_SKEW`)."""
+
+    def __init__(self) -> None:
+        self._runs: dict[str, tuple[float, dict[str, T]]] = {}
+
+    def index(
+        self, run_id: str, since: float, now: float, walk: Callable[[str, float], dict[str, T]]
+    ) -> dict[str, T]:
+        last, found = self._runs.get(run_id, (None, {}))
+        floor = (since if last is None else max(since, last)) - CLOCK_SKEW
+        merged = {**found, **walk(run_id, floor)}  # the newer walk's word wins
+        self._runs[run_id] = (now, merged)
+        return merged
 
 
 def cancel_unless_ended(

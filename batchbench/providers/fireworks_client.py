@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
-import os
 import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -32,7 +31,7 @@ from fireworks.types.batch_inference_job_create_params import InferenceParameter
 from ..clock import SYSTEM, Clock
 from ..errors import ApiConflictError, ApiError, ApiNotFoundError, ConfigError, InvariantError
 from ..kinds import Ending, Phase
-from .base import BatchView, Service, Tag, cancel_unless_ended, walk_list
+from .base import BatchView, Marks, Service, Tag, cancel_unless_ended, walk_list
 from .http_errors import status_error
 from .stainless import SdkCalls, timeout
 
@@ -76,11 +75,13 @@ def short_id(tag: Tag, suffix: str = "") -> str:
 class FireworksClient:
     """Datasets and batch inference jobs through the SDK, errors turned into batchbench's."""
 
+    marks: Marks = "tag"  # the job's id is the run's and the submission's
+
     def __init__(
         self, service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock = SYSTEM
     ) -> None:
         self.service = service
-        self.account = os.environ.get("FIREWORKS_ACCOUNT_ID", "")
+        self.account = service.setting("FIREWORKS_ACCOUNT_ID") or ""  # the run's
         if not self.account:
             raise ConfigError("grading Fireworks models needs FIREWORKS_ACCOUNT_ID (your account)")
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", self.account):  # it goes in paths
@@ -192,6 +193,18 @@ class FireworksClient:
         if ending is not None and job.output_dataset_id:
             files = self._output_files(str(job.output_dataset_id))
         message = job.status.message if job.status is not None else None
+        if ending == "completed" and not files:
+            # COMPLETED before its output dataset exists (as the service does for a
+            # while): not lost, still finishing: waited for like a running job.
+            return BatchView(
+                id=str(job.name).rsplit("/", 1)[-1],
+                status=f"{state} (results not yet available)",
+                phase="running",
+                total=int(progress.total_input_requests or 0) if progress else 0,
+                completed=int(progress.successfully_processed_requests or 0) if progress else 0,
+                failed=int(progress.failed_requests or 0) if progress else 0,
+                created_at=job.create_time.timestamp() if job.create_time else None,
+            )
         return BatchView(
             id=str(job.name).rsplit("/", 1)[-1],
             status=state,
@@ -216,16 +229,16 @@ class FireworksClient:
             return ()
         return tuple(f"{short}/{name}" for name in sorted(found.filename_to_signed_urls or {}))
 
-    def find(self, tag: Tag, intent: float, known: Collection[str]) -> BatchView | None:
-        """The job a lost create made: the one under this submission's own id."""
+    def find(self, tag: Tag, since: float, known: Collection[str]) -> list[BatchView]:
+        """The job under this submission's own id, if one was made (one call, no walk)."""
         short = short_id(tag)
         try:
             job = self._call(
                 f"get batch inference job {short}", functools.partial(self._jobs.get, short)
             )
         except ApiNotFoundError:
-            return None
-        return None if short in known else self._view(job)
+            return []
+        return [] if short in known else [self._view(job)]
 
     def _all(self) -> Iterator[Any]:
         page = self._call(

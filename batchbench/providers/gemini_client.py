@@ -25,7 +25,7 @@ from ..clock import SYSTEM, Clock
 from ..errors import ApiError, ApiNotFoundError, ConfigError, InvariantError, Unreachable
 from ..errors import TransientApiError as Transient
 from ..kinds import Ending, Phase
-from .base import BatchView, Service, Tag, cancel_unless_ended, walk_list
+from .base import BatchView, Marked, Marks, Service, Tag, cancel_unless_ended, walk_list
 from .downloads import verbatim
 from .http_errors import one_line, retry_after, status_error
 from .retry import Retrier
@@ -87,10 +87,14 @@ def _time(job: types.BatchJob) -> float | None:
 class GeminiClient:
     """Files and batch jobs through the SDK, its errors turned into batchbench's."""
 
+    marks: Marks = "tag"  # a job's display name names the run and submission
+
     def __init__(
         self, service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock = SYSTEM
     ) -> None:
         self.service = service
+        self.clock = clock
+        self._marked: Marked[types.BatchJob] = Marked()
         self.retry = Retrier(warn, clock=clock)
         options = types.HttpOptions(base_url=service.base_url, timeout=TIMEOUT_MS)
         self.sdk = genai.Client(api_key=api_key, http_options=options)  # no retries: ours
@@ -177,11 +181,24 @@ class GeminiClient:
                 return
             self._call("list batch jobs", pager.next_page)
 
-    def find(self, tag: Tag, intent: float, known: Collection[str]) -> BatchView | None:
+    def find(self, tag: Tag, since: float, known: Collection[str]) -> list[BatchView]:
+        """The job whose display name names this run and submission. The run's jobs seen
+        so far are kept: each look walks back only to the previous one's start."""
+        marked = self._marked.index(tag.run_id, since, self.clock.time(), self._walk_run)
+        job = marked.get(tag.sub)
+        return [view(job)] if job is not None and job.name not in known else []
+
+    def _walk_run(self, run_id: str, since: float) -> dict[str, types.BatchJob]:
+        head = f"batchbench-{run_id}-"
+        out: dict[str, types.BatchJob] = {}
         for job in self._jobs():
-            if job.display_name == display_name(tag) and job.name not in known:
-                return view(job)
-        return None
+            created = _time(job)
+            if created is not None and created < since:
+                break  # newest first: the rest are older still
+            name = job.display_name or ""
+            if name.startswith(head):
+                out.setdefault(name.removeprefix(head), job)
+        return out
 
     def poll(self, batch_ids: Collection[str], since: float) -> dict[str, BatchView]:
         return walk_list(self._jobs(), batch_ids, lambda j: str(j.name), view)

@@ -25,7 +25,7 @@ from ..errors import (
     InvariantError,
 )
 from ..kinds import Ending, Phase
-from .base import CLOCK_SKEW, BatchView, Service, Tag, walk_list
+from .base import BatchView, Marked, Marks, Service, Tag, walk_list
 from .http_errors import one_line
 from .openai_wire import ENDPOINT
 from .stainless import SdkCalls, timeout
@@ -85,12 +85,21 @@ def _file_not_visible(what: str, exc: Any) -> ApiError | None:
 class OpenAIClient:
     """Batch API calls, SDK errors turned into batchbench's typed errors."""
 
+    marks: Marks = "tag"  # batch metadata names the run and submission
+
     def __init__(
         self, service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock = SYSTEM
     ) -> None:
         self.service = service
+        self.clock = clock
+        self._marked: Marked[dict[str, Any]] = Marked()
         self.sdk = openai.OpenAI(
-            api_key=api_key, base_url=service.base_url, max_retries=0, timeout=timeout(openai)
+            api_key=api_key,
+            base_url=service.base_url,
+            organization=service.setting("OPENAI_ORG_ID"),  # the run's, not today's
+            project=service.setting("OPENAI_PROJECT_ID"),
+            max_retries=0,
+            timeout=timeout(openai),
         )
         self._call = SdkCalls(
             openai,
@@ -152,15 +161,20 @@ class OpenAIClient:
                 return
             after = data[-1]["id"]
 
-    def find(self, tag: Tag, intent: float, known: Collection[str]) -> BatchView | None:
-        for batch in self._batches_since(intent - CLOCK_SKEW):
+    def find(self, tag: Tag, since: float, known: Collection[str]) -> list[BatchView]:
+        """The batch whose metadata names this run and submission. The run's batches
+        seen so far are kept: each look walks back only to the previous one's start."""
+        marked = self._marked.index(tag.run_id, since, self.clock.time(), self._walk_run)
+        found = marked.get(tag.sub)
+        return [view(found)] if found is not None and found["id"] not in known else []
+
+    def _walk_run(self, run_id: str, since: float) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        for batch in self._batches_since(since):
             meta = batch.get("metadata") or {}
-            if (
-                meta.get("batchbench_run_id") == tag.run_id
-                and meta.get("batchbench_sub") == tag.sub
-            ):
-                return view(batch)
-        return None
+            if meta.get("batchbench_run_id") == run_id and meta.get("batchbench_sub"):
+                out.setdefault(str(meta["batchbench_sub"]), batch)  # newest first
+        return out
 
     def poll(self, batch_ids: Collection[str], since: float) -> dict[str, BatchView]:
         return walk_list(self._batches_since(since), batch_ids, lambda b: str(b["id"]), view)

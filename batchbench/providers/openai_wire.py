@@ -17,7 +17,7 @@ from ..errors import PlanError
 from ..kinds import ProviderName, Stage
 from .base import Adjust, BatchFailure, Limits, LineRules, Prompt, Rendered
 from .checks import encode_line, request_lines, sends_temperature, temperature_fallback
-from .ids import openai_id
+from .ids import safe_id
 from .openai_results import read_outputs
 
 ENDPOINT: Final = "/v1/chat/completions"
@@ -104,7 +104,7 @@ class OpenAIWire:
     def custom_id(
         self, stage: Stage, case_id: str, attempt: int, run_id: str, judge_pass: int = 1
     ) -> str:
-        return openai_id(stage, case_id, attempt, judge_pass)
+        return safe_id(stage, case_id, attempt, run_id, judge_pass)
 
     def request_line(self, custom_id: str, rendered: Rendered) -> bytes:
         obj = {"custom_id": custom_id, "method": "POST", "url": ENDPOINT, "body": rendered.body}

@@ -28,6 +28,9 @@ class ProviderSpec:
     default_base_url: str
     base_url_hint: str  # what a base URL for its SDK looks like, for a mistaken one
     aliases: Mapping[str, str] = field(default_factory=dict)  # the reference's, name → id
+    # The variables naming the account a key works in (where the batches live within
+    # the service): part of the service a run remembers.
+    account_variables: tuple[str, ...] = ()
     judges: bool = False  # may serve the judge stage (the reference judges on OpenAI)
 
 
@@ -72,6 +75,7 @@ FIREWORKS = ProviderSpec(
     base_url_variable="FIREWORKS_BASE_URL",
     default_base_url="https://api.fireworks.ai",
     base_url_hint="without /v1: the SDK adds it (https://api.fireworks.ai)",
+    account_variables=("FIREWORKS_ACCOUNT_ID",),
     aliases={
         "glm-5.2-fast": "accounts/fireworks/routers/glm-5p2-fast",
         "glm-5p2-fast": "accounts/fireworks/routers/glm-5p2-fast",
@@ -92,6 +96,7 @@ OPENAI = ProviderSpec(
     base_url_variable="OPENAI_BASE_URL",
     default_base_url="https://api.openai.com/v1",
     base_url_hint="ending in /v1 (https://api.openai.com/v1)",
+    account_variables=("OPENAI_ORG_ID", "OPENAI_PROJECT_ID"),
     judges=True,
 )
 

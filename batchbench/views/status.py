@@ -84,6 +84,13 @@ def stage_status(state: RunState, stage: Stage) -> StageStatus:
         view = sub.view
         if sub.in_flight and view is not None and view.total:
             running.append(f"{sub.id} {sub.word}: {view.lines_text}")
+        elif sub.batch_id is None and sub.candidates:
+            running.append(
+                f"{sub.id} unconfirmed: one of {', '.join(sub.candidates)} (a lost create;"
+                " the service keeps no tag, so its results will tell)"
+            )
+        if sub.contradiction and not sub.collected:
+            running.append(f"{sub.id} stopped: {sub.contradiction}")
     return StageStatus(
         done=progress.done,
         failed=progress.failed,

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 import urllib.request
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -82,12 +84,16 @@ def journal(run_dir: Path) -> list[dict]:
 
 
 def judge_replies(run_dir: Path) -> dict[str, dict[str, bool]]:
-    """The decisions the emulator returned, read back from the raw judge files."""
+    """The decisions the emulator returned, read back from the raw judge files (OpenAI's
+    format: the judges' service)."""
     out = {}
     for path in (run_dir / "raw").glob("*.jsonl"):
         for line in path.read_text().splitlines():
             rec = json.loads(line)
-            if not rec.get("custom_id", "").startswith("judge:") or rec.get("error") is not None:
+            if "custom_id" not in rec:
+                continue  # another provider's answers file
+            request = parse_id(rec["custom_id"])
+            if request.stage != "judges" or rec.get("error") is not None:
                 continue
             if (rec.get("response") or {}).get("status_code") != 200:
                 continue
@@ -97,7 +103,7 @@ def judge_replies(run_dir: Path) -> dict[str, dict[str, bool]]:
                 decisions = {d["item_id"]: d["matched"] for d in reply["decisions"]}
             except (ValueError, KeyError, TypeError):
                 continue
-            out[rec["custom_id"].split(":")[1]] = decisions
+            out[request.case_id] = decisions
     return out
 
 
@@ -143,3 +149,42 @@ def http_config(emu: Any, **settings: Any) -> None:
         emu.url + "/_emulator/config", method="POST", data=json.dumps(settings).encode()
     )
     urllib.request.urlopen(req, timeout=10).read()
+
+
+_ID = re.compile(
+    r"^(?P<token>[0-9a-f]{8})-(?P<stage>[aj])(?P<attempt>\d+)(?:p(?P<pass>\d+))?[-_](?P<case>.+)$"
+)
+# Runs made before 0.3 (their journals still resume): OpenAI's ids carried no token.
+_OLD_ID = re.compile(
+    r"^(?P<stage>answer|judge)(?P<pass>\d*):(?P<case>[^:]+)(?::(?P<attempt>\d+))?$"
+)
+
+
+@dataclass(frozen=True)
+class RequestId:
+    """A request id as the README documents it: ``<run token>-<a|j><attempt>[p<pass>]-<case>``
+    (an old OpenAI run's: ``answer:<case>[:<attempt>]``, ``judge[<pass>]:<case>[:<attempt>]``)."""
+
+    token: str | None
+    stage: str  # "answers" or "judges"
+    attempt: int
+    judge_pass: int
+    case_id: str  # or its SHA-256, when the case id does not fit
+
+
+def parse_id(custom_id: str) -> RequestId:
+    found = _ID.match(custom_id)
+    if found:
+        stage = "answers" if found["stage"] == "a" else "judges"
+        return RequestId(
+            found["token"], stage, int(found["attempt"]), int(found["pass"] or 1), found["case"]
+        )
+    old = _OLD_ID.match(custom_id)
+    assert old, f"not a request id of the documented form: {custom_id!r}"
+    return RequestId(
+        None,
+        "answers" if old["stage"] == "answer" else "judges",
+        int(old["attempt"] or 1),
+        int(old["pass"] or 1),
+        old["case"],
+    )

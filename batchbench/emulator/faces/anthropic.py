@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..anomalies import missing_lines
 from ..core import BASE58, ApiFailure, Store, due_lines, last_line, rfc3339
 from ..endpoints import tokens
 from ..face import Exchange, FaultKind, Reply, Route, bearer, route
@@ -203,7 +204,7 @@ class AnthropicFace:
         self.seq = 0
         b = r"^/v1/messages/batches"
         self.routes: Sequence[Route] = [
-            route("POST", b + r"$", self.create, writes=True),
+            route("POST", b + r"$", self.create, creates=True),
             route("GET", b + r"$", self.list),
             route("GET", b + r"/([^/]+)$", self.retrieve),
             route("POST", b + r"/([^/]+)/cancel$", self.cancel, writes=True),
@@ -509,13 +510,12 @@ class AnthropicFace:
                     batch.results[cid] = self._errored(500, "Internal server error")
                 else:
                     batch.results[cid] = {"type": kind}
+        succeeded = [c for c, r in batch.results.items() if r["type"] == "succeeded"]
+        gone = missing_lines(store, batch.id, succeeded)
         lines = [
             json.dumps({"custom_id": cid, "result": result})
             for cid, result in batch.results.items()
-            if not (
-                result["type"] == "succeeded"
-                and store.anomaly("missing-lines", f"{batch.id}/{cid}")
-            )
+            if cid not in gone
         ]
         if store.anomaly("empty-results", batch.id):
             lines = []

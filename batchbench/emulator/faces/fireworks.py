@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..anomalies import missing_lines
 from ..core import HEX, LOWER, ApiFailure, Store, due_lines, last_line, rfc3339
 from ..endpoints import check_body, shape
 from ..face import Exchange, FaultKind, Reply, Route, bearer, route
@@ -163,7 +164,7 @@ class FireworksFace:
                 "POST", A + r"/datasets/([^/:]+):validateUpload$", self.validate_upload, writes=True
             ),
             route("GET", A + r"/datasets/([^/:]+):getDownloadEndpoint$", self.download_endpoint),
-            route("POST", A + r"/batchInferenceJobs$", self.create_job, writes=True),
+            route("POST", A + r"/batchInferenceJobs$", self.create_job, creates=True),
             route("GET", A + r"/batchInferenceJobs$", self.list_jobs),
             route("GET", A + r"/batchInferenceJobs/([^/:]+)$", self.get_job),
             route("POST", A + r"/batchInferenceJobs/([^/:]+):cancel$", self.cancel, writes=True),
@@ -556,10 +557,12 @@ class FireworksFace:
             return
         store = self.store
         ok, failed = [], []
+        answered = [job.lines[i]["custom_id"] for i, r in job.results.items() if "response" in r]
+        gone = missing_lines(store, job.name, answered)
         for index, result in job.results.items():
             cid = job.lines[index]["custom_id"]
             if "response" in result:
-                if not store.anomaly("missing-lines", f"{job.name}/{cid}"):
+                if cid not in gone:
                     ok.append(json.dumps({"custom_id": cid, "response": result["response"]}))
             else:
                 failed.append(json.dumps({"custom_id": cid, "error": result["error"]}))

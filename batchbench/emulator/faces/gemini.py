@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..anomalies import missing_lines
 from ..core import LOWER, ApiFailure, Store, due_lines, last_line, rfc3339
 from ..face import Exchange, FaultKind, Reply, Route, route
 from .gemini_model import STATUS_NAMES, run_request, sync_response
@@ -138,8 +139,10 @@ class GeminiFace:
         self.made: list[Job] = []
         self.seq = 0
 
-        def r(method: str, path: str, handle: Any, writes: bool = False) -> Route:
-            return route(method, path.replace("{v}", V), handle, writes)
+        def r(
+            method: str, path: str, handle: Any, writes: bool = False, creates: bool = False
+        ) -> Route:
+            return route(method, path.replace("{v}", V), handle, writes, creates)
 
         self.routes: Sequence[Route] = [
             r("POST", r"^/upload/{v}/files$", self.upload, writes=True),
@@ -148,7 +151,7 @@ class GeminiFace:
             r("DELETE", r"^/{v}/files/([^/:]+)$", self.delete_file, writes=True),
             r("GET", r"^/{v}/files/([^/:]+):download$", self.download),
             r("GET", r"^/download/{v}/files/([^/:]+):download$", self.download),
-            r("POST", r"^/{v}/models/([^/:]+):batchGenerateContent$", self.create, writes=True),
+            r("POST", r"^/{v}/models/([^/:]+):batchGenerateContent$", self.create, creates=True),
             r("POST", r"^/{v}/models/([^/:]+):generateContent$", self.generate),
             r("GET", r"^/{v}/batches$", self.list_jobs),
             r("GET", r"^/{v}/batches/([^/:]+)$", self.get_job),
@@ -500,11 +503,8 @@ class GeminiFace:
             # python-genai#1909: replies under another line's key (here, each moved one on).
             keys = [k for k, _ in keyed]
             keyed = [(keys[(n + 1) % len(keys)], result) for n, (_, result) in enumerate(keyed)]
-        lines = [
-            json.dumps({"key": key, **result})
-            for key, result in keyed
-            if not ("response" in result and store.anomaly("missing-lines", f"{job.id}/{key}"))
-        ]
+        gone = missing_lines(store, job.id, [k for k, r in keyed if "response" in r])
+        lines = [json.dumps({"key": key, **result}) for key, result in keyed if key not in gone]
         if store.anomaly("empty-results", job.id):
             lines = []
         lines = store.mangled("responses", store.decide.shuffled(lines, job.id))  # in any order

@@ -59,7 +59,7 @@ class OpenAIFace:
             route("GET", p + r"/files/([^/]+)$", self.get_file),
             route("DELETE", p + r"/files/([^/]+)$", self.delete_file, writes=True),
             route("GET", p + r"/files/([^/]+)/content$", self.content),
-            route("POST", p + r"/batches$", self.create_batch, writes=True),
+            route("POST", p + r"/batches$", self.create_batch, creates=True),
             route("GET", p + r"/batches$", self.list_batches),
             route("GET", p + r"/batches/([^/]+)$", self.get_batch),
             route("POST", p + r"/batches/([^/]+)/cancel$", self.cancel, writes=True),
@@ -155,7 +155,7 @@ class OpenAIFace:
         return Reply(self.book.delete_file(file_id))
 
     def content(self, x: Exchange, file_id: str) -> Reply:
-        return Reply(self.book.get_file(file_id).data, file=True)
+        return Reply(self.book.read_file(file_id), file=True)
 
     # batches ----------------------------------------------------------------
     def create_batch(self, x: Exchange) -> Reply:

@@ -43,6 +43,8 @@ class StoredFile:
     data: bytes
     created_at: int
     expires_at: int | None = None
+    # empty-results: the batch whose file reads empty while that bad day lasts
+    withheld: str | None = None
 
     def obj(self) -> dict[str, Any]:
         return {
@@ -528,22 +530,17 @@ class OpenAIBook:
                 record["response"], record["error"] = SERVER_ERROR, None
             err_lines.append(json.dumps(record))
         out_lines, err_lines = damage_results(out_lines, err_lines, self.store, batch.id)
-        emptied = self.store.anomaly("empty-results", batch.id)
-        if emptied:  # the counts say every line ran; the file says nothing
-            out_lines, err_lines = [], []
         out_lines = self.store.decide.shuffled(out_lines, f"{batch.id}/output")
         err_lines = self.store.decide.shuffled(err_lines, f"{batch.id}/errors")
         out_lines = self.store.mangled("output", out_lines)  # tests: broken files
         err_lines = self.store.mangled("error", err_lines)
-        batch.output_file_id = self._store_output(batch, "output", out_lines, now, emptied)
+        batch.output_file_id = self._store_output(batch, "output", out_lines, now)
         batch.error_file_id = self._store_output(batch, "error", err_lines, now)
         batch.status = status
         batch.stamps[status] = now
 
-    def _store_output(
-        self, batch: Batch, kind: str, lines: list[str], now: float, empty: bool = False
-    ) -> str | None:
-        if not lines and not empty:
+    def _store_output(self, batch: Batch, kind: str, lines: list[str], now: float) -> str | None:
+        if not lines:
             return None
         data = "".join(line + "\n" for line in lines).encode("utf-8")
         f = StoredFile(
@@ -553,9 +550,19 @@ class OpenAIBook:
             data,
             int(now),
             int(now) + (batch.output_expires_after or 2_592_000),
+            withheld=batch.id if kind == "output" else None,
         )
         self.files[f.id] = f
         return f.id
+
+    def read_file(self, file_id: str) -> bytes:
+        """A file's content: an output file reads empty while the empty-results bad day
+        strikes its batch (the counts say every line ran; the file says nothing), and in
+        full once that day is over (the anomaly switched off)."""
+        f = self.get_file(file_id)
+        if f.withheld is not None and self.store.anomaly("empty-results", f.withheld):
+            return b""
+        return f.data
 
     # tests --------------------------------------------------------------------
     def restore(self, state: Mapping[str, Any]) -> None:

@@ -1,0 +1,152 @@
+"""A submission: one request file, the batch it became, and what the service said of it.
+
+Its fields change only through the journal's events, each by the one handler of
+:data:`SUB_EVENTS` (a table lookup: ``status`` and ``list`` fold every run's
+journal on each call).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..kinds import Stage
+from ..providers.base import BatchView
+from .events import (
+    BatchSeen,
+    Candidates,
+    Contradicted,
+    Created,
+    CreateStarted,
+    Disowned,
+    Downloaded,
+    Line,
+    RemoteDeleted,
+    Uploaded,
+)
+
+
+@dataclass
+class Submission:
+    """One request file and the batch it became."""
+
+    id: str
+    stage: Stage
+    seq: int
+    path: str
+    lines: list[Line]
+    planned_at: float
+    tokens: int = 0
+    judge_pass: int = 1  # judges: which pass these requests are
+    shared: dict[str, Any] | None = None  # what its requests share (the wire's own)
+    staged: bool = False  # its request file is where the service reads it from
+    file_id: str | None = None  # the uploaded input, for services that take one
+    create_started: float | None = None
+    batch_id: str | None = None
+    adopted: bool = False
+    view: BatchView | None = None  # what the service last said of the batch
+    disowned: set[str] = field(default_factory=set)  # batches adopted by mistake
+    # After a lost create on a service that keeps no tag: batches that may be this one's,
+    # with what the service last said of each, until their results tell.
+    candidates: dict[str, BatchView | None] = field(default_factory=dict)
+    contradiction: str | None = None  # the last thing the service contradicted itself on
+    stalled: bool = False  # never started in time: told to stop, its requests sent again
+    downloaded: set[str] = field(default_factory=set)
+    collected: bool = False
+    remote_deleted: bool = False
+
+    @property
+    def status(self) -> str:
+        """The service's own word for the batch, for people."""
+        if self.view is not None:
+            return self.view.status
+        return "created" if self.batch_id else "not submitted"
+
+    @property
+    def word(self) -> str:
+        """Its state in batchbench's one vocabulary (:attr:`BatchView.word`)."""
+        if self.view is not None:
+            return self.view.word
+        if self.batch_id is None and self.candidates:
+            return "unconfirmed"  # one of its candidates, not yet told apart
+        return "submitted" if self.batch_id else "not submitted"
+
+    @property
+    def terminal(self) -> bool:
+        return self.view is not None and self.view.phase == "ended"
+
+    @property
+    def in_flight(self) -> bool:
+        """Its batch runs (or one of its candidates may be it, and has not ended)."""
+        if self.batch_id is None:
+            return any(v is None or v.phase != "ended" for v in self.candidates.values())
+        return not self.terminal
+
+    def result_files(self) -> list[str]:
+        return list(self.view.files) if self.view is not None else []
+
+    def ids(self) -> dict[str, Line]:
+        """Each request's id → its line (the journaled mapping)."""
+        return {line.id(self.stage): line for line in self.lines}
+
+
+def _created(sub: Submission, event: Created) -> None:
+    sub.batch_id, sub.adopted = event.batch_id, event.adopted
+    sub.candidates.clear()
+
+
+def _disowned(sub: Submission, event: Disowned) -> None:
+    """Not this submission's batch: it is looked for again (``create_started`` kept, the
+    disowned batch never taken again), then created if nothing is found."""
+    sub.disowned.add(event.batch_id)
+    if event.batch_id in sub.candidates:
+        del sub.candidates[event.batch_id]
+        return
+    sub.batch_id, sub.adopted, sub.view = None, False, None
+    sub.downloaded.clear()
+
+
+def _candidates(sub: Submission, event: Candidates) -> None:
+    sub.candidates = {batch_id: None for batch_id in event.batch_ids}
+
+
+def _contradicted(sub: Submission, event: Contradicted) -> None:
+    sub.contradiction = event.detail
+    sub.downloaded.clear()  # fetched afresh next time
+
+
+def _deleted(sub: Submission, _: RemoteDeleted) -> None:
+    sub.remote_deleted = True
+
+
+def _uploaded(sub: Submission, event: Uploaded) -> None:
+    sub.staged, sub.file_id = True, event.file_id
+
+
+def _create_started(sub: Submission, event: CreateStarted) -> None:
+    sub.create_started = event.t
+
+
+def _seen(sub: Submission, event: BatchSeen) -> None:
+    if event.batch_id in sub.candidates:
+        sub.candidates[event.batch_id] = event.view()
+    else:
+        sub.view = event.view()
+
+
+def _downloaded(sub: Submission, event: Downloaded) -> None:
+    sub.downloaded.add(event.file_id)
+
+
+SUB_EVENTS: dict[type, Callable[[Submission, Any], None]] = {
+    Uploaded: _uploaded,
+    CreateStarted: _create_started,
+    Created: _created,
+    BatchSeen: _seen,
+    Downloaded: _downloaded,
+    RemoteDeleted: _deleted,
+    Disowned: _disowned,
+    Candidates: _candidates,
+    Contradicted: _contradicted,
+}
