@@ -1,7 +1,9 @@
 """Crash injection for the crash tests: die by SIGKILL at a named point.
 
 ``BATCHBENCH_FAILPOINT=name:n`` kills the process the n-th time ``hit(name)``
-runs. Unset (always, outside tests) it costs one dictionary lookup. The points
+runs; ``name:n:raise`` raises :class:`Crash` there instead (a test running the CLI in
+its own process: nothing after the point runs, as if killed, bar ``finally`` blocks).
+Unset (always, outside tests) it costs one dictionary lookup. The points
 sit exactly where a crash is most dangerous: after a billable call returned but
 before its outcome is journaled, and in the middle of a file write.
 """
@@ -14,6 +16,10 @@ import signal
 _counts: dict[str, int] = {}
 
 
+class Crash(BaseException):
+    """A failpoint's crash, raised (not an Exception: nothing on the way catches it)."""
+
+
 def armed(name: str) -> bool:
     """Whether a crash test set a failpoint of this name."""
     spec = os.environ.get("BATCHBENCH_FAILPOINT")
@@ -24,9 +30,13 @@ def hit(name: str) -> None:
     spec = os.environ.get("BATCHBENCH_FAILPOINT")
     if not spec:
         return
-    want, _, nth = spec.partition(":")
+    want, _, rest = spec.partition(":")
     if want != name:
         return
+    nth, _, how = rest.partition(":")
     _counts[name] = _counts.get(name, 0) + 1
     if _counts[name] == int(nth or 1):
+        if how == "raise":
+            _counts[name] = 0
+            raise Crash(f"failpoint {name}")
         os.kill(os.getpid(), signal.SIGKILL)

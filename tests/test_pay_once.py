@@ -17,9 +17,11 @@ import shutil
 from collections import Counter
 
 import pytest
-from support.cli import run_cli
+from support.cli import SAMPLE, assert_one_line_error, run_cli
 from support.providers import RIGS
-from support.runs import rows_of
+from support.runs import parse_id, rows_of
+
+from batchbench._failpoints import Crash
 
 TAGGED = [RIGS[p] for p in ("openai", "gemini", "fireworks")]
 ANTHROPIC = RIGS["anthropic"]
@@ -69,3 +71,163 @@ def test_a_run_folder_that_lost_its_memory_buys_nothing_twice(
     assert len(rows_of(folder / "results.jsonl")) == 6
     emu.flush()  # every batch made, ours or a mistaken twin, runs to its end
     _once(emu)
+
+
+def _each_request_once(emu) -> None:
+    """No case was bought twice in a stage (under any id): the run never took a batch of
+    its own for lost."""
+    ran = Counter()
+    for e in emu.ledger()["executions"]:
+        if e["custom_id"].startswith("colleague-"):
+            continue
+        request = parse_id(e["custom_id"])
+        ran[(request.stage, request.case_id, request.judge_pass)] += 1
+    assert ran and max(ran.values()) == 1, ran.most_common(3)
+
+
+@pytest.mark.parametrize(
+    "rig,anomaly",
+    [
+        (RIGS["anthropic"], "ended-before-results"),
+        (RIGS["fireworks"], "ended-before-results"),
+        (RIGS["anthropic"], "not-found-after-create"),
+    ],
+    ids=lambda x: getattr(x, "provider", x),
+)
+def test_the_services_known_faults_buy_nothing_again(
+    rig, anomaly, batch_emulator_factory, tmp_path, fixture_dir
+):
+    """An Anthropic batch that says ended before its results_url is set, a Fireworks job
+    COMPLETED before its output dataset exists, an Anthropic batch answering 404 right
+    after its create and its end (anthropic-sdk-python#1432): waited out, never taken
+    for lost."""
+    emu = batch_emulator_factory(latency=2.0, anomalies={anomaly: 1.0})
+    proc = run_cli(*rig.args(emu, tmp_path, fixture_dir, "--limit", "6", cap=3), env=rig.env(emu))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(rows_of(_run_dir(rig, tmp_path) / "results.jsonl")) == 6
+    _each_request_once(emu)
+
+
+def test_a_lost_create_beside_a_colleagues_batch_adopts_only_its_own(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    """A Message Batch keeps no tag. A create whose reply was lost, with a colleague's
+    batch of the same size made right after: both are candidates; cancel touches neither
+    (it says why); the run adopts the one whose results carry its ids and leaves the
+    colleague's alone."""
+    rig = ANTHROPIC
+    emu = batch_emulator_factory(latency=5.0)
+    emu.lose_creates("anthropic", colleague=True)
+    args = rig.args(emu, tmp_path, fixture_dir, "--limit", "4", cap=4)
+    proc = run_cli(*args, "--no-wait", env=rig.env(emu))
+    assert proc.returncode == 3, proc.stderr
+    made = [b for b in emu.ledger()["batches"] if b["provider"] == "anthropic"]
+    assert len(made) == 2  # ours and the colleague's, nothing more
+    jobs = ["--jobs-dir", str(tmp_path / "jobs")]
+    status = run_cli("status", rig.name(), *jobs).stdout
+    assert all(b["id"] in status for b in made) and "unconfirmed" in status
+    cancel = run_cli("cancel", rig.name(), *jobs, env=rig.env(emu))
+    assert "none is cancelled" in cancel.stderr and all(b["id"] in cancel.stderr for b in made)
+    statuses = {b["id"]: b["status"] for b in emu.ledger()["batches"]}
+    assert all(statuses[b["id"]] != "canceling" for b in made)
+    proc = run_cli(*args, env=rig.env(emu))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(rows_of(_run_dir(rig, tmp_path) / "results.jsonl")) == 4
+    _each_request_once(emu)
+    colleague = next(b for b in made if b["custom_ids"][0].startswith("colleague-"))
+    assert (
+        emu.ledger()["batches"][[b["id"] for b in emu.ledger()["batches"]].index(colleague["id"])][
+            "status"
+        ]
+        == "ended"
+    )  # run to its end, untouched
+    events = [json.loads(x) for x in (_run_dir(rig, tmp_path) / "journal.jsonl").open()]
+    assert {e["batch_id"] for e in events if e["ev"] == "disowned"} == {colleague["id"]}
+
+
+@pytest.mark.parametrize("rig", list(RIGS.values()), ids=lambda r: r.provider)
+def test_cancel_after_a_crash_right_after_create_finds_the_batch(
+    rig, batch_emulator_factory, tmp_path, fixture_dir, monkeypatch
+):
+    """The process died between a create and its journal line: cancel looks the batch up
+    and cancels it (a tagged service), or says it cannot tell it apart (Anthropic)."""
+    emu = batch_emulator_factory(latency=50.0)
+    args = rig.args(emu, tmp_path, fixture_dir, "--limit", "4", cap=4)
+    monkeypatch.setenv("BATCHBENCH_FAILPOINT", "created:1:raise")
+    with pytest.raises(Crash):
+        run_cli(*args, "--no-wait", env=rig.env(emu))
+    monkeypatch.delenv("BATCHBENCH_FAILPOINT")
+    [batch] = [b for b in emu.ledger()["batches"] if b["provider"] == rig.provider]
+    jobs = ["--jobs-dir", str(tmp_path / "jobs")]
+    proc = run_cli("cancel", rig.name(), *jobs, env=rig.env(emu))
+    assert proc.returncode == 0, proc.stderr
+    [after] = [b for b in emu.ledger()["batches"] if b["id"] == batch["id"]]
+    if rig.provider == "anthropic":
+        assert batch["id"] in proc.stderr and "none is cancelled" in proc.stderr
+        assert after["status"] != "canceling"
+    else:
+        assert "cancelled 1 batch" in proc.stdout, proc.stdout
+        assert after["status"] == rig.ended or "cancel" in after["status"].lower()
+
+
+def test_a_batch_whose_counts_and_results_disagree_stops_and_is_collected_later(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    """Counts that say every line succeeded, results that hold none: the stage stops in
+    one line naming the batch, its counts and what was read, buying nothing; once the
+    service has its results, running again collects them."""
+    rig = RIGS["openai"]
+    emu = batch_emulator_factory(latency=1.0, anomalies={"empty-results": 1.0})
+    args = rig.args(emu, tmp_path, fixture_dir, "--limit", "3", cap=3)
+    proc = run_cli(*args, env=rig.env(emu))
+    assert_one_line_error(proc, "counts saying 3 of 3 lines succeeded", "hold 0 lines")
+    assert proc.returncode == 5
+    _each_request_once(emu)
+    emu.store.settings.anomalies = {}  # the service recovers
+    proc = run_cli(*args, env=rig.env(emu))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(rows_of(_run_dir(rig, tmp_path) / "results.jsonl")) == 3
+    _each_request_once(emu)
+
+
+def test_a_resume_under_another_account_is_refused(batch_emulator_factory, tmp_path, fixture_dir):
+    rig = RIGS["fireworks"]
+    emu = batch_emulator_factory(latency=50.0)
+    args = rig.args(emu, tmp_path, fixture_dir, "--limit", "4", cap=4)
+    assert run_cli(*args, "--no-wait", env=rig.env(emu)).returncode == 3
+    made = len(emu.ledger()["batches"])
+    elsewhere = {**rig.env(emu), "FIREWORKS_ACCOUNT_ID": "another"}
+    proc = run_cli(*args, env=elsewhere)
+    own = f"FIREWORKS_ACCOUNT_ID={rig.env(emu)['FIREWORKS_ACCOUNT_ID']}"
+    assert_one_line_error(proc, own, "FIREWORKS_ACCOUNT_ID=another", "--move-service")
+    assert len(emu.ledger()["batches"]) == made
+    # status asks under the run's own account, and says so.
+    status = run_cli(
+        "status", rig.name(), "--refresh", "--jobs-dir", str(tmp_path / "jobs"), env=elsewhere
+    )
+    assert status.returncode == 0 and own in status.stderr
+
+
+def test_gemini_replies_under_the_wrong_keys_are_refused_not_scored(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    """python-genai#1909: replies filed under other lines' keys. Each reply's prompt token
+    count is checked against its own request: the file is refused in one line, and no
+    answer is scored against another case's rubric."""
+    rig = RIGS["gemini"]
+    emu = batch_emulator_factory(latency=1.0, anomalies={"wrong-keys": 1.0})
+    # The bundled sample's prompts differ in length (the fixture's are nearly all alike,
+    # and replies to prompts of one length cannot be told apart by their counts).
+    args = rig.args(emu, tmp_path, SAMPLE, "--limit", "12", cap=12)
+    proc = run_cli(*args, env=rig.env(emu))
+    assert_one_line_error(proc, "do not fit their own requests", "other requests' keys")
+    assert not (_run_dir(rig, tmp_path) / "results.jsonl").exists() or not rows_of(
+        _run_dir(rig, tmp_path) / "results.jsonl"
+    )
+    _each_request_once(emu)
+    # The same run on a good day is not refused (the check passes honest files).
+    good = batch_emulator_factory(latency=1.0)
+    proc = run_cli(
+        *rig.args(good, tmp_path / "good", SAMPLE, "--limit", "12", cap=12), env=rig.env(good)
+    )
+    assert proc.returncode == 0, proc.stderr

@@ -86,6 +86,9 @@ class FakeWire:
     def failure(self, errors: Sequence[dict[str, Any]] | None, requests: int) -> BatchFailure:
         return BatchFailure("fail", None, "FakeError: the batch failed")
 
+    def check_replies(self, frame: pl.DataFrame, requests: Sequence[bytes], where: str) -> None:
+        """Nothing: the fake service files every reply where it belongs."""
+
     def read_results(self, paths: Sequence[Path]) -> pl.DataFrame:
         records = [
             (str(p), n, json.loads(line))

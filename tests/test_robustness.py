@@ -26,6 +26,7 @@ from support.runs import (
 )
 
 from batchbench.emulator import SystemClock
+from batchbench.engine.submit import NOT_FOUND_GRACE
 
 # Each failpoint, in each stage: (name, which hit of it in that process kills it).
 KILLS = [
@@ -367,11 +368,12 @@ def _http(emu, path, payload):
     "change,fragments",
     [({"forget": True}, ["vanished", "404"]), ({"status": "paused"}, ["unknown status 'paused'"])],
 )
-def test_api_surprises(batch_emulator_factory, tmp_path, fixture_dir, change, fragments):
+def test_api_surprises(batch_emulator_factory, tmp_path, fixture_dir, clock, change, fragments):
     emu = batch_emulator_factory(latency=3600)
     args = run_args(emu, tmp_path, fixture_dir, "--smoke", "--no-wait")
     assert run_cli(*args, env=env()).returncode == 3
     [batch] = emu.ledger()["batches"]
+    clock.advance(NOT_FOUND_GRACE + 1)  # a 404 soon after a create is the service's passing fault
     _http(emu, f"/_emulator/batches/{batch['id']}", change)
     proc = run_cli(*args, env=env())
     assert_one_line_error(proc, batch["id"], *fragments)

@@ -138,11 +138,14 @@ class Emulator:
         thread.start()
         self._threads.append(thread)
 
-    def lose_creates(self, face: str, count: int = 1) -> None:
+    def lose_creates(self, face: str, count: int = 1, *, colleague: bool = False) -> None:
         """The next ``count`` batch creates on ``face`` take effect, then answer 500: the
-        caller cannot tell that its batch exists (a lost create)."""
+        caller cannot tell that its batch exists (a lost create). With ``colleague``, a
+        batch of the same size (other request ids) is created right after each."""
         with self.hub.store.lock:
             self.hub.faults.lost_creates[face] = self.hub.faults.lost_creates.get(face, 0) + count
+            if colleague:
+                self.hub.faults.colleagues.add(face)
 
     def flush(self) -> None:
         """Every batch to its end, now."""

@@ -51,6 +51,7 @@ class Submission:
     # with what the service last said of each, until their results tell.
     candidates: dict[str, BatchView | None] = field(default_factory=dict)
     contradiction: str | None = None  # the last thing the service contradicted itself on
+    seen_at: float | None = None  # when the service last said something new of its batch
     stalled: bool = False  # never started in time: told to stop, its requests sent again
     downloaded: set[str] = field(default_factory=set)
     collected: bool = False
@@ -132,7 +133,7 @@ def _seen(sub: Submission, event: BatchSeen) -> None:
     if event.batch_id in sub.candidates:
         sub.candidates[event.batch_id] = event.view()
     else:
-        sub.view = event.view()
+        sub.view, sub.seen_at = event.view(), event.t
 
 
 def _downloaded(sub: Submission, event: Downloaded) -> None:

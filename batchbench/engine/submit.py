@@ -67,6 +67,10 @@ def walk(
     return found, [batch_id for batch_id in waiting if batch_id not in found]
 
 
+# How long after a batch's create or its last change a 404 for it is a passing fault.
+NOT_FOUND_GRACE = 600.0
+
+
 class Submitter:
     def __init__(
         self,
@@ -224,12 +228,27 @@ class Submitter:
             if batch_id in sub.candidates:
                 self.record(Disowned(sub=sub.id, batch_id=batch_id))
                 return
-            raise ApiError(
-                f"batch {batch_id} ({sub.id}) vanished from the API (404);"
-                " its requests cannot be collected",
+            raise self._not_found(sub, batch_id) from None
+
+    def _not_found(self, sub: Submission, batch_id: str) -> ApiError:
+        """A 404 for the run's own batch: for a while after its create or its last change
+        a service may answer so and find it again later (anthropic-sdk-python#1432), so it
+        is a passing fault then (asked again, never created again); beyond that, the
+        batch is gone and its requests cannot be collected."""
+        since = max(sub.create_started or sub.planned_at, sub.seen_at or 0.0)
+        if self.clock.time() - since < NOT_FOUND_GRACE:
+            return TransientApiError(
+                f"batch {batch_id} ({sub.id}) answered 404 shortly after its create or its"
+                " last change (the service does so for a while): asking again",
                 status=404,
                 batch_id=batch_id,
-            ) from None
+            )
+        return ApiError(
+            f"batch {batch_id} ({sub.id}) vanished from the API (404) and stayed gone for"
+            f" {NOT_FOUND_GRACE / 60:.0f} minutes; its requests cannot be collected",
+            status=404,
+            batch_id=batch_id,
+        )
 
     def download(self, sub: Submission, file_id: str) -> None:
         """Download to a staging name, check it, and only then keep and journal it.
@@ -245,7 +264,10 @@ class Submitter:
         batch_id = sub.batch_id or ""
         try:
             for attempt in range(1, 4):
-                provider.client.download(batch_id, file_id, staging)
+                try:
+                    provider.client.download(batch_id, file_id, staging)
+                except ApiNotFoundError:
+                    raise self._not_found(sub, batch_id) from None
                 try:
                     frame = provider.wire.read_results([staging])
                     break
@@ -262,6 +284,8 @@ class Submitter:
             for other in sub.downloaded:
                 earlier.update(provider.wire.read_results([self.run.raw_path(other)])["custom_id"])
             check_download(frame, sub, earlier, where)
+            sent = (self.run.requests_dir / sub.path).read_bytes().splitlines()
+            provider.wire.check_replies(frame, sent, where)
             durable_replace(staging, final)
         finally:
             if staging.exists():

@@ -116,6 +116,9 @@ class AnthropicWire:
     def read_results(self, paths: Sequence[Path]) -> pl.DataFrame:
         return read_results(paths)
 
+    def check_replies(self, frame: pl.DataFrame, requests: Sequence[bytes], where: str) -> None:
+        """Nothing: this service is not known to file a reply under another request."""
+
 
 # The fields of a results line that batchbench reads, typed (msgspec skips the rest).
 _NULL = msgspec.Raw(b"null")

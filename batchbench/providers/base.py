@@ -203,6 +203,11 @@ class Wire(Protocol):
         """The service's rules for one request file; a PlanError when broken."""
         ...
 
+    def check_replies(self, frame: pl.DataFrame, requests: Sequence[bytes], where: str) -> None:
+        """That each reply of a downloaded file is its own request's, where the service is
+        known to misfile them; an ApiError naming the file when not (else nothing)."""
+        ...
+
     def failure(self, errors: Sequence[dict[str, Any]] | None, requests: int) -> BatchFailure: ...
 
     def read_results(self, paths: Sequence[Path]) -> pl.DataFrame:

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..bench.protocol import rejects_temperature
-from ..errors import PlanError
+from ..errors import ApiError, PlanError
 from .base import Adjust, BatchFailure
 
 
@@ -68,3 +68,38 @@ def temperature_fallback(status: int, body_text: str, adjust: Adjust) -> Adjust 
     if sends_temperature(adjust) and rejects_temperature(status, body_text):
         return {**adjust, "temperature": False}
     return None
+
+
+def replies_fit_their_requests(
+    reported: Sequence[int], estimated: Sequence[int], ids: Sequence[str], where: str
+) -> None:
+    """Each reply's reported prompt tokens against its own request's length: over a file,
+    the two follow one line (the tokenizer's rate, plus what every request shares, such
+    as the system message). Replies filed under other requests' keys break it: the
+    counts stop following the lengths (a correlation under 0.5, where the lengths differ
+    enough to tell), or a reply's count lies far off its request's. Either is an ApiError
+    naming the file and the worst reply, before a single answer is scored against another
+    case's rubric (python-genai#1909)."""
+    n = len(reported)
+    if n < 3:
+        return
+    mean_e, mean_r = sum(estimated) / n, sum(reported) / n
+    spread_e = sum((e - mean_e) ** 2 for e in estimated)
+    spread_r = sum((r - mean_r) ** 2 for r in reported)
+    if spread_e == 0 or mean_e <= 0:
+        return  # requests of one length: their counts cannot tell them apart
+    slope = sum((e - mean_e) * (r - mean_r) for e, r in zip(estimated, reported)) / spread_e
+    base = mean_r - slope * mean_e
+    worst = max(zip(ids, estimated, reported), key=lambda x: abs(x[2] - (base + slope * x[1])))
+    cid, e, r = worst
+    expected = base + slope * e
+    varied = (spread_e / n) ** 0.5 / mean_e >= 0.05  # lengths that differ by 5% or more
+    correlation = 0.0 if spread_r == 0 else slope * (spread_e / spread_r) ** 0.5
+    if (n >= 8 and varied and correlation < 0.5) or abs(r - expected) > max(0.3 * expected, 16):
+        raise ApiError(
+            f"{where}: replies report prompt token counts that do not fit their own"
+            f" requests ({cid!r}: {r} tokens, about {max(expected, 0):.0f} expected;"
+            f" across the {n} replies the counts follow the requests' lengths at"
+            f" {correlation:.2f}): the service filed replies under other requests' keys;"
+            " the file is not scored, and nothing is bought again"
+        )

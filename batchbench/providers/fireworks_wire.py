@@ -112,6 +112,9 @@ class FireworksWire:
     def read_results(self, paths: Sequence[Path]) -> pl.DataFrame:
         return read_results(paths)
 
+    def check_replies(self, frame: pl.DataFrame, requests: Sequence[bytes], where: str) -> None:
+        """Nothing: this service is not known to file a reply under another request."""
+
 
 class _Line(msgspec.Struct, gc=False):
     custom_id: str | None = None

@@ -14,6 +14,7 @@ file (``../shared/spec/provider-batch-apis.md`` §2) holds one ``{"key",
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,7 @@ from .base import Adjust, BatchFailure, Limits, LineRules, Prompt, Rendered
 from .checks import (
     encode_line,
     ended_without_results,
+    replies_fit_their_requests,
     request_lines,
     sends_temperature,
     temperature_fallback,
@@ -106,6 +108,22 @@ class GeminiWire:
 
     def read_results(self, paths: Sequence[Path]) -> pl.DataFrame:
         return read_results(paths)
+
+    def check_replies(self, frame: pl.DataFrame, requests: Sequence[bytes], where: str) -> None:
+        """Gemini has filed replies under other lines' keys in big batches
+        (python-genai#1909): each reply's prompt token count must fit its own request."""
+        length = {}
+        for line in requests:
+            if line.strip():
+                request = json.loads(line)
+                contents = request["request"].get("contents") or []
+                text = "".join(p.get("text", "") for c in contents for p in c.get("parts") or [])
+                length[request["key"]] = len(text)  # characters: the fit finds the rate
+        answered = frame.filter(pl.col("status_code") == 200)
+        ids = answered["custom_id"].to_list()
+        replies_fit_their_requests(
+            answered["prompt_tokens"].to_list(), [length[i] for i in ids], ids, where
+        )
 
 
 # The fields of a responses line that batchbench reads, typed (msgspec skips the rest).

@@ -148,3 +148,6 @@ class OpenAIWire:
 
     def read_results(self, paths: Sequence[Path]) -> pl.DataFrame:
         return read_outputs(paths, EMPTY_MESSAGE)
+
+    def check_replies(self, frame: pl.DataFrame, requests: Sequence[bytes], where: str) -> None:
+        """Nothing: this service is not known to file a reply under another request."""
