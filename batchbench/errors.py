@@ -16,7 +16,8 @@ a foreseeable problem. The tree:
 - :class:`ApiError` (exit 5): a batch service refused or could not be reached
   after the retry policy; carries the HTTP ``status`` and the ``batch_id`` when
   known. Resuming later is safe. :class:`TransientApiError` is the kind the
-  retry policy (:mod:`batchbench.providers.retry`) tries again.
+  retry policy (:mod:`batchbench.providers.retry`) tries again; :class:`Unreachable`
+  (nothing listening) and :class:`NoAnswer` (a silent server) are two of it.
 
 Each provider's client maps its SDK's exceptions onto this tree, so nothing
 above a client knows which SDK raised what.
@@ -136,6 +137,12 @@ class TransientApiError(ApiError):
 class Unreachable(TransientApiError):
     """Nothing answers at the base URL. Before a run starts that is a wrong URL
     (said at once); once it has started, an outage (tried again for a while)."""
+
+
+class NoAnswer(TransientApiError):
+    """The service took the connection and sent nothing back in time (a silent server).
+    During a run that is an outage (tried again, bounded); before one, a wrong URL or a
+    service that is down, said at once."""
 
 
 class ApiNotFoundError(ApiError):

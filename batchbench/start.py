@@ -179,7 +179,8 @@ def execute_group(
         for member, run, config in members:
             summary = write_run_summary(run, config)
             if member.pipeline.done():
-                write_noise(run, config, member.pipeline.cases)
+                collected = member.pipeline.state.judge_passes_collected(config.judge_passes)
+                write_noise(run, config, member.pipeline.cases, collected)
             write_report(run, member.pipeline.state, config, pricing)
             results.append(RunResult(run, summary, member.pipeline.done(), member.error))
     order = [run.root for run, _, _ in prepared]

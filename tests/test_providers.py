@@ -281,3 +281,73 @@ def test_sigkills_at_random_moments_pay_each_answer_once(
     assert normalised(tmp_path / "jobs" / rig.name()) == expected, seed
     assert_no_duplicates(emu)
     assert sum(kinds.values()) >= 1, (seed, kinds)
+
+
+@pytest.fixture
+def silent_server():
+    """A server that takes every connection and never says a word."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    stop.set()
+    thread.join()
+    for conn in held:
+        conn.close()
+    listener.close()
+
+
+@pytest.mark.parametrize("rig", ALL, ids=ids)
+def test_a_server_that_never_answers_is_named_before_anything_is_paid(
+    rig, silent_server, batch_emulator, tmp_path, fixture_dir, monkeypatch
+):
+    """The pre-flight gives a silent server one attempt of its timeout (20 s; 1 s here)
+    and names the URL, instead of five attempts of a minute each."""
+    import time
+
+    from batchbench.providers import retry
+
+    monkeypatch.setattr(retry, "PREFLIGHT_TIMEOUT", 1.0)
+    emu = batch_emulator
+    env = {**rig.env(emu), rig.base_variable: silent_server}
+    argv = rig.args(emu, tmp_path, fixture_dir, "--smoke")
+    if rig.provider == "openai":
+        argv[argv.index("--base-url") + 1] = silent_server
+    started = time.monotonic()
+    proc = run_cli(*argv, env=env)
+    assert time.monotonic() - started < 10
+    assert_one_line_error(proc, silent_server, "sent no answer in 1 s")
+    assert emu.ledger()["batches"] == []
+
+
+@pytest.mark.parametrize("rig", ALL, ids=ids)
+def test_a_result_line_that_is_not_utf8_is_one_line_naming_it(
+    rig, batch_emulator_factory, tmp_path, fixture_dir
+):
+    def mangle(kind, lines):
+        if kind in ("output", "results", "responses") and lines:
+            # a byte that is not UTF-8 (0xFF), on the file's last line
+            return [*lines[:-1], lines[-1][:-1] + ', "note": "\udcff"}']
+        return lines
+
+    emu = batch_emulator_factory(mangle=mangle)
+    argv = rig.args(emu, tmp_path, fixture_dir, "--limit", "3", cap=3)  # one file of 3 lines
+    proc = run_cli(*argv, env=rig.env(emu))
+    assert_one_line_error(proc, "(batch ", "line 3: not UTF-8 text")
+    assert proc.returncode == 4

@@ -642,3 +642,17 @@ def test_summarize_into_a_read_only_folder_is_one_line(small_disk):
     proc = run_cli("summarize", str(results))
     assert_one_line_error(proc, str(small_disk.path), "Read-only file system")
     assert proc.returncode == 4
+
+
+def test_a_batch_whose_created_at_is_not_a_timestamp_is_one_line(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    emu = batch_emulator_factory(latency=3600)
+    args = run_args(emu, tmp_path, fixture_dir, "--smoke", "--no-wait")
+    assert run_cli(*args, env=env()).returncode == 3
+    [batch] = emu.ledger()["batches"]
+    _http(emu, f"/_emulator/batches/{batch['id']}", {"created_at": "yesterday"})
+    proc = run_cli(
+        "status", "ans-model", "--refresh", "--jobs-dir", str(tmp_path / "jobs"), env=env()
+    )
+    assert_one_line_error(proc, f"batch {batch['id']}", "created_at 'yesterday'", "not a timestamp")

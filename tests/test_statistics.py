@@ -207,8 +207,9 @@ def test_plan_from_a_hand_made_pilot(tmp_path):
     assert got["estimated_usd"] is None  # results files carry no price
     text = run_cli("plan", str(a), str(b), "--dataset", str(DATASET), "--mde", "0.03").stdout
     assert "cases per benchmark" in text and "cost is unknown" in text
-    proc = run_cli("plan", str(a), str(b), "--dataset", str(DATASET), "--mde", "0")
-    assert_one_line_error(proc, "--mde 0.0")
+    for mde in ("0", "5", "1.5"):  # scores lie in 0..1: no difference outside (0, 1]
+        proc = run_cli("plan", str(a), str(b), "--dataset", str(DATASET), "--mde", mde)
+        assert_one_line_error(proc, f"--mde {float(mde):g}", "(0, 1]")
 
 
 def test_plan_refuses_targets_it_cannot_count_and_takes_labels(tmp_path):
@@ -427,3 +428,93 @@ def test_one_case_per_benchmark_gives_no_verdict_overall(tmp_path):
     text = run_cli(*argv).stdout
     assert "no verdict overall (small n: 10 paired cases)" in text
     assert "benchmarks not shown" not in text and "overall (macro)" in text.split("*")[-1]
+
+
+def test_plan_refuses_a_pilot_that_does_not_cover_every_benchmark(tmp_path):
+    """Two cases of one benchmark cannot speak for the others: one line naming the thin
+    benchmarks, rather than an extrapolated plan."""
+    base = [r for r in golden("full") if "score" in r]
+    first = base[0]["benchmark"]
+    thin = [r for r in base if r["benchmark"] == first][:2]
+    a = write(tmp_path / "a.jsonl", thin)
+    b = write(tmp_path / "b.jsonl", variant(thin, "other", 2, 1))
+    argv = ["plan", str(a), str(b), "--dataset", str(DATASET), "--mde", "0.1"]
+    benchmarks = {c["benchmark"] for c in load_dataset(DATASET).cases}
+    proc = run_cli(*argv, "--allow-partial")
+    assert_one_line_error(
+        proc, "must cover every benchmark", f"in {len(benchmarks) - 1} of {len(benchmarks)}"
+    )
+
+
+def test_plan_says_when_it_needs_more_cases_than_the_dataset_has(tmp_path):
+    base, other = golden("full"), variant(golden("full"), "other", 3, 8)
+    a, b = write(tmp_path / "a.jsonl", base), write(tmp_path / "b.jsonl", other)
+    argv = ["plan", str(a), str(b), "--dataset", str(DATASET), "--mde", "0.01"]
+    need = json.loads(run_cli(*argv, "--json").stdout)["cases_per_benchmark"]
+    counts = Counter(c["benchmark"] for c in load_dataset(DATASET).cases)
+    assert need > max(counts.values())
+    text = run_cli(*argv).stdout
+    assert f"it needs {need:,} cases per benchmark, and the dataset has" in text
+    assert all(f"{n:,} in {name}" in text for name, n in counts.items())
+
+
+def _noisy_run(emu, tmp_path) -> tuple[list[str], Path]:
+    args = [
+        "run",
+        "--answer-model",
+        "gpt-4o-mini",
+        "--judge-model",
+        "gpt-4.1",
+        "--dataset",
+        str(DATASET),
+        "--jobs-dir",
+        str(tmp_path / "jobs"),
+        "--base-url",
+        emu.base_url,
+        "--poll-interval",
+        "0.05",
+        "--limit",
+        "10",
+        "--judge-passes",
+        "2",
+    ]
+    assert run_cli(*args, env={"OPENAI_API_KEY": KEY}).returncode == 0
+    return args, tmp_path / "jobs" / "gpt-4o-mini"
+
+
+def test_judge_noise_is_derived_data_never_shown_against_its_passes(
+    batch_emulator_factory, tmp_path
+):
+    """judge_noise.json is derived from judge_passes.jsonl: a hand-edited interval, a
+    wrong-shaped file, a score of 7 in the passes, a cut passes file — each is one line,
+    never a traceback, never shown as fact, never overwritten with less."""
+    emu = batch_emulator_factory(responder=noisy_judge)
+    args, run = _noisy_run(emu, tmp_path)
+    jobs = ["--jobs-dir", str(tmp_path / "jobs")]
+    noise_path, passes_path = run / "judge_noise.json", run / "judge_passes.jsonl"
+    good = noise_path.read_text()
+    assert "judge noise over 2 passes" in run_cli("status", run.name, *jobs).stdout
+    # A hand-edited, reversed interval is not shown as fact.
+    edited = json.loads(good) | {"overall_ci95_with_judge": [0.9, 0.1]}
+    noise_path.write_text(json.dumps(edited))
+    text = run_cli("status", run.name, *jobs).stdout
+    assert "judge noise not shown" in text and "0.900" not in text
+    # A wrong-shaped file: status, report and compare each carry on, no traceback.
+    noise_path.write_text('{"passes": "two"}')
+    for argv in (["status", run.name], ["report", run.name, "-o", str(tmp_path / "r.html")]):
+        proc = run_cli(*argv, *jobs)
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    noise_path.write_text(good)
+    # A score of 7 in the passes: named by file and line when the noise is derived again.
+    lines = passes_path.read_text().splitlines()
+    bad = json.loads(lines[3]) | {"score": 7}
+    passes_path.write_text("\n".join([*lines[:3], json.dumps(bad), *lines[4:]]) + "\n")
+    assert "judge noise not shown" in run_cli("status", run.name, *jobs).stdout
+    proc = run_cli(*args, env={"OPENAI_API_KEY": KEY})
+    assert_one_line_error(proc, "judge_passes.jsonl: line 4", "score 7")
+    assert noise_path.read_text() == good
+    # A passes file cut short: refused, and the good noise left as it was.
+    passes_path.write_text("\n".join(lines[: len(lines) // 2]) + "\n")
+    proc = run_cli(*args, env={"OPENAI_API_KEY": KEY})
+    assert_one_line_error(proc, "judge_passes.jsonl holds", f"collected {len(lines)}")
+    assert noise_path.read_text() == good

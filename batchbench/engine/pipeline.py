@@ -83,6 +83,7 @@ class Pipeline:
         self.limits = Limits(settings.max_retries, settings.max_attempts, settings.hold_seconds)
         self._answers: dict[str, dict[str, str]] = {}
         self._rows_on_disk: Counter[str] | None = None
+        self._said_waiting: set[str] = set()  # resubmitted batches said to be waited for
         self.submitter = Submitter(
             run,
             config,
@@ -180,6 +181,14 @@ class Pipeline:
             if now - (sub.create_started or sub.planned_at) < self.settings.resubmit_after:
                 continue
             if all(line.case_id in st.stalled_cases for line in sub.lines):
+                if sub.id not in self._said_waiting:  # once an invocation, not in silence
+                    self._said_waiting.add(sub.id)
+                    waited = (now - (sub.create_started or sub.planned_at)) / 3600
+                    self.warn(
+                        f"warning: batch {sub.batch_id} ({sub.id}) has not started {waited:.1f} h"
+                        " after it was created; its requests were already sent again once"
+                        " (--resubmit-after), so it is waited for"
+                    )
                 continue
             return sub
         return None

@@ -135,6 +135,16 @@ class RunState:
         extra = range(2, judge_passes + 1)
         return all(c.stage("judges", p).status in ("ok", "failed") for c in cases for p in extra)
 
+    def judge_passes_collected(self, passes: int) -> int:
+        """Judge replies collected valid, over every case and pass: the rows
+        ``judge_passes.jsonl`` holds (at least)."""
+        return sum(
+            1
+            for c in self.cases.values()
+            for p in range(1, passes + 1)
+            if c.stage("judges", p).status == "ok"
+        )
+
     def in_flight(self) -> list[Submission]:
         return [s for s in self.subs.values() if s.in_flight]
 

@@ -276,6 +276,8 @@ class Submitter:
                         raise BatchFileError(
                             f"{where}: three downloads were all truncated"
                         ) from None
+                except BatchFileError as exc:  # named by the service's file, not ours
+                    raise type(exc)(str(exc).replace(str(staging), where)) from None
             ids = set(frame["custom_id"].to_list())
             if sub.adopted and ids and not ids & set(sub.ids()):
                 self.record(Disowned(sub=sub.id, batch_id=batch_id))

@@ -16,7 +16,6 @@ import contextlib
 import functools
 import json
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,20 +24,21 @@ import anthropic
 from ..clock import SYSTEM, Clock
 from ..errors import ApiError, ApiNotFoundError
 from ..kinds import Ending, Phase
-from .base import CLOCK_SKEW, BatchView, Marks, Service, Tag, cancel_unless_ended, walk_list
+from .base import (
+    CLOCK_SKEW,
+    BatchView,
+    Marks,
+    Service,
+    Tag,
+    cancel_unless_ended,
+    timestamp,
+    walk_list,
+)
 from .stainless import SdkCalls, timeout
 
 PHASES: dict[str, Phase] = {"in_progress": "running", "canceling": "cancelling", "ended": "ended"}
 RESULTS = ".results"  # a batch's results, as a file reference: "<batch id>.results"
 PAGE = 1000  # the list's largest page
-
-
-def _time(value: Any) -> float | None:
-    if isinstance(value, datetime):
-        return value.timestamp()
-    if isinstance(value, str):
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    return None
 
 
 def view(batch: dict[str, Any]) -> BatchView:
@@ -74,7 +74,7 @@ def view(batch: dict[str, Any]) -> BatchView:
         completed=counts.get("succeeded", 0),
         failed=counts.get("errored", 0) + counts.get("canceled", 0) + counts.get("expired", 0),
         files=(f"{batch['id']}{RESULTS}",) if ended else (),
-        created_at=_time(batch.get("created_at")),
+        created_at=timestamp(batch.get("created_at"), f"message batch {batch['id']}"),
         processing=counts.get("processing", 0) if status != "ended" else None,
     )
 
@@ -116,7 +116,7 @@ class AnthropicClient:
         requests = [json.loads(line) for line in path.read_bytes().splitlines() if line]
         with self._call.errors(f"create message batch for {tag.sub}"):  # once: never blind
             batch = self._call.reply(self._batches.create(requests=requests))
-            return view(batch.model_dump(mode="json"))
+            return view(batch.model_dump(mode="json", warnings=False))
 
     def _since(self, since: float) -> Iterator[dict[str, Any]]:
         """The workspace's batches, newest first, a page at a time, until the page that
@@ -126,9 +126,13 @@ class AnthropicClient:
             kwargs: dict[str, Any] = {"limit": PAGE, **({"after_id": after} if after else {})}
             listing = functools.partial(self._batches.list, **kwargs)
             page = self._call("list message batches", listing)
-            data = [self._call.reply(b).model_dump(mode="json") for b in page.data]
+            data = [self._call.reply(b).model_dump(mode="json", warnings=False) for b in page.data]
             yield from data
-            oldest = _time(data[-1].get("created_at")) if data else None
+            oldest = (
+                timestamp(data[-1].get("created_at"), f"message batch {data[-1]['id']}")
+                if data
+                else None
+            )
             if not page.has_more or not data or (oldest or 0) < since:
                 return
             after = data[-1]["id"]
@@ -158,7 +162,7 @@ class AnthropicClient:
             functools.partial(self._batches.retrieve, batch_id),
             batch_id,
         )
-        return view(batch.model_dump(mode="json"))
+        return view(batch.model_dump(mode="json", warnings=False))
 
     def cancel(self, batch_id: str) -> BatchView | None:
         """None when the batch had already ended (:func:`.base.cancel_unless_ended`)."""
@@ -168,7 +172,7 @@ class AnthropicClient:
                     f"cancel message batch {batch_id}",
                     functools.partial(self._batches.cancel, batch_id),
                     batch_id,
-                ).model_dump(mode="json")
+                ).model_dump(mode="json", warnings=False)
             ),
             functools.partial(self.retrieve, batch_id),
         )

@@ -12,8 +12,11 @@ service's own vocabulary, so a provider is one module pair behind this seam.
 
 from __future__ import annotations
 
+import contextlib
+import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
@@ -295,6 +298,21 @@ def walk_list(
             if len(found) == len(want):
                 break
     return found
+
+
+def timestamp(value: Any, where: str) -> float | None:
+    """A service's time field as seconds since the epoch (a number, a datetime, or an
+    ISO 8601 text); anything else is one line naming the object and the field."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    raise ApiError(f"{where}: its created_at {str(value)[:40]!r} is not a timestamp")
 
 
 class Marked(Generic[T]):

@@ -31,7 +31,7 @@ from fireworks.types.batch_inference_job_create_params import InferenceParameter
 from ..clock import SYSTEM, Clock
 from ..errors import ApiConflictError, ApiError, ApiNotFoundError, ConfigError, InvariantError
 from ..kinds import Ending, Phase
-from .base import BatchView, Marks, Service, Tag, cancel_unless_ended, walk_list
+from .base import BatchView, Marks, Service, Tag, cancel_unless_ended, timestamp, walk_list
 from .http_errors import status_error
 from .stainless import SdkCalls, timeout
 
@@ -111,15 +111,14 @@ class FireworksClient:
     def check_models(self, models: Iterable[str]) -> None:
         """Each model (``accounts/<a>/models/<m>``, or a router) exists for this key."""
 
-        def look_up(model: str) -> Any:
-            return self.sdk.get(f"/v1/{model}", cast_to=object)
+        def look_up(model: str, timeout: float) -> Any:
+            return self.sdk.get(f"/v1/{model}", cast_to=object, options={"timeout": timeout})
 
-        self._call.check_models(
-            models,
-            look_up,
-            functools.partial(self.sdk.get, f"/v1/accounts/{self.account}/models", cast_to=object),
-            "FIREWORKS_BASE_URL",
-        )
+        def list_models(timeout: float) -> Any:
+            path = f"/v1/accounts/{self.account}/models"
+            return self.sdk.get(path, cast_to=object, options={"timeout": timeout})
+
+        self._call.check_models(models, look_up, list_models, "FIREWORKS_BASE_URL")
 
     def stage(self, path: Path, tag: Tag) -> str:
         """The request file as a dataset: created (once), then uploaded (once)."""
@@ -203,7 +202,7 @@ class FireworksClient:
                 total=int(progress.total_input_requests or 0) if progress else 0,
                 completed=int(progress.successfully_processed_requests or 0) if progress else 0,
                 failed=int(progress.failed_requests or 0) if progress else 0,
-                created_at=job.create_time.timestamp() if job.create_time else None,
+                created_at=timestamp(job.create_time, f"batch inference job {job.name}"),
             )
         return BatchView(
             id=str(job.name).rsplit("/", 1)[-1],
@@ -215,7 +214,7 @@ class FireworksClient:
             failed=int(progress.failed_requests or 0) if progress else 0,
             files=files,
             errors=({"code": state, "message": message},) if ending and not files else None,
-            created_at=job.create_time.timestamp() if job.create_time else None,
+            created_at=timestamp(job.create_time, f"batch inference job {job.name}"),
         )
 
     def _output_files(self, dataset: str) -> tuple[str, ...]:

@@ -19,6 +19,7 @@ decided once, in :mod:`batchbench.engine.collection`. The columns:
 
 from __future__ import annotations
 
+import codecs
 import json
 import mmap
 import os
@@ -63,6 +64,21 @@ def check_tail(data: bytes | mmap.mmap, path: Path) -> None:
         json.loads(last)
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise TruncatedFileError(f"{path}: ends mid-line (truncated download)") from None
+
+
+def check_utf8(data: bytes | mmap.mmap, path: Path, chunk: int = 1 << 20) -> None:
+    """Every byte of a result file is UTF-8 text (JSON's encoding), checked a chunk at a
+    time: a line that is not is named by its number, before any of it is read as text."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        for start in range(0, len(data), chunk):
+            decoder.decode(data[start : start + chunk], final=start + chunk >= len(data))
+    except UnicodeDecodeError:
+        for lineno, line in enumerate(bytes(data).split(b"\n"), 1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError:
+                raise BatchFileError(f"{path}: line {lineno}: not UTF-8 text") from None
 
 
 def map_file(path: Path) -> bytes | mmap.mmap:
@@ -128,6 +144,7 @@ def read_files(paths: Sequence[Path], decoder: msgspec.json.Decoder[T]) -> list[
         path = Path(p)
         data = map_file(path)
         check_tail(data, path)
+        check_utf8(data, path)
         lines, numbers = decode_lines(data, path, decoder)
         out += [(str(path), n, line) for n, line in zip(numbers, lines)]
     return out

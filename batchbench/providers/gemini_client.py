@@ -15,16 +15,24 @@ import contextlib
 import functools
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
 from ..clock import SYSTEM, Clock
-from ..errors import ApiError, ApiNotFoundError, ConfigError, InvariantError, Unreachable
+from ..errors import (
+    ApiError,
+    ApiNotFoundError,
+    ConfigError,
+    InvariantError,
+    NoAnswer,
+    Unreachable,
+)
 from ..errors import TransientApiError as Transient
 from ..kinds import Ending, Phase
+from . import retry
 from .base import BatchView, Marked, Marks, Service, Tag, cancel_unless_ended, walk_list
 from .downloads import verbatim
 from .http_errors import one_line, retry_after, status_error
@@ -117,12 +125,23 @@ class GeminiClient:
             ) from None
         except Exception as exc:  # the transport's own (httpx or httpx2), unwrapped
             names = {c.__name__ for c in type(exc).__mro__}
+            if "ValidationError" in names:  # pydantic: a reply the SDK cannot type
+                first: dict[str, Any] = (getattr(exc, "errors", lambda: [{}])() or [{}])[0]
+                field = ".".join(str(p) for p in first.get("loc", ())) or "a field"
+                raise ApiError(
+                    f"{what}: the reply is not what the service sends ({field}:"
+                    f" {first.get('msg', exc)})",
+                    batch_id=batch_id,
+                ) from None
             if "TransportError" not in names and "TimeoutException" not in names:
                 raise
             url, text = self.service.base_url, one_line(exc, self._secret) or type(exc).__name__
             if "ConnectError" in names:
                 unreachable = f"{what}: cannot connect to {url} ({text})"
                 raise Unreachable(unreachable, batch_id=batch_id) from None
+            if "TimeoutException" in names:
+                silent = f"{what}: {url} took the connection but sent no answer in time"
+                raise NoAnswer(silent, batch_id=batch_id) from None
             raise Transient(f"{what}: {text} ({url})", batch_id=batch_id) from None
 
     def _call(self, what: str, fn: Callable[[], T], batch_id: str | None = None) -> T:
@@ -135,13 +154,36 @@ class GeminiClient:
     def check_models(self, models: Iterable[str]) -> None:
         """Each model exists for this key before anything is paid; a 404 for the list
         of models too means the base URL is not Gemini's."""
+        quick = types.HttpOptions(timeout=int(retry.PREFLIGHT_TIMEOUT * 1000))
+
+        def preflight(what: str, fn: Callable[[], Any]) -> Any:
+            def attempt() -> Any:
+                try:
+                    with self._errors(what):
+                        return fn()
+                except NoAnswer:
+                    raise ApiError(
+                        f"{what}: {self.service.base_url} took the connection but sent no"
+                        f" answer in {retry.PREFLIGHT_TIMEOUT:g} s: check"
+                        " GOOGLE_GEMINI_BASE_URL, or whether the service is up"
+                    ) from None
+
+            return self.retry(attempt)
+
         for model in dict.fromkeys(models):
             try:
-                look_up = functools.partial(self.sdk.models.get, model=model)
-                self._call(f"look up model {model!r}", look_up)
+                look_up = functools.partial(
+                    self.sdk.models.get,
+                    model=model,
+                    config=types.GetModelConfig(http_options=quick),
+                )
+                preflight(f"look up model {model!r}", look_up)
             except ApiNotFoundError:
                 try:
-                    self._call("list models", lambda: next(iter(self.sdk.models.list()), None))
+                    listing = functools.partial(
+                        self.sdk.models.list, config=types.ListModelsConfig(http_options=quick)
+                    )
+                    preflight("list models", functools.partial(_first, listing))
                 except ApiNotFoundError:
                     raise ConfigError(
                         f"{self.service.base_url} is not the Gemini API's base URL: it answers"
@@ -237,3 +279,8 @@ class GeminiClient:
         for ref in refs:
             with contextlib.suppress(ApiNotFoundError):
                 self._call(f"delete {ref}", functools.partial(self.sdk.files.delete, name=ref))
+
+
+def _first(listing: Callable[[], Any]) -> Any:
+    """The first item of a pager (enough to know the list is there)."""
+    return next(iter(listing()), None)

@@ -25,7 +25,7 @@ from ..errors import (
     InvariantError,
 )
 from ..kinds import Ending, Phase
-from .base import BatchView, Marked, Marks, Service, Tag, walk_list
+from .base import BatchView, Marked, Marks, Service, Tag, timestamp, walk_list
 from .http_errors import one_line
 from .openai_wire import ENDPOINT
 from .stainless import SdkCalls, timeout
@@ -70,7 +70,7 @@ def view(batch: dict[str, Any]) -> BatchView:
         failed=int(counts.get("failed") or 0),
         files=tuple(f for f in files if f) if ended else (),
         errors=tuple(errors) if errors else None,
-        created_at=batch.get("created_at"),
+        created_at=timestamp(batch.get("created_at"), f"batch {batch['id']}"),
     )
 
 
@@ -146,7 +146,7 @@ class OpenAIClient:
                 completion_window="24h",
                 metadata=metadata,
             )
-            return view(self._call.reply(batch).model_dump())
+            return view(self._call.reply(batch).model_dump(warnings=False))
 
     def _batches_since(self, since: float) -> Iterator[dict[str, Any]]:
         """The project's batches, newest first, 100 a call, until the page that reaches
@@ -155,9 +155,10 @@ class OpenAIClient:
         while True:
             kwargs: dict[str, Any] = {"limit": 100, **({"after": after} if after else {})}
             page = self._call("list batches", functools.partial(self.sdk.batches.list, **kwargs))
-            data = [self._call.reply(b).model_dump() for b in page.data]
+            data = [self._call.reply(b).model_dump(warnings=False) for b in page.data]
             yield from data
-            if not page.has_more or not data or (data[-1].get("created_at") or 0) < since:
+            oldest = timestamp(data[-1].get("created_at"), f"batch {data[-1]['id']}") if data else 0
+            if not page.has_more or not data or (oldest or 0) < since:
                 return
             after = data[-1]["id"]
 
@@ -183,7 +184,7 @@ class OpenAIClient:
         batch = self._call(
             f"retrieve batch {batch_id}", lambda: self.sdk.batches.retrieve(batch_id), batch_id
         )
-        return view(batch.model_dump())
+        return view(batch.model_dump(warnings=False))
 
     def cancel(self, batch_id: str) -> BatchView | None:
         try:
@@ -192,7 +193,7 @@ class OpenAIClient:
             )
         except ApiConflictError:
             return None
-        return view(batch.model_dump())
+        return view(batch.model_dump(warnings=False))
 
     def download(self, batch_id: str, ref: str, dest: Path) -> int:
         stream = functools.partial(self.sdk.files.with_streaming_response.content, ref)

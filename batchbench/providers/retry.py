@@ -23,6 +23,9 @@ T = TypeVar("T")
 
 ATTEMPTS = 5  # one call and four retries: about 8 s of backoff, plus each attempt's timeout
 MAX_WAIT = 60.0
+# The pre-flight's look-ups (before anything is paid): a server that takes the connection
+# and says nothing is named after one attempt of this, not after five of a minute each.
+PREFLIGHT_TIMEOUT = 20.0
 
 
 class Retrier:

@@ -11,6 +11,7 @@ its SDK module and says what is its own (the key's variable, a special 400).
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
@@ -19,8 +20,9 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 from ..clock import SYSTEM, Clock
-from ..errors import ApiError, ApiNotFoundError, ConfigError, Unreachable
+from ..errors import ApiError, ApiNotFoundError, ConfigError, NoAnswer, Unreachable
 from ..errors import TransientApiError as Transient
+from . import retry
 from .base import Service
 from .downloads import Sink, verbatim
 from .http_errors import one_line, retry_after, status_error
@@ -87,6 +89,9 @@ class SdkCalls:
             if _cannot_connect(cause):
                 unreachable = f"{what}: cannot connect to {url} ({text})"
                 raise Unreachable(unreachable, batch_id=batch_id) from None
+            if isinstance(exc, self.sdk.APITimeoutError) or "Timeout" in type(cause).__name__:
+                silent = f"{what}: {url} took the connection but sent no answer in time"
+                raise NoAnswer(silent, batch_id=batch_id) from None
             raise Transient(f"{what}: {text} ({url})", batch_id=batch_id) from None
         except self.sdk.APIStatusError as exc:
             special = self.refine(what, exc)
@@ -126,33 +131,47 @@ class SdkCalls:
     def check_models(
         self,
         models: Iterable[str],
-        retrieve: Callable[[str], Any],
-        list_models: Callable[[], Any],
+        retrieve: Callable[..., Any],
+        list_models: Callable[..., Any],
         where: str,
     ) -> None:
-        """Before anything is paid: each model exists for this key. A model the service
+        """Before anything is paid: each model exists for this key (``retrieve(model,
+        timeout=...)`` and ``list_models(timeout=...)`` are the SDK's calls). A model the service
         does not know is a one-line error naming it, unless the list of models is not
         found either: then it is the base URL (``where`` says how it is set) that is
         wrong. Nothing listening there is said at once: before a run, a wrong URL is
         likelier than an outage."""
         url = self.service.base_url
+
+        def preflight(what: str, fn: Callable[[], Any]) -> Any:
+            """One call under the retry policy, except that nothing listening, or a server
+            that says nothing (one attempt of retry.PREFLIGHT_TIMEOUT), is said at once."""
+
+            def attempt() -> Any:
+                try:
+                    with self.errors(what):
+                        return self.reply(fn())
+                except Unreachable as exc:
+                    raise ApiError(str(exc)) from None
+                except NoAnswer:
+                    raise ApiError(
+                        f"{what}: {url} took the connection but sent no answer in"
+                        f" {retry.PREFLIGHT_TIMEOUT:g} s: check {where}, or whether the service"
+                        " is up"
+                    ) from None
+
+            return self.retry(attempt)
+
         for model in dict.fromkeys(models):
             what = f"look up model {model!r}"
-
-            def look_up(model: str = model, what: str = what) -> Any:
-                try:
-                    return retrieve(model)
-                except self.sdk.APIConnectionError as exc:
-                    if _cannot_connect(exc.__cause__):
-                        why = one_line(exc.__cause__)
-                        raise ApiError(f"{what}: cannot connect to {url} ({why})") from None
-                    raise
-
             try:
-                self(what, look_up)
+                preflight(what, functools.partial(retrieve, model, timeout=retry.PREFLIGHT_TIMEOUT))
             except ApiNotFoundError:
                 try:
-                    self("list models", list_models)
+                    preflight(
+                        "list models",
+                        functools.partial(list_models, timeout=retry.PREFLIGHT_TIMEOUT),
+                    )
                 except ApiNotFoundError:
                     raise ConfigError(
                         f"{url} is not the {self.display} API's base URL: it answers"

@@ -16,14 +16,16 @@ the cases every pass judged:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._io import atomic_write_text, jsonl_lines
 from ..bench.dataset import Case
 from ..errors import RunStateError
+from ..formats import present
 
 if TYPE_CHECKING:
     from ..engine.rundir import Run, RunConfig
@@ -31,18 +33,40 @@ if TYPE_CHECKING:
 SAMPLES, SEED = 10_000, 42  # the summary's
 
 
-def read_passes(run: Run) -> dict[tuple[str, int], dict[str, Any]]:
-    """Each case's and pass's row (the last written wins, as in the results file)."""
+def read_passes(
+    run: Run, case_ids: Sequence[str], passes: int, cases: Mapping[str, Case] | None = None
+) -> dict[tuple[str, int], dict[str, Any]]:
+    """Each case's and pass's row (the last written wins, as in the results file), every
+    row checked as a results row is: one of the run's cases and passes, a score from 0 to
+    1, and (given the cases) the score its decisions make. A bad row is one line naming
+    the file and line: it must never flow into the judge's noise."""
     path = run.passes_path
     if not path.exists():
         return {}
+    known = set(case_ids)
     out: dict[tuple[str, int], dict[str, Any]] = {}
+    numbered: list[tuple[int, dict[str, Any]]] = []
     for lineno, line in jsonl_lines(path.read_bytes()):
+        where = f"{path}: line {lineno}"
         try:
             row = json.loads(line)
-            out[(row["case_id"], int(row["pass"]))] = row
-        except (ValueError, KeyError, TypeError):
-            raise RunStateError(f"{path}: line {lineno} is not a judge pass row") from None
+        except ValueError:
+            raise RunStateError(f"{where} is not a JSON judge pass row") from None
+        if not isinstance(row, dict) or row.get("case_id") not in known:
+            raise RunStateError(f"{where}: not a judge pass row of one of the run's cases")
+        number, score = row.get("pass"), row.get("score")
+        if not isinstance(number, int) or isinstance(number, bool) or not 0 < number <= passes:
+            raise RunStateError(f"{where}: pass {number!r} is not one of 1 to {passes}")
+        if not present(score) or not 0 <= float(score or 0) <= 1:
+            raise RunStateError(f"{where}: score {score!r} is not a number from 0 to 1")
+        if not isinstance(row.get("decisions"), list):
+            raise RunStateError(f"{where}: its decisions are not a list")
+        out[(row["case_id"], number)] = row
+        numbered.append((lineno, row))
+    if cases is not None:  # each score is what its decisions score (polars: only here)
+        from ..bench.results import check_against
+
+        check_against(numbered, path, cases)
     return out
 
 
@@ -51,7 +75,7 @@ def judge_noise(run: Run, config: RunConfig, cases: Mapping[str, Case]) -> dict[
     from . import stats  # numpy: only when it is computed, not when status reads it
 
     k = config.judge_passes
-    rows = read_passes(run)
+    rows = read_passes(run, config.case_ids, k, cases)
     complete = [c for c in config.case_ids if all((c, p) in rows for p in range(1, k + 1))]
     verdicts = [
         [rows[(c, p)]["decisions"][i]["matched"] for p in range(1, k + 1)]
@@ -76,16 +100,65 @@ def judge_noise(run: Run, config: RunConfig, cases: Mapping[str, Case]) -> dict[
     }
 
 
-def write_noise(run: Run, config: RunConfig, cases: Mapping[str, Case]) -> None:
-    if config.judge_passes > 1:
-        atomic_write_text(run.noise_path, json.dumps(judge_noise(run, config, cases), indent=2))
+def write_noise(run: Run, config: RunConfig, cases: Mapping[str, Case], collected: int) -> None:
+    """``judge_noise.json``, derived from ``judge_passes.jsonl`` (its digest kept with it).
+    ``collected`` is how many judge passes the journal collected: a passes file holding
+    fewer rows (truncated, deleted) is refused in one line, and the noise already
+    derived is left as it was, never replaced with less."""
+    if config.judge_passes <= 1:
+        return
+    rows = read_passes(run, config.case_ids, config.judge_passes, cases)
+    if len(rows) < collected:
+        raise RunStateError(
+            f"{run.passes_path} holds {len(rows)} judge pass rows, but the run collected"
+            f" {collected}: it was cut short or deleted; {run.noise_path.name} is left as it"
+            " was (restore the file to derive it again)"
+        )
+    noise = judge_noise(run, config, cases) | {"judge_passes_sha256": _digest(run)}
+    atomic_write_text(run.noise_path, json.dumps(noise, indent=2))
+
+
+def _digest(run: Run) -> str | None:
+    path = run.passes_path
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
+
+
+NOISE_KEYS = ("passes", "cases", "item_agreement", "fleiss_kappa", "score_sd_mean")
+
+
+def load_noise(run: Run) -> tuple[dict[str, Any] | None, str | None]:
+    """The run's judge noise and, when it cannot be shown as fact, why not: a file of the
+    wrong shape, or one that no longer matches the passes it was derived from (edited,
+    or the passes changed since). Absent: (None, None)."""
+    path = run.noise_path
+    if not path.exists():
+        return None, None
+    try:
+        noise = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return None, f"{path.name} does not read ({exc.__class__.__name__})"
+    ci = noise.get("overall_ci95_with_judge") if isinstance(noise, dict) else None
+    shaped = (
+        isinstance(noise, dict)
+        and all(k in noise for k in NOISE_KEYS)
+        and isinstance(noise["passes"], int)
+        and isinstance(noise["cases"], int)
+        and all(noise[k] is None or present(noise[k]) for k in NOISE_KEYS[2:])
+        and (ci is None or (isinstance(ci, list) and len(ci) == 2 and all(map(present, ci))))
+    )
+    if not shaped:
+        return None, f"{path.name} is not judge noise as batchbench writes it"
+    if noise.get("judge_passes_sha256") != _digest(run) or (ci and ci[0] > ci[1]):
+        return None, (
+            f"{path.name} does not match {run.passes_path.name}, which it is derived from;"
+            f" `batchbench run {run.name}` derives it again"
+        )
+    return noise, None
 
 
 def read_noise(run: Run) -> dict[str, Any] | None:
-    try:
-        return json.loads(run.noise_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    """The run's judge noise when it can be shown as fact (:func:`load_noise`)."""
+    return load_noise(run)[0]
 
 
 def noise_text(noise: dict[str, Any]) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..costs.pricing import load_pricing
 from ..costs.rollup import run_cost
-from ..errors import ConfigError
+from ..errors import ConfigError, InvariantError
 from . import stats
 from .compare import Side, check_overlap, check_together
 from .sources import Named
@@ -34,8 +34,10 @@ def _cost_per_case(named: Named) -> float | None:
 
 def check_targets(mde: float, power: float, alpha: float) -> None:
     """The plan's options, checked before any pilot is read."""
-    if not (mde > 0 and math.isfinite(mde)):
-        raise ConfigError(f"--mde {mde} must be a difference above 0")
+    if not (0 < mde <= 1):
+        raise ConfigError(
+            f"--mde {mde:g} must be a difference in (0, 1]: scores lie between 0 and 1"
+        )
     for option, value in (("--power", power), ("--alpha", alpha)):
         if not 0 < value < 1:
             raise ConfigError(f"{option} {value} must lie strictly between 0 and 1")
@@ -61,14 +63,22 @@ def plan(
         by_benchmark.setdefault(a.benchmark_of[case_id], []).append(
             a.scores[case_id] - b.scores[case_id]
         )
+    # The plan is for every benchmark of the dataset: a pilot that leaves one out (or
+    # gives it under two paired cases, so no spread) cannot speak for it.
+    planned = sorted(set(a.benchmark_of.values()))
+    thin = [
+        f"{n} ({len(by_benchmark.get(n, []))})" for n in planned if len(by_benchmark.get(n, [])) < 2
+    ]
+    if thin:
+        raise ConfigError(
+            f"the pilot must cover every benchmark it plans for with at least 2 cases scored"
+            f" by both runs; it has fewer in {len(thin)} of {len(planned)}: {', '.join(thin)}"
+        )
     sds: dict[str, float] = {}
-    for name in sorted(by_benchmark):
+    for name in planned:
         sd = stats.sd(by_benchmark[name])
-        if sd is None:
-            raise ConfigError(
-                f"benchmark {name!r} has fewer than 2 cases scored by both pilots: its spread"
-                " is unknown; pilot on more cases"
-            )
+        if sd is None:  # two cases or more, checked above
+            raise InvariantError(f"benchmark {name!r} has no spread after the pilot check")
         sds[name] = sd
     try:
         m = stats.cases_needed(list(sds.values()), mde, power, alpha)
@@ -110,12 +120,16 @@ def plan_text(result: dict[str, Any]) -> str:
         f"  {result['cases_per_benchmark']:,} cases per benchmark, {result['total_cases']:,}"
         f" in all; {price}",
     ]
+    need = result["cases_per_benchmark"]
     short = [
-        f"{n} ({have})"
+        f"{have:,} in {n}"
         for n, have in result["dataset_cases_per_benchmark"].items()
-        if have < result["cases_per_benchmark"]
+        if have < need
     ]
     if short:
-        lines.append(f"  the dataset has fewer cases than that in: {', '.join(short)}")
+        lines.append(
+            f"  that exceeds the dataset: it needs {need:,} cases per benchmark, and the"
+            f" dataset has {', '.join(short)}"
+        )
     lines.append("  (case sampling only: answer and judge sampling add to it)")
     return "\n".join(lines)

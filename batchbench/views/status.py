@@ -14,7 +14,7 @@ from ..engine.rundir import Run, RunConfig
 from ..engine.state import RunState
 from ..formats import interval, num, usd
 from ..kinds import STAGES, RunStatus, Stage
-from ..scores.noise import noise_text, read_noise
+from ..scores.noise import load_noise, noise_text
 from ..scores.summary_file import read_summary
 from .causes import error_cause, errors_line
 
@@ -59,6 +59,7 @@ class RunStatusRecord(_RunStatus, total=False):
     overall_macro_mean: float
     overall_ci95: list[float]
     judge_noise: dict[str, Any]  # a run graded with --judge-passes K > 1, once done
+    judge_noise_problem: str  # why judge_noise.json is not shown as fact
 
 
 class StageStatus(TypedDict):
@@ -82,7 +83,11 @@ def stage_status(state: RunState, stage: Stage) -> StageStatus:
             continue
         batches[sub.word] = batches.get(sub.word, 0) + 1
         view = sub.view
-        if sub.in_flight and view is not None and view.total:
+        if sub.in_flight and view is not None and view.phase == "pending":
+            since = time.strftime("%Y-%m-%d %H:%M", time.gmtime(sub.create_started or 0))
+            again = " (its requests were sent again once)" if sub.stalled else ""
+            running.append(f"{sub.id} queued since {since} UTC, not started{again}")
+        elif sub.in_flight and view is not None and view.total:
             running.append(f"{sub.id} {sub.word}: {view.lines_text}")
         elif sub.batch_id is None and sub.candidates:
             running.append(
@@ -158,9 +163,11 @@ def run_status(run: Run, pricing: Pricing | None = None) -> RunStatusRecord:
         summary = read_summary(run.summary_path)
         out["overall_macro_mean"] = summary["overall_macro_mean"]
         out["overall_ci95"] = summary["overall_ci95"]
-    noise = read_noise(run)
+    noise, problem = load_noise(run)
     if noise is not None:
         out["judge_noise"] = noise
+    if problem is not None:
+        out["judge_noise_problem"] = problem
     return out
 
 
@@ -201,6 +208,8 @@ def status_text(status: RunStatusRecord, now: float | None = None) -> str:
         )
     if "judge_noise" in status:
         lines.append(f"  {noise_text(status['judge_noise'])}")
+    if "judge_noise_problem" in status:
+        lines.append(f"  judge noise not shown: {status['judge_noise_problem']}")
     cost = status.get("cost")
     if cost:
         for stage_name, stage_cost in cost["stages"].items():

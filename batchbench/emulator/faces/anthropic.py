@@ -520,7 +520,7 @@ class AnthropicFace:
         if store.anomaly("empty-results", batch.id):
             lines = []
         lines = store.mangled("results", store.decide.shuffled(lines, batch.id))  # in any order
-        batch.output = "".join(line + "\n" for line in lines).encode()
+        batch.output = "".join(line + "\n" for line in lines).encode("utf-8", "surrogateescape")
         batch.status = "ended"
         batch.stamps["ended"] = now
 

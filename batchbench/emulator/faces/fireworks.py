@@ -570,7 +570,7 @@ class FireworksFace:
             ok, failed = [], []
         ok = store.mangled("output", store.decide.shuffled(ok, job.name))
         out = Dataset(job.output_dataset, now, state="READY")
-        out.files[RESULTS] = "".join(x + "\n" for x in ok).encode()
+        out.files[RESULTS] = "".join(x + "\n" for x in ok).encode("utf-8", "surrogateescape")
         if failed:
             out.files[ERRORS] = "".join(x + "\n" for x in failed).encode()
         if store.anomaly("ended-before-results", job.name):

@@ -509,7 +509,7 @@ class GeminiFace:
             lines = []
         lines = store.mangled("responses", store.decide.shuffled(lines, job.id))  # in any order
         name = f"files/batch-{job.id.removeprefix('batches/')}"
-        data = "".join(line + "\n" for line in lines).encode()
+        data = "".join(line + "\n" for line in lines).encode("utf-8", "surrogateescape")
         self.files[name] = GeminiFile(name, None, "application/jsonl", data, now, generated=True)
         job.output_file = name
         if state == "SUCCEEDED" and store.anomaly("succeeded-before-file", job.id):

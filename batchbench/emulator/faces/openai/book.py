@@ -83,6 +83,7 @@ class Batch:
     output_expires_after: int | None = None  # seconds after the output file is made
     polls: int = 0
     reported: dict[str, int] | None = None  # the counts the last poll saw (lagging-counts)
+    overrides: dict[str, Any] = field(default_factory=dict)  # tests: fields it misreports
 
     def counts(self) -> dict[str, int]:
         ok = sum(1 for _, r, e in self.results if _ok(r, e))
@@ -142,7 +143,7 @@ class Batch:
                 "total_tokens": usage["input_tokens"] + usage["output_tokens"],
             },
             "metadata": self.metadata,
-        }
+        } | self.overrides
 
 
 def _ok(response: dict[str, Any] | None, error: dict[str, Any] | None) -> bool:
@@ -542,7 +543,7 @@ class OpenAIBook:
     def _store_output(self, batch: Batch, kind: str, lines: list[str], now: float) -> str | None:
         if not lines:
             return None
-        data = "".join(line + "\n" for line in lines).encode("utf-8")
+        data = "".join(line + "\n" for line in lines).encode("utf-8", "surrogateescape")
         f = StoredFile(
             self._id("file-", ALNUM, 22),
             f"{batch.id}_{kind}.jsonl",
@@ -589,12 +590,14 @@ class OpenAIBook:
             self.made.append(batch)
 
     def tamper(self, batch_id: str, change: Mapping[str, Any]) -> None:
-        """Make a batch vanish (``forget``) or report another ``status``."""
+        """Make a batch vanish (``forget``), report another ``status``, or misreport any
+        other field (``{"created_at": "yesterday"}``)."""
         batch = self.get_batch(batch_id)
         if change.get("forget"):
             del self.batches[batch_id]
         if "status" in change:
             batch.status = str(change["status"])
+        batch.overrides.update({k: v for k, v in change.items() if k not in ("forget", "status")})
 
     def ledger(self) -> list[dict[str, Any]]:
         return [
