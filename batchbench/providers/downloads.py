@@ -43,6 +43,8 @@ def verbatim(dest: Path, fill: Callable[[Sink], None]) -> int:
     tmp = dest.with_name(f".{dest.name}.part")
     try:
         with storage(tmp):
+            # A run folder copied by a tool that drops empty folders (git) has no raw/.
+            dest.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "wb") as fh:
                 sink = Sink(fh)
