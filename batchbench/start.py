@@ -9,11 +9,12 @@ cap) does so before a run folder or a batch exists.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import providers
 from .bench import protocol
 from .bench.dataset import Case, load_dataset, select_cases
 from .bench.results import rows_in_registry_order
@@ -27,6 +28,7 @@ from .engine.rundir import Run, RunConfig, check_name, default_name
 from .engine.services import connect_all, new_services, run_services, stage_bundle
 from .engine.state import fold
 from .errors import ConfigError, RunLockedError
+from .kinds import Stage
 from .providers import resolve
 from .providers.base import Service
 from .reporting import quiet
@@ -139,6 +141,9 @@ def execute_group(
         for options, (run, config, cases), (stages, changes) in zip(group, prepared, services):
             fresh = "RESUMING" if run.exists() else "NEW"
             say(f"{fresh} run {config.name!r} in {run.root.resolve()}")
+            inside = where_requests_go(stages)
+            if inside:
+                say(inside)
             try:
                 _check_answer_model(clients, stages["answers"], config.answer_model)
             except ConfigError as exc:
@@ -185,6 +190,31 @@ def execute_group(
             results.append(RunResult(run, summary, member.pipeline.done(), member.error))
     order = [run.root for run, _, _ in prepared]
     return sorted(results, key=lambda r: order.index(r.run.root))
+
+
+def where_requests_go(stages: Mapping[Stage, Service]) -> str | None:
+    """For a run whose answers go to a cloud under an agreement (Azure, Bedrock): whether
+    every request stays inside it, or where the judges' go instead."""
+    answers, judges = stages["answers"], stages["judges"]
+    cloud = providers.spec(answers.provider)
+    if not cloud.cloud:
+        return None
+    if judges == answers or (
+        judges.provider == answers.provider and judges.base_url == answers.base_url
+    ):
+        return f"every request stays inside {cloud.label} ({providers.shown(answers.base_url)})"
+    other = providers.spec(judges.provider)
+    inside = f"--judge-model {cloud.name}/DEPLOYMENT" if cloud.judges else "a judge inside it"
+    if judges.provider == answers.provider:
+        return (
+            f"note: answers go to {cloud.label} at {providers.shown(answers.base_url)},"
+            f" judges to {providers.shown(judges.base_url)}"
+        )
+    return (
+        f"note: answers stay inside {cloud.label}; judges go to {other.label} at"
+        f" {providers.shown(judges.base_url)} (for every request inside {cloud.label},"
+        f" use {inside})"
+    )
 
 
 def _check_answer_model(clients: dict[Service, Any], service: Service, model: str) -> None:

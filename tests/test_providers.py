@@ -39,6 +39,9 @@ TYPOS = {
     "gemini": "gemini-3.1-pro-prevew",
     "fireworks": "accounts/fireworks/models/glm-9p9",
 }
+# Azure's data plane cannot name a deployment without running it: a misspelt one is
+# found by the service's validation of the first batch (test_azure.py).
+PREFLIGHT = [rig for rig in OTHERS if rig.provider in TYPOS]
 
 
 def ids(rig: Rig) -> str:
@@ -167,7 +170,7 @@ def test_the_dry_run_prices_the_answers_and_max_cost_refuses(rig, tmp_path, fixt
     assert not (tmp_path / "dry").exists()
 
 
-@pytest.mark.parametrize("rig", OTHERS, ids=ids)
+@pytest.mark.parametrize("rig", PREFLIGHT, ids=ids)
 def test_a_misspelt_model_and_a_missing_sdk_are_one_line_before_anything_is_paid(
     rig, batch_emulator, tmp_path, fixture_dir
 ):
@@ -234,6 +237,7 @@ BAD_DAYS = {
     "anthropic": {"missing-lines": 0.3, "long-finalizing": 4.0},
     "gemini": {"missing-lines": 0.3, "succeeded-before-file": 1.0},
     "fireworks": {"missing-lines": 0.3},
+    "azure": {"missing-lines": 0.3, "status-zero": 0.2, "lagging-counts": 0.5},
 }
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..providers import resolve
+from ..providers import priced_as, resolve
 from ..providers.base import Prompt
 
 TOKENS_PER_MESSAGE = 3
@@ -105,7 +105,7 @@ def _names(model: str) -> list[str]:
     alias's target, a fine-tune's base, a dated snapshot's family (gpt-4o-2024-08-06,
     claude-haiku-4-5-20251001); never a shorter prefix (gpt-4o-mni is not gpt-4o)."""
     out: list[str] = []
-    for name in (model, resolve(model), base_model(model)):
+    for name in (model, resolve(model), base_model(model), priced_as(model) or model):
         dated = re.fullmatch(r"(.+?)-(\d{4}-\d{2}-\d{2}|\d{8})", name)
         out += [name, *([dated.group(1)] if dated else [])]
     return list(dict.fromkeys(out))
@@ -166,7 +166,11 @@ def load_pricing(path: str | Path | None = None) -> Pricing:
         raise ConfigError(f"{source}: batch_discount must be a number in [0, 1)")
     models: dict[str, Price] = {}
     unpriced: dict[str, str] = {}
+    same_as: dict[str, Any] = {}
     for name, entry in data["models"].items():
+        if isinstance(entry, dict) and "as" in entry:
+            same_as[name] = entry["as"]  # a deployment priced as the model behind it
+            continue
         if isinstance(entry, dict) and "input" in entry and entry["input"] is None:
             when = f" (as of {entry['as_of']})" if entry.get("as_of") else ""
             unpriced[name] = f"{entry.get('source') or 'no public price'}{when}"
@@ -186,7 +190,20 @@ def load_pricing(path: str | Path | None = None) -> Pricing:
             as_of=as_of if isinstance(as_of, str) else None,
             source=said if isinstance(said, str) else None,
         )
-    return Pricing(float(discount), models, source, unpriced)
+    table = Pricing(float(discount), models, source, unpriced)
+    if not same_as:
+        return table
+    fallback = load_pricing() if path is not None else table
+    for name, real in same_as.items():
+        price = table.price(real) if isinstance(real, str) else None
+        if price is None and isinstance(real, str):
+            price = fallback.price(real)
+        if price is None:
+            raise ConfigError(
+                f"{source}: models.{name}: 'as' must name a priced model, got {real!r}"
+            )
+        models[name] = price
+    return table
 
 
 def cost(

@@ -58,12 +58,13 @@ class Settings:
     completion_window: float = 86400.0  # the "24h" window
     enqueued_token_limit: int | None = None  # OpenAI: in-flight prompt tokens per model
     paused: bool = False  # batches do not move (a test moves them: tick, flush)
-    max_lines: int = 50_000  # OpenAI: lines a batch file may hold
+    max_lines: int | None = None  # lines a batch file may hold (None: each service's own)
     max_batch_bytes: int = 200 * 1024 * 1024  # OpenAI: bytes a batch file may hold
     max_request_bytes: int = 256 * 1024 * 1024  # Anthropic: one create call's body
     unknown_models: list[str] = field(default_factory=list)  # answered as unknown anyway
     anomalies: dict[str, float] = field(default_factory=dict)  # name → rate (.anomalies)
     judge_noise: float = 0.0  # share of the simulated judge's verdicts flipped (seeded)
+    azure_deployments: dict[str, str] = field(default_factory=dict)  # deployment → model
     bedrock_min_records: int = 100  # Bedrock: the account's minimum records per job
 
 

@@ -38,6 +38,7 @@ _SETTINGS = (
     "unknown_models",
     "anomalies",
     "judge_noise",
+    "azure_deployments",
     "bedrock_min_records",
 )
 _FAULTS = {
@@ -204,16 +205,22 @@ class Hub:
         return Reply({"ok": True})
 
     def _tamper(self, x: Exchange, batch_id: str) -> Reply:
-        """Make an OpenAI batch vanish (``{"forget": true}``) or report another ``status``."""
+        """Make an OpenAI-shaped batch vanish (``{"forget": true}``) or report another
+        ``status``: the batch of whichever face's book holds it."""
         change = x.json()
         if not isinstance(change, dict):
             raise ApiFailure(400, "change must be a JSON object")
         with self.store.lock:
             for face in self.faces:
                 if isinstance(face, Tampers):
-                    face.tamper(batch_id, change)
+                    try:
+                        face.tamper(batch_id, change)
+                    except ApiFailure as failure:
+                        if failure.status == 404:
+                            continue  # another face's batch
+                        raise
                     return Reply({"ok": True})
-        raise ApiFailure(404, "no face takes a batch's fate in hand")
+        raise ApiFailure(404, f"no face has a batch {batch_id}")
 
 
 def _colleagues(x: Exchange) -> Exchange:

@@ -47,7 +47,9 @@ def new_services(
     out: dict[str, dict[str, Any]] = {}
     for stage, name in stage_providers(answer_model, judge_model).items():
         chosen = providers.explicit_base_url(name, base_url, given=given)
-        url = chosen[0] if chosen else providers.spec(name).default_base_url
+        # A service only the user can name (an Azure resource), not named: refused when
+        # the run starts (:func:`run_services`), so that a dry run needs no address.
+        url = chosen[0] if chosen else providers.default_base_url(name, strict=False)
         account = dict(providers.account_from_env(name))
         out[stage] = {"provider": name, "base_url": url, "account": account}
     return out
@@ -76,7 +78,7 @@ def run_services(
     for stage, name in config.providers.items():
         stored = config.base_url(state, stage)
         chosen = providers.explicit_base_url(name, base_url, given=given)
-        url = stored or (chosen[0] if chosen else providers.spec(name).default_base_url)
+        url = stored or (chosen[0] if chosen else providers.default_base_url(name))
         if stored is not None and chosen is not None and chosen[0] != stored:
             there, source = chosen
             url = _differs(

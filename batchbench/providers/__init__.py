@@ -50,12 +50,19 @@ def judge_provider(model: str) -> str:
     judges on OpenAI); a model of another provider is refused before anything runs."""
     name = route(model)
     if not BY_NAME[name].judges:
-        able = ", ".join(p.label for p in PROVIDERS if p.judges)
+        able = " or ".join(p.label for p in reversed(PROVIDERS) if p.judges)
         raise ConfigError(
             f"--judge-model {model!r} is a {BY_NAME[name].label} model, and judges are"
-            f" {able} models (as in the reference runner)"
+            f" {able} models (the reference runner judges on OpenAI)"
         )
     return name
+
+
+def priced_as(model: str) -> str | None:
+    """The name the model's provider prices it by, when not its own (an Azure
+    deployment's name, a Bedrock model id's model)."""
+    found = BY_NAME[route(model)]
+    return found.priced_as(resolve(model)) if found.priced_as else None
 
 
 def spec(name: str) -> ProviderSpec:
@@ -135,16 +142,31 @@ def explicit_base_url(
     given: Mapping[str, str] | None = None,
 ) -> tuple[str, str] | None:
     """A base URL the user chose, and where it came from: one given in code (the demo's
-    emulator), ``--base-url`` (the judges' provider's), else the SDK's variable."""
+    emulator), ``--base-url`` (OpenAI's, the reference's judges'), else the SDK's variable."""
     found = spec(name)
     if given and name in given:
         return normal_url(given[name], "the emulator"), "the emulator"
-    if found.judges and flag:
+    if found.base_url_flag and flag:
         return normal_url(flag), "--base-url"
     value = env.get(found.base_url_variable)
     if not value:
         return None
     return normal_url(value, found.base_url_variable), found.base_url_variable
+
+
+def default_base_url(name: str, env: Mapping[str, str] = os.environ, strict: bool = True) -> str:
+    """The provider's own base URL when the user names none: fixed, or made from the
+    environment (an AWS region), or — for a service every customer has their own of
+    (an Azure resource) — a one-line error saying which variable names it (``""``
+    unless ``strict``)."""
+    found = spec(name)
+    url = found.region_url(env) if found.region_url else found.default_base_url
+    if not url and strict:
+        raise ConfigError(
+            f"{found.label} needs its address: set {found.base_url_variable}"
+            f" ({found.base_url_hint})"
+        )
+    return url
 
 
 def account_from_env(name: str, env: Mapping[str, str] = os.environ) -> Account:

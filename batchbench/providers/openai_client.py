@@ -86,6 +86,8 @@ class OpenAIClient:
     """Batch API calls, SDK errors turned into batchbench's typed errors."""
 
     marks: Marks = "tag"  # batch metadata names the run and submission
+    display = "OpenAI"
+    key_hint = "OPENAI_API_KEY"
 
     def __init__(
         self, service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock = SYSTEM
@@ -93,23 +95,26 @@ class OpenAIClient:
         self.service = service
         self.clock = clock
         self._marked: Marked[dict[str, Any]] = Marked()
-        self.sdk = openai.OpenAI(
+        self.sdk = self.make_sdk(service, api_key)
+        self._call = SdkCalls(
+            openai,
+            service,
+            api_key,
+            display=self.display,
+            key_hint=self.key_hint,
+            warn=warn,
+            refine=_file_not_visible,
+            clock=clock,
+        )
+
+    def make_sdk(self, service: Service, api_key: str) -> openai.OpenAI:
+        return openai.OpenAI(
             api_key=api_key,
             base_url=service.base_url,
             organization=service.setting("OPENAI_ORG_ID"),  # the run's, not today's
             project=service.setting("OPENAI_PROJECT_ID"),
             max_retries=0,
             timeout=timeout(openai),
-        )
-        self._call = SdkCalls(
-            openai,
-            service,
-            api_key,
-            display="OpenAI",
-            key_hint="OPENAI_API_KEY",
-            warn=warn,
-            refine=_file_not_visible,
-            clock=clock,
         )
 
     # the service ---------------------------------------------------------------

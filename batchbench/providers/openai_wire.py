@@ -68,6 +68,7 @@ ALLOWED_BODY_FIELDS = frozenset(
 @dataclass
 class OpenAIWire:
     name: ProviderName = "openai"
+    endpoint: str = ENDPOINT  # a line's url and the batch's endpoint, in this service's spelling
     limits: Limits = field(default_factory=lambda: Limits(MAX_LINES, MAX_BYTES))
     rules: LineRules = field(default_factory=lambda: LineRules("API", RETRIED))
 
@@ -107,7 +108,12 @@ class OpenAIWire:
         return safe_id(stage, case_id, attempt, run_id, judge_pass)
 
     def request_line(self, custom_id: str, rendered: Rendered) -> bytes:
-        obj = {"custom_id": custom_id, "method": "POST", "url": ENDPOINT, "body": rendered.body}
+        obj = {
+            "custom_id": custom_id,
+            "method": "POST",
+            "url": self.endpoint,
+            "body": rendered.body,
+        }
         return encode_line(obj)
 
     def check_file(self, lines: Sequence[bytes], where: str) -> None:
@@ -129,8 +135,8 @@ class OpenAIWire:
                 raise PlanError(f"{where}: line {n}: body fields not allowed: {unknown}")
             if body.get("stream") is True:
                 raise PlanError(f"{where}: line {n}: stream=true is not allowed in a batch")
-            if obj.get("method") != "POST" or obj.get("url") != ENDPOINT:
-                raise PlanError(f"{where}: line {n}: method/url must be POST {ENDPOINT}")
+            if obj.get("method") != "POST" or obj.get("url") != self.endpoint:
+                raise PlanError(f"{where}: line {n}: method/url must be POST {self.endpoint}")
         if len(models) > 1:
             raise PlanError(f"{where}: more than one model: {sorted(map(str, models))}")
 

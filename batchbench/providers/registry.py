@@ -32,6 +32,15 @@ class ProviderSpec:
     # the service): part of the service a run remembers.
     account_variables: tuple[str, ...] = ()
     judges: bool = False  # may serve the judge stage (the reference judges on OpenAI)
+    base_url_flag: bool = False  # --base-url sets its base URL (the reference's judges')
+    # A base URL made from the environment when the user names none (an AWS region's).
+    region_url: Callable[[Mapping[str, str]], str] | None = None
+    # The name a model is priced by when the table has no entry for the name itself
+    # (an Azure deployment named after its model).
+    priced_as: Callable[[str], str] | None = None
+    # A cloud teams reach under a business associate agreement: a run says whether
+    # every request stays inside it.
+    cloud: bool = False
 
 
 ANTHROPIC = ProviderSpec(
@@ -98,9 +107,26 @@ OPENAI = ProviderSpec(
     base_url_hint="ending in /v1 (https://api.openai.com/v1)",
     account_variables=("OPENAI_ORG_ID", "OPENAI_PROJECT_ID"),
     judges=True,
+    base_url_flag=True,
+)
+AZURE = ProviderSpec(
+    name="azure",
+    label="Azure OpenAI",
+    claims=lambda model: model.startswith("azure/"),  # azure/DEPLOYMENT
+    wire="azure_wire:AzureWire",
+    client="azure_client:AzureClient",
+    sdk="openai",
+    extra="",
+    key_variables=("AZURE_OPENAI_API_KEY",),
+    base_url_variable="AZURE_OPENAI_ENDPOINT",
+    default_base_url="",  # each resource has its own: the user names it
+    base_url_hint="the resource's endpoint, without /openai (https://NAME.openai.azure.com)",
+    judges=True,  # OpenAI's models, under the business associate agreement
+    priced_as=lambda model: model.removeprefix("azure/"),
+    cloud=True,
 )
 
 # In routing order: a model is the first one's that claims it (OpenAI's, last, claims all).
-PROVIDERS: tuple[ProviderSpec, ...] = (ANTHROPIC, GEMINI, FIREWORKS, OPENAI)
+PROVIDERS: tuple[ProviderSpec, ...] = (AZURE, ANTHROPIC, GEMINI, FIREWORKS, OPENAI)
 BY_NAME: dict[str, ProviderSpec] = {spec.name: spec for spec in PROVIDERS}
 ALIASES: dict[str, str] = {a: m for spec in PROVIDERS for a, m in spec.aliases.items()}

@@ -143,35 +143,16 @@ class SdkCalls:
         likelier than an outage."""
         url = self.service.base_url
 
-        def preflight(what: str, fn: Callable[[], Any]) -> Any:
-            """One call under the retry policy, except that nothing listening, or a server
-            that says nothing (one attempt of retry.PREFLIGHT_TIMEOUT), is said at once."""
-
-            def attempt() -> Any:
-                try:
-                    with self.errors(what):
-                        return self.reply(fn())
-                except Unreachable as exc:
-                    raise ApiError(str(exc)) from None
-                except NoAnswer:
-                    raise ApiError(
-                        f"{what}: {url} took the connection but sent no answer in"
-                        f" {retry.PREFLIGHT_TIMEOUT:g} s: check {where}, or whether the service"
-                        " is up"
-                    ) from None
-
-            return self.retry(attempt)
+        def preflight(what: str, fn: Callable[..., Any]) -> Any:
+            return self.preflight(what, fn, where)
 
         for model in dict.fromkeys(models):
             what = f"look up model {model!r}"
             try:
-                preflight(what, functools.partial(retrieve, model, timeout=retry.PREFLIGHT_TIMEOUT))
+                preflight(what, functools.partial(retrieve, model))
             except ApiNotFoundError:
                 try:
-                    preflight(
-                        "list models",
-                        functools.partial(list_models, timeout=retry.PREFLIGHT_TIMEOUT),
-                    )
+                    preflight("list models", list_models)
                 except ApiNotFoundError:
                     raise ConfigError(
                         f"{url} is not the {self.display} API's base URL: it answers"
@@ -180,6 +161,27 @@ class SdkCalls:
                 raise ConfigError(
                     f"model {model!r} is not available at {url} (HTTP 404); check its name"
                 ) from None
+
+    def preflight(self, what: str, fn: Callable[..., Any], where: str) -> Any:
+        """``fn(timeout=...)`` under the retry policy, except that nothing listening, or a
+        server that says nothing (one attempt of retry.PREFLIGHT_TIMEOUT), is said at
+        once (``where``: how the base URL is set, to check)."""
+        url = self.service.base_url
+
+        def attempt() -> Any:
+            try:
+                with self.errors(what):
+                    return self.reply(fn(timeout=retry.PREFLIGHT_TIMEOUT))
+            except Unreachable as exc:
+                raise ApiError(str(exc)) from None
+            except NoAnswer:
+                raise ApiError(
+                    f"{what}: {url} took the connection but sent no answer in"
+                    f" {retry.PREFLIGHT_TIMEOUT:g} s: check {where}, or whether the service"
+                    " is up"
+                ) from None
+
+        return self.retry(attempt)
 
     def download(
         self,

@@ -11,6 +11,7 @@ loop that says how many attempts a scripted case takes and what its row says.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -476,7 +477,19 @@ FIREWORKS = Rig(
     answer=lambda i: _completion(f"answer {i}"),
 )
 
-RIGS = {rig.provider: rig for rig in (OPENAI, ANTHROPIC, GEMINI, FIREWORKS)}
+# --- Azure OpenAI ---------------------------------------------------------------------
+# The reference's OpenAI rules, the deployment as the model (the rule for Azure).
+AZURE = dataclasses.replace(
+    OPENAI,
+    provider="azure",
+    model="azure/ans-model",
+    resolved="ans-model",
+    key_variable="AZURE_OPENAI_API_KEY",
+    key="azure-secret-marker-4f1d",
+    base_variable="AZURE_OPENAI_ENDPOINT",
+)
+
+RIGS = {rig.provider: rig for rig in (OPENAI, ANTHROPIC, GEMINI, FIREWORKS, AZURE)}
 
 
 def scripted_responder(

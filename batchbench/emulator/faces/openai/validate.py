@@ -63,9 +63,9 @@ def parse_input(
         raw_lines.pop()
     if not raw_lines:
         return fail("empty_file", "The input file is empty.", None)
-    max_lines = (
-        min(settings.max_lines, limits.max_lines) if limits.max_lines else settings.max_lines
-    )
+    max_lines = limits.max_lines
+    if settings.max_lines is not None:
+        max_lines = min(settings.max_lines, max_lines)
     if len(raw_lines) > max_lines:
         return fail(
             "too_many_tasks",

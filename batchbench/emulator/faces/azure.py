@@ -1,0 +1,79 @@
+"""Azure OpenAI's face: OpenAI's Files and Batches under Azure's v1 paths.
+
+What the openai SDK's Azure client sends, and what the service answers:
+``/openai/v1/...`` (the SDK's ``base_url`` is ``{endpoint}/openai/v1``), the key in
+an ``api-key`` header, an ``api-version`` query the v1 API accepts as ``v1``,
+``preview`` or ``latest`` (a dated version belongs to the older paths and is
+refused). A model is a *deployment*: the face knows one deployment per catalogue
+model, named after it, and those the ``azure_deployments`` setting adds
+(deployment → model); a batch naming another fails validation as Azure's does.
+A line's ``url`` may be ``/chat/completions`` (Azure's docs) or
+``/v1/chat/completions``; a file holds up to 100,000 lines; uploads expire in 14 to
+30 days.
+"""
+
+from __future__ import annotations
+
+from ..core import ApiFailure, Store
+from ..face import Exchange, bearer
+from .openai import OpenAIFace
+from .openai.book import ENDPOINTS
+from .openai.validate import Limits
+
+V1_VERSIONS = frozenset({"v1", "preview", "latest"})
+AZURE_LIMITS = Limits(
+    max_lines=100_000,
+    endpoints={
+        **{e: e for e in ENDPOINTS},
+        **{e.removeprefix("/v1"): e for e in ENDPOINTS},
+    },
+    file_expiry=(1_209_600, 2_592_000),
+)
+MISSING_KEY = (
+    "Access denied due to missing subscription key. Make sure to include subscription key"
+    " when making requests to an API."
+)
+WRONG_KEY = (
+    "Access denied due to invalid subscription key or wrong API endpoint. Make sure to"
+    " provide a valid key for an active subscription and use a correct regional API"
+    " endpoint for your resource."
+)
+
+
+class AzureFace(OpenAIFace):
+    name = "azure"
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store, prefix="/openai/v1", limits=AZURE_LIMITS, provider="azure")
+
+    def claims(self, x: Exchange) -> bool:
+        return x.path.startswith("/openai/")
+
+    def authorise(self, x: Exchange, api_key: str | None) -> ApiFailure | None:
+        version = x.query.get("api-version")
+        if version is not None and version not in V1_VERSIONS:
+            return ApiFailure(
+                400,
+                f"API version {version!r} is not supported on the v1 API; use 'v1' or"
+                " 'preview', or no api-version",
+                code="BadRequest",
+            )
+        key = x.header("api-key") or bearer(x)
+        if not key:
+            return ApiFailure(401, MISSING_KEY, code="401")
+        if api_key is not None and key != api_key:
+            return ApiFailure(401, WRONG_KEY, code="401")
+        return None
+
+    def base_url(self, url: str) -> str:
+        return url  # the resource's endpoint: the SDK adds /openai/v1
+
+    def model_known(self, name: str) -> bool:
+        deployments = self.store.settings.azure_deployments
+        if name in deployments:
+            return self.store.known_model(deployments[name])
+        return self.store.known_model(name)
+
+
+def make(store: Store) -> AzureFace:
+    return AzureFace(store)

@@ -1,0 +1,54 @@
+"""Azure OpenAI's Global Batch through the openai SDK's Azure client.
+
+The client is :class:`openai.AzureOpenAI` on the resource's v1 API
+(``{AZURE_OPENAI_ENDPOINT}/openai/v1``), the key in the ``api-key`` header, and
+``api-version`` from ``OPENAI_API_VERSION`` (``v1`` when unset, the v1 API's own).
+The batch is created for ``/v1/chat/completions`` (the SDK's type allows only that
+spelling; Azure takes it as the lines' ``/chat/completions``). Everything else —
+files, batches, metadata tags, the list walk that finds a batch whose create was
+lost — is OpenAI's (:class:`.openai_client.OpenAIClient`).
+
+Before a run nothing is asked of the deployment itself: Azure's data plane has no
+call that names a deployment without running it, so the pre-flight checks the
+endpoint and key (the list of models), and a wrong deployment name fails the
+first batch's validation in the service's own words.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+import openai
+
+from ..errors import ApiNotFoundError, ConfigError
+from .base import Service
+from .openai_client import OpenAIClient
+from .stainless import timeout
+
+V1_PATH = "/openai/v1"
+API_VERSION = "v1"  # the v1 API's api-version when none is named
+
+
+class AzureClient(OpenAIClient):
+    display = "Azure OpenAI"
+    key_hint = "AZURE_OPENAI_API_KEY"
+
+    def make_sdk(self, service: Service, api_key: str) -> openai.OpenAI:
+        return openai.AzureOpenAI(
+            api_key=api_key,
+            base_url=f"{service.base_url}{V1_PATH}",
+            api_version=os.environ.get("OPENAI_API_VERSION") or API_VERSION,
+            max_retries=0,
+            timeout=timeout(openai),
+        )
+
+    def check_models(self, models: Iterable[str]) -> None:
+        where = "AZURE_OPENAI_ENDPOINT (the resource's https://NAME.openai.azure.com)"
+        try:
+            self._call.preflight("list models", self.sdk.models.list, where)
+        except ApiNotFoundError:
+            raise ConfigError(
+                f"{self.service.base_url} is not an Azure OpenAI endpoint: it answers 404 to"
+                f" {V1_PATH}/models; check {where}"
+            ) from None

@@ -1,0 +1,174 @@
+"""Azure OpenAI: the face driven by the openai SDK's own Azure client, and runs through the CLI.
+
+The shared provider contract (reference bodies and rows, pay once, status, cancel,
+keys, bad days) runs for Azure in ``test_providers.py`` and ``test_pay_once.py``;
+here is what is Azure's own: its paths, header and versions as the SDK sends them,
+deployments as models, a run kept inside Azure, prices by the model behind a
+deployment.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from importlib import resources
+
+import openai
+import pytest
+from support.cli import assert_one_line_error, run_cli
+from support.providers import RIGS
+from support.runs import rows_of
+
+AZURE = RIGS["azure"]
+LINE = {
+    "custom_id": "r1",
+    "method": "POST",
+    "url": "/chat/completions",  # the spelling Azure's docs show
+    "body": {"model": "ans-model", "messages": [{"role": "user", "content": "hello"}]},
+}
+
+
+def _client(emu, key: str = AZURE.key, version: str = "v1") -> openai.AzureOpenAI:
+    return openai.AzureOpenAI(
+        base_url=f"{emu.base_urls['azure']}/openai/v1",
+        api_key=key,
+        api_version=version,
+        max_retries=0,
+    )
+
+
+def test_the_sdks_azure_client_runs_a_batch_end_to_end(batch_emulator_factory):
+    emu = batch_emulator_factory(api_key=AZURE.key)
+    client = _client(emu)
+    uploaded = client.files.create(
+        file=("in.jsonl", (json.dumps(LINE) + "\n").encode()), purpose="batch"
+    )
+    batch = client.batches.create(
+        input_file_id=uploaded.id,
+        endpoint="/chat/completions",  # type: ignore[arg-type]  # Azure's spelling
+        completion_window="24h",
+    )
+    emu.flush()
+    done = client.batches.retrieve(batch.id)
+    assert done.status == "completed" and done.request_counts.completed == 1
+    assert done.output_file_id is not None
+    out = json.loads(client.files.content(done.output_file_id).text)
+    assert out["custom_id"] == "r1" and out["response"]["status_code"] == 200
+    assert [b["provider"] for b in emu.ledger()["batches"]] == ["azure"]
+
+
+def test_the_key_goes_in_api_key_and_a_dated_version_is_not_the_v1_api(batch_emulator_factory):
+    emu = batch_emulator_factory(api_key=AZURE.key)
+    with pytest.raises(openai.AuthenticationError, match="invalid subscription key"):
+        _client(emu, key="wrong").batches.list()
+    with pytest.raises(openai.BadRequestError, match="not supported on the v1 API"):
+        _client(emu, version="2024-10-21").batches.list()
+    assert _client(emu).batches.list().data == []
+
+
+def test_a_batch_naming_an_unknown_deployment_fails_validation_unpaid(batch_emulator_factory):
+    emu = batch_emulator_factory(api_key=AZURE.key)
+    client = _client(emu)
+    line = {**LINE, "body": {**LINE["body"], "model": "ans-modle"}}
+    uploaded = client.files.create(
+        file=("in.jsonl", (json.dumps(line) + "\n").encode()), purpose="batch"
+    )
+    batch = client.batches.create(
+        input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h"
+    )
+    emu.flush()
+    failed = client.batches.retrieve(batch.id)
+    assert failed.status == "failed"
+    assert failed.errors is not None and failed.errors.data[0].code == "model_not_found"
+    assert emu.ledger()["executions"] == []
+
+
+def test_one_command_grades_openai_and_azure_models_with_judges_inside_azure(
+    batch_emulator, tmp_path, fixture_dir
+):
+    emu = batch_emulator
+    jobs = ["--jobs-dir", str(tmp_path / "jobs")]
+    argv = [
+        "run",
+        "--run",
+        "grp",
+        "--answer-model",
+        "ans-model",
+        "--answer-model",
+        "azure/ans-model",
+        "--judge-model",
+        "azure/judge-model",
+        "--dataset",
+        str(fixture_dir),
+        "--limit",
+        "5",
+        "--poll-interval",
+        "0.05",
+        *jobs,
+    ]
+    env = {**AZURE.env(emu), "OPENAI_BASE_URL": emu.base_urls["openai"]}
+    proc = run_cli(*argv, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "every request stays inside Azure OpenAI" in proc.stdout
+    batches = emu.ledger()["batches"]
+    # answers: one OpenAI batch, one Azure batch; judges: both runs' on Azure
+    assert Counter(b["provider"] for b in batches) == {"openai": 1, "azure": 3}
+    judged = {e["custom_id"] for e in emu.ledger()["executions"] if e["provider"] == "azure"}
+    assert len(judged) == 15  # 5 Azure answers, 5 judges of each run
+    names = ["grp-ans-model", "grp-azure-ans-model"]
+    plain, azure = (rows_of(tmp_path / "jobs" / n / "results.jsonl") for n in names)
+    assert all(r["judge_model"] == "azure/judge-model" for r in plain + azure)
+    assert all(r["answer"].startswith("Simulated answer (ans-model)") for r in azure)
+    # the same deployment's answers score as the same model's: only the model's name differs
+    assert [r["score"] for r in azure] == [r["score"] for r in plain]
+    status = json.loads(run_cli("status", *names, *jobs, "--json").stdout)
+    assert [s["status"] for s in status] == ["complete", "complete"]
+
+
+def test_answers_on_azure_with_judges_elsewhere_say_where_the_judges_go(
+    batch_emulator, tmp_path, fixture_dir
+):
+    proc = run_cli(
+        *AZURE.args(batch_emulator, tmp_path, fixture_dir, "--limit", "2"),
+        env=AZURE.env(batch_emulator),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "judges go to OpenAI" in proc.stdout and "--judge-model azure/" in proc.stdout
+
+
+def test_no_endpoint_is_one_line_naming_the_variable(tmp_path, fixture_dir):
+    argv = ["run", "--answer-model", "azure/x", "--judge-model", "j", "--dataset", str(fixture_dir)]
+    env = {"AZURE_OPENAI_API_KEY": "k", "AZURE_OPENAI_ENDPOINT": "", "OPENAI_API_KEY": "k"}
+    proc = run_cli(*argv, "--jobs-dir", str(tmp_path / "jobs"), env=env)
+    assert_one_line_error(proc, "AZURE_OPENAI_ENDPOINT")
+    assert not list((tmp_path / "jobs").glob("*/journal.jsonl"))
+
+
+def test_a_deployment_is_priced_as_the_model_behind_it(tmp_path, fixture_dir):
+    """Named after its model, a deployment has that model's price; otherwise the user
+    names the model in a --pricing file (``{"as": MODEL}``). Expected: gpt-4.1's price
+    from the built-in table, times the dry run's token counts, at half price."""
+    text = resources.files("batchbench").joinpath("pricing.json").read_text("utf-8")
+    table = json.loads(text)["models"]["gpt-4.1"]
+
+    def answers(model: str, *extra: str) -> dict:
+        argv = [
+            "run",
+            "--answer-model",
+            model,
+            "--judge-model",
+            "gpt-4.1",
+            "--dataset",
+            str(fixture_dir),
+        ]
+        out = run_cli(*argv, "--dry-run", "--json", *extra).stdout
+        return json.loads(out)["stages"]["answers"]
+
+    named = answers("azure/gpt-4.1")
+    expected = named["input_tokens"] * table["input"] + named["output_tokens"] * table["output"]
+    assert named["batch_usd"] == pytest.approx(expected / 1e6 / 2, abs=1e-6)
+    assert answers("azure/prod-east")["batch_usd"] is None
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"models": {"azure/prod-east": {"as": "gpt-4.1"}}}))
+    chosen = answers("azure/prod-east", "--pricing", str(prices))
+    assert chosen["batch_usd"] == pytest.approx(named["batch_usd"], abs=1e-6)
