@@ -60,6 +60,11 @@ class UnknownRun(ConfigError):
     """A run name that is not a run of the jobs folder (the same for every command)."""
 
 
+class BelowMinimum(ConfigError):
+    """Too few requests for a batch the service accepts (Bedrock's minimum records per
+    job), and sending them on demand was not chosen (``--on-demand-remainder``)."""
+
+
 class ProviderUnavailable(ConfigError):
     """A model's provider needs an SDK that is not installed (an optional extra)."""
 

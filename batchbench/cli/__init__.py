@@ -29,7 +29,7 @@ def _version(value: bool) -> None:
     if value:
         from importlib.metadata import version
 
-        typer.echo(f"batchbench {version('batchbench')}")
+        typer.echo(f"batchbench {version('bedside-batchbench')}")
         raise typer.Exit()
 
 

@@ -25,33 +25,39 @@ def demo(
     ] = None,
     dataset: DatasetOpt = SAMPLE_DATASET,
     answer_model: Annotated[
-        str,
+        list[str] | None,
         typer.Option(
             metavar="MODEL",
-            help="The simulated model under test; a Claude name (claude-sim, say) is graded"
-            " through the emulator's Message Batches face.",
+            help="The simulated model under test (repeat it to rehearse a group): a Claude"
+            " name (claude-sim) goes through the emulator's Message Batches face,"
+            " azure/NAME through Azure OpenAI's, bedrock/anthropic.claude-sim-v1:0 through"
+            " Bedrock's.",
         ),
-    ] = "sim-answer",
+    ] = None,
 ) -> None:
     """Run the bundled sample end to end against the in-process emulator.
 
     Example: batchbench demo --jobs-dir /tmp/demo-run --answer-model claude-sim
     """
+    import dataclasses
     import os
     import tempfile
 
     from ..emulator import Emulator
     from ..engine.pipeline import Settings
     from ..providers import PROVIDERS
-    from ..start import RunOptions, execute
+    from ..start import RunOptions, execute_group
     from ..views.progress import Progress
 
-    os.environ.setdefault("FIREWORKS_ACCOUNT_ID", "demo")  # the emulator's, for a Fireworks model
+    models = list(dict.fromkeys(answer_model or ["sim-answer"]))
     clock = clock_of(ctx)
     with tempfile.TemporaryDirectory() as tmp, Emulator(latency=0.3, clock=clock) as emu:
-        typer.echo(f"emulator on {emu.url}; simulated models {answer_model} and sim-judge")
+        for name, value in _demo_environment(emu.url).items():
+            os.environ.setdefault(name, value)  # this process only: the emulator's accounts
+        emu.store.settings.bedrock_min_records = 1  # the sample is smaller than a real minimum
+        typer.echo(f"emulator on {emu.url}; simulated models {', '.join(models)} and sim-judge")
         options = RunOptions(
-            answer_model=answer_model,
+            answer_model=models[0],
             judge_model="sim-judge",
             run="demo",
             jobs_dir=jobs_dir or Path(tmp),
@@ -61,17 +67,46 @@ def demo(
             settings=Settings(max_requests_per_batch=5, poll_interval=0.2),
             clock=clock,
         )
+        group = [
+            dataclasses.replace(options, answer_model=m, run=_run_name("demo", m, False, models))
+            for m in models
+        ]
         if jobs_dir is None:
             typer.echo("(the run lives in a temporary folder; pass --jobs-dir to keep it)")
         with Progress(clock=clock) as progress:
-            outcome = execute(options, say=typer.echo, warn=warn, on_progress=progress)
-        code = finish_run(
-            *outcome,
-            temporary=jobs_dir is None,
-            now=clock.time(),
-            cost_note=_rehearsal_cost(outcome[0]),
-        )
-        raise typer.Exit(code)
+            results = execute_group(group, say=typer.echo, warn=warn, on_progress=progress)
+        codes = [
+            finish_run(
+                r.run,
+                r.summary,
+                r.complete,
+                error=r.error,
+                temporary=jobs_dir is None and r is results[-1],  # said once
+                now=clock.time(),
+                cost_note=_rehearsal_cost(r.run),
+            )
+            for r in results
+        ]
+        raise typer.Exit(3 if 3 in codes else max(codes))
+
+
+def _demo_environment(url: str) -> dict[str, str]:
+    """What the emulator's accounts need, where the environment does not say otherwise:
+    a Fireworks account, AWS credentials, endpoints, a service role and a bucket."""
+    return {
+        "FIREWORKS_ACCOUNT_ID": "demo",
+        "AWS_ACCESS_KEY_ID": "demo-not-secret",
+        "AWS_SECRET_ACCESS_KEY": "demo-not-secret",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL_BEDROCK": url,
+        "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": url,
+        "AWS_ENDPOINT_URL_S3": url,
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "BEDROCK_ROLE_ARN": "arn:aws:iam::123456789012:role/batchbench-demo",
+        "BATCHBENCH_S3_URI": "s3://batchbench/demo",
+        "BATCHBENCH_BEDROCK_MIN_RECORDS": "1",
+        "AZURE_OPENAI_ENDPOINT": url,
+    }
 
 
 # What the demo's simulated models stand in for when it says what its run would cost.
@@ -315,6 +350,17 @@ def run(
             " requests again, once (Gemini jobs can stay PENDING for days).",
         ),
     ] = 12 * 3600.0,
+    on_demand_remainder: Annotated[
+        bool,
+        typer.Option(
+            "--on-demand-remainder",
+            rich_help_panel=ADVANCED,
+            help="Send requests too few for the service's smallest batch (Bedrock's minimum"
+            " records per job: a smoke run, a retry of a few lines) on demand, each at the"
+            " full price; without it the run stops and says how many remain.",
+            metavar="",
+        ),
+    ] = False,
 ) -> None:
     """Start or resume a run: submit, poll, judge, collect and score, surviving restarts.
 
@@ -361,6 +407,7 @@ def run(
             poll_interval=poll_interval,
             hold_seconds=token_limit_wait,
             resubmit_after=resubmit_after,
+            on_demand_remainder=on_demand_remainder,
             max_enqueued_tokens=max_enqueued_tokens,
             delete_remote_files=delete_remote_files,
         ),

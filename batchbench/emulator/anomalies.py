@@ -33,7 +33,10 @@ ANOMALIES: dict[str, tuple[str, float]] = {
         "Gemini: a job says SUCCEEDED a while before its responses file is named (a share)",
         1.0,
     ),
-    "stuck-pending": ("Gemini: a job never leaves PENDING (a share of jobs)", 0.5),
+    "stuck-pending": (
+        "Gemini: a job never leaves PENDING; Bedrock: never leaves Scheduled (a share of jobs)",
+        0.5,
+    ),
     "ended-before-results": (
         "Anthropic: a batch says ended a while before its results_url is set; Fireworks: a job"
         " says COMPLETED before its output dataset exists (a share)",

@@ -19,12 +19,17 @@ from ..costs.rollup import priced_text
 from ..formats import usd
 from ..kinds import Stage
 from ..providers.base import Wire
-from .requests import Request, build_request, shard
+from .requests import Request, build_request, fit_minimum, shard
 
 DRY_RUN_ID = "0" * 32  # the run id a dry run's request ids are built with
 
 
-class StagePlan(TypedDict):
+class BelowMinimumPlan(TypedDict):
+    minimum: int  # the service's fewest requests a batch may hold
+    on_demand_usd: float | None  # what sending them on demand costs (the full price)
+
+
+class _StagePlan(TypedDict):
     model: str
     provider: str
     requests: int
@@ -38,6 +43,10 @@ class StagePlan(TypedDict):
     no_price: str | None  # why, when not priced
     batch_usd: float | None
     sync_usd: float | None
+
+
+class StagePlan(_StagePlan, total=False):
+    below_minimum: BelowMinimumPlan  # too few requests for one batch of this service
 
 
 class PlanTotal(TypedDict):
@@ -88,9 +97,11 @@ def _stage(
     described, count = token_counter(model)
     lines = [r.line for r in requests]
     tokens = [prompt_tokens(r.prompt, count) for r in requests]
+    most = wire.limits.max_lines
+    cap = fit_minimum(len(lines), min(max_requests, most), wire.limits.min_lines, most)
     groups = shard(
         lines,
-        min(max_requests, wire.limits.max_lines),
+        cap,
         min(max_bytes, wire.limits.max_bytes),
         tokens=tokens,
         max_tokens=max_tokens,
@@ -101,7 +112,7 @@ def _stage(
     output = sum(output_tokens(r) for r in requests)
     price = pricing.price(model)
     priced = cost(price, prompt, 0, output, batch_discount=pricing.batch_discount)
-    return {
+    found: StagePlan = {
         "batch_usd": priced["batch_usd"],
         "sync_usd": priced["sync_usd"],
         "model": model,
@@ -116,6 +127,13 @@ def _stage(
         "priced": price is not None,
         "no_price": None if price is not None else pricing.why_unpriced(model),
     }
+    if len(requests) < wire.limits.min_lines:
+        # Refused as a batch: sent only on demand, when asked, at the full price.
+        found["below_minimum"] = {
+            "minimum": wire.limits.min_lines,
+            "on_demand_usd": priced["sync_usd"],
+        }
+    return found
 
 
 def plan(
@@ -262,6 +280,13 @@ def plan_text(p: Plan) -> str:
             f" tokens by {s['tokenizer']}"
             + ("" if s["priced"] else f"; no price for {s['model']}: {s.get('no_price')}")
         )
+        below = s.get("below_minimum")
+        if below is not None:
+            lines.append(
+                f"{name}: {s['requests']} requests, fewer than the {below['minimum']} a"
+                f" {s['provider']} batch job needs: refused as a job; --on-demand-remainder"
+                f" sends them on demand for {usd(below['on_demand_usd'])} (the full price)"
+            )
     if p["total"]["unpriced"]:
         total = p["total"]
         lines.append(

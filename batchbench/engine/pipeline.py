@@ -28,14 +28,15 @@ from ..bench.results import append_rows, row_counts
 from ..bench.scoring import rubric_frame
 from ..clock import SYSTEM, Clock
 from ..costs.pricing import prompt_tokens, token_counter
-from ..errors import ApiError, BatchFileError, InvariantError
+from ..errors import ApiError, BatchFileError, BelowMinimum, InvariantError
 from ..kinds import STAGES, Stage
 from ..providers.base import Provider
 from ..providers.ids import claim
+from ..providers.registry import BY_NAME
 from ..reporting import quiet
 from .collection import Collection, Limits, collect
 from .events import Contradicted, Event, Line, Plan
-from .requests import Request, build_request, write_shards
+from .requests import Request, build_request, fit_minimum, write_shards
 from .rows import append_pass_rows, pass_rows, rows_for
 from .rundir import Run, RunConfig
 from .state import RunState
@@ -56,6 +57,9 @@ class Settings:
     outage_seconds: float = 600.0  # give up when the API has failed this long without a break
     max_ambiguous_creates: int = 8  # creates in a row that failed without saying whether
     resubmit_after: float = 12 * 3600.0  # a batch not started by then is cancelled and sent again
+    # Requests too few for the service's minimum batch (Bedrock's records per job) are
+    # sent on demand, at the full price, only when the user says so.
+    on_demand_remainder: bool = False
 
 
 class Pipeline:
@@ -267,6 +271,8 @@ class Pipeline:
             self.state.caps.get(stage, 10**9),
             wire.limits.max_lines,
         )
+        cap = fit_minimum(len(pending), cap, wire.limits.min_lines, wire.limits.max_lines)
+        self._check_minimum(stage, len(pending), wire.limits.min_lines)
         files: list[tuple[Path, list[Line], int, dict | None]] = []
         for key, (shared, cases) in groups.items():
             made = write_shards(
@@ -291,6 +297,19 @@ class Pipeline:
                     shared=shared,
                 )
             )
+
+    def _check_minimum(self, stage: Stage, requests: int, minimum: int) -> None:
+        """Requests too few for a batch the service accepts are never sent as one (it
+        would be refused) nor bought on demand unasked: the run stops, saying so."""
+        if requests >= minimum or self.settings.on_demand_remainder:
+            return
+        label = BY_NAME[self.providers[stage].wire.name].label
+        raise BelowMinimum(
+            f"{requests} {stage} request(s) of run {self.config.name!r} to send, fewer than"
+            f" the {minimum} records {label} takes in one batch job (the account's minimum):"
+            " nothing was sent; --on-demand-remainder sends them on demand, at the full"
+            " (not the batch) price"
+        )
 
     # downloading and collecting ------------------------------------------------
     def _check_counts(self, sub: Submission, frame: pl.DataFrame) -> None:

@@ -177,3 +177,15 @@ def write_shards(
                 with contextlib.suppress(FileNotFoundError):
                     tmp.unlink()
     return done
+
+
+def fit_minimum(requests: int, cap: int, minimum: int, most: int) -> int:
+    """The most requests a batch holds so that no batch falls below the service's
+    ``minimum`` (where there is one): as few batches as ``cap`` allows, else as many as
+    the minimum allows, never more than ``most`` a batch."""
+    if minimum <= 1 or requests <= cap:
+        return cap
+    batches = -(-requests // cap)
+    if requests // batches < minimum:
+        batches = max(1, requests // minimum)
+    return min(most, -(-requests // batches))

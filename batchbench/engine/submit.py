@@ -101,6 +101,7 @@ class Submitter:
             requests=len(sub.lines),
             model=self.config.model(sub.stage),
             shared=sub.shared,
+            on_demand=len(sub.lines) < self.providers[sub.stage].wire.limits.min_lines,
         )
 
     def _checked(self, sub: Submission) -> None:

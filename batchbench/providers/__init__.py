@@ -123,6 +123,8 @@ def key_from_env(name: str, env: Mapping[str, str] = os.environ) -> str:
     break around it (as a CRLF env file leaves) is refused, naming the variable only:
     sent in a header it would fail, and the error would quote it."""
     variables = spec(name).key_variables
+    if not variables:
+        return ""  # the SDK's own credential chain (AWS's)
     for variable in variables:
         value = env.get(variable)
         if value:

@@ -78,6 +78,9 @@ class Limits:
 
     max_lines: int
     max_bytes: int
+    # Fewer requests than this make a batch the service refuses (Bedrock's per-account
+    # minimum of records per job): never sent as a batch.
+    min_lines: int = 1
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,9 @@ class Tag:
     requests: int
     model: str  # the id the service is asked for (a service that names it per batch)
     shared: dict[str, Any] | None = None  # what its requests share (:attr:`Rendered.shared`)
+    # Below the service's minimum batch size, sent on demand by the user's choice
+    # (--on-demand-remainder): each request a synchronous call at the full price.
+    on_demand: bool = False
 
 
 @dataclass(frozen=True)

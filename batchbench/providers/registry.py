@@ -109,6 +109,14 @@ OPENAI = ProviderSpec(
     judges=True,
     base_url_flag=True,
 )
+
+
+def _bedrock_priced_as(model: str) -> str:
+    from .bedrock_wire import priced_as  # offline, no SDK
+
+    return priced_as(model)
+
+
 AZURE = ProviderSpec(
     name="azure",
     label="Azure OpenAI",
@@ -126,7 +134,29 @@ AZURE = ProviderSpec(
     cloud=True,
 )
 
+BEDROCK = ProviderSpec(
+    name="bedrock",
+    label="Amazon Bedrock",
+    claims=lambda model: model.startswith("bedrock/"),  # bedrock/MODEL_ID or a profile
+    wire="bedrock_wire:BedrockWire",
+    client="bedrock_client:BedrockClient",
+    sdk="boto3",
+    extra="bedrock",
+    key_variables=(),  # AWS's own credential chain (keys, profiles, roles)
+    base_url_variable="AWS_ENDPOINT_URL_BEDROCK",
+    default_base_url="",
+    base_url_hint="Bedrock's control-plane endpoint (https://bedrock.REGION.amazonaws.com)",
+    account_variables=("BEDROCK_ROLE_ARN", "BATCHBENCH_S3_URI"),
+    region_url=lambda env: (
+        f"https://bedrock.{region}.amazonaws.com"
+        if (region := env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION"))
+        else ""
+    ),
+    priced_as=lambda model: _bedrock_priced_as(model),
+    cloud=True,
+)
+
 # In routing order: a model is the first one's that claims it (OpenAI's, last, claims all).
-PROVIDERS: tuple[ProviderSpec, ...] = (AZURE, ANTHROPIC, GEMINI, FIREWORKS, OPENAI)
+PROVIDERS: tuple[ProviderSpec, ...] = (AZURE, BEDROCK, ANTHROPIC, GEMINI, FIREWORKS, OPENAI)
 BY_NAME: dict[str, ProviderSpec] = {spec.name: spec for spec in PROVIDERS}
 ALIASES: dict[str, str] = {a: m for spec in PROVIDERS for a, m in spec.aliases.items()}

@@ -70,11 +70,17 @@ class Rig:
     read: Callable[[Any], tuple[int, str | None, str]] = lambda reply: (200, "", "")
     empty: Callable[[Any], str] = lambda reply: "empty"
     answer: Callable[[int], Any] = lambda i: f"answer {i}"
+    # The emulator's settings this provider's tests need (Bedrock's minimum job size).
+    emulator: dict[str, Any] = field(default_factory=dict)
 
     def env(self, emu: Any) -> dict[str, str]:
         urls = emu.base_urls
         base = urls[self.provider]
+        for name, value in self.emulator.items():
+            setattr(emu.store.settings, name, value)
+        more = _bedrock_env(self, emu) if self.provider == "bedrock" else {}
         return {
+            **more,
             "OPENAI_API_KEY": KEY,
             "OPENAI_BASE_URL": "",
             self.key_variable: self.key,
@@ -489,7 +495,66 @@ AZURE = dataclasses.replace(
     base_variable="AZURE_OPENAI_ENDPOINT",
 )
 
-RIGS = {rig.provider: rig for rig in (OPENAI, ANTHROPIC, GEMINI, FIREWORKS, AZURE)}
+
+# --- Amazon Bedrock -------------------------------------------------------------------
+# The reference's Claude rules (§9) in Bedrock's shape (provider-batch-apis.md §5.4): no
+# model in the body, anthropic_version first; the face hands the responder the record's
+# modelInput with its modelId, and writes a failed record's error as {errorCode,
+# errorMessage} (the message: the reply's own, else its body as JSON).
+def _bedrock_read(reply: dict) -> tuple[int, str | None, str]:
+    status, text, body = _anthropic_read(reply)
+    if status == 200:
+        return status, text, body
+    given = reply["body"]
+    message = given.get("message") if isinstance(given, dict) else None
+    error = {"errorCode": status, "errorMessage": message or json.dumps(given)}
+    return status, None, json.dumps(error, separators=(",", ":"))
+
+
+BEDROCK_MODEL = "anthropic.claude-opus-5-v1:0"
+BEDROCK = dataclasses.replace(
+    ANTHROPIC,
+    provider="bedrock",
+    model=f"bedrock/{BEDROCK_MODEL}",
+    resolved=f"bedrock/{BEDROCK_MODEL}",
+    key_variable="AWS_SECRET_ACCESS_KEY",
+    key="aws-secret-marker-9c1e",
+    base_variable="AWS_ENDPOINT_URL_BEDROCK",
+    sdk="boto3",
+    extra="bedrock",
+    ended="Stopped",
+    price=(5.0, 25.0),  # claude-opus-5's, at the batch discount
+    body=lambda prompt, effort, s: {
+        "anthropic_version": "bedrock-2023-05-31",
+        "max_tokens": 32000,
+        "messages": [{"role": "user", "content": prompt}],
+        "system": ANSWER_SYSTEM_MESSAGE,
+        **({"output_config": {"effort": effort}} if effort else {}),
+        "modelId": BEDROCK_MODEL,
+    },
+    read=_bedrock_read,
+    emulator={"bedrock_min_records": 1},
+)
+
+
+def _bedrock_env(rig: Rig, emu: Any) -> dict[str, str]:
+    url = emu.base_urls["bedrock"]
+    return {
+        "AWS_ACCESS_KEY_ID": "AKIDTESTMARKER",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL_S3": url,
+        "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": url,
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_CONFIG_FILE": "/dev/null",
+        "AWS_SHARED_CREDENTIALS_FILE": "/dev/null",
+        "BEDROCK_ROLE_ARN": "arn:aws:iam::123456789012:role/batchbench-test",
+        "BATCHBENCH_S3_URI": "s3://batchbench/runs",
+        "BATCHBENCH_BEDROCK_MIN_RECORDS": str(rig.emulator.get("bedrock_min_records", 100)),
+    }
+
+
+BEDROCK.more_env = {}  # filled per emulator by env(): its URL is part of it
+RIGS = {rig.provider: rig for rig in (OPENAI, ANTHROPIC, GEMINI, FIREWORKS, AZURE, BEDROCK)}
 
 
 def scripted_responder(

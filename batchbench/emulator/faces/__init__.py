@@ -8,9 +8,10 @@ face claimed, as the openai SDK sends nothing that would tell its calls apart.
 from __future__ import annotations
 
 from ..face import FaceFactory
-from . import anthropic, azure, fireworks, gemini, openai
+from . import anthropic, azure, bedrock, fireworks, gemini, openai
 
 FACES: tuple[FaceFactory, ...] = (
+    bedrock.make,
     azure.make,
     anthropic.make,
     gemini.make,

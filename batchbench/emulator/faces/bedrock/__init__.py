@@ -1,0 +1,195 @@
+"""Amazon Bedrock's face: batch inference jobs, ``InvokeModel`` and the S3 calls, on one port.
+
+What boto3 sends when ``AWS_ENDPOINT_URL_BEDROCK``, ``AWS_ENDPOINT_URL_BEDROCK_RUNTIME``
+and ``AWS_ENDPOINT_URL_S3`` all name the emulator: SigV4-signed calls whose
+credential scope names the service (``…/us-east-1/bedrock/aws4_request``, ``…/s3/…``),
+REST-JSON for Bedrock (errors as ``x-amzn-ErrorType`` and ``{"message"}``), path-style
+REST-XML for S3. The signature is not checked (the emulator holds no secret), but a
+call without one is refused as AWS refuses it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+from urllib.parse import unquote
+
+from ...core import HEX, ApiFailure, Store
+from ...face import Exchange, FaultKind, Reply, Route, route
+from . import s3
+from .invoke import invoke
+from .jobs import ACCOUNT, REGION, Jobs
+
+PROFILE = re.compile(r"^(us|eu|apac|global|us-gov|jp|au)\.")
+SCOPE = re.compile(r"Credential=[^/]+/\d{8}/[^/]+/([^/]+)/aws4_request")
+_CONTROL = ("/model-invocation-job", "/model/", "/foundation-models/", "/inference-profiles/")
+
+
+def _service(x: Exchange) -> str | None:
+    found = SCOPE.search(x.header("Authorization"))
+    return found.group(1) if found else None
+
+
+class BedrockFace:
+    name = "bedrock"
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.buckets = s3.Buckets()
+        self.jobs = Jobs(store, self.buckets)
+        self.s3 = s3.S3Routes(self.buckets, store.now)
+        self.routes: Sequence[Route] = [
+            route("POST", r"^/model-invocation-job$", self.create, creates=True),
+            route("GET", r"^/model-invocation-jobs$", self.list),
+            route("GET", r"^/model-invocation-job/(.+?)$", self.get),
+            route("POST", r"^/model-invocation-job/(.+)/stop$", self.stop, writes=True),
+            route("POST", r"^/model/(.+)/invoke$", self.invoke, writes=True),
+            route("GET", r"^/foundation-models/(.+)$", self.foundation_model),
+            route("GET", r"^/inference-profiles/(.+)$", self.inference_profile),
+            route("PUT", r"^/([^/]+)/?$", self.s3.create_bucket, writes=True),
+            route("PUT", r"^/([^/]+)/(.+)$", self.s3.put, writes=True),
+            route("GET", r"^/([^/]+)/?$", self.s3.list),
+            route("GET", r"^/([^/]+)/(.+)$", self.s3.get),
+        ]
+
+    # the face ---------------------------------------------------------------
+    def claims(self, x: Exchange) -> bool:
+        return _service(x) in ("bedrock", "s3") or x.path.startswith(_CONTROL)
+
+    def authorise(self, x: Exchange, api_key: str | None) -> ApiFailure | None:
+        auth = x.header("Authorization")
+        if not (auth.startswith("AWS4-HMAC-SHA256 ") or auth.startswith("Bearer ")):
+            code = "AccessDenied" if _service(x) == "s3" else "MissingAuthenticationTokenException"
+            return ApiFailure(403, "Missing Authentication Token", code=code)
+        return None
+
+    def _request_id(self) -> str:
+        t = self.store.decide.token(HEX, 32)
+        return f"{t[:8]}-{t[8:12]}-{t[12:16]}-{t[16:20]}-{t[20:]}"
+
+    def error(self, failure: ApiFailure) -> Reply:
+        request_id = self._request_id()
+        if failure.code in S3_CODES or (failure.code is None and failure.status == 404):
+            return s3.error_reply(failure, request_id)
+        code = failure.code or (
+            "ThrottlingException"
+            if failure.status == 429
+            else "InternalServerException"
+            if failure.status >= 500
+            else "ValidationException"
+        )
+        headers = {"x-amzn-ErrorType": code, "x-amzn-RequestId": request_id, **failure.headers}
+        return Reply({"message": failure.message}, failure.status, headers)
+
+    def fault(self, kind: FaultKind) -> ApiFailure:
+        if kind == "429":
+            return ApiFailure(
+                429,
+                "Too many requests, please wait before trying again.",
+                code="ThrottlingException",
+            )
+        if kind == "overloaded":
+            return ApiFailure(503, "Service unavailable", code="ServiceUnavailableException")
+        return ApiFailure(500, "Internal server error", code="InternalServerException")
+
+    def advance(self, now: float, flush: bool) -> None:
+        self.jobs.advance(now, flush)
+
+    def ledger(self) -> list[dict[str, Any]]:
+        return self.jobs.ledger()
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Nothing to take over: no snapshot of Bedrock jobs is made."""
+
+    def base_url(self, url: str) -> str:
+        return url
+
+    # the routes -------------------------------------------------------------
+    def _reply(self, body: Any) -> Reply:
+        return Reply(body, 200, {"x-amzn-RequestId": self._request_id()})
+
+    def create(self, x: Exchange) -> Reply:
+        return self._reply(self.jobs.create(x.json()))
+
+    def get(self, x: Exchange, ident: str) -> Reply:
+        return self._reply(self.jobs.get(ident).obj())
+
+    def list(self, x: Exchange) -> Reply:
+        max_results = x.int_param("maxResults", 1000, 1, 1000)
+        return self._reply(self.jobs.listed(x.query, max_results))
+
+    def stop(self, x: Exchange, ident: str) -> Reply:
+        return self._reply(self.jobs.stop(ident))
+
+    def foundation_model(self, x: Exchange, model_id: str) -> Reply:
+        model_id = unquote(model_id)
+        if PROFILE.match(model_id) or not self.jobs.knows(model_id):
+            raise ApiFailure(
+                404, f"The model {model_id} does not exist", code="ResourceNotFoundException"
+            )
+        arn = f"arn:aws:bedrock:{REGION}::foundation-model/{model_id}"
+        details = {
+            "modelArn": arn,
+            "modelId": model_id,
+            "modelName": model_id.split(".", 1)[-1],
+            "providerName": model_id.split(".", 1)[0].capitalize(),
+            "inputModalities": ["TEXT"],
+            "outputModalities": ["TEXT"],
+            "responseStreamingSupported": True,
+            "inferenceTypesSupported": ["ON_DEMAND", "INFERENCE_PROFILE"],
+            "modelLifecycle": {"status": "ACTIVE"},
+        }
+        return self._reply({"modelDetails": details})
+
+    def inference_profile(self, x: Exchange, profile_id: str) -> Reply:
+        profile_id = unquote(profile_id).rsplit("/", 1)[-1]
+        if not PROFILE.match(profile_id) or not self.jobs.knows(profile_id):
+            raise ApiFailure(
+                404,
+                f"The inference profile {profile_id} does not exist",
+                code="ResourceNotFoundException",
+            )
+        model = PROFILE.sub("", profile_id)
+        return self._reply(
+            {
+                "inferenceProfileName": profile_id,
+                "inferenceProfileArn": f"arn:aws:bedrock:{REGION}:{ACCOUNT}:inference-profile/"
+                + profile_id,
+                "inferenceProfileId": profile_id,
+                "models": [{"modelArn": f"arn:aws:bedrock:{REGION}::foundation-model/{model}"}],
+                "status": "ACTIVE",
+                "type": "SYSTEM_DEFINED",
+            }
+        )
+
+    def invoke(self, x: Exchange, model_id: str) -> Reply:
+        model_id = unquote(model_id)
+        if not self.jobs.knows(model_id):
+            raise ApiFailure(
+                400, "The provided model identifier is invalid.", code="ValidationException"
+            )
+        line = f"invoke/{self.store.decide.nth('bedrock-invoke')}"
+        status, body = invoke(self.store, model_id, x.json(), line)
+        self.store.executed("bedrock-runtime", "on-demand", line, status)
+        if status != 200:
+            raise ApiFailure(status, str(body.get("message")))
+        usage = body.get("usage") or {}
+        return Reply(
+            body,
+            200,
+            {
+                "x-amzn-RequestId": self._request_id(),
+                "x-amzn-bedrock-input-token-count": str(usage.get("input_tokens", 0)),
+                "x-amzn-bedrock-output-token-count": str(usage.get("output_tokens", 0)),
+            },
+        )
+
+
+S3_CODES = frozenset(
+    {"NoSuchKey", "NoSuchBucket", "BucketAlreadyOwnedByYou", "NotImplemented", "AccessDenied"}
+)
+
+
+def make(store: Store) -> BedrockFace:
+    return BedrockFace(store)

@@ -1,0 +1,167 @@
+"""The S3 calls a batch inference client needs, emulated: buckets, PutObject, GetObject,
+ListObjectsV2 (``../shared/spec/provider-batch-apis.md`` §5.6), path-style as botocore
+addresses a custom endpoint, errors in S3's XML.
+
+A bucket must exist before an object is put in it (``NoSuchBucket`` otherwise), as
+on S3: the emulator starts with one, ``batchbench``, and ``CreateBucket`` (``PUT
+/{bucket}``) makes more. Bodies botocore sends ``aws-chunked`` (with a trailing
+checksum) are decoded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from urllib.parse import unquote
+from xml.sax.saxutils import escape
+
+from ...core import ApiFailure, iso8601
+from ...face import Exchange, Reply
+
+DEFAULT_BUCKET = "batchbench"
+XMLNS = "http://s3.amazonaws.com/doc/2006-03-01/"
+
+
+@dataclass
+class S3Object:
+    data: bytes
+    modified: float
+
+    @property
+    def etag(self) -> str:
+        return '"' + hashlib.md5(self.data).hexdigest() + '"'
+
+
+@dataclass
+class Buckets:
+    """Every bucket's objects, by key."""
+
+    objects: dict[str, dict[str, S3Object]] = field(default_factory=lambda: {DEFAULT_BUCKET: {}})
+
+    def put(self, bucket: str, key: str, data: bytes, now: float) -> S3Object:
+        if bucket not in self.objects:
+            raise no_such_bucket(bucket)
+        made = S3Object(data, now)
+        self.objects[bucket][key] = made
+        return made
+
+    def get(self, bucket: str, key: str) -> S3Object:
+        if bucket not in self.objects:
+            raise no_such_bucket(bucket)
+        found = self.objects[bucket].get(key)
+        if found is None:
+            raise ApiFailure(404, "The specified key does not exist.", code="NoSuchKey")
+        return found
+
+    def under(self, bucket: str, prefix: str) -> list[tuple[str, S3Object]]:
+        if bucket not in self.objects:
+            raise no_such_bucket(bucket)
+        return sorted((k, o) for k, o in self.objects[bucket].items() if k.startswith(prefix))
+
+
+def no_such_bucket(bucket: str) -> ApiFailure:
+    return ApiFailure(404, "The specified bucket does not exist", code="NoSuchBucket")
+
+
+def split_uri(uri: str) -> tuple[str, str]:
+    """``s3://bucket/key`` → ``(bucket, key)``."""
+    rest = uri.removeprefix("s3://")
+    bucket, _, key = rest.partition("/")
+    return bucket, key
+
+
+def error_reply(failure: ApiFailure, request_id: str) -> Reply:
+    body = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<Error>'
+        f"<Code>{escape(failure.code or 'InternalError')}</Code>"
+        f"<Message>{escape(failure.message)}</Message>"
+        f"<RequestId>{request_id}</RequestId></Error>"
+    ).encode()
+    headers = {"x-amz-request-id": request_id, **failure.headers}
+    return Reply(body, failure.status, headers, content_type="application/xml")
+
+
+def _decoded(x: Exchange) -> bytes:
+    """The object's bytes: an ``aws-chunked`` body (``size;chunk-signature\\r\\n…``, a
+    final 0 chunk, trailers) unwrapped, any other body as sent."""
+    if "aws-chunked" not in x.header("content-encoding") and not x.header(
+        "x-amz-decoded-content-length"
+    ):
+        return x.body
+    out, rest = [], x.body
+    while rest:
+        head, _, rest = rest.partition(b"\r\n")
+        size = int(head.split(b";")[0] or b"0", 16)
+        if size == 0:
+            break
+        out.append(rest[:size])
+        rest = rest[size + 2 :]
+    return b"".join(out)
+
+
+class S3Routes:
+    """The routes' handlers, over one :class:`Buckets`."""
+
+    def __init__(self, buckets: Buckets, now: Callable[[], float]) -> None:
+        self.buckets = buckets
+        self.now = now
+
+    def create_bucket(self, x: Exchange, bucket: str) -> Reply:
+        if bucket in self.buckets.objects:
+            raise ApiFailure(
+                409,
+                "Your previous request to create the named bucket succeeded and you already"
+                " own it.",
+                code="BucketAlreadyOwnedByYou",
+            )
+        self.buckets.objects[bucket] = {}
+        return Reply(b"", 200, {"Location": f"/{bucket}"})
+
+    def put(self, x: Exchange, bucket: str, key: str) -> Reply:
+        made = self.buckets.put(bucket, unquote(key), _decoded(x), self.now())
+        return Reply(b"", 200, {"ETag": made.etag})
+
+    def get(self, x: Exchange, bucket: str, key: str) -> Reply:
+        found = self.buckets.get(bucket, unquote(key))
+        return Reply(
+            found.data,
+            200,
+            {"ETag": found.etag, "Last-Modified": _http_date(found.modified)},
+            file=True,
+            content_type="application/octet-stream",
+        )
+
+    def list(self, x: Exchange, bucket: str) -> Reply:
+        if x.query.get("list-type") != "2":
+            raise ApiFailure(
+                400, "Only ListObjectsV2 (list-type=2) is served", code="NotImplemented"
+            )
+        prefix = x.query.get("prefix", "")
+        max_keys = x.int_param("max-keys", 1000, 0, 1000, coerce=True)
+        after = x.query.get("continuation-token") or x.query.get("start-after") or ""
+        found = [(k, o) for k, o in self.buckets.under(bucket, prefix) if k > after]
+        page, more = found[:max_keys], len(found) > max_keys
+        contents = "".join(
+            f"<Contents><Key>{escape(k)}</Key><LastModified>{iso8601(o.modified)}</LastModified>"
+            f"<ETag>{escape(o.etag)}</ETag><Size>{len(o.data)}</Size>"
+            "<StorageClass>STANDARD</StorageClass></Contents>"
+            for k, o in page
+        )
+        token = (
+            f"<NextContinuationToken>{escape(page[-1][0])}</NextContinuationToken>" if more else ""
+        )
+        body = (
+            f'<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult xmlns="{XMLNS}">'
+            f"<Name>{escape(bucket)}</Name><Prefix>{escape(prefix)}</Prefix>"
+            f"<KeyCount>{len(page)}</KeyCount><MaxKeys>{max_keys}</MaxKeys>"
+            f"<IsTruncated>{'true' if more else 'false'}</IsTruncated>{token}{contents}"
+            "</ListBucketResult>"
+        ).encode()
+        return Reply(body, 200, content_type="application/xml")
+
+
+def _http_date(t: float) -> str:
+    from email.utils import formatdate
+
+    return formatdate(t, usegmt=True)

@@ -1,0 +1,383 @@
+"""Amazon Bedrock batch inference through boto3: S3 for the records, ``bedrock`` for jobs.
+
+Where a run's jobs live is its *account* (:class:`.base.Service`): the service role
+the jobs run as (``BEDROCK_ROLE_ARN``) and the S3 location of their inputs and outputs
+(``BATCHBENCH_S3_URI``), both remembered by the run. Credentials and region come from
+AWS's standard chain; the endpoints from ``AWS_ENDPOINT_URL_BEDROCK`` (the run's base
+URL), ``AWS_ENDPOINT_URL_S3`` and ``AWS_ENDPOINT_URL_BEDROCK_RUNTIME`` when set. boto3's
+own retries are off (:mod:`.retry` is the one policy).
+
+Exactly once: a job is named after the run and submission (``bb-<run tag>-<sub>``), and
+its create carries a ``clientRequestToken`` derived from them, so a create repeated
+after a lost reply is ignored by the service and the job is found again by its name.
+Requests below the account's minimum per job, when the user chose so, are sent one by
+one through ``InvokeModel`` (:mod:`.bedrock_on_demand`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import os
+import re
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TypeVar
+
+import boto3
+import botocore.config
+import botocore.exceptions
+
+from ..clock import SYSTEM, Clock
+from ..errors import ApiError, ConfigError, NoAnswer, Unreachable
+from ..errors import TransientApiError as Transient
+from ..kinds import Ending, Phase
+from . import retry
+from .base import CLOCK_SKEW, BatchView, Marks, Service, Tag, cancel_unless_ended, timestamp
+from .bedrock_on_demand import OnDemand, is_on_demand
+from .bedrock_wire import claude, model_id
+from .downloads import Sink, verbatim
+from .http_errors import one_line, status_error
+from .retry import Retrier
+
+T = TypeVar("T")
+PHASES: dict[str, tuple[Phase, Ending | None]] = {
+    "Submitted": ("pending", None),
+    "Validating": ("pending", None),
+    "Scheduled": ("pending", None),
+    "InProgress": ("running", None),
+    "Stopping": ("cancelling", None),
+    "Completed": ("ended", "completed"),
+    # Records that did not run in time are absent from the output: sent again.
+    "PartiallyCompleted": ("ended", "expired"),
+    "Expired": ("ended", "expired"),
+    "Stopped": ("ended", "cancelled"),
+    "Failed": ("ended", "failed"),
+}
+KEY_HINT = "the AWS credentials (AWS_ACCESS_KEY_ID, AWS_PROFILE…)"
+PROFILE = re.compile(r"^(us|eu|apac|global|us-gov|jp|au)\.")  # a cross-region profile
+S3_URI = re.compile(r"^s3://([a-z0-9][-.a-z0-9]{1,61}[a-z0-9])(/.*)?$")
+
+
+def region(env: dict[str, str] | os._Environ[str] = os.environ) -> str | None:
+    return env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None
+
+
+def region_url(env: Any) -> str:
+    """Bedrock's control-plane endpoint for the environment's region ("" without one)."""
+    found = region(env)
+    return f"https://bedrock.{found}.amazonaws.com" if found else ""
+
+
+def job_name(tag: Tag) -> str:
+    return f"bb-{tag.run_id[:8]}-{tag.sub}"[:63]
+
+
+def request_token(tag: Tag) -> str:
+    """The create's idempotency token: the same for every create of one submission."""
+    digest = hashlib.sha256(f"{tag.run_id}/{tag.sub}".encode()).hexdigest()
+    return f"bb{digest[:40]}"
+
+
+def view(job: dict[str, Any]) -> BatchView:
+    status = str(job.get("status"))
+    if status not in PHASES:
+        raise ApiError(f"job {job.get('jobArn')} has an unknown status {status!r}")
+    phase, ending = PHASES[status]
+    job_id = str(job["jobArn"]).rsplit("/", 1)[-1]
+    files: tuple[str, ...] = ()
+    if ending is not None and ending != "failed":
+        out = job["outputDataConfig"]["s3OutputDataConfig"]["s3Uri"].rstrip("/")
+        name = job["inputDataConfig"]["s3InputDataConfig"]["s3Uri"].rsplit("/", 1)[-1]
+        files = (f"{out}/{job_id}/{name}.out",)
+    errors = ({"code": status, "message": job.get("message")},) if ending == "failed" else None
+    return BatchView(
+        id=job_id,
+        status=status,
+        phase=phase,
+        ending=ending,
+        total=int(job.get("totalRecordCount") or 0),
+        completed=int(job.get("successRecordCount") or 0),
+        failed=int(job.get("errorRecordCount") or 0),
+        files=files,
+        errors=errors,
+        created_at=timestamp(job.get("submitTime"), f"job {job_id}"),
+    )
+
+
+class BedrockClient:
+    marks: Marks = "tag"  # the job's name and token name the run and submission
+
+    def __init__(
+        self, service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock = SYSTEM
+    ) -> None:
+        self.service = service
+        self.clock = clock
+        self.retry = Retrier(warn, clock=clock)
+        role, location = service.setting("BEDROCK_ROLE_ARN"), service.setting("BATCHBENCH_S3_URI")
+        if not role:
+            raise ConfigError("Bedrock jobs run as a service role: set BEDROCK_ROLE_ARN")
+        found = S3_URI.match(location or "")
+        if not found:
+            raise ConfigError(
+                "Bedrock reads and writes its records in S3: set BATCHBENCH_S3_URI to"
+                f" s3://BUCKET/PREFIX (got {location!r})"
+            )
+        self.role = role
+        self.bucket, self.prefix = found.group(1), (found.group(2) or "").strip("/")
+        config = botocore.config.Config(
+            retries={"total_max_attempts": 1},
+            connect_timeout=5,
+            read_timeout=60,
+            s3={"addressing_style": "path"},
+        )
+        where = region() or "us-east-1"
+        self.bedrock = boto3.client(
+            "bedrock", region_name=where, endpoint_url=service.base_url, config=config
+        )
+        # Before a run, a silent server is named after one short attempt (retry.PREFLIGHT_
+        # TIMEOUT), not five of a minute each.
+        quick = config.merge(
+            botocore.config.Config(
+                connect_timeout=retry.PREFLIGHT_TIMEOUT, read_timeout=retry.PREFLIGHT_TIMEOUT
+            )
+        )
+        self.look = boto3.client(
+            "bedrock", region_name=where, endpoint_url=service.base_url, config=quick
+        )
+        self.s3 = boto3.client("s3", region_name=where, config=config)
+        runtime = boto3.client("bedrock-runtime", region_name=where, config=config)
+        self.on_demand = OnDemand(runtime, self._call)
+
+    # errors -------------------------------------------------------------------
+    @contextlib.contextmanager
+    def errors(self, what: str, batch_id: str | None = None) -> Iterator[None]:
+        """boto3's exceptions → typed errors naming the call (the exception map)."""
+        try:
+            yield
+        except botocore.exceptions.ClientError as exc:
+            error = exc.response.get("Error", {})
+            status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 500)
+            code = error.get("Code") or ""
+            if code in ("ThrottlingException", "ServiceUnavailableException"):
+                status = 429 if status < 500 and code == "ThrottlingException" else status
+            message = f"{code}: {one_line(error.get('Message') or '')}".strip(": ")
+            if status == 403:
+                raise ApiError(
+                    f"{what}: AWS refused the credentials or role (HTTP 403: {message});"
+                    f" check {KEY_HINT} and their Bedrock and S3 permissions",
+                    status=403,
+                    batch_id=batch_id,
+                ) from None
+            raise status_error(
+                what, status, message, key_hint=KEY_HINT, batch_id=batch_id
+            ) from None
+        except botocore.exceptions.NoCredentialsError:
+            raise ConfigError(f"{what}: no AWS credentials found: set {KEY_HINT}") from None
+        except botocore.exceptions.EndpointConnectionError as exc:
+            raise Unreachable(
+                f"{what}: cannot connect ({one_line(exc)})", batch_id=batch_id
+            ) from None
+        except (
+            botocore.exceptions.ReadTimeoutError,
+            botocore.exceptions.ConnectTimeoutError,
+        ) as exc:
+            raise NoAnswer(
+                f"{what}: no answer in time ({one_line(exc)})", batch_id=batch_id
+            ) from None
+        except (
+            botocore.exceptions.ConnectionClosedError,
+            botocore.exceptions.HTTPClientError,
+        ) as exc:
+            raise Transient(f"{what}: {one_line(exc)}", batch_id=batch_id) from None
+
+    def _call(
+        self, what: str, fn: Callable[[], T], batch_id: str | None = None, *, once: bool = False
+    ) -> T:
+        """``fn`` under the retry policy (``once``: a single attempt, for a call that
+        costs money and carries no idempotency token), its failures typed."""
+        if once:
+            with self.errors(what, batch_id):
+                return fn()
+
+        def attempt() -> T:
+            with self.errors(what, batch_id):
+                return fn()
+
+        return self.retry(attempt)
+
+    # the service ---------------------------------------------------------------
+    def check_models(self, models: Iterable[str]) -> None:
+        """Before anything is paid: each model a Claude model the account can use (its
+        foundation model or inference profile), the role and the S3 location readable."""
+        for model in dict.fromkeys(models):
+            found = claude(model)
+            profile = bool(PROFILE.match(found)) or ":inference-profile/" in found
+            look_up: Callable[[], Any] = (
+                functools.partial(self.look.get_inference_profile, inferenceProfileIdentifier=found)
+                if profile
+                else functools.partial(self.look.get_foundation_model, modelIdentifier=found)
+            )
+            try:
+                self._preflight(f"look up model {found!r}", look_up)
+            except ApiError as exc:
+                if exc.status in (400, 404):
+                    raise ConfigError(
+                        f"model {model!r} is not available on Bedrock at"
+                        f" {self.service.base_url} (HTTP {exc.status}); check its name and"
+                        " the region"
+                    ) from None
+                raise
+        try:
+            self._preflight(
+                f"list s3://{self.bucket}/{self.prefix}",
+                lambda: self.s3.list_objects_v2(Bucket=self.bucket, Prefix=self.prefix, MaxKeys=1),
+            )
+        except ApiError as exc:
+            if exc.status == 404:
+                raise ConfigError(
+                    f"BATCHBENCH_S3_URI names s3://{self.bucket}, which does not exist (or"
+                    " is not visible to these credentials)"
+                ) from None
+            raise
+
+    def _preflight(self, what: str, fn: Callable[[], T]) -> T:
+        def attempt() -> T:
+            try:
+                with self.errors(what):
+                    return fn()
+            except Unreachable as exc:
+                raise ApiError(str(exc)) from None
+            except NoAnswer:
+                raise ApiError(
+                    f"{what}: {self.service.base_url} took the connection but sent no answer"
+                    f" in {retry.PREFLIGHT_TIMEOUT:g} s: check AWS_ENDPOINT_URL_BEDROCK and"
+                    " the region, or whether the service is up"
+                ) from None
+
+        return self.retry(attempt)
+
+    def _key(self, tag: Tag, name: str) -> str:
+        return "/".join(p for p in (self.prefix, f"bb-{tag.run_id[:8]}", name) if p)
+
+    def stage(self, path: Path, tag: Tag) -> str | None:
+        if tag.on_demand:
+            return None  # nothing to upload: each request is its own call
+        key = self._key(tag, path.name)
+        data = path.read_bytes()
+        self._call(
+            f"upload {path.name}",
+            lambda: self.s3.put_object(Bucket=self.bucket, Key=key, Body=data),
+        )
+        return f"s3://{self.bucket}/{key}"
+
+    def create(self, tag: Tag, input_ref: str | None, path: Path) -> BatchView:
+        if tag.on_demand:
+            return self.on_demand.run(tag, model_id(tag.model), path, self.clock.time())
+        if input_ref is None:
+            raise ApiError("a Bedrock job needs its records in S3")
+        out = f"s3://{self.bucket}/{self._key(tag, 'out')}/"
+        with self.errors(f"create job for {input_ref}"):  # once: never retried blind
+            made = self.bedrock.create_model_invocation_job(
+                jobName=job_name(tag),
+                roleArn=self.role,
+                clientRequestToken=request_token(tag),
+                modelId=model_id(tag.model),
+                inputDataConfig={
+                    "s3InputDataConfig": {"s3Uri": input_ref, "s3InputFormat": "JSONL"}
+                },
+                outputDataConfig={"s3OutputDataConfig": {"s3Uri": out}},
+                timeoutDurationInHours=24,
+            )
+        return self.retrieve(str(made["jobArn"]).rsplit("/", 1)[-1])
+
+    def _jobs_since(self, since: float, name: str | None = None) -> Iterator[dict[str, Any]]:
+        after = datetime.fromtimestamp(max(0.0, since - CLOCK_SKEW), timezone.utc)
+        token: str | None = None
+        while True:
+            kwargs: dict[str, Any] = {
+                "submitTimeAfter": after,
+                "sortBy": "CreationTime",
+                "sortOrder": "Descending",
+                "maxResults": 100,
+            }
+            if name:
+                kwargs["nameContains"] = name
+            if token:
+                kwargs["nextToken"] = token
+            list_jobs = functools.partial(self.bedrock.list_model_invocation_jobs, **kwargs)
+            page = self._call("list jobs", list_jobs)
+            yield from page.get("invocationJobSummaries", [])
+            token = page.get("nextToken")
+            if not token:
+                return
+
+    def find(self, tag: Tag, since: float, known: Collection[str]) -> list[BatchView]:
+        if tag.on_demand:
+            return []  # create picks up what the last attempt left (its own file)
+        name = job_name(tag)
+        for job in self._jobs_since(since, name):
+            if job.get("jobName") == name or job.get("clientRequestToken") == request_token(tag):
+                found = view(job)
+                return [] if found.id in known else [found]
+        return []
+
+    def poll(self, batch_ids: Collection[str], since: float) -> dict[str, BatchView]:
+        want, found = set(batch_ids), {}
+        for job in self._jobs_since(since):
+            job_id = str(job["jobArn"]).rsplit("/", 1)[-1]
+            if job_id in want:
+                found[job_id] = view(job)
+                if len(found) == len(want):
+                    break
+        for batch_id in want - set(found):
+            if is_on_demand(batch_id):
+                found[batch_id] = self.on_demand.view(batch_id)
+        return found
+
+    def retrieve(self, batch_id: str) -> BatchView:
+        if is_on_demand(batch_id):
+            return self.on_demand.view(batch_id)
+        job = self._call(
+            f"retrieve job {batch_id}",
+            lambda: self.bedrock.get_model_invocation_job(jobIdentifier=batch_id),
+            batch_id,
+        )
+        return view(job)
+
+    def cancel(self, batch_id: str) -> BatchView | None:
+        if is_on_demand(batch_id):
+            return None  # its calls were made when it was created
+        return cancel_unless_ended(lambda: self._stop(batch_id), lambda: self.retrieve(batch_id))
+
+    def _stop(self, batch_id: str) -> BatchView:
+        self._call(
+            f"stop job {batch_id}",
+            lambda: self.bedrock.stop_model_invocation_job(jobIdentifier=batch_id),
+            batch_id,
+        )
+        return self.retrieve(batch_id)
+
+    def download(self, batch_id: str, ref: str, dest: Path) -> int:
+        if is_on_demand(batch_id):
+            return self.on_demand.download(ref, dest)
+        found = S3_URI.match(ref)
+        if not found:
+            raise ApiError(f"job {batch_id}: its output {ref!r} is not an s3:// URI")
+        bucket, key = found.group(1), (found.group(2) or "").lstrip("/")
+
+        def fill(sink: Sink) -> None:
+            body = self.s3.get_object(Bucket=bucket, Key=key)["Body"]
+            for chunk in body.iter_chunks(1 << 20):
+                sink.write(chunk)
+
+        def attempt() -> int:
+            with self.errors(f"download {ref}", batch_id):
+                return verbatim(dest, fill)
+
+        return self.retry(attempt)
+
+    def delete(self, refs: Sequence[str]) -> None:
+        """Nothing: the records and outputs are in the user's own bucket, theirs to keep."""

@@ -1,0 +1,201 @@
+"""Amazon Bedrock: the face driven by boto3 itself, and Bedrock's own rules through the CLI.
+
+The shared provider contract (the reference's Claude body and rows, pay once after a
+SIGKILL at the create, status, cancel, keys, a misspelt model, a silent server, bad
+days) runs for Bedrock in ``test_providers.py`` and ``test_pay_once.py``; here is
+what is Bedrock's own: idempotent creates, the minimum number of records per job,
+records that did not run in time, a group graded on three services.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+from support.cli import assert_one_line_error, run_cli
+from support.providers import BEDROCK_MODEL, RIGS
+from support.runs import assert_no_duplicates, rows_of
+
+boto3 = pytest.importorskip("boto3")
+botocore = pytest.importorskip("botocore")
+
+BEDROCK = RIGS["bedrock"]
+AZURE = RIGS["azure"]
+ROLE = "arn:aws:iam::123456789012:role/batchbench-test"
+
+
+def _clients(emu, monkeypatch):
+    for name, value in BEDROCK.env(emu).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", BEDROCK.key)
+    config = botocore.config.Config(retries={"total_max_attempts": 1})
+    url = emu.base_urls["bedrock"]
+    return (
+        boto3.client("s3", config=config),
+        boto3.client("bedrock", endpoint_url=url, config=config),
+    )
+
+
+def _records(n: int) -> bytes:
+    body = {
+        "anthropic_version": "bedrock-2023-05-31",
+        "max_tokens": 10,
+        "messages": [{"role": "user", "content": "hello"}],
+    }
+    return "".join(
+        json.dumps({"recordId": f"r{i}", "modelInput": body}) + "\n" for i in range(n)
+    ).encode()
+
+
+def _create(bedrock, token: str = "tok1", name: str = "job-1"):
+    return bedrock.create_model_invocation_job(
+        jobName=name,
+        roleArn=ROLE,
+        modelId=BEDROCK_MODEL,
+        clientRequestToken=token,
+        inputDataConfig={"s3InputDataConfig": {"s3Uri": "s3://batchbench/in/a.jsonl"}},
+        outputDataConfig={"s3OutputDataConfig": {"s3Uri": "s3://batchbench/out/"}},
+        timeoutDurationInHours=24,
+    )["jobArn"]
+
+
+def test_boto3_runs_a_job_and_a_repeated_token_creates_nothing(batch_emulator, monkeypatch):
+    emu = batch_emulator
+    s3, bedrock = _clients(emu, monkeypatch)
+    s3.put_object(Bucket="batchbench", Key="in/a.jsonl", Body=_records(3))
+    arn = _create(bedrock)
+    assert _create(bedrock) == arn  # the same clientRequestToken: the first job, no other
+    assert len(emu.ledger()["batches"]) == 1
+    emu.flush()
+    job = bedrock.get_model_invocation_job(jobIdentifier=arn)
+    assert job["status"] == "Completed" and job["successRecordCount"] == 3
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket="batchbench", Prefix="out/")["Contents"]]
+    job_id = arn.rsplit("/", 1)[-1]
+    assert keys == [f"out/{job_id}/a.jsonl.out", f"out/{job_id}/manifest.json.out"]
+    lines = s3.get_object(Bucket="batchbench", Key=keys[0])["Body"].read().splitlines()
+    assert sorted(json.loads(x)["recordId"] for x in lines) == ["r0", "r1", "r2"]
+    assert all("modelOutput" in json.loads(x) for x in lines)
+
+
+def test_a_job_below_the_minimum_fails_validation_and_nothing_runs(batch_emulator, monkeypatch):
+    emu = batch_emulator  # the default minimum: 100 records per job
+    s3, bedrock = _clients(emu, monkeypatch)
+    emu.store.settings.bedrock_min_records = 100
+    s3.put_object(Bucket="batchbench", Key="in/a.jsonl", Body=_records(3))
+    arn = _create(bedrock)
+    emu.flush()
+    job = bedrock.get_model_invocation_job(jobIdentifier=arn)
+    assert job["status"] == "Failed" and "minimum" in job["message"]
+    assert emu.ledger()["executions"] == []
+
+
+def test_what_the_service_refuses_it_refuses_in_its_own_words(batch_emulator, monkeypatch):
+    s3, bedrock = _clients(batch_emulator, monkeypatch)
+    with pytest.raises(botocore.exceptions.ClientError, match="NoSuchBucket"):
+        s3.put_object(Bucket="nobody", Key="a.jsonl", Body=b"x")
+    with pytest.raises(botocore.exceptions.ClientError, match="jobName"):
+        _create(bedrock, name="under_score")
+    with pytest.raises(botocore.exceptions.ClientError, match="ResourceNotFound"):
+        bedrock.get_model_invocation_job(jobIdentifier="abcdefabcdef")
+
+
+def test_a_run_smaller_than_the_minimum_stops_unpaid_or_goes_on_demand_when_asked(
+    batch_emulator, tmp_path, fixture_dir
+):
+    emu = batch_emulator
+    rig = BEDROCK.__class__(**{**BEDROCK.__dict__, "emulator": {"bedrock_min_records": 100}})
+    argv = rig.args(emu, tmp_path, fixture_dir, "--limit", "6")
+    proc = run_cli(*argv, env=rig.env(emu))
+    assert_one_line_error(
+        proc, "6 answers request(s)", "fewer than the 100", "--on-demand-remainder"
+    )
+    assert emu.ledger()["batches"] == [] and emu.ledger()["executions"] == []
+    proc = run_cli(*argv, "--on-demand-remainder", env=rig.env(emu))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = rows_of(tmp_path / "jobs" / rig.name() / "results.jsonl")
+    assert len(rows) == 6 and all("score" in r for r in rows)
+    runtime = [e for e in emu.ledger()["executions"] if e["provider"] == "bedrock-runtime"]
+    assert len(runtime) == 6  # each answer one InvokeModel call, none twice
+    assert not [b for b in emu.ledger()["batches"] if b["provider"] == "bedrock"]
+
+
+def test_jobs_are_never_cut_below_the_minimum(batch_emulator, tmp_path, fixture_dir):
+    """12 requests, at most 3 a batch asked, at least 5 a job: two jobs of 6, not four
+    of 3 (which the service would refuse)."""
+    emu = batch_emulator
+    rig = BEDROCK.__class__(**{**BEDROCK.__dict__, "emulator": {"bedrock_min_records": 5}})
+    proc = run_cli(*rig.args(emu, tmp_path, fixture_dir, "--limit", "12", cap=3), env=rig.env(emu))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    jobs = [b for b in emu.ledger()["batches"] if b["provider"] == "bedrock"]
+    assert sorted(len(b["custom_ids"]) for b in jobs) == [6, 6]
+
+
+def test_records_that_did_not_run_in_time_are_sent_again_and_paid_once(
+    batch_emulator_factory, clock, tmp_path, fixture_dir
+):
+    emu = batch_emulator_factory(latency=36000, completion_window=7200)
+    argv = BEDROCK.args(emu, tmp_path, fixture_dir, "--limit", "8", cap=8)
+    assert run_cli(*argv, "--no-wait", env=BEDROCK.env(emu)).returncode == 3
+    clock.advance(7300)  # the job ran a few records before its timeout
+    emu.tick()
+    [first] = [b for b in emu.ledger()["batches"] if b["provider"] == "bedrock"]
+    assert first["status"] == "PartiallyCompleted"
+    emu.store.settings.latency, emu.store.settings.completion_window = 0.05, 86400
+    proc = run_cli(*argv, env=BEDROCK.env(emu))
+    assert proc.returncode == 0, proc.stderr
+    assert len(rows_of(tmp_path / "jobs" / BEDROCK.name() / "results.jsonl")) == 8
+    assert_no_duplicates(emu)
+
+
+def test_one_command_grades_openai_azure_and_bedrock_models_judged_on_azure(
+    batch_emulator, tmp_path, fixture_dir
+):
+    emu = batch_emulator
+    jobs = ["--jobs-dir", str(tmp_path / "jobs")]
+    argv = ["run", "--run", "three", "--judge-model", "azure/judge-model"]
+    for model in ("ans-model", "azure/ans-model", BEDROCK.model):
+        argv += ["--answer-model", model]
+    argv += ["--dataset", str(fixture_dir), "--limit", "4", "--poll-interval", "0.05", *jobs]
+    env = {**BEDROCK.env(emu), **AZURE.env(emu), "OPENAI_BASE_URL": emu.base_urls["openai"]}
+    proc = run_cli(*argv, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    batches = emu.ledger()["batches"]
+    assert Counter(b["provider"] for b in batches) == {"openai": 1, "azure": 4, "bedrock": 1}
+    names = [
+        "three-ans-model",
+        "three-azure-ans-model",
+        f"three-bedrock-{BEDROCK_MODEL}".replace(":", "-"),
+    ]
+    listing = run_cli("list", *jobs).stdout
+    for name in names:
+        rows = rows_of(tmp_path / "jobs" / name / "results.jsonl")
+        assert len(rows) == 4 and all(r["judge_model"] == "azure/judge-model" for r in rows)
+        assert name in listing
+    status = json.loads(run_cli("status", *names, *jobs, "--json").stdout)
+    assert [s["status"] for s in status] == ["complete"] * 3
+    assert status[2]["cost"]["stages"]["answers"]["batch_usd"] > 0  # priced as claude-opus-5
+
+
+def test_a_model_that_is_not_claude_is_refused_before_anything(tmp_path, fixture_dir):
+    argv = ["run", "--answer-model", "bedrock/meta.llama3-70b-instruct-v1:0", "--judge-model", "j"]
+    proc = run_cli(*argv, "--dataset", str(fixture_dir), "--dry-run")
+    assert_one_line_error(proc, "is not a Claude model", "bedrock/anthropic.claude-")
+
+
+def test_the_demo_rehearses_a_group_of_an_azure_and_a_bedrock_model(tmp_path):
+    models = ["azure/gpt-sim", "bedrock/anthropic.claude-sim-v1:0"]
+    argv = ["demo", "--jobs-dir", str(tmp_path)]
+    for model in models:
+        argv += ["--answer-model", model]
+    proc = run_cli(*argv)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    runs = sorted(p.parent for p in tmp_path.glob("*/run.json"))
+    providers = {
+        json.loads((r / "run.json").read_text())["services"]["answers"]["provider"] for r in runs
+    }
+    assert providers == {"azure", "bedrock"}
+    for run in runs:
+        assert rows_of(run / "results.jsonl") and all(
+            "score" in r for r in rows_of(run / "results.jsonl")
+        )
