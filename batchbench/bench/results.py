@@ -107,7 +107,7 @@ def check_against(
                 )
         if "error" in row or "decisions" not in row:
             continue
-        found = _verdicts(row["decisions"])
+        found = row_verdicts(row["decisions"])
         if found is None or set(found) != {it["item_id"] for it in case["rubric_items"]}:
             raise ResultsError(f"{where}: its decisions do not name the case's rubric items")
         key = f"{row['case_id']}#{lineno}"
@@ -129,7 +129,7 @@ def check_against(
             )
 
 
-def _verdicts(decisions: Any) -> dict[str, bool] | None:
+def row_verdicts(decisions: Any) -> dict[str, bool] | None:
     """``item_id → matched`` of a row's decisions, or None if they are malformed."""
     if not isinstance(decisions, list):
         return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import typer
 
 from ..emulator.command import emulator_command
+from .calibrate import calibrate
 from .common import Command, Group
 from .results import compare, export, plan, report, show, summarize, validate
 from .start import demo, run
@@ -55,6 +56,7 @@ app.command(cls=Command)(show)
 app.command(cls=Command)(compare)
 app.command(cls=Command)(plan)
 app.command(cls=Command)(report)
+app.command(cls=Command)(calibrate)
 app.command(cls=Command)(export)
 app.command(cls=Command)(cancel)
 app.command(cls=Command)(summarize)

@@ -233,18 +233,58 @@ def report(
     label: LabelOpt = None,
     margin: MarginOpt = None,
     allow_partial: AllowPartialOpt = False,
+    labels: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--labels",
+            metavar="FILE",
+            help="Physicians' verdicts (a filled `calibrate sheet`): adds each labelled"
+            " run's calibration against them.",
+        ),
+    ] = None,
 ) -> None:
     """Write one self-contained HTML page: header, leaderboard, per-benchmark table,
-    figures, the comparison, every case with each run's verdicts, and the failures.
+    figures, the comparison, the judge against physicians (with --labels), every case
+    with each run's verdicts, and the failures.
 
     Example: batchbench report gpt-5.4-mini gpt-5.5 -o bedside.html
     """
     from ..views.page import load_sources, render, write_page
 
     sources, ds = load_sources(runs, jobs_dir, dataset, label or ())
+    sections = _calibrations(runs, jobs_dir, labels) if labels else []
     out = output or Path("report.html")
-    write_page(out, render(sources, ds, baseline, margin=margin, allow_partial=allow_partial))
+    page = render(
+        sources, ds, baseline, margin=margin, allow_partial=allow_partial, calibrations=sections
+    )
+    write_page(out, page)
     typer.echo(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
+
+
+def _calibrations(runs: list[str], jobs_dir: Path, labels: list[Path]) -> list[str]:
+    """Each run's calibration section, for the runs the labels speak of (none: refused)."""
+    from ..calibration import load_run
+    from ..calibration.analysis import calibrate
+    from ..calibration.labels import NoVerdicts, read_labels
+    from ..calibration.text import calibration_html
+    from ..errors import ConfigError
+    from ..scores.sources import resolve
+
+    sections = []
+    for name in runs:
+        named = resolve(name, jobs_dir)
+        if named.run is None:
+            continue
+        graded = load_run(named)
+        try:
+            found = read_labels(labels, graded.name, graded.cases)
+        except NoVerdicts:
+            continue
+        result = calibrate(graded.name, graded.rows, graded.summary, found, graded.cases)
+        sections.append(calibration_html(result))
+    if not sections:
+        raise ConfigError(f"--labels: no verdicts on any of the runs {', '.join(runs)}")
+    return sections
 
 
 @friendly

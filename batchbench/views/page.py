@@ -124,8 +124,10 @@ def render(
     *,
     margin: float | None = None,
     allow_partial: bool = False,
+    calibrations: Sequence[str] = (),
 ) -> str:
-    """The whole page."""
+    """The whole page (``calibrations``: each run's calibration section, when labels
+    were given)."""
     sides = [s.side for s in sources]
     comparison = (
         compare(sides, baseline, margin=margin, allow_partial=allow_partial)
@@ -152,7 +154,8 @@ def render(
             "<figcaption>Paired differences against the baseline.</figcaption></figure>",
             _comparisons(comparison),
         ]
-    parts += [_cases(sources, ds), _failures(sources, ds), f"<script>{SCRIPT}</script>"]
+    parts += [*calibrations, _cases(sources, ds), _failures(sources, ds)]
+    parts.append(f"<script>{SCRIPT}</script>")
     return "".join(parts) + "</body></html>\n"
 
 

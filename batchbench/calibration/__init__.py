@@ -1,0 +1,43 @@
+"""The judge calibrated against physicians: a blind labelling sheet (:mod:`.sheet`), their
+verdicts read back (:mod:`.labels`), agreement and the PPI++ corrected score
+(:mod:`.ppi`, :mod:`.analysis`), as people read them (:mod:`.text`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..bench.dataset import Case, Dataset
+from ..bench.results import check_against, read_numbered_rows
+from ..errors import NotFinished
+from ..scores.sources import Named, not_finished, run_dataset
+from ..scores.summary import Summary, last_rows
+from ..scores.summary_file import read_summary
+
+
+@dataclass(frozen=True)
+class Graded:
+    """A finished run as calibration reads it: the rows that count, its summary, its cases."""
+
+    name: str
+    rows: list[dict[str, Any]]
+    summary: Summary
+    cases: dict[str, Case]
+
+
+def load_run(named: Named, dataset: Dataset | Path | None = None) -> Graded:
+    run = named.run
+    if run is None:
+        raise NotFinished(f"{named.name}: calibrate reads runs (by name), not results files")
+    config = run.load_config()
+    ds = run_dataset(config, dataset)
+    if not run.summary_path.exists():
+        raise NotFinished(not_finished(run))
+    numbered = read_numbered_rows(named.results)
+    check_against(numbered, named.results, ds.by_id())
+    _, last_ok = last_rows([r for _, r in numbered])
+    chosen = set(config.case_ids)
+    cases = {c["case_id"]: c for c in ds.cases if c["case_id"] in chosen}
+    rows = [r for cid, r in last_ok.items() if cid in cases]
+    return Graded(named.name, rows, read_summary(run.summary_path), cases)

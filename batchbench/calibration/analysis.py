@@ -1,0 +1,172 @@
+"""One run's judge against its physicians' labels: agreement, three scores, what labels buy.
+
+The judge's case score ``f`` is the run's row score; a physician's case score is the
+protocol's own scoring (:mod:`batchbench.bench.scoring`) of that physician's item
+verdicts, and ``Y`` is the mean over the physicians who labelled the case. A rater
+must label every item of a case to score it. Cases whose row is an error (no judge
+verdicts) are left out and counted.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
+
+from ..bench.dataset import Case
+from ..bench.decisions import join_verdicts
+from ..bench.results import row_verdicts
+from ..bench.scoring import rubric_frame, score_joined
+from ..scores.summary import Summary
+from .labels import Label, LabelsError
+from .ppi import Z95, Agreement, Corrected, agreement, corrected, fleiss, labels_needed, overall
+
+
+class Interval(TypedDict):
+    n: int
+    mean: float | None
+    ci95: list[float] | None
+
+
+class BenchmarkCalibration(TypedDict):
+    agreement: Agreement
+    judge: Interval  # today's score, with its bootstrap interval
+    physicians: Interval  # the labelled cases, scored from the physicians' verdicts
+    corrected: Corrected
+
+
+class Calibration(TypedDict):
+    run: str
+    raters: list[str]
+    labelled_cases: int
+    left_out: list[str]  # labelled cases whose row is an error (no judge verdicts)
+    benchmarks: dict[str, BenchmarkCalibration]
+    overall: dict[str, Any]
+    between_raters: dict[str, Any] | None
+
+
+def physician_scores(labels: Sequence[Label], cases: Mapping[str, Case]) -> dict[str, float]:
+    """Each labelled case's ``Y``: the mean of its raters' case scores by the protocol."""
+    by_rater: dict[str, dict[str, dict[str, bool]]] = defaultdict(lambda: defaultdict(dict))
+    for label in labels:
+        by_rater[label.rater][label.case_id][label.item_id] = label.met
+    scores: dict[str, list[float]] = defaultdict(list)
+    for rater, verdicts in sorted(by_rater.items()):
+        for case_id, found in verdicts.items():
+            items = cases[case_id]["rubric_items"]
+            if len(found) != len(items):
+                raise LabelsError(
+                    f"rater {rater!r} labelled {len(found)} of the {len(items)} items of case"
+                    f" {case_id}: a case score needs every item"
+                )
+        chosen = [cases[c] for c in verdicts]
+        scored = score_joined(join_verdicts(verdicts, rubric_frame(chosen)))
+        for case_id, score in zip(scored["case_id"], scored["score"]):
+            scores[case_id].append(float(score))
+    return {case_id: sum(v) / len(v) for case_id, v in scores.items()}
+
+
+def calibrate(
+    run: str,
+    rows: Sequence[Mapping[str, Any]],
+    summary: Summary,
+    labels: Sequence[Label],
+    cases: Mapping[str, Case],
+) -> Calibration:
+    judged = {
+        r["case_id"]: r
+        for r in rows
+        if "score" in r and row_verdicts(r.get("decisions")) is not None
+    }
+    labelled = physician_scores(labels, cases)
+    left_out = sorted(c for c in labelled if c not in judged)
+    pairs: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+    for label in labels:
+        row = judged.get(label.case_id)
+        if row is not None:
+            verdicts = row_verdicts(row["decisions"]) or {}
+            pairs[cases[label.case_id]["benchmark"]].append((verdicts[label.item_id], label.met))
+    per: dict[str, BenchmarkCalibration] = {}
+    for name in sorted(summary["benchmarks"]):
+        mine = [c for c, r in judged.items() if r["benchmark"] == name]
+        with_y = [c for c in mine if c in labelled]
+        y = [labelled[c] for c in with_y]
+        f = [float(judged[c]["score"]) for c in with_y]
+        rest = [float(judged[c]["score"]) for c in mine if c not in labelled]
+        said = summary["benchmarks"][name]
+        per[name] = {
+            "agreement": agreement(pairs[name]),
+            "judge": {"n": said["n"], "mean": said["mean"], "ci95": list(said["ci95"])},
+            "physicians": {"n": len(y), "mean": sum(y) / len(y) if y else None, "ci95": None},
+            "corrected": corrected(y, f, rest),
+        }
+    labelled_in = {b: c for b, c in per.items() if c["corrected"]["n"] > 0}
+    estimate, se = (
+        overall({b: c["corrected"] for b, c in labelled_in.items()})
+        if labelled_in
+        else (None, None)
+    )
+    all_pairs = [p for found in pairs.values() for p in found]
+    physicians = [c["physicians"]["mean"] for c in labelled_in.values()]
+    return {
+        "run": run,
+        "raters": sorted({label.rater for label in labels}),
+        "labelled_cases": len(labelled) - len(left_out),
+        "left_out": left_out,
+        "benchmarks": per,
+        "overall": {
+            "agreement": agreement(all_pairs),
+            "judge": {
+                "mean": summary["overall_macro_mean"],
+                "ci95": list(summary["overall_ci95"]),
+            },
+            "physicians": None
+            if len(labelled_in) < len(per)
+            else sum(physicians) / len(physicians),  # type: ignore[arg-type]
+            "corrected": {
+                "estimate": estimate,
+                "se": se,
+                "ci95": None
+                if se is None or estimate is None
+                else [estimate - Z95 * se, estimate + Z95 * se],
+                "benchmarks": sorted(labelled_in),
+                "complete": len(labelled_in) == len(per),
+                "small_n": any(c["corrected"]["small_n"] for c in labelled_in.values()),
+            },
+        },
+        "between_raters": _between_raters(labels),
+    }
+
+
+def _between_raters(labels: Sequence[Label]) -> dict[str, Any] | None:
+    by_item: dict[tuple[str, str], list[bool]] = defaultdict(list)
+    for label in labels:
+        by_item[(label.case_id, label.item_id)].append(label.met)
+    shared = [v for v in by_item.values() if len(v) > 1]
+    if not shared:
+        return None
+    return {"items": len(shared), "fleiss_kappa": fleiss(shared)}
+
+
+def plan_labels(
+    rows: Sequence[Mapping[str, Any]],
+    labels: Sequence[Label],
+    cases: Mapping[str, Case],
+    width: float,
+) -> dict[str, Any]:
+    """From a labelled pilot: labelled cases per benchmark for a corrected interval of
+    half-width ``width`` (:func:`.ppi.labels_needed`)."""
+    judged = {r["case_id"]: r for r in rows if "score" in r}
+    labelled = physician_scores(labels, cases)
+    out: dict[str, Any] = {}
+    for name in sorted({c["benchmark"] for c in cases.values() if c["case_id"] in judged}):
+        mine = [c for c, r in judged.items() if r["benchmark"] == name]
+        with_y = [c for c in mine if c in labelled]
+        needed = labels_needed(
+            [labelled[c] for c in with_y],
+            [float(judged[c]["score"]) for c in with_y],
+            [float(judged[c]["score"]) for c in mine],
+            width,
+        )
+        out[name] = {"pilot": len(with_y), "cases": len(mine), "needed": needed}
+    return {"width": width, "benchmarks": out}

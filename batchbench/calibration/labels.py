@@ -1,0 +1,116 @@
+"""The physicians' verdicts: a labelling sheet filled in, read and checked.
+
+One row per run, case, rubric item and rater; ``verdict`` is 1 (met) or 0 (not met),
+empty where nobody labelled it. A row naming a case the run does not hold, an item
+its case's rubric does not hold, a verdict that is not 0/1, no rater, or the same
+(run, case, item, rater) twice is refused in one line naming the file and line. Lines
+whose first cell starts with ``#`` are the sheet's notes.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..bench.dataset import Case
+from ..errors import InputError
+
+REQUIRED = ("run", "case_id", "item_id", "rater", "verdict")
+
+
+class LabelsError(InputError):
+    """A labels file that cannot be read as physicians' verdicts."""
+
+
+class NoVerdicts(LabelsError):
+    """The files hold no verdict on this run (a sheet of other runs)."""
+
+
+@dataclass(frozen=True)
+class Label:
+    case_id: str
+    item_id: str
+    rater: str
+    met: bool
+
+
+def read_labels(paths: Sequence[Path], run: str, cases: Mapping[str, Case]) -> list[Label]:
+    """The verdicts these files give on ``run``'s answers (rows of other runs are the
+    sheet's other runs: skipped), every row checked against the run's cases."""
+    found: list[Label] = []
+    seen: set[tuple[str, str, str]] = set()
+    for path in paths:
+        for lineno, row in _rows(path):
+            where = f"{path}: line {lineno}"
+            if row.get("run") != run or not (row.get("verdict") or "").strip():
+                continue
+            case = cases.get(row["case_id"])
+            if case is None:
+                raise LabelsError(f"{where}: case {row['case_id']!r} is not a case of run {run!r}")
+            items = {item["item_id"] for item in case["rubric_items"]}
+            if row["item_id"] not in items:
+                raise LabelsError(
+                    f"{where}: item {row['item_id']!r} is not in case {row['case_id']}'s rubric"
+                )
+            verdict = row["verdict"].strip()
+            if verdict not in ("0", "1"):
+                raise LabelsError(f"{where}: verdict {verdict!r} is not 0 (not met) or 1 (met)")
+            rater = (row.get("rater") or "").strip()
+            if not rater:
+                raise LabelsError(f"{where}: a verdict without a rater")
+            key = (row["case_id"], row["item_id"], rater)
+            if key in seen:
+                raise LabelsError(
+                    f"{where}: rater {rater!r} labelled item {row['item_id']} of case"
+                    f" {row['case_id']} twice"
+                )
+            seen.add(key)
+            found.append(Label(row["case_id"], row["item_id"], rater, verdict == "1"))
+    if not found:
+        raise NoVerdicts(f"no verdicts on run {run!r} in {', '.join(map(str, paths))}")
+    return found
+
+
+def _rows(path: Path) -> list[tuple[int, dict[str, str]]]:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise LabelsError(f"{path}: cannot read ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise LabelsError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if not line.startswith("#")]
+    if not lines:
+        raise LabelsError(f"{path}: empty")
+    reader = csv.reader([line for _, line in lines])
+    try:
+        records = list(reader)
+    except csv.Error as exc:
+        raise LabelsError(f"{path}: not CSV ({exc})") from None
+    header = [h.strip() for h in records[0]]
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise LabelsError(f"{path}: line {lines[0][0]}: no column {', '.join(missing)}")
+    out = []
+    # csv.reader joins quoted line breaks, so records and lines may differ in number:
+    # a record's line is counted from the text it was read from.
+    numbers = _record_lines([line for _, line in lines], [n for n, _ in lines])
+    for number, record in zip(numbers[1:], records[1:]):
+        if not any(cell.strip() for cell in record):
+            continue
+        out.append((number, dict(zip(header, record))))
+    return out
+
+
+def _record_lines(lines: list[str], numbers: list[int]) -> list[int]:
+    """The line each CSV record starts on (a quoted field may hold line breaks)."""
+    starts, i = [], 0
+    while i < len(lines):
+        starts.append(numbers[i])
+        quotes = lines[i].count('"')
+        while quotes % 2 and i + 1 < len(lines):
+            i += 1
+            quotes += lines[i].count('"')
+        i += 1
+    return starts

@@ -1,0 +1,117 @@
+"""``batchbench calibrate``: the labelling sheet, and the judge against physicians' labels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .common import JobsDirOpt, JsonOpt, friendly
+
+
+@friendly
+def calibrate(
+    runs: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="[sheet] RUN...",
+            help="`sheet RUN...` writes a blind labelling sheet of these runs' answers;"
+            " `RUN --labels FILE...` calibrates the run's judge against the labels.",
+        ),
+    ],
+    labels: Annotated[
+        list[Path] | None,
+        typer.Option("--labels", metavar="FILE", help="Physicians' verdicts (a filled sheet)."),
+    ] = None,
+    cases: Annotated[
+        int | None,
+        typer.Option("--cases", metavar="N", help="sheet: cases to draw, equal per benchmark."),
+    ] = None,
+    seed: Annotated[int, typer.Option(metavar="S", help="sheet: the draw's seed.")] = 0,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", metavar="FILE", help="sheet: FILE.csv, or FILE.html for a form."
+        ),
+    ] = None,
+    plan: Annotated[
+        bool,
+        typer.Option("--plan", metavar="", help="From labels of a pilot: how many to label."),
+    ] = False,
+    width: Annotated[
+        float | None,
+        typer.Option(metavar="W", help="--plan: the corrected interval's half-width wanted."),
+    ] = None,
+    jobs_dir: JobsDirOpt = Path("jobs"),
+    as_json: JsonOpt = False,
+) -> None:
+    """Calibrate the judge against physicians: a labelling sheet, then agreement
+    (sensitivity, specificity, κ) and the PPI++ corrected score per benchmark.
+
+    Example: batchbench calibrate sheet gpt-5.4-mini --cases 40 --seed 7 -o sheet.csv;
+    then batchbench calibrate gpt-5.4-mini --labels sheet.csv
+    """
+    import json
+
+    from ..calibration import load_run
+    from ..calibration.analysis import calibrate as calibrate_run
+    from ..calibration.analysis import plan_labels
+    from ..calibration.labels import read_labels
+    from ..calibration.text import calibration_text, plan_text
+    from ..errors import ConfigError
+    from ..scores.sources import resolve
+
+    if runs[0] == "sheet":
+        _sheet(runs[1:], cases, seed, output, jobs_dir)
+        return
+    if len(runs) != 1:
+        raise ConfigError("calibrate takes one run (or `sheet RUN...`)")
+    if not labels:
+        raise ConfigError("calibrate RUN needs --labels FILE (a filled labelling sheet)")
+    graded = load_run(resolve(runs[0], jobs_dir))
+    found = read_labels(labels, graded.name, graded.cases)
+    if plan:
+        if width is None or not 0 < width < 1:
+            raise ConfigError("--plan needs --width W, a half-width in (0, 1)")
+        planned = plan_labels(graded.rows, found, graded.cases, width)
+        typer.echo(json.dumps(planned, indent=2) if as_json else plan_text(planned))
+        return
+    result = calibrate_run(graded.name, graded.rows, graded.summary, found, graded.cases)
+    typer.echo(json.dumps(result, indent=2) if as_json else calibration_text(result))
+
+
+def _sheet(
+    runs: list[str], cases: int | None, seed: int, output: Path | None, jobs_dir: Path
+) -> None:
+    from ..calibration import load_run
+    from ..calibration.sheet import draw, sheet_rows, write_csv, write_html
+    from ..errors import ConfigError
+    from ..scores.sources import resolve
+
+    if not runs:
+        raise ConfigError("calibrate sheet needs at least one run")
+    if cases is None or cases < 1:
+        raise ConfigError("calibrate sheet needs --cases N (at least 1)")
+    if output is None:
+        raise ConfigError("calibrate sheet needs -o FILE (.csv, or .html for a form)")
+    graded = [load_run(resolve(r, jobs_dir)) for r in runs]
+    digests = {g.summary["dataset_sha256"] for g in graded}
+    if len(digests) > 1:
+        raise ConfigError("the runs of one sheet must share their dataset (their digests differ)")
+    answered = {cid: c for g in graded for cid, c in g.cases.items()}
+    per_run = [{r["case_id"] for r in g.rows if "score" in r} for g in graded]
+    chosen = draw(answered, per_run, cases, seed)
+    answers = {g.name: {r["case_id"]: r["answer"] for r in g.rows} for g in graded}
+    rows = sheet_rows(chosen, answers)
+    benchmarks = len({c["benchmark"] for c in chosen})
+    note = (
+        f"batchbench calibration sheet: {len(chosen)} cases over {benchmarks} benchmarks,"
+        f" drawn with seed {seed} among the cases every run answered; runs"
+        f" {', '.join(g.name for g in graded)}; fill rater and verdict (1 met, 0 not met)"
+    )
+    if output.suffix.lower() in (".html", ".htm"):
+        write_html(output, note, rows)
+    else:
+        write_csv(output, note, rows)
+    typer.echo(f"wrote {output}: {len(rows)} items of {len(chosen)} cases")

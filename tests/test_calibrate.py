@@ -1,0 +1,282 @@
+"""Calibrating the judge against physicians, through the CLI, against plain oracles.
+
+A run of the fixture dataset on the emulator is labelled by made-up physicians (the
+judge's own verdicts with some flipped, by a rule written here); the expected numbers
+come from the reference scoring of ``support/reference.py`` and the PPI++ formulas of
+``support/ppi.py`` (plain ``statistics``), never from batchbench's own output.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+from collections import defaultdict
+
+import pytest
+from support import ppi, reference
+from support.browser import Browser, chromium
+from support.cli import assert_one_line_error, run_cli
+from support.runs import run_args
+
+from batchbench.bench.dataset import load_dataset
+
+
+def _flip(rater: str, case_id: str, item_id: str, rate: float) -> bool:
+    digest = hashlib.sha256(f"{rater}|{case_id}|{item_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < rate
+
+
+def _graded(batch_emulator, tmp_path, fixture_dir):
+    argv = run_args(batch_emulator, tmp_path, fixture_dir)
+    proc = run_cli(*argv, env={"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": ""})
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(x) for x in (tmp_path / "jobs" / "ans-model" / "results.jsonl").open()]
+    return ["--jobs-dir", str(tmp_path / "jobs")], {r["case_id"]: r for r in rows}
+
+
+def _sheet(jobs, path, cases=30, seed=5):
+    proc = run_cli(
+        "calibrate",
+        "sheet",
+        "ans-model",
+        "--cases",
+        str(cases),
+        "--seed",
+        str(seed),
+        "-o",
+        str(path),
+        *jobs,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = path.read_text().splitlines()
+    return lines[0], list(csv.DictReader(lines[1:]))
+
+
+def _label(rows, judged, raters, rate):
+    """Each rater's verdict: the judge's, flipped where the rule says (a biased judge:
+    it says met where the physicians mostly do not, at ``rate``)."""
+    out = []
+    for rater in raters:
+        for row in rows:
+            verdicts = {d["item_id"]: d["matched"] for d in judged[row["case_id"]]["decisions"]}
+            met = verdicts[row["item_id"]]
+            if met and _flip(rater, row["case_id"], row["item_id"], rate):
+                met = False
+            out.append({**row, "rater": rater, "verdict": "1" if met else "0"})
+    return out
+
+
+def _write(path, note, rows):
+    with path.open("w", newline="") as fh:
+        fh.write(note + "\n")
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def test_the_sheet_is_blind_balanced_and_reproducible(batch_emulator, tmp_path, fixture_dir):
+    jobs, judged = _graded(batch_emulator, tmp_path, fixture_dir)
+    note, rows = _sheet(jobs, tmp_path / "a.csv", cases=20, seed=5)
+    _, again = _sheet(jobs, tmp_path / "b.csv", cases=20, seed=5)
+    _, other = _sheet(jobs, tmp_path / "c.csv", cases=20, seed=6)
+    assert rows == again and {r["case_id"] for r in rows} != {r["case_id"] for r in other}
+    assert "seed 5" in note and "20 cases over 10 benchmarks" in note
+    cases = {r["case_id"]: r["benchmark"] for r in rows}
+    per = defaultdict(int)
+    for benchmark in cases.values():
+        per[benchmark] += 1
+    assert sorted(per.values()) == [2] * 10  # 20 cases, 10 benchmarks: two each
+    ds = load_dataset(fixture_dir).by_id()
+    for case_id in cases:  # every rubric item of every drawn case, once, in rubric order
+        items = [r["item_id"] for r in rows if r["case_id"] == case_id]
+        assert items == [it["item_id"] for it in ds[case_id]["rubric_items"]]
+    assert all(r["verdict"] == "" and r["rater"] == "" for r in rows)
+    text = (tmp_path / "a.csv").read_text()
+    assert "matched" not in text and "decisions" not in text  # the judge's verdicts: never
+
+
+def test_the_corrected_score_is_the_formulas_and_the_agreement_counts_are_right(
+    batch_emulator, tmp_path, fixture_dir
+):
+    jobs, judged = _graded(batch_emulator, tmp_path, fixture_dir)
+    note, rows = _sheet(jobs, tmp_path / "sheet.csv", cases=30)
+    labels = _label(rows, judged, ["dr_a", "dr_b"], rate=0.4)
+    _write(tmp_path / "labels.csv", note, labels)
+    proc = run_cli(
+        "calibrate", "ans-model", "--labels", str(tmp_path / "labels.csv"), "--json", *jobs
+    )
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    ds = load_dataset(fixture_dir).by_id()
+    # Y: the mean of the two raters' case scores, by the reference's scoring.
+    by = defaultdict(lambda: defaultdict(set))
+    for label in labels:
+        by[label["case_id"]][label["rater"]] |= (
+            {label["item_id"]} if label["verdict"] == "1" else set()
+        )
+        by[label["case_id"]][label["rater"]] |= set()
+    y = {
+        c: sum(reference.score_case(ds[c], m)[0] for m in r.values()) / len(r)
+        for c, r in by.items()
+    }
+    for name, found in got["benchmarks"].items():
+        mine = [c for c, r in judged.items() if r["benchmark"] == name and "score" in r]
+        lab = [c for c in mine if c in y]
+        theta, se, lam, rho2 = ppi.corrected(
+            [y[c] for c in lab],
+            [judged[c]["score"] for c in lab],
+            [judged[c]["score"] for c in mine if c not in y],
+        )
+        k = found["corrected"]
+        assert k["n"] == len(lab) and k["N"] == len(mine) - len(lab)
+        assert k["estimate"] == pytest.approx(theta, rel=1e-12, abs=1e-15)
+        assert k["se"] == pytest.approx(se, rel=1e-12, abs=1e-15)
+        assert k["lam"] == pytest.approx(lam, rel=1e-12, abs=1e-15)
+        assert (k["rho2"] is None) == (rho2 is None)
+        if rho2 is not None:
+            assert k["rho2"] == pytest.approx(rho2, rel=1e-9)
+        assert k["small_n"] is (len(lab) < 20)
+        assert found["physicians"]["mean"] == pytest.approx(sum(y[c] for c in lab) / len(lab))
+        # sensitivity and specificity, from the pairs counted here
+        pairs = [
+            (
+                {d["item_id"]: d["matched"] for d in judged[x["case_id"]]["decisions"]}[
+                    x["item_id"]
+                ],
+                x["verdict"] == "1",
+            )
+            for x in labels
+            if x["benchmark"] == name
+        ]
+        positives = [j for j, p in pairs if p]
+        negatives = [j for j, p in pairs if not p]
+        if positives:
+            assert found["agreement"]["sensitivity"] == pytest.approx(
+                sum(positives) / len(positives)
+            )
+        if negatives:
+            spec = sum(not j for j in negatives) / len(negatives)
+            assert found["agreement"]["specificity"] == pytest.approx(spec)
+    thetas = [b["corrected"]["estimate"] for b in got["benchmarks"].values()]
+    ses = [b["corrected"]["se"] for b in got["benchmarks"].values()]
+    overall = got["overall"]["corrected"]
+    assert overall["estimate"] == pytest.approx(sum(thetas) / len(thetas), rel=1e-12)
+    assert overall["se"] == pytest.approx(sum(s**2 for s in ses) ** 0.5 / len(ses), rel=1e-12)
+    # the judge says met where physicians do not: its score sits above the physicians'
+    assert got["overall"]["physicians"] < got["overall"]["judge"]["mean"]
+    assert got["between_raters"]["items"] == len(rows)
+    text = run_cli("calibrate", "ans-model", "--labels", str(tmp_path / "labels.csv"), *jobs)
+    assert "corrected (PPI++)" in text.stdout and "fewer than 20 labelled cases" in text.stdout
+    page = tmp_path / "page.html"
+    argv = ["report", "ans-model", "-o", str(page), "--labels", str(tmp_path / "labels.csv")]
+    assert run_cli(*argv, *jobs).returncode == 0
+    html = page.read_text()
+    assert "The judge against physicians: ans-model" in html
+    assert f"{overall['estimate']:.3f}" in html
+
+
+def test_the_plan_says_how_many_labels_a_width_needs(batch_emulator, tmp_path, fixture_dir):
+    jobs, judged = _graded(batch_emulator, tmp_path, fixture_dir)
+    note, rows = _sheet(jobs, tmp_path / "sheet.csv", cases=30)
+    labels = _label(rows, judged, ["dr_a"], rate=0.3)
+    _write(tmp_path / "pilot.csv", note, labels)
+    argv = ["calibrate", "ans-model", "--labels", str(tmp_path / "pilot.csv"), "--plan"]
+    proc = run_cli(*argv, "--width", "0.15", "--json", *jobs)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)["benchmarks"]
+    ds = load_dataset(fixture_dir).by_id()
+    y = {}
+    for case_id in {x["case_id"] for x in labels}:
+        met = {x["item_id"] for x in labels if x["case_id"] == case_id and x["verdict"] == "1"}
+        y[case_id] = reference.score_case(ds[case_id], met)[0]
+    for name, found in got.items():
+        mine = [c for c, r in judged.items() if r["benchmark"] == name and "score" in r]
+        lab = [c for c in mine if c in y]
+        expected = (
+            ppi.needed(
+                [y[c] for c in lab],
+                [judged[c]["score"] for c in lab],
+                [judged[c]["score"] for c in mine],
+                0.15,
+            )
+            if len(lab) > 1
+            else None
+        )
+        assert found["needed"] == expected, name
+    assert_one_line_error(run_cli(*argv, *jobs), "--width")
+
+
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [
+        ({"case_id": "no-such-case"}, "is not a case of run"),
+        ({"item_id": "no-such-item"}, "is not in case"),
+        ({"verdict": "yes"}, "is not 0 (not met) or 1 (met)"),
+        ({"rater": ""}, "without a rater"),
+    ],
+)
+def test_a_bad_label_is_one_line_naming_the_file_and_line(
+    change, fragment, batch_emulator, tmp_path, fixture_dir
+):
+    jobs, judged = _graded(batch_emulator, tmp_path, fixture_dir)
+    note, rows = _sheet(jobs, tmp_path / "sheet.csv", cases=10)
+    labels = _label(rows, judged, ["dr_a"], rate=0.2)
+    labels[3] = {**labels[3], **change}
+    _write(tmp_path / "labels.csv", note, labels)
+    proc = run_cli("calibrate", "ans-model", "--labels", str(tmp_path / "labels.csv"), *jobs)
+    assert_one_line_error(proc, f"{tmp_path / 'labels.csv'}: line 6", fragment)
+
+
+def test_the_html_form_saves_the_same_csv_in_a_real_browser(batch_emulator, tmp_path, fixture_dir):
+    binary = chromium()
+    if binary is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI installs Debian's chromium; it is missing")
+        pytest.skip("no chromium here (apt install chromium)")
+    jobs, judged = _graded(batch_emulator, tmp_path, fixture_dir)
+    _, rows = _sheet(jobs, tmp_path / "sheet.csv", cases=10)
+    page = tmp_path / "sheet.html"
+    assert (
+        run_cli(
+            "calibrate",
+            "sheet",
+            "ans-model",
+            "--cases",
+            "10",
+            "--seed",
+            "5",
+            "-o",
+            str(page),
+            *jobs,
+        ).returncode
+        == 0
+    )
+    with Browser(binary, tmp_path / "profile") as chrome:
+        chrome.open(page.as_uri())
+        assert "matched" not in chrome.evaluate("document.body.innerHTML")
+        chrome.evaluate("document.getElementById('rater').value = 'dr_form'")
+        # every item met, except the odd ones
+        chrome.evaluate(
+            "document.querySelectorAll('tbody tr').forEach((tr, n) =>"
+            " tr.querySelectorAll('input')[n % 2].click())"
+        )
+        saved = chrome.evaluate("csvText()")
+        chrome.evaluate(
+            "URL.createObjectURL = () => 'blob:x'; HTMLAnchorElement.prototype.click = () => {}"
+        )
+        chrome.evaluate("document.getElementById('save').click()")
+        assert chrome.evaluate("document.getElementById('said').textContent") == "saved labels.csv"
+    got = list(csv.DictReader(io.StringIO(saved)))
+    assert [(r["case_id"], r["item_id"]) for r in got] == [
+        (r["case_id"], r["item_id"]) for r in rows
+    ]
+    assert [r["verdict"] for r in got] == ["1" if n % 2 == 0 else "0" for n in range(len(got))]
+    (tmp_path / "labels.csv").write_text(saved)
+    proc = run_cli(
+        "calibrate", "ans-model", "--labels", str(tmp_path / "labels.csv"), "--json", *jobs
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["raters"] == ["dr_form"]
