@@ -324,6 +324,7 @@ def test_help_version_and_the_order_of_commands():
         "compare",
         "plan",
         "report",
+        "calibrate",
         "export",
         "cancel",
         "summarize",

@@ -24,6 +24,7 @@ import anthropic
 from ..clock import SYSTEM, Clock
 from ..errors import ApiError, ApiNotFoundError
 from ..kinds import Ending, Phase
+from . import tls
 from .base import (
     CLOCK_SKEW,
     BatchView,
@@ -89,7 +90,11 @@ class AnthropicClient:
     ) -> None:
         self.service = service
         self.sdk = anthropic.Anthropic(
-            api_key=api_key, base_url=service.base_url, max_retries=0, timeout=timeout(anthropic)
+            api_key=api_key,
+            base_url=service.base_url,
+            max_retries=0,
+            timeout=timeout(anthropic),
+            http_client=tls.http_client(anthropic),
         )
         self._call = SdkCalls(
             anthropic,

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 import openai
 
 from ..errors import ApiNotFoundError, ConfigError
+from . import tls
 from .base import Service
 from .openai_client import OpenAIClient
 from .stainless import timeout
@@ -41,6 +42,7 @@ class AzureClient(OpenAIClient):
             api_version=os.environ.get("OPENAI_API_VERSION") or API_VERSION,
             max_retries=0,
             timeout=timeout(openai),
+            http_client=tls.http_client(openai),
         )
 
     def check_models(self, models: Iterable[str]) -> None:

@@ -27,14 +27,16 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import boto3
+import boto3.session
 import botocore.config
 import botocore.exceptions
+import botocore.session
 
 from ..clock import SYSTEM, Clock
 from ..errors import ApiError, ConfigError, NoAnswer, Unreachable
 from ..errors import TransientApiError as Transient
 from ..kinds import Ending, Phase
-from . import retry
+from . import retry, tls
 from .base import CLOCK_SKEW, BatchView, Marks, Service, Tag, cancel_unless_ended, timestamp
 from .bedrock_on_demand import OnDemand, is_on_demand
 from .bedrock_wire import claude, model_id
@@ -134,7 +136,10 @@ class BedrockClient:
             s3={"addressing_style": "path"},
         )
         where = region() or "us-east-1"
-        self.bedrock = boto3.client(
+        core = botocore.session.get_session()  # this client's own credentials and settings
+        core.register_component("data_loader", tls.boto_loader())  # the models: shared
+        aws = boto3.session.Session(botocore_session=core)
+        self.bedrock = aws.client(
             "bedrock", region_name=where, endpoint_url=service.base_url, config=config
         )
         # Before a run, a silent server is named after one short attempt (retry.PREFLIGHT_
@@ -144,11 +149,11 @@ class BedrockClient:
                 connect_timeout=retry.PREFLIGHT_TIMEOUT, read_timeout=retry.PREFLIGHT_TIMEOUT
             )
         )
-        self.look = boto3.client(
+        self.look = aws.client(
             "bedrock", region_name=where, endpoint_url=service.base_url, config=quick
         )
-        self.s3 = boto3.client("s3", region_name=where, config=config)
-        runtime = boto3.client("bedrock-runtime", region_name=where, config=config)
+        self.s3 = aws.client("s3", region_name=where, config=config)
+        runtime = aws.client("bedrock-runtime", region_name=where, config=config)
         self.on_demand = OnDemand(runtime, self._call)
 
     # errors -------------------------------------------------------------------

@@ -31,6 +31,7 @@ from fireworks.types.batch_inference_job_create_params import InferenceParameter
 from ..clock import SYSTEM, Clock
 from ..errors import ApiConflictError, ApiError, ApiNotFoundError, ConfigError, InvariantError
 from ..kinds import Ending, Phase
+from . import tls
 from .base import BatchView, Marks, Service, Tag, cancel_unless_ended, timestamp, walk_list
 from .http_errors import status_error
 from .stainless import SdkCalls, timeout
@@ -92,6 +93,7 @@ class FireworksClient:
             base_url=service.base_url,
             max_retries=0,
             timeout=timeout(fireworks),
+            http_client=tls.http_client(fireworks),
         )
         self._call = SdkCalls(
             fireworks,

@@ -32,7 +32,7 @@ from ..errors import (
 )
 from ..errors import TransientApiError as Transient
 from ..kinds import Ending, Phase
-from . import retry
+from . import retry, tls
 from .base import BatchView, Marked, Marks, Service, Tag, cancel_unless_ended, walk_list
 from .downloads import verbatim
 from .http_errors import one_line, retry_after, status_error
@@ -104,7 +104,13 @@ class GeminiClient:
         self.clock = clock
         self._marked: Marked[types.BatchJob] = Marked()
         self.retry = Retrier(warn, clock=clock)
-        options = types.HttpOptions(base_url=service.base_url, timeout=TIMEOUT_MS)
+        shared = tls.context()
+        options = types.HttpOptions(
+            base_url=service.base_url,
+            timeout=TIMEOUT_MS,
+            client_args={"verify": shared},
+            async_client_args={"verify": shared, "ssl": shared},  # httpx's, aiohttp's
+        )
         self.sdk = genai.Client(api_key=api_key, http_options=options)  # no retries: ours
         self._secret = api_key
 

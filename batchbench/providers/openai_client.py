@@ -25,6 +25,7 @@ from ..errors import (
     InvariantError,
 )
 from ..kinds import Ending, Phase
+from . import tls
 from .base import BatchView, Marked, Marks, Service, Tag, timestamp, walk_list
 from .http_errors import one_line
 from .openai_wire import ENDPOINT
@@ -115,6 +116,7 @@ class OpenAIClient:
             project=service.setting("OPENAI_PROJECT_ID"),
             max_retries=0,
             timeout=timeout(openai),
+            http_client=tls.http_client(openai),
         )
 
     # the service ---------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -50,10 +51,21 @@ def run_cli(
     )
 
 
+def _cached_commands() -> None:
+    """Build the click command of the app once per process, as the real CLI does (typer's
+    runner rebuilds it, re-evaluating every annotation, on every call)."""
+    import typer.testing
+
+    if not hasattr(typer.testing._get_command, "cache_info"):
+        typer.testing._get_command = functools.lru_cache(maxsize=None)(typer.testing._get_command)
+
+
 def _in_process(args: tuple[str, ...], env: dict | None, clock: Any) -> subprocess.CompletedProcess:
     from typer.testing import CliRunner
 
     from batchbench.cli import app
+
+    _cached_commands()
 
     obj = {"clock": clock} if clock is not None else None
     result = CliRunner().invoke(app, list(args), env=env, obj=obj)
