@@ -11,8 +11,9 @@ import typer
 from ..emulator.command import emulator_command
 from .calibrate import calibrate
 from .common import Command, Group
+from .demo import demo
 from .results import compare, export, plan, report, show, summarize, validate
-from .start import demo, run
+from .start import run
 from .watch import cancel, list_command, status
 
 app = typer.Typer(

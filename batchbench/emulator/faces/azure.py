@@ -17,7 +17,7 @@ from __future__ import annotations
 from ..core import ApiFailure, Store
 from ..face import Exchange, bearer
 from .openai import OpenAIFace
-from .openai.book import ENDPOINTS
+from .openai.records import ENDPOINTS
 from .openai.validate import Limits
 
 V1_VERSIONS = frozenset({"v1", "preview", "latest"})

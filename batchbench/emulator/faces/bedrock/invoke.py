@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from ...core import BASE58, Store
-from ..anthropic import message
+from ..anthropic_book import message
 
 VERSION = "bedrock-2023-05-31"
 FIELDS = frozenset(

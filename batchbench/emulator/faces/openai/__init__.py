@@ -14,7 +14,8 @@ from typing import Any
 from ...core import ApiFailure, Store
 from ...face import Exchange, FaultKind, Reply, Route, bearer, route
 from ...multipart import multipart
-from .book import ENDPOINTS, OpenAIBook
+from .book import OpenAIBook
+from .records import ENDPOINTS
 from .validate import Limits
 
 # When OpenAI's models were made (GET /v1/models/{id}): real dates where known.

@@ -1,0 +1,132 @@
+"""``batchbench demo``: the bundled sample, end to end, against the in-process emulator."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..engine.rundir import Run
+from ..kinds import Stage
+from .common import SAMPLE_DATASET, DatasetOpt, clock_of, friendly, warn
+from .finish import finish_run
+from .start import group_run_name
+
+
+@friendly
+def demo(
+    ctx: typer.Context,
+    jobs_dir: Annotated[
+        Path | None,
+        typer.Option(metavar="DIR", help="Keep the demo run here (default: a temporary folder)."),
+    ] = None,
+    dataset: DatasetOpt = SAMPLE_DATASET,
+    answer_model: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="MODEL",
+            help="The simulated model under test (repeat it to rehearse a group): a Claude"
+            " name (claude-sim) goes through the emulator's Message Batches face,"
+            " azure/NAME through Azure OpenAI's, bedrock/anthropic.claude-sim-v1:0 through"
+            " Bedrock's.",
+        ),
+    ] = None,
+) -> None:
+    """Run the bundled sample end to end against the in-process emulator.
+
+    Example: batchbench demo --jobs-dir /tmp/demo-run --answer-model claude-sim
+    """
+    import os
+    import tempfile
+
+    from ..emulator import Emulator
+    from ..engine.pipeline import Settings
+    from ..providers import PROVIDERS
+    from ..start import RunOptions, execute_group
+    from ..views.progress import Progress
+
+    models = list(dict.fromkeys(answer_model or ["sim-answer"]))
+    clock = clock_of(ctx)
+    with tempfile.TemporaryDirectory() as tmp, Emulator(latency=0.3, clock=clock) as emu:
+        for name, value in _demo_environment(emu.url).items():
+            os.environ.setdefault(name, value)  # this process only: the emulator's accounts
+        emu.store.settings.bedrock_min_records = 1  # the sample is smaller than a real minimum
+        typer.echo(f"emulator on {emu.url}; simulated models {', '.join(models)} and sim-judge")
+        options = RunOptions(
+            answer_model=models[0],
+            judge_model="sim-judge",
+            run="demo",
+            jobs_dir=jobs_dir or Path(tmp),
+            dataset=dataset,
+            base_urls={p.name: emu.base_urls[p.name] for p in PROVIDERS if p.name in emu.base_urls},
+            credentials={p.name: "demo-key-not-secret" for p in PROVIDERS},
+            settings=Settings(max_requests_per_batch=5, poll_interval=0.2),
+            clock=clock,
+        )
+        group = [
+            dataclasses.replace(
+                options, answer_model=m, run=group_run_name("demo", m, False, models)
+            )
+            for m in models
+        ]
+        if jobs_dir is None:
+            typer.echo("(the run lives in a temporary folder; pass --jobs-dir to keep it)")
+        with Progress(clock=clock) as progress:
+            results = execute_group(group, say=typer.echo, warn=warn, on_progress=progress)
+        codes = [
+            finish_run(
+                r.run,
+                r.summary,
+                r.complete,
+                error=r.error,
+                temporary=jobs_dir is None and r is results[-1],  # said once
+                now=clock.time(),
+                cost_note=_rehearsal_cost(r.run),
+            )
+            for r in results
+        ]
+        raise typer.Exit(3 if 3 in codes else max(codes))
+
+
+def _demo_environment(url: str) -> dict[str, str]:
+    """What the emulator's accounts need, where the environment does not say otherwise:
+    a Fireworks account, AWS credentials, endpoints, a service role and a bucket."""
+    return {
+        "FIREWORKS_ACCOUNT_ID": "demo",
+        "AWS_ACCESS_KEY_ID": "demo-not-secret",
+        "AWS_SECRET_ACCESS_KEY": "demo-not-secret",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL_BEDROCK": url,
+        "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": url,
+        "AWS_ENDPOINT_URL_S3": url,
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "BEDROCK_ROLE_ARN": "arn:aws:iam::123456789012:role/batchbench-demo",
+        "BATCHBENCH_S3_URI": "s3://batchbench/demo",
+        "BATCHBENCH_BEDROCK_MIN_RECORDS": "1",
+        "AZURE_OPENAI_ENDPOINT": url,
+    }
+
+
+# What the demo's simulated models stand in for when it says what its run would cost.
+DEMO_STAND_INS: dict[Stage, str] = {"answers": "gpt-5.4-mini", "judges": "gpt-4.1"}
+
+
+def _rehearsal_cost(run: Run) -> str:
+    """What the demo's tokens would have cost on real models (simulated ones have no price)."""
+    from ..costs.pricing import load_pricing
+    from ..costs.rollup import run_cost, total_text
+
+    if not run.exists():
+        return "nothing was spent: the run did not start"
+    config = run.load_config()
+    stand_ins = {config.models[s]: real for s, real in DEMO_STAND_INS.items()}
+    pricing = load_pricing().priced_as(stand_ins)
+    cost = run_cost(run.state(config.case_ids).usage, config.models, pricing)
+    sync = cost["total"]["sync_usd"]
+    return (
+        f"with {DEMO_STAND_INS['answers']} answers and {DEMO_STAND_INS['judges']} judges, these"
+        f" tokens would have cost {total_text(cost)} at batch price"
+        + (f" (sync ${sync:,.4f})" if sync is not None else "")
+    )

@@ -1,0 +1,64 @@
+"""One executed line of an OpenAI-shaped batch: the simulated model's reply (or the
+responder's), in the shape of the batch's endpoint, or the line's error."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...core import Store
+from ...endpoints import shape
+from .records import Batch
+
+
+def reply(
+    store: Store,
+    batch: Batch,
+    line: dict[str, Any],
+    body: dict[str, Any],
+    request_id: str,
+    now: float,
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    settings = store.settings
+    try:
+        result = store.model.reply(
+            body, body, f"{batch.id}/{line['custom_id']}", settings.judge_noise
+        )
+    except Exception as exc:  # a broken responder is a 500 for that line, not a crash
+        return {
+            "status_code": 500,
+            "request_id": request_id,
+            "body": {
+                "error": {
+                    "message": f"responder failed: {exc}",
+                    "type": "server_error",
+                    "param": None,
+                    "code": None,
+                }
+            },
+        }, None
+    if isinstance(result, str):
+        reply = shape(batch.endpoint, body, result, request_id, now)
+        return {"status_code": 200, "request_id": request_id, "body": reply}, None
+    if isinstance(result, dict) and isinstance(result.get("error"), dict):
+        return None, {
+            "code": result["error"].get("code"),
+            "message": result["error"].get("message"),
+        }
+    if isinstance(result, dict) and isinstance(result.get("status_code"), int):
+        return {
+            "status_code": result["status_code"],
+            "request_id": request_id,
+            "body": result.get("body"),
+        }, None
+    return {
+        "status_code": 500,
+        "request_id": request_id,
+        "body": {
+            "error": {
+                "message": f"responder returned {type(result).__name__}; expected str or dict",
+                "type": "server_error",
+                "param": None,
+                "code": None,
+            }
+        },
+    }, None
