@@ -391,3 +391,60 @@ def test_packaging_license_and_ignored_build_outputs():
     assert meta["license"] == "MIT" and (REPO / "LICENSE").read_text().startswith("MIT License")
     ignored = (REPO / ".gitignore").read_text().split()
     assert {"dist/", "build/"} <= set(ignored)
+
+
+class _Stage:
+    done, total = 1, 2
+
+
+class _State:
+    """What a progress line reads of a run's state."""
+
+    cases: dict = {}
+
+    def __init__(self, started: float, ended: float | None = None) -> None:
+        self.started, self.ended = started, ended
+
+    def progress(self, stage):
+        return _Stage()
+
+    def in_flight(self):
+        return []
+
+
+class _Pipeline:
+    def __init__(self, name: str, state: _State, done: bool = False) -> None:
+        self.config = type("Config", (), {"name": name})()
+        self.state, self._done = state, done
+
+    def done(self) -> bool:
+        return self._done
+
+
+def test_a_warning_never_lands_on_the_live_line_and_a_log_names_every_run():
+    """#30.10: on a terminal a warning is its own line above the live ones; in a log the
+    first line of a group already names its run; a finished run's time is its own."""
+    import io
+
+    from batchbench.emulator import FakeClock
+    from batchbench.views.progress import Progress
+
+    clock = FakeClock(1000.0)
+    screen = io.StringIO()
+    with Progress(stream=screen, clock=clock, tty=True, runs=1) as progress:
+        progress(_Pipeline("a", _State(started=990.0)))
+        progress.warn("warning: 1 × 429 from the service")
+        progress(_Pipeline("a", _State(started=990.0)))
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen.getvalue()).replace("\r", "\n")
+    lines = [x for x in plain.splitlines() if x.strip()]
+    assert "warning: 1 × 429 from the service" in lines  # a line of its own, nothing glued
+    log = io.StringIO()
+    progress = Progress(stream=log, clock=clock, tty=False, runs=2)
+    progress(_Pipeline("first-model", _State(started=990.0)))
+    assert log.getvalue().startswith("first-model: answers 1/2")
+    done = io.StringIO()
+    clock.advance(86400)  # a day later, the finished run is looked at again
+    Progress(stream=done, clock=clock, tty=False)(
+        _Pipeline("a", _State(started=990.0, ended=1290.0), done=True)
+    )
+    assert "· 5m00s" in done.getvalue()  # start to last collection, not to now

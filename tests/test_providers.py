@@ -357,3 +357,20 @@ def test_a_result_line_that_is_not_utf8_is_one_line_naming_it(
     proc = run_cli(*argv, env=rig.env(emu))
     assert_one_line_error(proc, "(batch ", "line 3: not UTF-8 text")
     assert proc.returncode == 4
+
+
+ENDINGS = {"anthropic": "/v1", "gemini": "/v1beta", "fireworks": "/v1", "azure": "/openai/v1"}
+
+
+@pytest.mark.parametrize("rig", [r for r in ALL if r.provider in ENDINGS], ids=ids)
+def test_a_base_url_with_the_version_the_sdk_adds_is_named_at_once(
+    rig, batch_emulator, tmp_path, fixture_dir
+):
+    """The SDK adds its own version: a base URL that already ends in it would 404 on every
+    call; it is refused before any call, with what a right one looks like."""
+    emu = batch_emulator
+    url = emu.base_urls[rig.provider] + ENDINGS[rig.provider]
+    env = {**rig.env(emu), rig.base_variable: url}
+    proc = run_cli(*rig.args(emu, tmp_path, fixture_dir, "--smoke"), env=env)
+    assert_one_line_error(proc, f"ends in {ENDINGS[rig.provider]}", rig.base_variable, "https://")
+    assert emu.ledger()["batches"] == [] and sum(emu.ledger()["faults"].values()) == 0

@@ -321,6 +321,7 @@ def test_judge_passes_measure_the_judge_and_keep_the_reference_rows(
     assert run_cli(*args, "--max-cost", "0.0001", env=env).returncode == 2
     proc = run_cli(*args, env=env)
     assert proc.returncode == 0, proc.stderr
+    assert "judge noise over 3 passes" in proc.stdout  # said at the run's end (#30.13)
     run = tmp_path / "jobs" / "gpt-4o-mini"
     results = {r["case_id"]: r for r in rows_of(run / "results.jsonl")}
     passes = {(r["case_id"], r["pass"]): r for r in rows_of(run / "judge_passes.jsonl")}

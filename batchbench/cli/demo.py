@@ -10,7 +10,7 @@ import typer
 
 from ..engine.rundir import Run
 from ..kinds import Stage
-from .common import SAMPLE_DATASET, DatasetOpt, clock_of, friendly, warn
+from .common import SAMPLE_DATASET, DatasetOpt, clock_of, friendly
 from .finish import finish_run
 from .start import group_run_name
 
@@ -73,8 +73,8 @@ def demo(
         ]
         if jobs_dir is None:
             typer.echo("(the run lives in a temporary folder; pass --jobs-dir to keep it)")
-        with Progress(clock=clock) as progress:
-            results = execute_group(group, say=typer.echo, warn=warn, on_progress=progress)
+        with Progress(clock=clock, runs=len(group)) as progress:
+            results = execute_group(group, say=typer.echo, warn=progress.warn, on_progress=progress)
         codes = [
             finish_run(
                 r.run,

@@ -38,6 +38,7 @@ def finish_run(
 ) -> int:
     """Print where the run stands after this invocation's work; its exit status."""
     from ..costs.rollup import cost_line
+    from ..scores.noise import noise_text
     from ..scores.summary_file import summary_table
     from ..views.causes import errors_line
     from ..views.status import run_status, status_text
@@ -54,6 +55,10 @@ def finish_run(
         if status["errors_by_cause"]:
             typer.echo(errors_line(status["errors_by_cause"]))
         typer.echo(cost_line(status["cost"]))
+        if "judge_noise" in status:  # --judge-passes K > 1: what the extra passes measured
+            typer.echo(noise_text(status["judge_noise"]))
+        if "judge_noise_problem" in status:
+            typer.echo(f"judge noise not shown: {status['judge_noise_problem']}")
         if cost_note is not None:
             typer.echo(cost_note)
     else:

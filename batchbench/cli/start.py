@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from ..engine.rundir import default_name
-from .common import clock_of, friendly, warn
+from .common import clock_of, friendly
 from .finish import finish_run, print_dry_run
 
 SELECTION, MODELS, API, BUDGET, ADVANCED = "Selection", "Models", "API", "Budget", "Advanced"
@@ -308,8 +308,8 @@ def run(
         return
     from ..views.progress import Progress
 
-    with Progress(clock=options.clock) as progress:
-        results = execute_group(group, say=typer.echo, warn=warn, on_progress=progress)
+    with Progress(clock=options.clock, runs=len(group)) as progress:
+        results = execute_group(group, say=typer.echo, warn=progress.warn, on_progress=progress)
     codes = [
         finish_run(
             r.run, r.summary, r.complete, error=r.error, note=r.note, now=options.clock.time()

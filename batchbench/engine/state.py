@@ -103,6 +103,7 @@ class RunState:
     services: dict[Stage, tuple[ProviderName, str, Account | None]] = field(default_factory=dict)
     cancelled: bool = False
     started: float | None = None
+    ended: float | None = None  # when the last batch was collected (a finished run's end)
     last_event: float | None = None  # when the journal last changed
 
     def pending(self, stage: Stage, case_ids: Sequence[str], judge_pass: int = 1) -> list[str]:
@@ -216,6 +217,7 @@ class RunState:
 
     def _apply_collected(self, sub: Submission, event: Collected) -> None:
         sub.collected = True
+        self.ended = event.t
         stage = sub.stage
         sent = {line.case_id: line.sent_temperature for line in sub.lines}
         main = sub.judge_pass == 1  # an extra judge pass writes no row, ends no case

@@ -108,6 +108,13 @@ def connect(
     if missing:
         raise ProviderUnavailable(f"grading {found.label} models needs {missing[0]}")
     host, scheme = check_base_url(service.base_url)
+    path = urlparse(service.base_url).path.rstrip("/")
+    for ending in found.refused_endings:
+        if path.endswith(ending):
+            raise ConfigError(
+                f"{shown(service.base_url)} ends in {ending}, which the {found.label} SDK adds"
+                f" itself: set {found.where()}"
+            )
     if scheme == "http" and not _is_loopback(host):
         warn(
             f"warning: {shown(service.base_url)} is plain http to a host that is not loopback:"

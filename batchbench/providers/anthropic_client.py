@@ -35,6 +35,7 @@ from .base import (
     timestamp,
     walk_list,
 )
+from .registry import BY_NAME
 from .stainless import SdkCalls, timeout
 
 PHASES: dict[str, Phase] = {"in_progress": "running", "canceling": "cancelling", "ended": "ended"}
@@ -109,7 +110,7 @@ class AnthropicClient:
 
     def check_models(self, models: Iterable[str]) -> None:
         self._call.check_models(
-            models, self.sdk.models.retrieve, self.sdk.models.list, "ANTHROPIC_BASE_URL"
+            models, self.sdk.models.retrieve, self.sdk.models.list, BY_NAME["anthropic"].where()
         )
 
     def stage(self, path: Path, tag: Tag) -> None:

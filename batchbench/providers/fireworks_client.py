@@ -34,6 +34,7 @@ from ..kinds import Ending, Phase
 from . import tls
 from .base import BatchView, Marks, Service, Tag, cancel_unless_ended, timestamp, walk_list
 from .http_errors import status_error
+from .registry import BY_NAME
 from .stainless import SdkCalls, timeout
 
 PHASES: dict[str, Phase] = {
@@ -120,7 +121,7 @@ class FireworksClient:
             path = f"/v1/accounts/{self.account}/models"
             return self.sdk.get(path, cast_to=object, options={"timeout": timeout})
 
-        self._call.check_models(models, look_up, list_models, "FIREWORKS_BASE_URL")
+        self._call.check_models(models, look_up, list_models, BY_NAME["fireworks"].where())
 
     def stage(self, path: Path, tag: Tag) -> str:
         """The request file as a dataset: created (once), then uploaded (once)."""

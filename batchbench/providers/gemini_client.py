@@ -36,6 +36,7 @@ from . import retry, tls
 from .base import BatchView, Marked, Marks, Service, Tag, cancel_unless_ended, walk_list
 from .downloads import verbatim
 from .http_errors import one_line, retry_after, status_error
+from .registry import BY_NAME
 from .retry import Retrier
 
 T = TypeVar("T")
@@ -193,7 +194,7 @@ class GeminiClient:
                 except ApiNotFoundError:
                     raise ConfigError(
                         f"{self.service.base_url} is not the Gemini API's base URL: it answers"
-                        " 404 to the list of models too; check GOOGLE_GEMINI_BASE_URL"
+                        f" 404 to the list of models too; check {BY_NAME['gemini'].where()}"
                     ) from None
                 raise ConfigError(
                     f"model {model!r} is not available at {self.service.base_url} (HTTP 404);"

@@ -41,6 +41,13 @@ class ProviderSpec:
     # A cloud teams reach under a business associate agreement: a run says whether
     # every request stays inside it.
     cloud: bool = False
+    # Path endings a base URL for its SDK must not have (the SDK adds its own version):
+    # refused at once, with the hint, instead of a 404 after the pre-flight's calls.
+    refused_endings: tuple[str, ...] = ()
+
+    def where(self) -> str:
+        """How its base URL is set, and what one looks like (for a message)."""
+        return f"{self.base_url_variable} ({self.base_url_hint})"
 
 
 ANTHROPIC = ProviderSpec(
@@ -55,6 +62,7 @@ ANTHROPIC = ProviderSpec(
     base_url_variable="ANTHROPIC_BASE_URL",
     default_base_url="https://api.anthropic.com",
     base_url_hint="without /v1: the SDK adds it (https://api.anthropic.com)",
+    refused_endings=("/v1",),
     aliases={"opus-5": "claude-opus-5", "claude-opus-5": "claude-opus-5"},
 )
 GEMINI = ProviderSpec(
@@ -70,6 +78,7 @@ GEMINI = ProviderSpec(
     default_base_url="https://generativelanguage.googleapis.com",
     base_url_hint="without /v1 or /v1beta: the SDK adds its version"
     " (https://generativelanguage.googleapis.com)",
+    refused_endings=("/v1", "/v1beta"),
     aliases={"gemini-3.1-pro": "gemini-3.1-pro-preview"},
 )
 FIREWORKS = ProviderSpec(
@@ -84,6 +93,7 @@ FIREWORKS = ProviderSpec(
     base_url_variable="FIREWORKS_BASE_URL",
     default_base_url="https://api.fireworks.ai",
     base_url_hint="without /v1: the SDK adds it (https://api.fireworks.ai)",
+    refused_endings=("/v1",),
     account_variables=("FIREWORKS_ACCOUNT_ID",),
     aliases={
         "glm-5.2-fast": "accounts/fireworks/routers/glm-5p2-fast",
@@ -129,6 +139,7 @@ AZURE = ProviderSpec(
     base_url_variable="AZURE_OPENAI_ENDPOINT",
     default_base_url="",  # each resource has its own: the user names it
     base_url_hint="the resource's endpoint, without /openai (https://NAME.openai.azure.com)",
+    refused_endings=("/openai", "/openai/v1"),
     judges=True,  # OpenAI's models, under the business associate agreement
     priced_as=lambda model: model.removeprefix("azure/"),
     cloud=True,

@@ -50,8 +50,9 @@ def eta(state: RunState, now: float) -> float | None:
     return max(waits) if waits else None
 
 
-def progress_line(state: RunState, now: float) -> str:
-    """``answers 120/250 (+30/40 running) · judges 80/250 · 3 failed · 5m12s · ETA 4m10s``."""
+def progress_line(state: RunState, now: float, done: bool = False) -> str:
+    """``answers 120/250 (+30/40 running) · judges 80/250 · 3 failed · 5m12s · ETA 4m10s``
+    (a finished run's time is from its start to its last collection, not to now)."""
     parts = []
     for stage in STAGES:
         progress = state.progress(stage)
@@ -67,7 +68,8 @@ def progress_line(state: RunState, now: float) -> str:
     failed = sum(1 for c in state.cases.values() if c.final == "error")
     if failed:
         parts.append(f"{failed} failed")
-    parts.append(_duration(now - state.started) if state.started else "0s")
+    end = state.ended if done and state.ended is not None else now
+    parts.append(_duration(end - state.started) if state.started else "0s")
     left = eta(state, now)
     if left is not None:
         parts.append(f"ETA {_duration(left)}")
@@ -86,6 +88,7 @@ class Progress:
         stream: TextIO | None = None,
         clock: Clock = SYSTEM,
         tty: bool | None = None,
+        runs: int = 1,
     ) -> None:
         self.stream = stream or sys.stderr
         self.clock = clock
@@ -94,6 +97,7 @@ class Progress:
         self.said: dict[str, tuple[str, float]] = {}  # run → (what changed, when) in a log
         self._live: Live | None = None
         self._drawn = float("-inf")
+        self.runs = runs  # how many runs advance together (a log names each when several)
 
     def __enter__(self) -> Progress:
         return self
@@ -111,12 +115,21 @@ class Progress:
     def __call__(self, pipeline: Pipeline) -> None:
         now = self.clock.time()
         name = pipeline.config.name
-        line = progress_line(pipeline.state, now)
+        line = progress_line(pipeline.state, now, pipeline.done())
         self.lines[name] = line
         if self.tty:
             self._draw(now, pipeline.done())
         else:
             self._heartbeat(name, line, now, pipeline.done())
+
+    def warn(self, text: str) -> None:
+        """A warning, on its own line: above the live lines on a terminal (never glued
+        onto them), as is in a log."""
+        if self._live is not None:
+            self._live.console.print(Text(text))
+        else:
+            self.stream.write(text + "\n")
+            self.stream.flush()
 
     def _render(self) -> Text:
         width = max(len(n) for n in self.lines)
@@ -135,7 +148,7 @@ class Progress:
         body = line.split(" · ETA")[0].rsplit(" · ", 1)[0]  # what changed, not the clock
         last, at = self.said.get(name, ("", float("-inf")))
         if body != last and (now - at >= HEARTBEAT or done):
-            prefix = f"{name}: " if len(self.lines) > 1 else ""
+            prefix = f"{name}: " if max(len(self.lines), self.runs) > 1 else ""
             self.stream.write(f"{prefix}{line}\n")
             self.stream.flush()
             self.said[name] = (body, now)
