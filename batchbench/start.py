@@ -24,7 +24,7 @@ from .engine.events import Redo, Resumed
 from .engine.group import Group, Member
 from .engine.options import GroupOptions, RunOptions
 from .engine.pipeline import Pipeline
-from .engine.rundir import Run, RunConfig, check_name, default_name
+from .engine.rundir import Run, RunConfig, Selection, check_name, default_name
 from .engine.services import connect_all, new_services, run_services, stage_bundle
 from .engine.state import fold
 from .errors import ConfigError, RunLockedError
@@ -64,14 +64,16 @@ def prepare(
         protocol_version=protocol.PROTOCOL_VERSION,
         dataset=str(dataset_path.resolve()),
         dataset_sha256=ds.sha256,
-        selection={
-            "smoke": options.smoke,
-            "limit": options.limit,
-            "benchmarks": sorted(options.benchmarks),
-        },
+        selection=Selection(
+            smoke=options.smoke, limit=options.limit, benchmarks=sorted(options.benchmarks)
+        ),
         case_ids=[c["case_id"] for c in selected],
         services=new_services(
-            options.answer_model, options.judge_model, options.base_url, options.base_urls
+            options.answer_model,
+            options.judge_model,
+            options.base_url,
+            options.base_urls,
+            settings=options.account_settings,
         ),
         judge_passes=options.judge_passes,
         created_at=options.clock.time(),
@@ -127,7 +129,12 @@ def execute_group(
         state = run.state(config.case_ids) if run.exists() else fold(config.case_ids, [])
         services.append(
             run_services(
-                config, state, options.base_url, move=options.move_service, given=options.base_urls
+                config,
+                state,
+                options.base_url,
+                move=options.move_service,
+                given=options.base_urls,
+                settings=options.account_settings,
             )
         )
     clients = connect_all(

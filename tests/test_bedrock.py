@@ -199,3 +199,20 @@ def test_the_demo_rehearses_a_group_of_an_azure_and_a_bedrock_model(tmp_path):
         assert rows_of(run / "results.jsonl") and all(
             "score" in r for r in rows_of(run / "results.jsonl")
         )
+
+
+def test_the_role_and_the_s3_location_may_be_given_as_options(
+    batch_emulator, tmp_path, fixture_dir
+):
+    emu = batch_emulator
+    env = {**BEDROCK.env(emu), "BEDROCK_ROLE_ARN": "", "BATCHBENCH_S3_URI": ""}
+    argv = BEDROCK.args(emu, tmp_path, fixture_dir, "--limit", "2")
+    assert_one_line_error(run_cli(*argv, env=env), "BEDROCK_ROLE_ARN")
+    role = "arn:aws:iam::123456789012:role/from-the-flag"
+    proc = run_cli(*argv, "--bedrock-role", role, "--s3-uri", "s3://batchbench/flagged", env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run = json.loads((tmp_path / "jobs" / BEDROCK.name() / "run.json").read_text())
+    assert run["services"]["answers"]["account"] == {
+        "BEDROCK_ROLE_ARN": role,
+        "BATCHBENCH_S3_URI": "s3://batchbench/flagged",
+    }

@@ -30,6 +30,7 @@ from batchbench.errors import ApiError, PlanError, TransientApiError
 from batchbench.kinds import ProviderName, Stage
 from batchbench.providers import frames
 from batchbench.providers.base import (
+    BatchError,
     BatchFailure,
     BatchView,
     Limits,
@@ -83,7 +84,7 @@ class FakeWire:
         if len(lines) > self.limits.max_lines:
             raise PlanError(f"{where}: too many lines")
 
-    def failure(self, errors: Sequence[dict[str, Any]] | None, requests: int) -> BatchFailure:
+    def failure(self, errors: Sequence[BatchError] | None, requests: int) -> BatchFailure:
         return BatchFailure("fail", None, "FakeError: the batch failed")
 
     def check_replies(self, frame: pl.DataFrame, requests: Sequence[bytes], where: str) -> None:

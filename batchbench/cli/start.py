@@ -233,6 +233,24 @@ def run(
             " requests again, once (Gemini jobs can stay PENDING for days).",
         ),
     ] = 12 * 3600.0,
+    bedrock_role: Annotated[
+        str | None,
+        typer.Option(
+            "--bedrock-role",
+            metavar="ARN",
+            rich_help_panel=API,
+            help="The service role Bedrock jobs run as (else BEDROCK_ROLE_ARN).",
+        ),
+    ] = None,
+    s3_uri: Annotated[
+        str | None,
+        typer.Option(
+            "--s3-uri",
+            metavar="S3_URI",
+            rich_help_panel=API,
+            help="Where Bedrock jobs read and write (s3://BUCKET/PREFIX; else BATCHBENCH_S3_URI).",
+        ),
+    ] = None,
     on_demand_remainder: Annotated[
         bool,
         typer.Option(
@@ -278,6 +296,14 @@ def run(
         reasoning_effort=reasoning_effort,
         base_url=base_url,
         move_service=move_service,
+        account_settings={
+            variable: value
+            for variable, value in (
+                ("BEDROCK_ROLE_ARN", bedrock_role),
+                ("BATCHBENCH_S3_URI", s3_uri),
+            )
+            if value
+        },
         no_wait=no_wait,
         pricing=pricing,
         max_cost=max_cost,
@@ -317,6 +343,12 @@ def run(
         for r in results
     ]
     raise typer.Exit(3 if 3 in codes else max(codes))
+
+
+def _account_options(bedrock_role: str | None, s3_uri: str | None) -> dict[str, str]:
+    """The account variables given as options (they win over the environment's)."""
+    given = {"BEDROCK_ROLE_ARN": bedrock_role, "BATCHBENCH_S3_URI": s3_uri}
+    return {variable: value for variable, value in given.items() if value}
 
 
 def group_run_name(given: str | None, model: str, smoke: bool, models: list[str]) -> str | None:

@@ -17,7 +17,7 @@ import msgspec
 
 from ..kinds import Ending, Phase, ProviderName, Stage
 from ..providers import legacy
-from ..providers.base import BatchView
+from ..providers.base import BatchError, BatchView
 
 
 class Event(msgspec.Struct, tag_field="ev", kw_only=True):
@@ -115,7 +115,7 @@ class BatchSeen(Event, tag="batch"):
             sub=sub,
             batch_id=v.id,
             status=v.status,
-            errors=list(v.errors) if v.errors is not None else None,
+            errors=[e.record() for e in v.errors] if v.errors is not None else None,
             counts={"total": v.total, "completed": v.completed, "failed": v.failed}
             | ({"processing": v.processing} if v.processing is not None else {}),
             phase=v.phase,
@@ -139,7 +139,9 @@ class BatchSeen(Event, tag="batch"):
             failed=self.counts.get("failed", 0),
             files=files,
             processing=self.counts.get("processing"),
-            errors=tuple(self.errors) if self.errors is not None else None,
+            errors=tuple(BatchError.of(e) for e in self.errors)
+            if self.errors is not None
+            else None,
         )
 
 

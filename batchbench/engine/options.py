@@ -34,6 +34,8 @@ class RunOptions:
     credentials: Mapping[ProviderName, str] | None = None  # keys given in code (the demo)
     base_urls: Mapping[ProviderName, str] | None = None  # services given in code (the demo)
     move_service: bool = False  # resume against a base URL other than the run's
+    # Account variables given as options, in front of the environment's (--bedrock-role)
+    account_settings: Mapping[str, str] | None = None
     no_wait: bool = False
     pricing: Path | None = None
     max_cost: float | None = None

@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 import msgspec
 
@@ -61,6 +61,22 @@ IDENTITY_KEYS = (
 )
 
 
+class Selection(TypedDict):
+    """Which cases of the dataset a run grades, as the options said."""
+
+    smoke: bool
+    limit: int | None
+    benchmarks: list[str]
+
+
+class ServiceRecord(TypedDict, total=False):
+    """Where a stage's batches live, as ``run.json`` keeps it (never a key)."""
+
+    provider: str
+    base_url: str
+    account: dict[str, str]  # the account variables set (absent before 0.3)
+
+
 @dataclass
 class RunConfig:
     name: str
@@ -70,14 +86,14 @@ class RunConfig:
     protocol_version: str
     dataset: str
     dataset_sha256: str
-    selection: dict[str, Any]
+    selection: Selection
     case_ids: list[str]
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     created_at: float = field(default_factory=time.time)
     # Each stage's service, {"provider", "base_url"} (never a key). Runs made
     # before 0.2 have none: both stages were OpenAI's, at a base URL the journal
     # records on their first resume (:class:`events.ServiceSet`).
-    services: dict[str, dict[str, Any]] | None = None
+    services: dict[str, ServiceRecord] | None = None
     judge_passes: int = 1  # judge requests per answer; the rows keep the first
 
     def to_json(self) -> str:
@@ -117,7 +133,8 @@ class RunConfig:
         config's; None when never recorded (runs before 0.3)."""
         if stage in state.services:
             return state.services[stage][2]
-        found = (self.services or {}).get(stage, {}).get("account")
+        record = (self.services or {}).get(stage)
+        found = None if record is None else record.get("account")
         return None if found is None else tuple(found.items())
 
 

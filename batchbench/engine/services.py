@@ -14,8 +14,9 @@ records the one it uses.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from .. import providers
 from ..clock import SYSTEM, Clock
@@ -23,7 +24,7 @@ from ..errors import ConfigError
 from ..kinds import STAGES, Stage
 from ..providers.base import Client, Provider, Service
 from .events import ServiceSet
-from .rundir import RunConfig
+from .rundir import RunConfig, ServiceRecord
 from .state import RunState
 
 
@@ -41,17 +42,18 @@ def new_services(
     judge_model: str,
     base_url: str | None,
     given: Mapping[str, str] | None = None,
-) -> dict[str, dict[str, Any]]:
+    settings: Mapping[str, str] | None = None,
+) -> dict[str, ServiceRecord]:
     """A new run's services: the base URL chosen, else the provider's own; the account
     the environment names."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, ServiceRecord] = {}
     for stage, name in stage_providers(answer_model, judge_model).items():
         chosen = providers.explicit_base_url(name, base_url, given=given)
         # A service only the user can name (an Azure resource), not named: refused when
         # the run starts (:func:`run_services`), so that a dry run needs no address.
         url = chosen[0] if chosen else providers.default_base_url(name, strict=False)
-        account = dict(providers.account_from_env(name))
-        out[stage] = {"provider": name, "base_url": url, "account": account}
+        account = dict(providers.account_from_env(name, _environment(settings)))
+        out[stage] = ServiceRecord(provider=name, base_url=url, account=account)
     return out
 
 
@@ -63,6 +65,7 @@ def run_services(
     move: bool = False,
     given: Mapping[str, str] | None = None,
     say: Callable[[str], None] | None = None,
+    settings: Mapping[str, str] | None = None,
 ) -> tuple[dict[Stage, Service], list[ServiceSet]]:
     """Each stage's service for this invocation, and the events that record a change.
 
@@ -91,7 +94,7 @@ def run_services(
                 say=say,
             )
         stored_account = config.account(state, stage)
-        current = providers.account_from_env(name)
+        current = providers.account_from_env(name, _environment(settings))
         account = current if stored_account is None else stored_account
         if stored_account is not None and stored_account != current:
             account = _differs(
@@ -112,6 +115,12 @@ def run_services(
 
 
 T = TypeVar("T")
+
+
+def _environment(settings: Mapping[str, str] | None) -> Mapping[str, str]:
+    """The environment, with the account settings given as options (``--bedrock-role``)
+    in front of its variables."""
+    return {**os.environ, **settings} if settings else os.environ
 
 
 def _differs(

@@ -25,7 +25,7 @@ import polars as pl
 from ..errors import BatchFileError, PlanError
 from ..kinds import ProviderName, Stage
 from . import frames
-from .base import Adjust, BatchFailure, Limits, LineRules, Prompt, Rendered
+from .base import Adjust, BatchError, BatchFailure, Limits, LineRules, Prompt, Rendered
 from .checks import encode_line, request_lines
 from .ids import SAFE_ID, safe_id
 
@@ -108,7 +108,7 @@ class AnthropicWire:
             if not isinstance(params, dict) or params.get("stream") is True:
                 raise PlanError(f"{where}: line {n}: params must be a non-streaming Messages body")
 
-    def failure(self, errors: Sequence[dict[str, Any]] | None, requests: int) -> BatchFailure:
+    def failure(self, errors: Sequence[BatchError] | None, requests: int) -> BatchFailure:
         """Message Batches never fail as a whole once created (each line ends on its own);
         a batch without results is one the service lost: send its requests again."""
         return BatchFailure("resubmit", None, "the batch ended without results")

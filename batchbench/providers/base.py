@@ -110,6 +110,31 @@ class Tag:
 
 
 @dataclass(frozen=True)
+class BatchError:
+    """Why a batch failed as a whole, in the service's words: its code, its message and,
+    where the service names one, the request file's line at fault."""
+
+    code: str | None
+    message: str | None
+    line: int | None = None
+
+    @classmethod
+    def of(cls, found: Mapping[str, Any]) -> BatchError:
+        """From the service's record (or a journal's copy of it): unknown keys are not
+        ours to keep; a code or message of another type is kept as its text."""
+        code, message, line = found.get("code"), found.get("message"), found.get("line")
+        return cls(
+            None if code is None else str(code),
+            None if message is None else str(message),
+            line if isinstance(line, int) and not isinstance(line, bool) else None,
+        )
+
+    def record(self) -> dict[str, Any]:
+        """As journaled."""
+        return {"code": self.code, "message": self.message, "line": self.line}
+
+
+@dataclass(frozen=True)
 class BatchView:
     """A batch as the service describes it, normalised.
 
@@ -127,7 +152,7 @@ class BatchView:
     completed: int = 0
     failed: int = 0
     files: tuple[str, ...] = ()
-    errors: tuple[dict[str, Any], ...] | None = None  # why a batch failed as a whole
+    errors: tuple[BatchError, ...] | None = None  # why a batch failed as a whole
     created_at: float | None = None
     processing: int | None = None  # lines not yet done, from a service that says only that
 
@@ -217,7 +242,7 @@ class Wire(Protocol):
         known to misfile them; an ApiError naming the file when not (else nothing)."""
         ...
 
-    def failure(self, errors: Sequence[dict[str, Any]] | None, requests: int) -> BatchFailure: ...
+    def failure(self, errors: Sequence[BatchError] | None, requests: int) -> BatchFailure: ...
 
     def read_results(self, paths: Sequence[Path]) -> pl.DataFrame:
         """Downloaded result files → the frame of :data:`.frames.FRAME_SCHEMA`."""

@@ -37,7 +37,16 @@ from ..errors import ApiError, ConfigError, NoAnswer, Unreachable
 from ..errors import TransientApiError as Transient
 from ..kinds import Ending, Phase
 from . import retry, tls
-from .base import CLOCK_SKEW, BatchView, Marks, Service, Tag, cancel_unless_ended, timestamp
+from .base import (
+    CLOCK_SKEW,
+    BatchError,
+    BatchView,
+    Marks,
+    Service,
+    Tag,
+    cancel_unless_ended,
+    timestamp,
+)
 from .bedrock_on_demand import OnDemand, is_on_demand
 from .bedrock_wire import claude, model_id
 from .downloads import Sink, verbatim
@@ -94,7 +103,7 @@ def view(job: dict[str, Any]) -> BatchView:
         out = job["outputDataConfig"]["s3OutputDataConfig"]["s3Uri"].rstrip("/")
         name = job["inputDataConfig"]["s3InputDataConfig"]["s3Uri"].rsplit("/", 1)[-1]
         files = (f"{out}/{job_id}/{name}.out",)
-    errors = ({"code": status, "message": job.get("message")},) if ending == "failed" else None
+    errors = (BatchError(status, job.get("message")),) if ending == "failed" else None
     return BatchView(
         id=job_id,
         status=status,

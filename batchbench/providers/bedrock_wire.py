@@ -32,7 +32,7 @@ from ..errors import BatchFileError, ConfigError, PlanError
 from ..kinds import ProviderName, Stage
 from . import frames
 from .anthropic_wire import RETRIED, _Message, _Usage, answer_text
-from .base import Adjust, BatchFailure, Limits, LineRules, Prompt, Rendered
+from .base import Adjust, BatchError, BatchFailure, Limits, LineRules, Prompt, Rendered
 from .checks import encode_line, request_lines
 
 PREFIX: Final = "bedrock/"
@@ -157,10 +157,10 @@ class BedrockWire:
             ):
                 raise PlanError(f"{where}: line {n}: modelInput is not Bedrock's Claude shape")
 
-    def failure(self, errors: Sequence[dict[str, Any]] | None, requests: int) -> BatchFailure:
+    def failure(self, errors: Sequence[BatchError] | None, requests: int) -> BatchFailure:
         """A job that failed as a whole (its input unreadable, its output unwritable, a
         quota): the service's words, as every request's error."""
-        message = ((list(errors or []) or [{}])[0] or {}).get("message")
+        message = (list(errors or []) or [BatchError(None, None)])[0].message
         return BatchFailure("fail", None, f"BatchValidationError: {message}")
 
     def read_results(self, paths: Sequence[Path]) -> pl.DataFrame:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..bench.protocol import rejects_temperature
 from ..errors import ApiError, PlanError
-from .base import Adjust, BatchFailure
+from .base import Adjust, BatchError, BatchFailure
 
 
 def encode_line(obj: dict[str, Any]) -> bytes:
@@ -46,15 +46,15 @@ def request_lines(
 
 
 def ended_without_results(
-    errors: Sequence[dict[str, Any]] | None, not_run: Sequence[str]
+    errors: Sequence[BatchError] | None, not_run: Sequence[str]
 ) -> BatchFailure:
     """A job that ended with no result file: cancelled or expired before any line ran
     (``not_run`` states; send its requests again), or failed as a whole."""
-    error = (list(errors or []) or [{}])[0] or {}
-    code = error.get("code")
+    error = (list(errors or []) or [BatchError(None, None)])[0]
+    code = error.code
     if code in not_run:
         return BatchFailure("resubmit", str(code), f"batch job ended {code} without results")
-    return BatchFailure("fail", str(code), f"BatchJobFailed: {error.get('message') or code}")
+    return BatchFailure("fail", str(code), f"BatchJobFailed: {error.message or code}")
 
 
 def sends_temperature(adjust: Adjust) -> bool:

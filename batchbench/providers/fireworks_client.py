@@ -32,7 +32,16 @@ from ..clock import SYSTEM, Clock
 from ..errors import ApiConflictError, ApiError, ApiNotFoundError, ConfigError, InvariantError
 from ..kinds import Ending, Phase
 from . import tls
-from .base import BatchView, Marks, Service, Tag, cancel_unless_ended, timestamp, walk_list
+from .base import (
+    BatchError,
+    BatchView,
+    Marks,
+    Service,
+    Tag,
+    cancel_unless_ended,
+    timestamp,
+    walk_list,
+)
 from .http_errors import status_error
 from .registry import BY_NAME
 from .stainless import SdkCalls, timeout
@@ -216,7 +225,7 @@ class FireworksClient:
             completed=int(progress.successfully_processed_requests or 0) if progress else 0,
             failed=int(progress.failed_requests or 0) if progress else 0,
             files=files,
-            errors=({"code": state, "message": message},) if ending and not files else None,
+            errors=(BatchError(state, message),) if ending and not files else None,
             created_at=timestamp(job.create_time, f"batch inference job {job.name}"),
         )
 

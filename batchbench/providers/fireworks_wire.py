@@ -29,7 +29,7 @@ from ..bench.protocol import BODY_TEXT_LIMIT
 from ..errors import BatchFileError, PlanError
 from ..kinds import ProviderName, Stage
 from . import frames
-from .base import Adjust, BatchFailure, Limits, LineRules, Prompt, Rendered
+from .base import Adjust, BatchError, BatchFailure, Limits, LineRules, Prompt, Rendered
 from .checks import (
     encode_line,
     ended_without_results,
@@ -105,7 +105,7 @@ class FireworksWire:
             if not isinstance(body, dict) or {"model", "method", "url"} & set(body):
                 raise PlanError(f"{where}: line {n}: a body without model, method or url")
 
-    def failure(self, errors: Sequence[dict[str, Any]] | None, requests: int) -> BatchFailure:
+    def failure(self, errors: Sequence[BatchError] | None, requests: int) -> BatchFailure:
         """A job that ended without output (:func:`.checks.ended_without_results`)."""
         return ended_without_results(errors, _NOT_RUN)
 

@@ -33,7 +33,7 @@ from ..errors import (
 from ..errors import TransientApiError as Transient
 from ..kinds import Ending, Phase
 from . import retry, tls
-from .base import BatchView, Marked, Marks, Service, Tag, cancel_unless_ended, walk_list
+from .base import BatchError, BatchView, Marked, Marks, Service, Tag, cancel_unless_ended, walk_list
 from .downloads import verbatim
 from .http_errors import one_line, retry_after, status_error
 from .registry import BY_NAME
@@ -84,7 +84,7 @@ def view(job: types.BatchJob) -> BatchView:
         phase="ended" if ending else PHASES[state],
         ending=ending,
         files=(file_name,) if ending and file_name else (),
-        errors=({"code": state, "message": None},) if ending and not file_name else None,
+        errors=(BatchError(state, None),) if ending and not file_name else None,
         created_at=_time(job),
     )
 

@@ -26,7 +26,7 @@ import polars as pl
 from ..errors import BatchFileError, PlanError
 from ..kinds import ProviderName, Stage
 from . import frames
-from .base import Adjust, BatchFailure, Limits, LineRules, Prompt, Rendered
+from .base import Adjust, BatchError, BatchFailure, Limits, LineRules, Prompt, Rendered
 from .checks import (
     encode_line,
     ended_without_results,
@@ -102,7 +102,7 @@ class GeminiWire:
             if any(p.get("text") == "" for c in contents for p in c.get("parts") or []):
                 raise PlanError(f"{where}: line {n}: an empty text part (the parser refuses it)")
 
-    def failure(self, errors: Sequence[dict[str, Any]] | None, requests: int) -> BatchFailure:
+    def failure(self, errors: Sequence[BatchError] | None, requests: int) -> BatchFailure:
         """A job that ended without responses (:func:`.checks.ended_without_results`)."""
         return ended_without_results(errors, _NOT_RUN)
 

@@ -26,7 +26,7 @@ from ..errors import (
 )
 from ..kinds import Ending, Phase
 from . import tls
-from .base import BatchView, Marked, Marks, Service, Tag, timestamp, walk_list
+from .base import BatchError, BatchView, Marked, Marks, Service, Tag, timestamp, walk_list
 from .http_errors import one_line
 from .openai_wire import ENDPOINT
 from .stainless import SdkCalls, timeout
@@ -70,7 +70,7 @@ def view(batch: dict[str, Any]) -> BatchView:
         completed=int(counts.get("completed") or 0),
         failed=int(counts.get("failed") or 0),
         files=tuple(f for f in files if f) if ended else (),
-        errors=tuple(errors) if errors else None,
+        errors=tuple(BatchError.of(e) for e in errors if isinstance(e, dict)) if errors else None,
         created_at=timestamp(batch.get("created_at"), f"batch {batch['id']}"),
     )
 

@@ -15,7 +15,7 @@ import polars as pl
 
 from ..errors import PlanError
 from ..kinds import ProviderName, Stage
-from .base import Adjust, BatchFailure, Limits, LineRules, Prompt, Rendered
+from .base import Adjust, BatchError, BatchFailure, Limits, LineRules, Prompt, Rendered
 from .checks import encode_line, request_lines, sends_temperature, temperature_fallback
 from .ids import safe_id
 from .openai_results import read_outputs
@@ -140,12 +140,12 @@ class OpenAIWire:
         if len(models) > 1:
             raise PlanError(f"{where}: more than one model: {sorted(map(str, models))}")
 
-    def failure(self, errors: Sequence[dict[str, Any]] | None, requests: int) -> BatchFailure:
+    def failure(self, errors: Sequence[BatchError] | None, requests: int) -> BatchFailure:
         """A batch that failed validation: the enqueued-token limit and the size limits
         are not the requests' fault (sent again in halves; the token limit after a
         wait); anything else refuses every request with the service's words."""
-        error = (list(errors or []) or [{}])[0] or {}
-        code, message = error.get("code"), error.get("message")
+        error = (list(errors or []) or [BatchError(None, None)])[0]
+        code, message = error.code, error.message
         if code == "token_limit_exceeded":
             return BatchFailure("later_smaller", code, f"batch failed: {code}")
         if code in _SMALLER and requests > 1:

@@ -24,7 +24,7 @@ from ..bench.dataset import Dataset
 from ..bench.results import check_against, read_numbered_rows
 from ..errors import ConfigError, NotFinished, ResultsError
 from . import stats
-from .noise import read_noise
+from .noise import JudgeNoise, read_noise
 from .sources import Named, not_finished, run_dataset
 from .summary import (
     Summary,
@@ -53,7 +53,7 @@ class Side:
     benchmark_of: dict[str, str]
     scores: dict[str, float]  # the last successful row's score of each case
     summary: Summary  # its own summary
-    judge_noise: dict[str, Any] | None = None  # a run graded with --judge-passes K > 1
+    judge_noise: JudgeNoise | None = None  # a run graded with --judge-passes K > 1
 
 
 def _single(values: set[Any]) -> Any:
@@ -188,7 +188,7 @@ class Leader(TypedDict):
     errors: int  # failed cases: its mean is over fewer cases than a run without them
     overall_macro_mean: float
     overall_ci95: list[float]
-    judge_noise: dict[str, Any] | None
+    judge_noise: JudgeNoise | None
 
 
 class Comparison(TypedDict):

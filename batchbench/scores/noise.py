@@ -20,7 +20,7 @@ import hashlib
 import json
 import statistics
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from .._io import atomic_write_text, jsonl_lines
 from ..bench.dataset import Case
@@ -70,7 +70,25 @@ def read_passes(
     return out
 
 
-def judge_noise(run: Run, config: RunConfig, cases: Mapping[str, Case]) -> dict[str, Any]:
+class _JudgeNoise(TypedDict):
+    passes: int
+    cases: int  # cases every pass judged
+    items: int
+    item_agreement: float | None  # share of items every pass marked alike
+    fleiss_kappa: float | None
+    score_sd_mean: float | None  # mean over cases of the SD of the K case scores
+    overall_ci95_with_judge: list[float] | None
+    bootstrap_samples: int
+    bootstrap_seed: int
+
+
+class JudgeNoise(_JudgeNoise, total=False):
+    """``judge_noise.json``: what K judge passes say of the judge."""
+
+    judge_passes_sha256: str | None  # the passes file it was derived from
+
+
+def judge_noise(run: Run, config: RunConfig, cases: Mapping[str, Case]) -> JudgeNoise:
     """What the K passes say of the judge, over the cases every pass judged."""
     from . import stats  # numpy: only when it is computed, not when status reads it
 
@@ -114,7 +132,8 @@ def write_noise(run: Run, config: RunConfig, cases: Mapping[str, Case], collecte
             f" {collected}: it was cut short or deleted; {run.noise_path.name} is left as it"
             " was (restore the file to derive it again)"
         )
-    noise = judge_noise(run, config, cases) | {"judge_passes_sha256": _digest(run)}
+    noise = judge_noise(run, config, cases)
+    noise["judge_passes_sha256"] = _digest(run)
     atomic_write_text(run.noise_path, json.dumps(noise, indent=2))
 
 
@@ -126,7 +145,7 @@ def _digest(run: Run) -> str | None:
 NOISE_KEYS = ("passes", "cases", "item_agreement", "fleiss_kappa", "score_sd_mean")
 
 
-def load_noise(run: Run) -> tuple[dict[str, Any] | None, str | None]:
+def load_noise(run: Run) -> tuple[JudgeNoise | None, str | None]:
     """The run's judge noise and, when it cannot be shown as fact, why not: a file of the
     wrong shape, or one that no longer matches the passes it was derived from (edited,
     or the passes changed since). Absent: (None, None)."""
@@ -153,15 +172,16 @@ def load_noise(run: Run) -> tuple[dict[str, Any] | None, str | None]:
             f"{path.name} does not match {run.passes_path.name}, which it is derived from;"
             f" `batchbench run {run.name}` derives it again"
         )
-    return noise, None
+    found: JudgeNoise = noise  # shaped as written: the keys and their types checked above
+    return found, None
 
 
-def read_noise(run: Run) -> dict[str, Any] | None:
+def read_noise(run: Run) -> JudgeNoise | None:
     """The run's judge noise when it can be shown as fact (:func:`load_noise`)."""
     return load_noise(run)[0]
 
 
-def noise_text(noise: dict[str, Any]) -> str:
+def noise_text(noise: JudgeNoise) -> str:
     def show(value: Any, form: str) -> str:
         return "-" if value is None else format(value, form)
 

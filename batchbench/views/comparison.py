@@ -53,8 +53,9 @@ def _leaderboard(runs: list[Leader]) -> list[str]:
             " like: the paired differences below use only the cases both runs scored."
         )
     for r in ranked:
-        if r.get("judge_noise"):
-            lines.append(f"  {r['name']}: {noise_text(r['judge_noise'] or {})}")
+        noise = r.get("judge_noise")
+        if noise:
+            lines.append(f"  {r['name']}: {noise_text(noise)}")
     return lines
 
 

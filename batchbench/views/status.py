@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from .._io import atomic_write_text
 from ..costs.pricing import Pricing, load_pricing
@@ -14,7 +14,7 @@ from ..engine.rundir import Run, RunConfig
 from ..engine.state import RunState
 from ..formats import interval, num, usd
 from ..kinds import STAGES, RunStatus, Stage
-from ..scores.noise import load_noise, noise_text
+from ..scores.noise import JudgeNoise, load_noise, noise_text
 from ..scores.summary_file import read_summary
 from .causes import error_cause, errors_line
 
@@ -58,7 +58,7 @@ class RunStatusRecord(_RunStatus, total=False):
 
     overall_macro_mean: float
     overall_ci95: list[float]
-    judge_noise: dict[str, Any]  # a run graded with --judge-passes K > 1, once done
+    judge_noise: JudgeNoise  # a run graded with --judge-passes K > 1, once done
     judge_noise_problem: str  # why judge_noise.json is not shown as fact
 
 
