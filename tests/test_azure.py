@@ -172,3 +172,31 @@ def test_a_deployment_is_priced_as_the_model_behind_it(tmp_path, fixture_dir):
     prices.write_text(json.dumps({"models": {"azure/prod-east": {"as": "gpt-4.1"}}}))
     chosen = answers("azure/prod-east", "--pricing", str(prices))
     assert chosen["batch_usd"] == pytest.approx(named["batch_usd"], abs=1e-6)
+
+
+def test_the_dated_api_reaches_the_same_batches_with_a_dated_version(batch_emulator_factory):
+    """Azure also serves the dated API (``/openai/batches?api-version=2024-10-21``), as the
+    SDK's Azure client speaks it with ``azure_endpoint``; a version without batches is not
+    found there."""
+    emu = batch_emulator_factory(api_key=AZURE.key)
+
+    def dated(version: str) -> openai.AzureOpenAI:
+        return openai.AzureOpenAI(
+            azure_endpoint=emu.base_urls["azure"],
+            api_key=AZURE.key,
+            api_version=version,
+            max_retries=0,
+        )
+
+    client = dated("2024-10-21")
+    uploaded = client.files.create(
+        file=("in.jsonl", (json.dumps(LINE) + "\n").encode()), purpose="batch"
+    )
+    batch = client.batches.create(
+        input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h"
+    )
+    emu.flush()
+    assert client.batches.retrieve(batch.id).status == "completed"
+    assert _client(emu).batches.retrieve(batch.id).id == batch.id  # one book, two paths
+    with pytest.raises(openai.NotFoundError):
+        dated("2023-05-15").batches.list()

@@ -3,8 +3,9 @@
 What the openai SDK's Azure client sends, and what the service answers:
 ``/openai/v1/...`` (the SDK's ``base_url`` is ``{endpoint}/openai/v1``), the key in
 an ``api-key`` header, an ``api-version`` query the v1 API accepts as ``v1``,
-``preview`` or ``latest`` (a dated version belongs to the older paths and is
-refused). A model is a *deployment*: the face knows one deployment per catalogue
+``preview`` or ``latest``; the dated API's paths (``/openai/files``, ``/openai/batches``)
+reach the same book and need a dated ``api-version`` that has batches. A model is
+a *deployment*: the face knows one deployment per catalogue
 model, named after it, and those the ``azure_deployments`` setting adds
 (deployment → model); a batch naming another fails validation as Azure's does.
 A line's ``url`` may be ``/chat/completions`` (Azure's docs) or
@@ -14,6 +15,8 @@ A line's ``url`` may be ``/chat/completions`` (Azure's docs) or
 
 from __future__ import annotations
 
+import re
+
 from ..core import ApiFailure, Store
 from ..face import Exchange, bearer
 from .openai import OpenAIFace
@@ -21,6 +24,8 @@ from .openai.records import ENDPOINTS
 from .openai.validate import Limits
 
 V1_VERSIONS = frozenset({"v1", "preview", "latest"})
+DATED = re.compile(r"^\d{4}-\d{2}-\d{2}(-preview)?$")
+BATCH_SINCE = "2024-07-01-preview"  # the first dated version with Global Batch
 AZURE_LIMITS = Limits(
     max_lines=100_000,
     endpoints={
@@ -45,18 +50,34 @@ class AzureFace(OpenAIFace):
 
     def __init__(self, store: Store) -> None:
         super().__init__(store, prefix="/openai/v1", limits=AZURE_LIMITS, provider="azure")
+        # The dated API's paths (``/openai/files?api-version=2024-10-21``) reach the same book.
+        self.routes = [*self.routes, *self.routes_under("/openai")]
 
     def claims(self, x: Exchange) -> bool:
         return x.path.startswith("/openai/")
 
     def authorise(self, x: Exchange, api_key: str | None) -> ApiFailure | None:
         version = x.query.get("api-version")
-        if version is not None and version not in V1_VERSIONS:
+        if x.path.startswith("/openai/v1/"):
+            if version is not None and version not in V1_VERSIONS:
+                return ApiFailure(
+                    400,
+                    f"API version {version!r} is not supported on the v1 API; use 'v1' or"
+                    " 'preview', or no api-version",
+                    code="BadRequest",
+                )
+        elif version is None:
             return ApiFailure(
                 400,
-                f"API version {version!r} is not supported on the v1 API; use 'v1' or"
-                " 'preview', or no api-version",
+                "Missing required query parameter 'api-version' (the dated API's paths)",
                 code="BadRequest",
+            )
+        elif not DATED.match(version) or version < BATCH_SINCE:
+            return ApiFailure(
+                404,
+                f"Resource not found: api-version {version!r} has no batch API (from"
+                f" {BATCH_SINCE})",
+                code="404",
             )
         key = x.header("api-key") or bearer(x)
         if not key:

@@ -53,8 +53,12 @@ class OpenAIFace:
         self.store = store
         self.prefix = prefix
         self.book = OpenAIBook(store, provider, limits, self.model_known)
+        self.routes: Sequence[Route] = self.routes_under(prefix)
+
+    def routes_under(self, prefix: str) -> list[Route]:
+        """The Files, Batches and Models routes under one path prefix."""
         p = "^" + prefix
-        self.routes: Sequence[Route] = [
+        return [
             route("POST", p + r"/files$", self.upload, writes=True),
             route("GET", p + r"/files$", self.list_files),
             route("GET", p + r"/files/([^/]+)$", self.get_file),
