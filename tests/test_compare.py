@@ -187,7 +187,7 @@ def assert_each_run_paid_once(emu) -> None:
 def test_two_models_in_one_command_each_run_as_the_reference_would(
     batch_emulator_factory, tmp_path
 ):
-    from test_run import env
+    from support.runs import env
 
     emu = batch_emulator_factory(latency=0.05)
     proc = run_cli(*_group_args(emu, tmp_path, "--limit", "8"), env=env())
@@ -216,7 +216,7 @@ def test_two_models_in_one_command_each_run_as_the_reference_would(
 
 
 def test_one_models_failure_does_not_stop_the_other(batch_emulator_factory, tmp_path):
-    from test_run import env
+    from support.runs import env
 
     emu = batch_emulator_factory(latency=0.05, unknown_models=["model-b"])
     proc = run_cli(*_group_args(emu, tmp_path, "--smoke"), env=env())
