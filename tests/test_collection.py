@@ -12,7 +12,7 @@ from batchbench.engine.collection import Limits, collect
 from batchbench.engine.events import Line
 from batchbench.engine.state import RunState, fold
 from batchbench.engine.submission import Submission
-from batchbench.providers.base import BatchView
+from batchbench.providers.base import BatchError, BatchView
 from batchbench.providers.openai_wire import OpenAIWire
 
 CASES = [
@@ -181,7 +181,7 @@ def test_judges_are_parsed_strictly_and_judged_again_until_the_cap(tmp_path):
 
 def test_a_batch_over_the_token_limit_is_sent_again_smaller_and_later(tmp_path):
     sub = submission("answers")
-    error = {"code": "token_limit_exceeded", "message": "Enqueued token limit reached"}
+    error = BatchError("token_limit_exceeded", "Enqueued token limit reached")
     sub.view = BatchView("b", "failed", "ended", "failed", errors=(error,))
     state = fold([c["case_id"] for c in CASES], [])
     result = collect(sub, None, state, LIMITS, rubric_frame(CASES), {}, 100.0, OpenAIWire())
