@@ -25,6 +25,7 @@ from inspect_ai.solver import generate
 from batchbench.emulator import Emulator
 
 MODELS = {"anthropic": "anthropic/claude-sonnet-4-5", "google": "google/gemini-3.1-pro-preview"}
+FACES = {"anthropic": "anthropic", "google": "gemini"}  # inspect's provider → the face
 ONLY = sys.argv[1:] or list(MODELS)
 
 
@@ -60,9 +61,9 @@ with (
         answers = [s.output.completion for s in (log.samples or [])]
         ok = log.status == "success" and len(answers) == 2
         ok = ok and all(a.startswith("Simulated answer") for a in answers)
-        batches = [b for b in emulator.ledger()["batches"] if b["provider"] in (provider, "gemini")]
-        print(
-            f"{provider}: {log.status}, {len(answers)} answers, {len(batches)} batch(es) on the emulator"
-        )
+        face = FACES[provider]
+        batches = [b for b in emulator.ledger()["batches"] if b["provider"] == face]
+        said = f"{len(answers)} answers, {len(batches)} batch(es) on the emulator's {face} face"
+        print(f"{provider}: {log.status}, {said}")
         failed |= not ok or not batches
     sys.exit(1 if failed else 0)
