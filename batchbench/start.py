@@ -211,16 +211,19 @@ def where_requests_go(stages: Mapping[Stage, Service]) -> str | None:
     ):
         return f"every request stays inside {cloud.label} ({providers.shown(answers.base_url)})"
     other = providers.spec(judges.provider)
-    inside = f"--judge-model {cloud.name}/DEPLOYMENT" if cloud.judges else "a judge inside it"
     if judges.provider == answers.provider:
         return (
             f"note: answers go to {cloud.label} at {providers.shown(answers.base_url)},"
             f" judges to {providers.shown(judges.base_url)}"
         )
-    return (
-        f"note: answers stay inside {cloud.label}; judges go to {other.label} at"
-        f" {providers.shown(judges.base_url)} (for every request inside {cloud.label},"
-        f" use {inside})"
+    where = f"note: answers stay inside {cloud.label}; judges go to {other.label} at"
+    where += f" {providers.shown(judges.base_url)}"
+    if cloud.judges:
+        return f"{where} (for every request inside {cloud.label}, use --judge-model {cloud.name}/…)"
+    clouds = [p for p in providers.PROVIDERS if p.cloud and p.judges and p is not other]
+    agreed = " or ".join(f"--judge-model {p.name}/…" for p in clouds)
+    return f"{where} ({cloud.label} does not serve judges" + (
+        f"; {agreed} keeps them under an agreement too)" if agreed else ")"
     )
 
 
