@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from .scores.summary import summarize
 
 __all__ = ["BatchbenchError", "summarize", "__version__"]
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 
 def __getattr__(name: str) -> Any:
