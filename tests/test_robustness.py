@@ -71,11 +71,13 @@ def _sigkills(points, batch_emulator_factory, tmp_path, fixture_dir):
     return killed, stages
 
 
+@pytest.mark.soak  # 8 real processes killed in turn: ~13 s of waiting (#29)
 def test_a_sigkill_at_each_failpoint_resumes_equal_and_pays_once(
     batch_emulator_factory, tmp_path, fixture_dir
 ):
-    """Once at each failpoint, answers and judges. (All of KILLS, and kills at random
-    moments over many seeds, are the soak set.)"""
+    """Once at each failpoint, answers and judges (soak, with all of KILLS and kills at
+    random moments over many seeds; the default set kills every provider's run at its
+    create, test_providers.py)."""
     points = [
         ("journal_half_written", 2),
         ("planned", 1),
