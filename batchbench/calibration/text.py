@@ -18,69 +18,129 @@ def _ci(ci: list[float] | None) -> str:
     return "" if ci is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
-def calibration_text(c: Calibration) -> str:
-    lines = [
-        f"run {c['run']}: judge against {len(c['raters'])} physician(s)"
-        f" ({', '.join(c['raters'])}), {c['labelled_cases']} labelled case(s)"
-    ]
-    if c["left_out"]:
-        lines.append(
-            f"left out: {len(c['left_out'])} labelled case(s) whose row is an error"
-            f" ({', '.join(c['left_out'][:5])}{'…' if len(c['left_out']) > 5 else ''})"
-        )
-    lines.append(
-        f"{'benchmark':<26} {'n':>4} {'N':>5} {'sens':>5} {'spec':>5} {'κ':>6}"
-        f"  {'judge':>23}  {'physicians':>10}  {'corrected (PPI++)':>25} {'ρ²':>5} {'n_eff':>6}"
-    )
-    flagged = False
+HEADER = (
+    "benchmark",
+    "n",
+    "N",
+    "sens",
+    "spec",
+    "κ",
+    "judge",
+    "physicians",
+    "corrected (PPI++)",
+    "ρ²",
+    "n_eff",
+)
+WIDTHS = (
+    26,
+    4,
+    5,
+    5,
+    5,
+    6,
+    23,
+    10,
+    25,
+    5,
+    6,
+)  # the text table's columns (right-aligned but the first)
+
+
+def _cells(c: Calibration) -> list[list[str]]:
+    """The table, one list of cells per benchmark and one for the overall macro score
+    (a ``*`` marks a corrected score on fewer than SMALL_N labelled cases)."""
+    rows = []
     for name, b in c["benchmarks"].items():
         a, j, p, k = b["agreement"], b["judge"], b["physicians"], b["corrected"]
-        small = k["small_n"] and k["n"] > 0
-        flagged |= small
-        corrected = (
-            "—" if not k["n"] else f"{k['estimate']:.3f} {_ci(k['ci95'])}" + ("*" if small else "")
-        )
-        lines.append(
-            f"{name:<26} {k['n']:>4} {k['N']:>5} {_num(a['sensitivity'], 2):>5}"
-            f" {_num(a['specificity'], 2):>5} {_num(a['kappa'], 2):>6}"
-            f"  {_num(j['mean'])} {_ci(j['ci95']):>17}  {_num(p['mean']):>10}"
-            f"  {corrected:>25} {_num(k['rho2'], 2):>5} {_num(k['effective_n'], 1):>6}"
+        small = "*" if k["small_n"] and k["n"] > 0 else ""
+        corrected = "—" if not k["n"] else f"{k['estimate']:.3f} {_ci(k['ci95'])}{small}"
+        rows.append(
+            [
+                name,
+                str(k["n"]),
+                str(k["N"]),
+                _num(a["sensitivity"], 2),
+                _num(a["specificity"], 2),
+                _num(a["kappa"], 2),
+                f"{_num(j['mean'])} {_ci(j['ci95'])}",
+                _num(p["mean"]),
+                corrected,
+                _num(k["rho2"], 2),
+                _num(k["effective_n"], 1),
+            ]
         )
     o = c["overall"]
-    k = o["corrected"]
-    corrected = (
-        "—"
-        if k["estimate"] is None
-        else f"{k['estimate']:.3f} {_ci(k['ci95'])}" + ("*" if k["small_n"] else "")
+    k, a = o["corrected"], o["agreement"]
+    corrected = "—" if k["estimate"] is None else f"{k['estimate']:.3f} {_ci(k['ci95'])}"
+    rows.append(
+        [
+            "overall (macro)",
+            "",
+            "",
+            _num(a["sensitivity"], 2),
+            _num(a["specificity"], 2),
+            _num(a["kappa"], 2),
+            f"{_num(o['judge']['mean'])} {_ci(o['judge']['ci95'])}",
+            _num(o["physicians"]),
+            corrected + ("*" if k["small_n"] else ""),
+            "",
+            "",
+        ]
     )
-    a = o["agreement"]
-    lines.append(
-        f"{'overall (macro)':<26} {'':>4} {'':>5} {_num(a['sensitivity'], 2):>5}"
-        f" {_num(a['specificity'], 2):>5} {_num(a['kappa'], 2):>6}"
-        f"  {_num(o['judge']['mean'])} {_ci(o['judge']['ci95']):>17}"
-        f"  {_num(o['physicians']):>10}  {corrected:>25}"
-    )
+    return rows
+
+
+def _notes(c: Calibration) -> list[str]:
+    k = c["overall"]["corrected"]
+    notes = []
+    if c["left_out"]:
+        shown = ", ".join(c["left_out"][:5]) + ("…" if len(c["left_out"]) > 5 else "")
+        notes.append(
+            f"left out: {len(c['left_out'])} labelled case(s) whose row is an error ({shown})"
+        )
     if not k["complete"] and k["estimate"] is not None:
-        lines.append(
+        notes.append(
             "overall corrected: over the labelled benchmarks only"
             f" ({', '.join(k['benchmarks'])}); label every benchmark for the macro score"
         )
+    flagged = any(
+        b["corrected"]["small_n"] and b["corrected"]["n"] for b in c["benchmarks"].values()
+    )
     if flagged or k["small_n"]:
-        lines.append(
+        notes.append(
             f"* fewer than {SMALL_N} labelled cases: a normal interval undercovers there"
             " (label more cases before relying on it)"
         )
     between = c["between_raters"]
     if between is not None:
-        lines.append(
+        notes.append(
             f"between raters: Fleiss' κ {_num(between['fleiss_kappa'], 2)} over"
             f" {between['items']} item(s) labelled by two or more"
         )
-    lines.append(
+    notes.append(
         "sens/spec: the judge's 'met' against the physicians'; ρ²: judge–physician"
         " correlation squared; n_eff = n/(1−ρ²), what the labels are worth with the judge"
     )
-    return "\n".join(lines)
+    return notes
+
+
+def _who(c: Calibration) -> str:
+    return (
+        f"judge against {len(c['raters'])} physician(s) ({', '.join(c['raters'])}),"
+        f" {c['labelled_cases']} labelled case(s)"
+    )
+
+
+def calibration_text(c: Calibration) -> str:
+    def line(cells: list[str]) -> str:
+        first, *rest = cells
+        return " ".join(
+            [f"{first:<{WIDTHS[0]}}", *(f"{x:>{w}}" for x, w in zip(rest, WIDTHS[1:]))]
+        ).rstrip()
+
+    lines = [f"run {c['run']}: {_who(c)}", line(list(HEADER))]
+    lines += [line(cells) for cells in _cells(c)]
+    return "\n".join(lines + _notes(c))
 
 
 def plan_text(p: dict[str, Any]) -> str:
@@ -106,53 +166,14 @@ def plan_text(p: dict[str, Any]) -> str:
 
 
 def calibration_html(c: Calibration) -> str:
-    """The report's calibration section for one run."""
-    head = (
-        "<tr><th>benchmark</th><th>n</th><th>N</th><th>sens</th><th>spec</th><th>κ</th>"
-        "<th>judge</th><th>physicians</th><th>corrected (PPI++)</th><th>ρ²</th><th>n_eff</th></tr>"
+    """The report's calibration section for one run: the same table and notes."""
+    head = "<tr>" + "".join(f"<th>{escape(h)}</th>" for h in HEADER) + "</tr>"
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{escape(cell)}</td>" for cell in cells) + "</tr>"
+        for cells in _cells(c)
     )
-    rows = []
-    flagged = False
-    for name, b in c["benchmarks"].items():
-        a, j, p, k = b["agreement"], b["judge"], b["physicians"], b["corrected"]
-        small = k["small_n"] and k["n"] > 0
-        flagged |= small
-        corrected = (
-            "—" if not k["n"] else f"{k['estimate']:.3f} {_ci(k['ci95'])}" + ("*" if small else "")
-        )
-        rows.append(
-            f"<tr><td>{escape(name)}</td><td>{k['n']}</td><td>{k['N']}</td>"
-            f"<td>{_num(a['sensitivity'], 2)}</td><td>{_num(a['specificity'], 2)}</td>"
-            f"<td>{_num(a['kappa'], 2)}</td><td>{_num(j['mean'])} {_ci(j['ci95'])}</td>"
-            f"<td>{_num(p['mean'])}</td><td>{corrected}</td><td>{_num(k['rho2'], 2)}</td>"
-            f"<td>{_num(k['effective_n'], 1)}</td></tr>"
-        )
-    o = c["overall"]
-    k = o["corrected"]
-    overall = "—" if k["estimate"] is None else f"{k['estimate']:.3f} {_ci(k['ci95'])}"
-    rows.append(
-        f"<tr><th>overall (macro)</th><td></td><td></td>"
-        f"<td>{_num(o['agreement']['sensitivity'], 2)}</td>"
-        f"<td>{_num(o['agreement']['specificity'], 2)}</td>"
-        f"<td>{_num(o['agreement']['kappa'], 2)}</td>"
-        f"<td>{_num(o['judge']['mean'])} {_ci(o['judge']['ci95'])}</td>"
-        f"<td>{_num(o['physicians'])}</td><td>{overall}{'*' if k['small_n'] else ''}</td>"
-        "<td></td><td></td></tr>"
-    )
-    notes = [
-        f"{len(c['raters'])} physician(s) ({escape(', '.join(c['raters']))}),"
-        f" {c['labelled_cases']} labelled case(s)."
-    ]
-    if flagged or k["small_n"]:
-        notes.append(f"* fewer than {SMALL_N} labelled cases: a normal interval undercovers there.")
-    between = c["between_raters"]
-    if between is not None:
-        notes.append(
-            f"Between raters: Fleiss' κ {_num(between['fleiss_kappa'], 2)} over"
-            f" {between['items']} item(s)."
-        )
+    notes = " ".join(f"{escape(n)}." for n in [_who(c), *_notes(c)])
     return (
         f"<h2 id='calibration-{escape(c['run'])}'>The judge against physicians:"
-        f" {escape(c['run'])}</h2><table>{head}{''.join(rows)}</table>"
-        f"<p>{' '.join(notes)}</p>"
+        f" {escape(c['run'])}</h2><table>{head}{rows}</table><p>{notes}</p>"
     )

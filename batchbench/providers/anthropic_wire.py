@@ -55,6 +55,20 @@ STATUS_OF = {
 NOT_RUN = {"canceled": "batch_cancelled", "expired": "batch_expired"}
 
 
+def claude_body(prompt: Prompt) -> dict[str, Any]:
+    """What the reference sends a Claude model, wherever it is served (after the model,
+    or Bedrock's version): ``max_tokens``, the user message, the system prompt at top
+    level, the effort as ``output_config`` (``max`` stays ``max``), never a temperature."""
+    body: dict[str, Any] = {
+        "max_tokens": prompt.max_tokens,
+        "messages": [{"role": "user", "content": prompt.user}],
+        "system": prompt.system,
+    }
+    if prompt.reasoning_effort is not None:
+        body["output_config"] = {"effort": prompt.reasoning_effort}
+    return body
+
+
 @dataclass
 class AnthropicWire:
     name: ProviderName = "anthropic"
@@ -67,16 +81,7 @@ class AnthropicWire:
 
     def render(self, prompt: Prompt, model: str, adjust: Adjust) -> Rendered:
         """The reference's Messages body, key order included; never a temperature."""
-        body: dict[str, Any] = {
-            "model": model,
-            "max_tokens": prompt.max_tokens,
-            "messages": [{"role": "user", "content": prompt.user}],
-            "system": prompt.system,
-        }
-        effort = self.effort(prompt.reasoning_effort)
-        if effort is not None:
-            body["output_config"] = {"effort": effort}
-        return Rendered(body, False)
+        return Rendered({"model": model, **claude_body(prompt)}, False)
 
     def fallback(
         self, status: int, body_text: str, sent: Mapping[str, Any] | None, adjust: Adjust

@@ -31,7 +31,7 @@ import polars as pl
 from ..errors import BatchFileError, ConfigError, PlanError
 from ..kinds import ProviderName, Stage
 from . import frames
-from .anthropic_wire import RETRIED, _Message, _Usage, answer_text
+from .anthropic_wire import RETRIED, _Message, _Usage, answer_text, claude_body
 from .base import Adjust, BatchError, BatchFailure, Limits, LineRules, Prompt, Rendered
 from .checks import encode_line, request_lines
 
@@ -108,16 +108,7 @@ class BedrockWire:
     def render(self, prompt: Prompt, model: str, adjust: Adjust) -> Rendered:
         """The reference's Claude body in Bedrock's shape: no model, the version first."""
         claude(model)
-        body: dict[str, Any] = {
-            "anthropic_version": VERSION,
-            "max_tokens": prompt.max_tokens,
-            "messages": [{"role": "user", "content": prompt.user}],
-            "system": prompt.system,
-        }
-        effort = self.effort(prompt.reasoning_effort)
-        if effort is not None:
-            body["output_config"] = {"effort": effort}
-        return Rendered(body, False)
+        return Rendered({"anthropic_version": VERSION, **claude_body(prompt)}, False)
 
     def fallback(
         self, status: int, body_text: str, sent: Mapping[str, Any] | None, adjust: Adjust
