@@ -129,11 +129,13 @@ class BedrockClient:
         self.retry = Retrier(warn, clock=clock)
         role, location = service.setting("BEDROCK_ROLE_ARN"), service.setting("BATCHBENCH_S3_URI")
         if not role:
-            raise ConfigError("Bedrock jobs run as a service role: set BEDROCK_ROLE_ARN")
+            raise ConfigError(
+                "Bedrock jobs run as a service role: set BEDROCK_ROLE_ARN or --bedrock-role"
+            )
         found = S3_URI.match(location or "")
         if not found:
             raise ConfigError(
-                "Bedrock reads and writes its records in S3: set BATCHBENCH_S3_URI to"
+                "Bedrock reads and writes its records in S3: set BATCHBENCH_S3_URI (or --s3-uri) to"
                 f" s3://BUCKET/PREFIX (got {location!r})"
             )
         self.role = role
