@@ -90,9 +90,7 @@ class RunConfig:
     case_ids: list[str]
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     created_at: float = field(default_factory=time.time)
-    # Each stage's service, {"provider", "base_url"} (never a key). Runs made
-    # before 0.2 have none: both stages were OpenAI's, at a base URL the journal
-    # records on their first resume (:class:`events.ServiceSet`).
+    # None before 0.2: both stages OpenAI's, the journal records the base URL on resume.
     services: dict[str, ServiceRecord] | None = None
     judge_passes: int = 1  # judge requests per answer; the rows keep the first
 
