@@ -170,6 +170,19 @@ def execute_group(
                 results.append(RunResult(run, None, False, note=f"{exc}: nothing for this tick"))
                 continue
             config = run.create(config)
+            try:
+                stack.enter_context(run.token_lock(config.run_id))
+            except RunLockedError as exc:
+                if not options.no_wait:
+                    raise
+                results.append(RunResult(run, None, False, note=f"{exc}: nothing for this tick"))
+                continue
+            if run.name != config.name:
+                warn(
+                    f"warning: folder {run.root.resolve()} holds run {config.name!r} (its"
+                    f" run.json): a copy of that run, one run with it: what either buys, the"
+                    " other adopts"
+                )
             bundle = stage_bundle(stages, clients)
             pipeline = Pipeline(
                 run, config, cases, bundle, options.settings, warn=warn, clock=options.clock

@@ -236,7 +236,9 @@ def test_keys_are_never_written_or_printed(rig, batch_emulator, tmp_path, fixtur
 
 BAD_DAYS = {
     "anthropic": {"missing-lines": 0.3, "long-finalizing": 4.0},
-    "gemini": {"missing-lines": 0.3, "succeeded-before-file": 1.0},
+    # A short file of a SUCCEEDED job is owed, not bought again (#37): missing-lines is
+    # a stop on Gemini (tests/test_pay_once_folders.py), not a bad day that ends well.
+    "gemini": {"succeeded-before-file": 1.0},
     "fireworks": {"missing-lines": 0.3},
     "azure": {"missing-lines": 0.3, "status-zero": 0.2, "lagging-counts": 0.5},
     "bedrock": {"missing-lines": 0.3},

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -38,7 +40,6 @@ def demo(
 
     Example: batchbench demo --jobs-dir /tmp/demo-run --answer-model claude-sim
     """
-    import os
     import tempfile
 
     from ..emulator import Emulator
@@ -49,9 +50,11 @@ def demo(
 
     models = list(dict.fromkeys(answer_model or ["sim-answer"]))
     clock = clock_of(ctx)
-    with tempfile.TemporaryDirectory() as tmp, Emulator(latency=0.3, clock=clock) as emu:
-        for name, value in _demo_environment(emu.url).items():
-            os.environ.setdefault(name, value)  # this process only: the emulator's accounts
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        Emulator(latency=0.3, clock=clock) as emu,
+        _defaults(_demo_environment(emu.url)),  # the emulator's accounts, while it lives
+    ):
         emu.store.settings.bedrock_min_records = 1  # the sample is smaller than a real minimum
         typer.echo(f"emulator on {emu.url}; simulated models {', '.join(models)} and sim-judge")
         options = RunOptions(
@@ -88,6 +91,21 @@ def demo(
             for r in results
         ]
         raise typer.Exit(3 if 3 in codes else max(codes))
+
+
+@contextlib.contextmanager
+def _defaults(values: dict[str, str]) -> Iterator[None]:
+    """These variables, where the environment does not set them, for as long as the
+    demo's emulator lives (in this process only; a second demo in it gets its own)."""
+    import os
+
+    added = {name: value for name, value in values.items() if name not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
 
 
 def _demo_environment(url: str) -> dict[str, str]:

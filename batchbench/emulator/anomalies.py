@@ -39,7 +39,8 @@ ANOMALIES: dict[str, tuple[str, float]] = {
     ),
     "ended-before-results": (
         "Anthropic: a batch says ended a while before its results_url is set; Fireworks: a job"
-        " says COMPLETED before its output dataset exists (a share)",
+        " says COMPLETED before its output dataset exists; OpenAI and Azure: a batch says"
+        " completed before its output and error files are named (a share)",
         1.0,
     ),
     "not-found-after-create": (

@@ -108,6 +108,7 @@ class BatchSeen(Event, tag="batch"):
     phase: Phase | None = None
     ending: Ending | None = None
     files: list[str] | None = None
+    awaiting: bool = False  # said ended, its results not yet there (BatchView.awaiting)
 
     @classmethod
     def of(cls, sub: str, v: BatchView) -> BatchSeen:
@@ -121,6 +122,7 @@ class BatchSeen(Event, tag="batch"):
             phase=v.phase,
             ending=v.ending,
             files=list(v.files),
+            awaiting=v.awaiting,
         )
 
     def view(self) -> BatchView:
@@ -139,6 +141,7 @@ class BatchSeen(Event, tag="batch"):
             failed=self.counts.get("failed", 0),
             files=files,
             processing=self.counts.get("processing"),
+            awaiting=self.awaiting,
             errors=tuple(BatchError.of(e) for e in self.errors)
             if self.errors is not None
             else None,

@@ -136,7 +136,11 @@ class Group:
             )
             if not wait or cancelled:
                 break
-            self.clock.sleep(max(0.01, last_poll + self.poll_interval - self.clock.time()))
+            pause = last_poll + self.poll_interval - self.clock.time()
+            owed = [m.pipeline.submitter.owed_until(m.pipeline.in_flight()) for m in self.active()]
+            if owed and None not in owed:  # only results owed: asked for again in a while
+                pause = max(pause, min(t for t in owed if t is not None) - self.clock.time())
+            self.clock.sleep(max(0.01, pause))
         self._report(on_progress)  # the state each run ended this invocation in
 
     def _report(self, on_progress: Callable[[Pipeline], None] | None) -> None:

@@ -28,14 +28,14 @@ from ..bench.results import append_rows, row_counts
 from ..bench.scoring import rubric_frame
 from ..clock import SYSTEM, Clock
 from ..costs.pricing import prompt_tokens, token_counter
-from ..errors import ApiError, BatchFileError, BelowMinimum, InvariantError
+from ..errors import BatchFileError, BelowMinimum, InvariantError
 from ..kinds import STAGES, Stage
 from ..providers.base import Provider
 from ..providers.ids import claim
 from ..providers.registry import BY_NAME
 from ..reporting import quiet
 from .collection import Collection, Limits, collect
-from .events import Contradicted, Event, Line, Plan
+from .events import Event, Line, Plan
 from .requests import Request, build_request, fit_minimum, write_shards
 from .rows import append_pass_rows, pass_rows, rows_for
 from .rundir import Run, RunConfig
@@ -95,6 +95,7 @@ class Pipeline:
             self.record,
             clock=clock,
             max_ambiguous_creates=settings.max_ambiguous_creates,
+            warn=warn,
         )
         self._rubric: pl.DataFrame | None = None
 
@@ -153,7 +154,7 @@ class Pipeline:
                     self._plan("judges", judge_pass)
                     return True
         for sub in st.subs.values():
-            if sub.terminal and not sub.collected:
+            if sub.terminal and not sub.collected and not self.submitter.owed_later(sub):
                 missing = [f for f in sub.result_files() if f not in sub.downloaded]
                 if missing:
                     self.submitter.download(sub, missing[0])
@@ -312,23 +313,31 @@ class Pipeline:
         )
 
     # downloading and collecting ------------------------------------------------
-    def _check_counts(self, sub: Submission, frame: pl.DataFrame) -> None:
-        """A batch whose counts say lines succeeded while its results hold none (an empty
-        file) is the service contradicting itself: buying them again would pay twice
-        for what may yet arrive. The stage stops, naming what was said and read; its
-        files are fetched afresh when the run is next advanced. (Some lines missing from
-        a full file is the service's known fault: those are sent again.)"""
+    def _check_counts(self, sub: Submission, frame: pl.DataFrame) -> bool:
+        """Whether the results hold what the service says ran. A batch whose counts say
+        lines succeeded while its results hold none (an empty file), or — where the
+        service counts no lines (Gemini) — a job that succeeded with fewer results than
+        the requests it was sent, is the service contradicting itself: buying them again
+        would pay twice for what may yet arrive. It is waited for, then the stage stops
+        (:meth:`.Submitter.owe`). (Some lines missing from a full file whose counts say
+        they ran is the service's known fault: those are sent again.)"""
         view = sub.view
-        if view is None or view.completed == 0 or frame.height > 0:
-            return
+        if view is None:
+            return True
         files = ", ".join(sub.result_files()) or "no file"
-        detail = (
-            f"batch {view.id} ({sub.id}) ended with its counts saying {view.completed} of"
-            f" {view.total} lines succeeded, but its results ({files}) hold {frame.height}"
-            " lines: nothing was bought again; run again once the service has its results"
+        if view.total == 0 and view.ending == "completed" and frame.height < len(sub.lines):
+            said = f"succeeded with the {len(sub.lines)} requests it was sent"
+        elif view.completed > 0 and frame.height == 0:
+            said = f"ended with its counts saying {view.completed} of {view.total} lines succeeded"
+        else:
+            return True
+        self.submitter.owe(
+            sub,
+            view.id,
+            f"batch {view.id} ({sub.id}) {said}, but its results ({files}) hold"
+            f" {frame.height} lines",
         )
-        self.record(Contradicted(sub=sub.id, batch_id=view.id, detail=detail))
-        raise ApiError(detail, batch_id=view.id)
+        return False
 
     def _collect(self, sub: Submission) -> None:
         wire = self.providers[sub.stage].wire
@@ -336,7 +345,8 @@ class Pipeline:
         frame = None
         if files or sub.view is None or sub.view.ending != "failed":
             frame = self.run.read_results(wire, files)
-            self._check_counts(sub, frame)
+            if not self._check_counts(sub, frame):
+                return
         items = {
             c: [it["item_id"] for it in case["rubric_items"]] for c, case in self.cases.items()
         }

@@ -315,23 +315,50 @@ class Run:
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
         """Exclusive right to advance this run: a second process is refused."""
-        path = self.root / LOCK_FILE
-        with storage(path):
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+        with _exclusive(self.root / LOCK_FILE, str(os.getpid())) as holder:
+            if holder is not None:
                 raise RunLockedError(
-                    f"run {self.name!r} is being advanced by another process (pid {holder});"
-                    " wait for it or stop it"
-                ) from None
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, str(os.getpid()).encode(), 0)
+                    f"run {self.name!r} is being advanced by another process"
+                    f" (pid {holder or '?'}); wait for it or stop it"
+                )
             yield
-        finally:
-            os.close(fd)
+
+    @contextlib.contextmanager
+    def token_lock(self, run_id: str) -> Iterator[None]:
+        """Exclusive right to advance the run this folder holds, whichever folder of the
+        jobs folder holds it too (a copy, a clone, the original beside a restored
+        backup: one run token in their run.json). One at a time, each looks on the
+        service before it buys, so the second adopts what the first bought."""
+        me = f"{os.getpid()} {self.root.resolve()}"
+        with _exclusive(self.root.parent / f".run-{run_id}.lock", me) as holder:
+            if holder is not None:
+                pid, _, folder = holder.partition(" ")
+                raise RunLockedError(
+                    f"{self.root.resolve()} holds the same run as {folder or '?'} (one run"
+                    f" token in their run.json), which another process (pid {pid or '?'}) is"
+                    " advancing: run this one when it has stopped, and it adopts what that"
+                    " one bought"
+                )
+            yield
+
+
+@contextlib.contextmanager
+def _exclusive(path: Path, me: str) -> Iterator[str | None]:
+    """An flock on ``path``, the holder's words (``me``) written in it: yields None when
+    taken, or the words of the process holding it."""
+    with storage(path):
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield os.pread(fd, 4096, 0).decode(errors="replace").strip()
+            return
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, me.encode(), 0)
+        yield None
+    finally:
+        os.close(fd)
 
 
 def open_run(jobs_dir: Path, name: str) -> Run:
@@ -353,15 +380,20 @@ def list_runs(jobs_dir: Path) -> list[Run]:
     return [Run(p) for p in sorted(jobs_dir.iterdir()) if (p / CONFIG_FILE).is_file()]
 
 
-def batches_elsewhere(run: Run) -> set[str]:
+def batches_elsewhere(run: Run, run_id: str) -> set[str]:
     """Every batch the other runs of the jobs folder hold (their journals, read as they
     are): a batch found after a lost create on a service whose batches carry no
-    metadata must not be one of theirs. A journal that does not read is skipped."""
+    metadata must not be one of theirs. A folder holding the same run (its run.json's
+    token: a copy, a clone, the original a backup was restored beside) is not another
+    run: what it bought is this run's to adopt, never to buy again. A folder that does
+    not read is skipped."""
     found: set[str] = set()
     for other in list_runs(run.root.parent):
         if other.root == run.root:
             continue
         try:
+            if other.load_config().run_id == run_id:
+                continue
             events = other.events()
         except BatchbenchError:
             continue

@@ -169,9 +169,10 @@ class RunState:
         return 1 + max((s.seq for s in self.subs.values() if s.stage == stage), default=0)
 
     def batch_ids(self) -> set[str]:
-        """Every batch the run has held (disowned ones included)."""
-        found = {s.batch_id for s in self.subs.values() if s.batch_id is not None}
-        return found.union(*(s.disowned for s in self.subs.values()))
+        """Every batch a submission of the run holds. (A batch one submission disowned may
+        still be another's: after a lost memory every batch of a size is a candidate for
+        each submission of that size, and each keeps its own disowned.)"""
+        return {s.batch_id for s in self.subs.values() if s.batch_id is not None}
 
     def used_ids(self) -> dict[str, str]:
         """Every request id the run has planned so far, and its case."""

@@ -51,6 +51,10 @@ class Submission:
     # with what the service last said of each, until their results tell.
     candidates: dict[str, BatchView | None] = field(default_factory=dict)
     contradiction: str | None = None  # the last thing the service contradicted itself on
+    # When it first did (its results owed since), and last did: a bounded wait from the
+    # first (:data:`~.submit.RESULTS_WAIT`), the files asked for again after each.
+    owed_since: float | None = None
+    contradicted_at: float | None = None
     seen_at: float | None = None  # when the service last said something new of its batch
     stalled: bool = False  # never started in time: told to stop, its requests sent again
     downloaded: set[str] = field(default_factory=set)
@@ -79,10 +83,11 @@ class Submission:
 
     @property
     def in_flight(self) -> bool:
-        """Its batch runs (or one of its candidates may be it, and has not ended)."""
+        """Its batch runs, or owes its results (or one of its candidates may be it, and has
+        not ended)."""
         if self.batch_id is None:
             return any(v is None or v.phase != "ended" for v in self.candidates.values())
-        return not self.terminal
+        return not self.terminal or (self.contradiction is not None and not self.collected)
 
     def result_files(self) -> list[str]:
         return list(self.view.files) if self.view is not None else []
@@ -114,6 +119,8 @@ def _candidates(sub: Submission, event: Candidates) -> None:
 
 def _contradicted(sub: Submission, event: Contradicted) -> None:
     sub.contradiction = event.detail
+    sub.owed_since = sub.owed_since if sub.owed_since is not None else event.t
+    sub.contradicted_at = event.t
     sub.downloaded.clear()  # fetched afresh next time
 
 

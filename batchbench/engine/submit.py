@@ -34,6 +34,7 @@ from .collection import check_download
 from .events import (
     BatchSeen,
     Candidates,
+    Contradicted,
     Created,
     CreateStarted,
     Disowned,
@@ -48,10 +49,10 @@ from .submission import Submission
 
 
 def watched(sub: Submission) -> list[str]:
-    """The batches of a submission to ask the service about: its own while it runs, or
-    its candidates that have not ended."""
+    """The batches of a submission to ask the service about: its own while it runs (or
+    owes its results), or its candidates that have not ended."""
     if sub.batch_id is not None:
-        return [] if sub.terminal else [sub.batch_id]
+        return [sub.batch_id] if sub.in_flight else []
     return [c for c, v in sub.candidates.items() if v is None or v.phase != "ended"]
 
 
@@ -69,6 +70,11 @@ def walk(
 
 # How long after a batch's create or its last change a 404 for it is a passing fault.
 NOT_FOUND_GRACE = 600.0
+# How long the results a service says a batch has (it ended, an empty or short file, a
+# result file answering 404) are waited for, from the first time they were owed, before
+# the stage stops, nothing bought again; and how often they are asked for meanwhile.
+RESULTS_WAIT = 3600.0
+RESULTS_RECHECK = 60.0
 
 
 class Submitter:
@@ -81,6 +87,7 @@ class Submitter:
         *,
         clock: Clock = SYSTEM,
         max_ambiguous_creates: int = 8,
+        warn: Callable[[str], None] | None = None,
     ) -> None:
         self.run = run
         self.config = config
@@ -89,6 +96,8 @@ class Submitter:
         self.clock = clock
         self.max_ambiguous_creates = max_ambiguous_creates
         self._ambiguous_creates = 0
+        self.warn = warn or (lambda _: None)
+        self._owed: dict[str, float] = {}  # submission → when its results are asked for again
 
     def tag(self, sub: Submission) -> Tag:
         return Tag(
@@ -151,9 +160,9 @@ class Submitter:
         one was adopted (a tag says it is the run's) or candidates were found (no tag:
         their results will tell)."""
         client = self.providers[sub.stage].client
-        if client.marks != "tag" and sub.create_started is None:
-            return False  # nothing was ever sent to make one
-        known = known | batches_elsewhere(self.run)
+        # Even with no create in the journal: a journal deleted, cut or restored from a
+        # backup forgot it, and only the service remembers (by its tag, or by its results).
+        known = known | sub.disowned | batches_elsewhere(self.run, self.config.run_id)
         tag = self.tag(sub)
         if client.marks == "tag":
             found = client.find(tag, self.config.created_at, known)
@@ -205,10 +214,51 @@ class Submitter:
 
     def record_batch(self, sub: Submission, view: BatchView) -> None:
         """Journal what the service says of a batch (or of a candidate) whenever it
-        changes (counts included)."""
+        changes (counts included). One that says it ended without its results is owed
+        them (:meth:`owe`)."""
         last = sub.candidates.get(view.id, sub.view)
         if dataclasses.replace(view, created_at=None) != last:
             self.record(BatchSeen.of(sub.id, view))
+        if view.awaiting and view.id == sub.batch_id:
+            self.owe(sub, view.id, f"batch {view.id} ({sub.id}) says {view.status!r}")
+
+    def owe(self, sub: Submission, batch_id: str, detail: str) -> None:
+        """The service says a batch has results it does not give (yet): it ended with
+        none named, a file empty or short of what ran, a named file answering 404. Each
+        service does so for a while, so it is waited for — said once, journaled, asked
+        again every :data:`RESULTS_RECHECK` — up to :data:`RESULTS_WAIT` from the first
+        time (the journal keeps it); then the stage stops in one line, journaled the
+        same way, nothing bought again. A later run asks the service again."""
+        now = self.clock.time()
+        first = sub.owed_since if sub.owed_since is not None else now
+        waited = now - first
+        self._owed[sub.id] = now + RESULTS_RECHECK
+        if waited >= RESULTS_WAIT:
+            stop = (
+                f"{detail}, for {waited / 60:.0f} minutes now: nothing was bought again;"
+                " run again once the service has its results"
+            )
+            self.record(Contradicted(sub=sub.id, batch_id=batch_id, detail=stop))
+            raise ApiError(stop, batch_id=batch_id)
+        if sub.contradiction != detail:  # once, unless the service's word changed
+            self.record(Contradicted(sub=sub.id, batch_id=batch_id, detail=detail))
+            self.warn(
+                f"warning: {detail}: its results are waited for (the service does so for a"
+                f" while), up to {RESULTS_WAIT / 60:.0f} minutes ({waited / 60:.0f} so far);"
+                " nothing is bought again"
+            )
+
+    def owed_later(self, sub: Submission) -> bool:
+        """Its results are owed and not to be asked for again yet."""
+        return sub.contradiction is not None and self._owed.get(sub.id, 0.0) > self.clock.time()
+
+    def owed_until(self, subs: Sequence[Submission]) -> float | None:
+        """When the first of these batches is asked for its results again, if every one
+        of them owes its results (nothing else to poll for until then); else None."""
+        times = [self._owed.get(s.id) for s in subs if s.contradiction is not None]
+        if not subs or len(times) < len(subs) or None in times:
+            return None
+        return min(t for t in times if t is not None)
 
     def poll(self, subs: Sequence[Submission]) -> None:
         """Refresh these batches: one walk of each service's list, then one by one."""
@@ -267,8 +317,10 @@ class Submitter:
             for attempt in range(1, 4):
                 try:
                     provider.client.download(batch_id, file_id, staging)
-                except ApiNotFoundError:
-                    raise self._not_found(sub, batch_id) from None
+                except ApiNotFoundError:  # named by the batch, not there (yet)
+                    detail = f"batch {batch_id} ({sub.id}) names result file {file_id}"
+                    self.owe(sub, batch_id, f"{detail}, which answers 404")
+                    return
                 try:
                     frame = provider.wire.read_results([staging])
                     break

@@ -72,6 +72,7 @@ def view(batch: dict[str, Any]) -> BatchView:
         status="ended (results not yet available)" if waiting else str(status),
         phase="running" if waiting else PHASES[str(status)],
         ending=None if waiting else ending,
+        awaiting=bool(waiting),
         total=total,
         completed=counts.get("succeeded", 0),
         failed=counts.get("errored", 0) + counts.get("canceled", 0) + counts.get("expired", 0),

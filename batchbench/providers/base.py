@@ -155,6 +155,9 @@ class BatchView:
     errors: tuple[BatchError, ...] | None = None  # why a batch failed as a whole
     created_at: float | None = None
     processing: int | None = None  # lines not yet done, from a service that says only that
+    # The service says the batch has ended, but its results are not there yet (as each
+    # service does for a while): it runs on (phase "running") for a bounded wait.
+    awaiting: bool = False
 
     @property
     def done(self) -> int:

@@ -211,6 +211,7 @@ class FireworksClient:
                 id=str(job.name).rsplit("/", 1)[-1],
                 status=f"{state} (results not yet available)",
                 phase="running",
+                awaiting=True,
                 total=int(progress.total_input_requests or 0) if progress else 0,
                 completed=int(progress.successfully_processed_requests or 0) if progress else 0,
                 failed=int(progress.failed_requests or 0) if progress else 0,

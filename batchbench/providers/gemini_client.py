@@ -76,6 +76,7 @@ def view(job: types.BatchJob) -> BatchView:
             id=str(job.name),
             status=f"{state} (its responses file not yet named)",
             phase="running",
+            awaiting=True,
             created_at=_time(job),
         )
     return BatchView(

@@ -61,11 +61,18 @@ def view(batch: dict[str, Any]) -> BatchView:
     )
     errors = (batch.get("errors") or {}).get("data")
     files = (batch.get("output_file_id"), batch.get("error_file_id"))
+    # Completed with lines counted but no file named to hold them: not lost, still
+    # being written (a transient the service shows for a while).
+    ran = int(counts.get("completed") or 0) + int(counts.get("failed") or 0)
+    awaiting = status == "completed" and ran > 0 and not any(files)
+    if awaiting:
+        phase, ending = "running", None
     return BatchView(
         id=batch["id"],
-        status=status,
+        status=f"{status} (its files not yet named)" if awaiting else status,
         phase=phase,
         ending=ending,
+        awaiting=awaiting,
         total=int(counts.get("total") or 0),
         completed=int(counts.get("completed") or 0),
         failed=int(counts.get("failed") or 0),

@@ -26,8 +26,10 @@ def run_listing(run: Run, pricing: Pricing) -> dict[str, Any]:
     except BatchbenchError as exc:
         return {"run": run.name, "status": "damaged", "problem": str(exc)}
     c = s["cases"]
+    copy = {} if s["run"] == run.name else {"copy_of": s["run"]}  # its run.json's name
     return {
-        "run": s["run"],
+        "run": run.name,  # the folder: what every command is given
+        **copy,
         "answer_model": s["answer_model"],
         "judge_model": s["judge_model"],
         "dataset": Path(s["dataset"]).name,
@@ -77,7 +79,7 @@ def listing_table(rows: list[dict[str, Any]]) -> str:
         mean = f"{value:.3f}" if isinstance(value, float) and math.isfinite(value) else "-"
         cells.append(
             [
-                r["run"],
+                r["run"] + (f" (copy of {r['copy_of']})" if "copy_of" in r else ""),
                 time.strftime("%Y-%m-%d %H:%M", time.localtime(r[CREATED])),
                 r["status"],
                 f"{r['scored']}/{r['failed']}/{r['total']}",

@@ -152,7 +152,15 @@ class OpenAIBook:
         ):
             shown = batch.reported
         batch.reported = counts
-        return batch.obj(self.store.settings.completion_window, shown)
+        found = batch.obj(self.store.settings.completion_window, shown)
+        ended = batch.stamps.get("completed")
+        if (
+            ended is not None
+            and self.store.anomaly("ended-before-results", batch.id)
+            and self.store.now() < ended + 4 * max(self.store.settings.latency, 0.05)
+        ):  # completed, its files not yet named
+            found |= {"output_file_id": None, "error_file_id": None}
+        return found
 
     def cancel(self, batch_id: str) -> dict[str, Any]:
         batch = self.get_batch(batch_id)
