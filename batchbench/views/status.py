@@ -95,7 +95,8 @@ def stage_status(state: RunState, stage: Stage) -> StageStatus:
                 " the service keeps no tag, so its results will tell)"
             )
         if sub.contradiction and not sub.collected:
-            running.append(f"{sub.id} stopped: {sub.contradiction}")
+            since = time.strftime("%Y-%m-%d %H:%M", time.gmtime(sub.owed_since or 0))
+            running.append(f"{sub.id} results owed since {since} UTC: {sub.contradiction}")
     return StageStatus(
         done=progress.done,
         failed=progress.failed,

@@ -1,0 +1,103 @@
+"""Results a service owes (#37.3, 5-7): a batch that says it ended but gives no results,
+an empty or short file, a named file answering 404. Each is a fault the services show
+for a while: waited for (said once), bounded by an hour from the first time, then one
+line and exit 5 — nothing bought again — and the next run asks the service again rather
+than repeating what its journal says. The emulator's ledger shows each request once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+from support.cli import assert_one_line_error, run_cli
+from support.providers import RIGS
+from support.runs import rows_of
+
+from batchbench.engine.submit import RESULTS_WAIT
+
+
+def _once(emu) -> None:
+    counts = Counter(e["custom_id"] for e in emu.ledger()["executions"])
+    assert counts and max(counts.values()) == 1, counts.most_common(3)
+
+
+def _journal(folder) -> list[dict]:
+    return [json.loads(x) for x in (folder / "journal.jsonl").read_text().splitlines()]
+
+
+def test_a_batch_completed_without_its_files_is_waited_for_and_never_frozen(
+    batch_emulator_factory, tmp_path, fixture_dir, clock
+):
+    """OpenAI: "completed" with no output or error file named, for longer than the wait:
+    one warning, then one line and exit 5 an hour later; status says since when; the
+    next run asks the service again and collects once it names them."""
+    rig = RIGS["openai"]
+    emu = batch_emulator_factory(latency=1000.0, anomalies={"ended-before-results": 1.0})
+    # a slow batch, polled every 30 s (as a real one would be)
+    args = [*rig.args(emu, tmp_path, fixture_dir, "--limit", "3", cap=3), "--poll-interval", "30"]
+    start = clock.time()
+    proc = run_cli(*args, env=rig.env(emu))
+    assert_one_line_error(proc, "completed (its files not yet named)", "60 minutes")
+    assert proc.returncode == 5
+    assert proc.stderr.count("warning: batch") == 1, proc.stderr  # said once, not per poll
+    assert clock.time() - start >= RESULTS_WAIT
+    folder = tmp_path / "jobs" / rig.name()
+    stops = [e for e in _journal(folder) if e["ev"] == "contradicted"]
+    assert len(stops) == 2 and "nothing was bought again" in stops[-1]["detail"]
+    status = run_cli("status", rig.name(), "--jobs-dir", str(tmp_path / "jobs")).stdout
+    assert "results owed since" in status, status
+    _once(emu)
+    emu.store.settings.anomalies = {}  # the service names its files
+    proc = run_cli(*args, env=rig.env(emu))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(rows_of(folder / "results.jsonl")) == 3
+    _once(emu)
+
+
+def test_a_claude_batch_ended_without_results_is_said_and_bounded(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    rig = RIGS["anthropic"]
+    emu = batch_emulator_factory(latency=1000.0, anomalies={"ended-before-results": 1.0})
+    args = [*rig.args(emu, tmp_path, fixture_dir, "--limit", "3", cap=3), "--poll-interval", "30"]
+    proc = run_cli(*args, env=rig.env(emu))
+    assert_one_line_error(proc, "results not yet available", "nothing was bought again")
+    assert proc.stderr.count("warning: batch") == 1, proc.stderr
+    _once(emu)
+
+
+def test_a_short_gemini_file_is_owed_not_bought_again(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    """Gemini counts no lines: a SUCCEEDED job's file is held against the requests sent.
+    An empty file, or one that lacks a line, stops the stage after the wait; nothing is
+    bought again (before, 19 jobs were made for 12 cases)."""
+    rig = RIGS["gemini"]
+    for anomaly in ("empty-results", "missing-lines"):
+        emu = batch_emulator_factory(latency=1.0, anomalies={anomaly: 1.0})
+        where = tmp_path / anomaly
+        proc = run_cli(*rig.args(emu, where, fixture_dir, "--limit", "4", cap=4), env=rig.env(emu))
+        assert_one_line_error(proc, "succeeded with the 4 requests it was sent", "hold")
+        assert proc.returncode == 5
+        assert len(emu.ledger()["batches"]) == 1
+        _once(emu)
+
+
+def test_a_result_file_answering_404_is_one_warning_and_a_true_message(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    rig = RIGS["openai"]
+    emu = batch_emulator_factory(latency=1.0)
+    args = rig.args(emu, tmp_path, fixture_dir, "--limit", "3", cap=3)
+    assert run_cli(*args, "--no-wait", env=rig.env(emu)).returncode == 3
+    emu.flush()
+    book = emu.face("openai").book
+    outputs = [f for f in book.files.values() if f.purpose == "batch_output"]
+    for f in outputs:
+        del book.files[f.id]  # named by its batch, gone from the files API
+    proc = run_cli(*args, env=rig.env(emu))
+    assert_one_line_error(proc, "answers 404", "nothing was bought again")
+    assert "vanished" not in proc.stderr
+    assert proc.stderr.count("warning:") == 1, proc.stderr
+    _once(emu)
