@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,12 +16,14 @@ from .errors import StorageError
 @contextlib.contextmanager
 def replacing(path: str | Path, mode: int = 0o600) -> Iterator[Path]:
     """A temporary file beside ``path`` to write whole; on success it is fsynced and
-    renamed over ``path`` (a symlink there is replaced, not followed), on any failure
-    removed. A crash leaves the old file whole, never a half-written one. The
-    temporary name is short, so a long target name cannot push it past 255 bytes."""
+    renamed over ``path``, on any failure removed. A crash leaves the old file whole,
+    never a half-written one. Only a regular file is replaced: a folder, a symlink, a
+    device (``-o /dev/stdout``) or a pipe there is refused, never swapped for a file.
+    The temporary name is short, so a long target name cannot push it past 255 bytes."""
     path = Path(path)
-    if path.is_dir() and not path.is_symlink():
-        raise StorageError(f"{path} is a folder; give a file name")
+    kind = _not_a_file(path)
+    if kind:
+        raise StorageError(f"{path} is {kind}, not a regular file: not replaced; name a file")
     try:
         fd, name = tempfile.mkstemp(dir=path.parent, prefix=".bb-", suffix=".tmp")
     except OSError as exc:
@@ -40,6 +43,21 @@ def replacing(path: str | Path, mode: int = 0o600) -> Iterator[Path]:
         if isinstance(exc, OSError):
             raise StorageError.of(exc, path) from None
         raise
+
+
+def _not_a_file(path: Path) -> str | None:
+    """What stands at ``path`` if it is not a regular file (None: nothing, or a file)."""
+    try:
+        mode = path.lstat().st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    return "a device, pipe or socket"
 
 
 def atomic_write_bytes(path: str | Path, data: bytes, mode: int = 0o600) -> None:

@@ -74,13 +74,18 @@ def test_a2_export_replaces_whole_files_only(batch_emulator, tmp_path, fixture_d
         capture_output=True,
     )
     assert proc.returncode == -signal.SIGKILL and out.read_bytes() == good
-    # A symlink is replaced (its target untouched), a folder refused.
+    # Only a regular file is replaced (#37.15): a symlink (as root, -o /dev/stdout is
+    # one), a device node or a folder is refused in one line and left as it was.
     target = tmp_path / "target.csv"
     target.write_text("keep me")
     link = tmp_path / "link.csv"
     link.symlink_to(target)
-    assert run_cli("export", "ans-model", "-o", str(link), *jobs(tmp_path)).returncode == 0
-    assert not link.is_symlink() and target.read_text() == "keep me"
+    proc = run_cli("export", "ans-model", "-o", str(link), *jobs(tmp_path))
+    assert_one_line_error(proc, str(link), "a symbolic link", "not replaced")
+    assert link.is_symlink() and target.read_text() == "keep me"
+    proc = run_cli("export", "ans-model", "-o", "/dev/null", *jobs(tmp_path))
+    assert_one_line_error(proc, "/dev/null", "a device")
+    assert Path("/dev/null").is_char_device()
     proc = run_cli("export", "ans-model", "-o", str(tmp_path), "--format", "csv", *jobs(tmp_path))
     assert_one_line_error(proc, str(tmp_path), "is a folder")
 

@@ -218,3 +218,30 @@ def test_the_role_and_the_s3_location_may_be_given_as_options(
         "BEDROCK_ROLE_ARN": role,
         "BATCHBENCH_S3_URI": "s3://batchbench/flagged",
     }
+
+
+@pytest.mark.parametrize(
+    "change,said",
+    [
+        ({"AWS_ACCESS_KEY_ID": "AKIAMARKNEVERSHOWN\r"}, "AWS_ACCESS_KEY_ID has blanks"),
+        ({"AWS_SECRET_ACCESS_KEY": None}, "AWS_SECRET_ACCESS_KEY is not set"),
+        (
+            {"AWS_ACCESS_KEY_ID": None, "AWS_SECRET_ACCESS_KEY": None, "AWS_PROFILE": "nope"},
+            "AWS_PROFILE names profile 'nope'",
+        ),
+    ],
+    ids=["a key with a CR", "no secret", "an unknown profile"],
+)
+def test_aws_credentials_gone_wrong_are_one_line_naming_the_variable(
+    change, said, batch_emulator, tmp_path, fixture_dir
+):
+    """#37.14, 16: AWS's variables are checked as keys are; a stray CR is named, never
+    echoed (nor the request's signature); a missing secret or an unknown profile is one
+    line, not an internal error."""
+    emu = batch_emulator
+    env = {**BEDROCK.env(emu), **change}
+    proc = run_cli(*BEDROCK.args(emu, tmp_path, fixture_dir, "--limit", "2"), env=env)
+    assert_one_line_error(proc, said)
+    assert proc.returncode == 2 or proc.returncode < 70, proc.returncode
+    assert "MARKNEVERSHOWN" not in proc.stdout + proc.stderr and "Signature" not in proc.stderr
+    assert not emu.ledger()["batches"]

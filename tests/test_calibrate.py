@@ -22,6 +22,7 @@ from support.cli import assert_one_line_error, run_cli
 from support.runs import run_args
 
 from batchbench.bench.dataset import load_dataset
+from batchbench.emulator.model import default_content
 
 
 def _flip(rater: str, case_id: str, item_id: str, rate: float) -> bool:
@@ -280,3 +281,124 @@ def test_the_html_form_saves_the_same_csv_in_a_real_browser(batch_emulator, tmp_
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["raters"] == ["dr_form"]
+
+
+HOSTILE = [
+    '=HYPERLINK("http://example.invalid","click")',
+    "+1 mg\n-2 mg\n@risk",
+    "Plan:\n- rest\n\n# Follow-up",  # the last line a markdown heading
+    "<!--<script>alert(1)</script> & </script>",
+    "'=already quoted\ttab",
+]
+
+
+def _hostile_run(batch_emulator_factory, tmp_path, fixture_dir):
+    def responder(body):
+        if body["model"] != "ans-model":
+            return default_content(body)  # the default judge
+        n = sum(map(ord, json.dumps(body["messages"]))) % len(HOSTILE)
+        return {
+            "status_code": 200,
+            "body": {
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": HOSTILE[n]}}]
+            },
+        }
+
+    emu = batch_emulator_factory(responder=responder)
+    proc = run_cli(*run_args(emu, tmp_path, fixture_dir), env={"OPENAI_API_KEY": "k"})
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(x) for x in (tmp_path / "jobs" / "ans-model" / "results.jsonl").open()]
+    assert {r["answer"] for r in rows} == set(HOSTILE)  # every hostile answer is in the run
+    return ["--jobs-dir", str(tmp_path / "jobs")], {r["case_id"]: r for r in rows}
+
+
+def test_hostile_answers_neither_run_as_formulas_nor_drop_labels(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    """#37.9, 12: the CSV sheet holds no cell a spreadsheet would run (OWASP's rule),
+    each reads back as the answer was, and an answer whose last line starts with "#"
+    costs no label: every labelled case is counted."""
+    jobs, judged = _hostile_run(batch_emulator_factory, tmp_path, fixture_dir)
+    path = tmp_path / "sheet.csv"
+    _sheet(jobs, path, cases=10)
+    records = list(csv.reader(io.StringIO(path.read_text(), newline="")))[1:]
+    cells = [cell for record in records for cell in record]
+    assert not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")]
+    header = records[0]
+    answers = {r[header.index("answer")] for r in records[1:]}
+    # written behind one quote mark, as the rule says, from the run's own answers
+    expected = {("'" + a if a[:1] in "=+-@\t\r" or a.startswith("'=") else a) for a in HOSTILE}
+    answers.discard("")  # a case's answer is written on its first row only
+    assert answers <= expected and any(a.startswith("'") for a in answers)
+    rows = [dict(zip(header, r)) for r in records[1:]]
+    labelled = _label(rows, judged, ["dr_a"], 0.2)
+    out = io.StringIO()
+    out.write(path.read_text().splitlines()[0] + "\n")
+    writer = csv.DictWriter(out, fieldnames=list(labelled[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(labelled)
+    (tmp_path / "labels.csv").write_text(out.getvalue())
+    proc = run_cli(
+        "calibrate", "ans-model", "--labels", str(tmp_path / "labels.csv"), "--json", *jobs
+    )
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(proc.stdout)
+    assert found["labelled_cases"] == len({r["case_id"] for r in rows}) == 10
+
+
+def test_calibrate_json_is_valid_json_when_a_figure_cannot_be_computed(
+    batch_emulator, tmp_path, fixture_dir
+):
+    """#37.10: two labelled cases (their correlation is 1 by arithmetic) give no n_eff and
+    no ρ², said as null with a reason, never NaN, Infinity or 9007199254740992."""
+    jobs, judged = _graded(batch_emulator, tmp_path, fixture_dir)
+    _, rows = _sheet(jobs, tmp_path / "sheet.csv", cases=20)
+    first = rows[0]["benchmark"]
+    two = sorted({r["case_id"] for r in rows if r["benchmark"] == first})
+    assert len(two) == 2  # two labelled cases of one benchmark, none of the others
+    labelled = _label([r for r in rows if r["case_id"] in two], judged, ["dr_a"], 0.5)
+    _write(tmp_path / "labels.csv", "# two cases", labelled)
+    proc = run_cli(
+        "calibrate", "ans-model", "--labels", str(tmp_path / "labels.csv"), "--json", *jobs
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "NaN" not in proc.stdout and "Infinity" not in proc.stdout
+    found = json.loads(proc.stdout, parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
+    for bench in found["benchmarks"].values():
+        assert bench["corrected"]["effective_n"] is None
+    text = run_cli("calibrate", "ans-model", "--labels", str(tmp_path / "labels.csv"), *jobs)
+    assert text.returncode == 0 and "9007199254740992" not in text.stdout
+
+
+def test_hostile_answers_keep_the_forms_save_button_in_a_real_browser(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    """#37.13: an answer holding ``<!--<script>`` inside the page's embedded data used to
+    kill the script. The form still saves, and its CSV neutralises formulas as the CSV
+    sheet does, reading back as the answers were."""
+    binary = chromium()
+    if binary is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI installs Debian's chromium; it is missing")
+        pytest.skip("no chromium here (apt install chromium)")
+    jobs, _ = _hostile_run(batch_emulator_factory, tmp_path, fixture_dir)
+    page = tmp_path / "sheet.html"
+    args = ("calibrate", "sheet", "ans-model", "--cases", "10", "--seed", "5", "-o")
+    assert run_cli(*args, str(page), *jobs).returncode == 0
+    assert run_cli(*args, str(tmp_path / "sheet.csv"), *jobs).returncode == 0
+    with Browser(binary, tmp_path / "profile") as chrome:
+        chrome.open(page.as_uri())
+        chrome.evaluate("document.getElementById('rater').value = 'dr_form'")
+        chrome.evaluate(
+            "URL.createObjectURL = () => 'blob:x'; HTMLAnchorElement.prototype.click = () => {}"
+        )
+        chrome.evaluate("document.getElementById('save').click()")
+        assert chrome.evaluate("document.getElementById('said').textContent") == "saved labels.csv"
+        saved = chrome.evaluate("csvText()")
+    form = list(csv.reader(io.StringIO(saved, newline="")))
+    sheet = list(csv.reader(io.StringIO((tmp_path / "sheet.csv").read_text(), newline="")))[1:]
+    header = sheet[0]
+    assert form[0] == header
+    skip = {header.index("rater"), header.index("verdict")}
+    keep = [[c for i, c in enumerate(r) if i not in skip] for r in sheet[1:]]
+    assert [[c for i, c in enumerate(r) if i not in skip] for r in form[1:]] == keep

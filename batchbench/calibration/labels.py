@@ -10,12 +10,14 @@ whose first cell starts with ``#`` are the sheet's notes.
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..bench.dataset import Case
 from ..errors import InputError
+from .sheet import restored
 
 REQUIRED = ("run", "case_id", "item_id", "rater", "verdict")
 
@@ -80,37 +82,26 @@ def _rows(path: Path) -> list[tuple[int, dict[str, str]]]:
         raise LabelsError(f"{path}: cannot read ({exc.strerror})") from None
     except UnicodeDecodeError as exc:
         raise LabelsError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if not line.startswith("#")]
-    if not lines:
-        raise LabelsError(f"{path}: empty")
-    reader = csv.reader([line for _, line in lines])
+    # CSV records first (a quoted cell may hold line breaks, and an answer's line may
+    # start with "#"), each with the line it starts on; then the sheet's own notes, the
+    # records before the header whose first cell starts with "#", are skipped.
+    reader = csv.reader(io.StringIO(text, newline=""))
+    records: list[tuple[int, list[str]]] = []
+    start = 1
     try:
-        records = list(reader)
+        for record in reader:
+            records.append((start, record))
+            start = reader.line_num + 1
     except csv.Error as exc:
-        raise LabelsError(f"{path}: not CSV ({exc})") from None
-    header = [h.strip() for h in records[0]]
+        raise LabelsError(f"{path}: line {start}: not CSV ({exc})") from None
+    while records and records[0][1] and records[0][1][0].startswith("#"):
+        records.pop(0)
+    records = [(n, r) for n, r in records if any(cell.strip() for cell in r)]
+    if not records:
+        raise LabelsError(f"{path}: empty")
+    first, head = records[0]
+    header = [h.strip() for h in head]
     missing = [c for c in REQUIRED if c not in header]
     if missing:
-        raise LabelsError(f"{path}: line {lines[0][0]}: no column {', '.join(missing)}")
-    out = []
-    # csv.reader joins quoted line breaks, so records and lines may differ in number:
-    # a record's line is counted from the text it was read from.
-    numbers = _record_lines([line for _, line in lines], [n for n, _ in lines])
-    for number, record in zip(numbers[1:], records[1:]):
-        if not any(cell.strip() for cell in record):
-            continue
-        out.append((number, dict(zip(header, record))))
-    return out
-
-
-def _record_lines(lines: list[str], numbers: list[int]) -> list[int]:
-    """The line each CSV record starts on (a quoted field may hold line breaks)."""
-    starts, i = [], 0
-    while i < len(lines):
-        starts.append(numbers[i])
-        quotes = lines[i].count('"')
-        while quotes % 2 and i + 1 < len(lines):
-            i += 1
-            quotes += lines[i].count('"')
-        i += 1
-    return starts
+        raise LabelsError(f"{path}: line {first}: no column {', '.join(missing)}")
+    return [(n, dict(zip(header, map(restored, r)))) for n, r in records[1:]]

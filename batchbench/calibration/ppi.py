@@ -70,10 +70,12 @@ def corrected(y: Values, f_labelled: Values, f_unlabelled: Values) -> Corrected:
     if n > 1:
         variance = (lam**2 * _var(fu) / N if lam > 0 else 0.0) + _var(residual) / n
     se = math.sqrt(variance) if math.isfinite(variance) else None
+    # Two points always correlate perfectly, and a correlation of 1 (to rounding) makes
+    # n/(1−ρ²) no number: neither is a figure, and neither is given.
     rho2 = None
-    if n > 1 and var_f > 0 and _var(Y) > 0:
-        rho2 = float(np.corrcoef(Y, f)[0, 1]) ** 2
-    effective = None if rho2 is None else (math.inf if rho2 >= 1 else n / (1 - rho2))
+    if n > 2 and var_f > 0 and _var(Y) > 0:
+        rho2 = min(1.0, float(np.corrcoef(Y, f)[0, 1]) ** 2)
+    effective = None if rho2 is None or rho2 > 1 - 1e-9 else n / (1 - rho2)
     everything = np.concatenate([f, fu])
     return {
         "n": n,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Mapping, Sequence
 from html import escape
 from pathlib import Path
@@ -97,12 +98,26 @@ def sheet_rows(
     return rows
 
 
+# A cell a spreadsheet would run as a formula (OWASP's CSV injection): written behind a
+# quote mark, read back without it. Cells already behind quote marks get one more, so
+# every cell reads back as it was. The HTML form's script applies the same rule.
+FORMULA = re.compile(r"^'*[=+\-@\t\r]")
+
+
+def neutral(value: str) -> str:
+    return "'" + value if FORMULA.match(value) else value
+
+
+def restored(value: str) -> str:
+    return value[1:] if value.startswith("'") and FORMULA.match(value) else value
+
+
 def write_csv(path: Path, note: str, rows: Sequence[Mapping[str, Any]]) -> None:
     out = io.StringIO()
     out.write(f"# {note}\n")
     writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows({k: neutral(str(v)) for k, v in row.items()} for row in rows)
     atomic_write_text(path, out.getvalue(), mode=0o644)
 
 
@@ -131,7 +146,11 @@ def write_html(path: Path, note: str, rows: Sequence[Mapping[str, Any]]) -> None
         )
     if current is not None:
         blocks.append("</tbody></table></section>")
-    data = json.dumps([{k: str(v) for k, v in r.items()} for r in rows]).replace("</", "<\\/")
+    # Inside a script element, markup characters in an answer (<!--<script>) must not
+    # read as markup: each is written as its JSON escape.
+    data = json.dumps([{k: str(v) for k, v in r.items()} for r in rows])
+    for char, escaped in (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e")):
+        data = data.replace(char, escaped)
     page = _PAGE.format(
         note=escape(note), body="\n".join(blocks), data=data, columns=json.dumps(COLUMNS)
     )
@@ -153,6 +172,7 @@ const ROWS = {data};
 const COLUMNS = {columns};
 function cell(v) {{
   v = String(v);
+  if (/^'*[=+\\-@\\t\\r]/.test(v)) v = "'" + v;
   return /[",\\n\\r]/.test(v) ? '"' + v.replace(/"/g, '""') + '"' : v;
 }}
 function csvText() {{

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -52,7 +54,6 @@ def calibrate(
     Example: batchbench calibrate sheet gpt-5.4-mini --cases 40 --seed 7 -o sheet.csv;
     then batchbench calibrate gpt-5.4-mini --labels sheet.csv
     """
-    import json
 
     from ..calibration import load_run
     from ..calibration.analysis import calibrate as calibrate_run
@@ -75,10 +76,10 @@ def calibrate(
         if width is None or not 0 < width < 1:
             raise ConfigError("--plan needs --width W, a half-width in (0, 1)")
         planned = plan_labels(graded.rows, found, graded.cases, width)
-        typer.echo(json.dumps(planned, indent=2) if as_json else plan_text(planned))
+        typer.echo(json_text(planned) if as_json else plan_text(planned))
         return
     result = calibrate_run(graded.name, graded.rows, graded.summary, found, graded.cases)
-    typer.echo(json.dumps(result, indent=2) if as_json else calibration_text(result))
+    typer.echo(json_text(result) if as_json else calibration_text(result))
 
 
 def _sheet(
@@ -115,3 +116,27 @@ def _sheet(
     else:
         write_csv(output, note, rows)
     typer.echo(f"wrote {output}: {len(rows)} items of {len(chosen)} cases")
+
+
+def json_text(found: object) -> str:
+    """Valid JSON: a figure these labels cannot give (NaN, ±∞) is null, and the
+    ``not_computable`` list names each such field."""
+    missing: list[str] = []
+
+    def clean(value: object, where: str) -> object:
+        if isinstance(value, float) and not math.isfinite(value):
+            missing.append(where)
+            return None
+        if isinstance(value, dict):
+            return {k: clean(v, f"{where}.{k}" if where else str(k)) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [clean(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return value
+
+    cleaned = clean(found, "")
+    if missing and isinstance(cleaned, dict):
+        cleaned["not_computable"] = [
+            f"{where}: not computable from these labels (too few, or no variation)"
+            for where in missing
+        ]
+    return json.dumps(cleaned, indent=2, allow_nan=False)

@@ -130,18 +130,24 @@ def key_from_env(name: str, env: Mapping[str, str] = os.environ) -> str:
     break around it (as a CRLF env file leaves) is refused, naming the variable only:
     sent in a header it would fail, and the error would quote it."""
     variables = spec(name).key_variables
+    for variable in spec(name).credential_variables:
+        _unpadded(variable, env.get(variable) or "")
     if not variables:
         return ""  # the SDK's own credential chain (AWS's)
     for variable in variables:
         value = env.get(variable)
         if value:
-            if value != value.strip():
-                raise ConfigError(
-                    f"{variable} has blanks or a line break around the key (a CRLF env file"
-                    " leaves one): remove them"
-                )
-            return value
+            return _unpadded(variable, value)
     raise ConfigError(f"no API key for {spec(name).label}: set {' or '.join(variables)}")
+
+
+def _unpadded(variable: str, value: str) -> str:
+    if value != value.strip():
+        raise ConfigError(
+            f"{variable} has blanks or a line break around the key (a CRLF env file"
+            " leaves one): remove them"
+        )
+    return value
 
 
 def explicit_base_url(

@@ -34,9 +34,9 @@ import botocore.session
 
 from ..clock import SYSTEM, Clock
 from ..errors import ApiError, ConfigError, NoAnswer, Unreachable
-from ..errors import TransientApiError as Transient
 from ..kinds import Ending, Phase
 from . import retry, tls
+from .aws_errors import aws_errors
 from .base import (
     CLOCK_SKEW,
     BatchError,
@@ -50,7 +50,6 @@ from .base import (
 from .bedrock_on_demand import OnDemand, is_on_demand
 from .bedrock_wire import claude, model_id
 from .downloads import Sink, verbatim
-from .http_errors import one_line, status_error
 from .retry import Retrier
 
 T = TypeVar("T")
@@ -67,7 +66,6 @@ PHASES: dict[str, tuple[Phase, Ending | None]] = {
     "Stopped": ("ended", "cancelled"),
     "Failed": ("ended", "failed"),
 }
-KEY_HINT = "the AWS credentials (AWS_ACCESS_KEY_ID, AWS_PROFILE…)"
 PROFILE = re.compile(r"^(us|eu|apac|global|us-gov|jp|au)\.")  # a cross-region profile
 S3_URI = re.compile(r"^s3://([a-z0-9][-.a-z0-9]{1,61}[a-z0-9])(/.*)?$")
 
@@ -146,6 +144,10 @@ class BedrockClient:
             read_timeout=60,
             s3={"addressing_style": "path"},
         )
+        with self.errors("AWS's settings"):
+            self._connect(service, config)
+
+    def _connect(self, service: Service, config: botocore.config.Config) -> None:
         where = region() or "us-east-1"
         core = botocore.session.get_session()  # this client's own credentials and settings
         core.register_component("data_loader", tls.boto_loader())  # the models: shared
@@ -168,46 +170,10 @@ class BedrockClient:
         self.on_demand = OnDemand(runtime, self._call)
 
     # errors -------------------------------------------------------------------
-    @contextlib.contextmanager
-    def errors(self, what: str, batch_id: str | None = None) -> Iterator[None]:
-        """boto3's exceptions → typed errors naming the call (the exception map)."""
-        try:
-            yield
-        except botocore.exceptions.ClientError as exc:
-            error = exc.response.get("Error", {})
-            status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 500)
-            code = error.get("Code") or ""
-            if code in ("ThrottlingException", "ServiceUnavailableException"):
-                status = 429 if status < 500 and code == "ThrottlingException" else status
-            message = f"{code}: {one_line(error.get('Message') or '')}".strip(": ")
-            if status == 403:
-                raise ApiError(
-                    f"{what}: AWS refused the credentials or role (HTTP 403: {message});"
-                    f" check {KEY_HINT} and their Bedrock and S3 permissions",
-                    status=403,
-                    batch_id=batch_id,
-                ) from None
-            raise status_error(
-                what, status, message, key_hint=KEY_HINT, batch_id=batch_id
-            ) from None
-        except botocore.exceptions.NoCredentialsError:
-            raise ConfigError(f"{what}: no AWS credentials found: set {KEY_HINT}") from None
-        except botocore.exceptions.EndpointConnectionError as exc:
-            raise Unreachable(
-                f"{what}: cannot connect ({one_line(exc)})", batch_id=batch_id
-            ) from None
-        except (
-            botocore.exceptions.ReadTimeoutError,
-            botocore.exceptions.ConnectTimeoutError,
-        ) as exc:
-            raise NoAnswer(
-                f"{what}: no answer in time ({one_line(exc)})", batch_id=batch_id
-            ) from None
-        except (
-            botocore.exceptions.ConnectionClosedError,
-            botocore.exceptions.HTTPClientError,
-        ) as exc:
-            raise Transient(f"{what}: {one_line(exc)}", batch_id=batch_id) from None
+    def errors(
+        self, what: str, batch_id: str | None = None
+    ) -> contextlib.AbstractContextManager[None]:
+        return aws_errors(what, batch_id)
 
     def _call(
         self, what: str, fn: Callable[[], T], batch_id: str | None = None, *, once: bool = False

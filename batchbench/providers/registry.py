@@ -44,6 +44,9 @@ class ProviderSpec:
     # Path endings a base URL for its SDK must not have (the SDK adds its own version):
     # refused at once, with the hint, instead of a 404 after the pre-flight's calls.
     refused_endings: tuple[str, ...] = ()
+    # Variables its SDK reads credentials from by itself (AWS's chain): never read by
+    # batchbench, only checked as keys are, so a stray line break is named, not echoed.
+    credential_variables: tuple[str, ...] = ()
 
     def where(self) -> str:
         """How its base URL is set, and what one looks like (for a message)."""
@@ -154,6 +157,12 @@ BEDROCK = ProviderSpec(
     sdk="boto3",
     extra="bedrock",
     key_variables=(),  # AWS's own credential chain (keys, profiles, roles)
+    credential_variables=(
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+    ),
     base_url_variable="AWS_ENDPOINT_URL_BEDROCK",
     default_base_url="",
     base_url_hint="Bedrock's control-plane endpoint (https://bedrock.REGION.amazonaws.com)",
