@@ -83,7 +83,7 @@ def test_a2_export_replaces_whole_files_only(batch_emulator, tmp_path, fixture_d
     proc = run_cli("export", "ans-model", "-o", str(link), *jobs(tmp_path))
     assert_one_line_error(proc, str(link), "a symbolic link", "not replaced")
     assert link.is_symlink() and target.read_text() == "keep me"
-    proc = run_cli("export", "ans-model", "-o", "/dev/null", *jobs(tmp_path))
+    proc = run_cli("export", "ans-model", "-o", "/dev/null", "--format", "csv", *jobs(tmp_path))
     assert_one_line_error(proc, "/dev/null", "a device")
     assert Path("/dev/null").is_char_device()
     proc = run_cli("export", "ans-model", "-o", str(tmp_path), "--format", "csv", *jobs(tmp_path))

@@ -131,3 +131,18 @@ def test_two_folders_of_one_run_never_advance_at_once(
     assert proc.returncode == 0, proc.stdout + proc.stderr
     emu.flush()
     _once(emu)
+
+
+def test_cancel_of_several_runs_goes_past_one_that_fails(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    """#37.17: a run that cannot be cancelled (here: no such run) is one line, and the
+    runs after it are cancelled all the same; the exit says something failed."""
+    rig = RIGS["openai"]
+    emu = batch_emulator_factory(latency=50.0)
+    args = rig.args(emu, tmp_path, fixture_dir, "--limit", "2", cap=2)
+    assert run_cli(*args, "--no-wait", env=rig.env(emu)).returncode == 3
+    jobs = ["--jobs-dir", str(tmp_path / "jobs")]
+    proc = run_cli("cancel", "no-such-run", rig.name(), *jobs, env=rig.env(emu))
+    assert proc.returncode != 0 and "no-such-run" in proc.stderr, proc.stderr
+    assert f"{rig.name()}: cancelled 1 batch" in proc.stdout, proc.stdout

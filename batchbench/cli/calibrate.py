@@ -30,7 +30,7 @@ def calibrate(
         int | None,
         typer.Option("--cases", metavar="N", help="sheet: cases to draw, equal per benchmark."),
     ] = None,
-    seed: Annotated[int, typer.Option(metavar="S", help="sheet: the draw's seed.")] = 0,
+    seed: Annotated[int, typer.Option(metavar="S", min=0, help="sheet: the draw's seed.")] = 0,
     output: Annotated[
         Path | None,
         typer.Option(

@@ -115,7 +115,18 @@ def cancel(
     Example: batchbench cancel gpt-5.4-mini
     """
     from ..engine.control import cancel_run
+    from ..errors import BatchbenchError
 
-    for name in names:
-        cancelled = cancel_run(jobs_dir, name, base_url, warn=warn, clock=clock_of(ctx))
+    failed: BatchbenchError | None = None
+    for name in names:  # one run that cannot be cancelled does not spare the others
+        try:
+            cancelled = cancel_run(jobs_dir, name, base_url, warn=warn, clock=clock_of(ctx))
+        except BatchbenchError as exc:
+            if len(names) == 1:
+                raise
+            typer.echo(f"error: {name}: {exc}", err=True)
+            failed = exc
+            continue
         typer.echo(f"{name}: cancelled {len(cancelled)} batch(es): {' '.join(cancelled) or '-'}")
+    if failed is not None:
+        raise typer.Exit(failed.exit_code)
