@@ -245,3 +245,44 @@ def test_aws_credentials_gone_wrong_are_one_line_naming_the_variable(
     assert proc.returncode == 2 or proc.returncode < 70, proc.returncode
     assert "MARKNEVERSHOWN" not in proc.stdout + proc.stderr and "Signature" not in proc.stderr
     assert not emu.ledger()["batches"]
+
+
+def test_an_on_demand_call_cut_short_is_never_sent_blind_again(
+    batch_emulator, tmp_path, fixture_dir, monkeypatch
+):
+    """#37.4: killed after an InvokeModel returned, before its reply was written: the next
+    run does not call it again (its outcome is unknown: it may have been billed). It says
+    so, the case ends in an error row, and every other record is called once."""
+    from batchbench._failpoints import Crash
+
+    emu = batch_emulator
+    rig = BEDROCK.__class__(**{**BEDROCK.__dict__, "emulator": {"bedrock_min_records": 100}})
+    argv = [*rig.args(emu, tmp_path, fixture_dir, "--limit", "6"), "--on-demand-remainder"]
+    monkeypatch.setenv("BATCHBENCH_FAILPOINT", "invoked:3:raise")
+    with pytest.raises(Crash):
+        run_cli(*argv, env=rig.env(emu))
+    monkeypatch.delenv("BATCHBENCH_FAILPOINT")
+    proc = run_cli(*argv, env=rig.env(emu))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "outcome is unknown" in proc.stderr and "not sent again blind" in proc.stderr
+    runtime = [e for e in emu.ledger()["executions"] if e["provider"] == "bedrock-runtime"]
+    assert len(runtime) == 6 == len({e["custom_id"] for e in runtime})
+    rows = rows_of(tmp_path / "jobs" / rig.name() / "results.jsonl")
+    errors = [r for r in rows if r.get("error")]
+    assert len(rows) == 6 and len(errors) == 1 and "outcome is unknown" in errors[0]["error"]
+
+
+def test_a_failed_job_that_wrote_its_output_is_read_not_bought_again(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    """#37.4: a job that ran and then ended Failed, the output of what it ran written:
+    that output is read (kept, anything missing sent again) — no record bought twice."""
+    rig = BEDROCK
+    emu = batch_emulator_factory(anomalies={"failed-with-output": 1.0})
+    proc = run_cli(*rig.args(emu, tmp_path, fixture_dir, "--limit", "6", cap=6), env=rig.env(emu))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(rows_of(tmp_path / "jobs" / rig.name() / "results.jsonl")) == 6
+    jobs = [b for b in emu.ledger()["batches"] if b["provider"] == "bedrock"]
+    assert jobs and all(b["status"] == "Failed" for b in jobs)
+    ran = [e["custom_id"] for e in emu.ledger()["executions"] if e["provider"] == "bedrock"]
+    assert len(ran) == 6 == len(set(ran)), ran  # the six answers, each once, none again

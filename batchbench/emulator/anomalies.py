@@ -53,6 +53,10 @@ ANOMALIES: dict[str, tuple[str, float]] = {
         " of jobs)",
         1.0,
     ),
+    "failed-with-output": (
+        "Bedrock: a job that ran ends Failed, the output of the records it ran written (a share)",
+        1.0,
+    ),
     "empty-results": (
         "a batch ends with its counts saying every line succeeded, but its results file is"
         " empty (a share of batches)",

@@ -17,6 +17,7 @@ one through ``InvokeModel`` (:mod:`.bedrock_on_demand`).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import os
@@ -90,6 +91,14 @@ def request_token(tag: Tag) -> str:
     return f"bb{digest[:40]}"
 
 
+def output_ref(job: dict[str, Any]) -> str:
+    """Where a job writes the output of its records (``s3://…/<job id>/<input>.out``)."""
+    job_id = str(job["jobArn"]).rsplit("/", 1)[-1]
+    out = job["outputDataConfig"]["s3OutputDataConfig"]["s3Uri"].rstrip("/")
+    name = job["inputDataConfig"]["s3InputDataConfig"]["s3Uri"].rsplit("/", 1)[-1]
+    return f"{out}/{job_id}/{name}.out"
+
+
 def view(job: dict[str, Any]) -> BatchView:
     status = str(job.get("status"))
     if status not in PHASES:
@@ -98,9 +107,7 @@ def view(job: dict[str, Any]) -> BatchView:
     job_id = str(job["jobArn"]).rsplit("/", 1)[-1]
     files: tuple[str, ...] = ()
     if ending is not None and ending != "failed":
-        out = job["outputDataConfig"]["s3OutputDataConfig"]["s3Uri"].rstrip("/")
-        name = job["inputDataConfig"]["s3InputDataConfig"]["s3Uri"].rsplit("/", 1)[-1]
-        files = (f"{out}/{job_id}/{name}.out",)
+        files = (output_ref(job),)
     errors = (BatchError(status, job.get("message")),) if ending == "failed" else None
     return BatchView(
         id=job_id,
@@ -125,6 +132,7 @@ class BedrockClient:
         self.service = service
         self.clock = clock
         self.retry = Retrier(warn, clock=clock)
+        self.warn = warn
         role, location = service.setting("BEDROCK_ROLE_ARN"), service.setting("BATCHBENCH_S3_URI")
         if not role:
             raise ConfigError(
@@ -167,7 +175,7 @@ class BedrockClient:
         )
         self.s3 = aws.client("s3", region_name=where, config=config)
         runtime = aws.client("bedrock-runtime", region_name=where, config=config)
-        self.on_demand = OnDemand(runtime, self._call)
+        self.on_demand = OnDemand(runtime, self._call, self.warn)
 
     # errors -------------------------------------------------------------------
     def errors(
@@ -302,7 +310,7 @@ class BedrockClient:
         name = job_name(tag)
         for job in self._jobs_since(since, name):
             if job.get("jobName") == name or job.get("clientRequestToken") == request_token(tag):
-                found = view(job)
+                found = self._view(job)
                 return [] if found.id in known else [found]
         return []
 
@@ -311,7 +319,7 @@ class BedrockClient:
         for job in self._jobs_since(since):
             job_id = str(job["jobArn"]).rsplit("/", 1)[-1]
             if job_id in want:
-                found[job_id] = view(job)
+                found[job_id] = self._view(job)
                 if len(found) == len(want):
                     break
         for batch_id in want - set(found):
@@ -327,7 +335,26 @@ class BedrockClient:
             lambda: self.bedrock.get_model_invocation_job(jobIdentifier=batch_id),
             batch_id,
         )
-        return view(job)
+        return self._view(job)
+
+    def _view(self, job: dict[str, Any]) -> BatchView:
+        """A job, normalised. One that Failed may have written the output of the records
+        it ran: read first (kept, the rest sent again, as for an expired job), never
+        bought again unread."""
+        found = view(job)
+        if found.ending != "failed":
+            return found
+        ref = output_ref(job)
+        bucket, key = S3_URI.match(ref).group(1), ref.split("/", 3)[3]  # type: ignore[union-attr]
+        listed = self._call(
+            f"look for job {found.id}'s output",
+            lambda: self.s3.list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=1),
+            found.id,
+        )
+        if not any(o.get("Key") == key for o in listed.get("Contents") or []):
+            return found
+        status = f"{found.status} (the output of the records it ran kept)"
+        return dataclasses.replace(found, status=status, ending="expired", files=(ref,))
 
     def cancel(self, batch_id: str) -> BatchView | None:
         if is_on_demand(batch_id):

@@ -289,6 +289,9 @@ class Jobs:
         except ApiFailure:
             job.message = f"The output location {job.output_uri} could not be written."
             status = "Failed"
+        if status != "Failed" and job.results and store.anomaly("failed-with-output", job.id):
+            job.message = "Internal server error."  # its output written all the same
+            status = "Failed"
         job.status = status
         job.stamps["ended"] = when
 
