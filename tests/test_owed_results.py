@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+import pytest
 from support.cli import assert_one_line_error, run_cli
 from support.providers import RIGS
 from support.runs import rows_of
@@ -101,3 +102,21 @@ def test_a_result_file_answering_404_is_one_warning_and_a_true_message(
     assert "vanished" not in proc.stderr
     assert proc.stderr.count("warning:") == 1, proc.stderr
     _once(emu)
+
+
+@pytest.mark.parametrize("provider", ["azure", "bedrock", "anthropic", "openai"])
+def test_a_service_that_makes_no_batch_is_tried_for_the_outage_window_then_stops(
+    provider, batch_emulator_factory, tmp_path, fixture_dir, clock
+):
+    """#37.8: every create refused (overloaded, nothing made): tried again for the
+    documented 10 minutes, then one line and exit 5 — not once a minute for ever."""
+    rig = RIGS[provider]
+    emu = batch_emulator_factory(latency=1.0)
+    emu.refuse_creates(provider, 10**6, after=60.0)  # each create hangs a minute, then fails
+    start = clock.time()
+    args = [*rig.args(emu, tmp_path, fixture_dir, "--limit", "2", cap=2), "--poll-interval", "5"]
+    proc = run_cli(*args, env=rig.env(emu))
+    assert_one_line_error(proc, "has failed for", "nothing more bought")
+    assert proc.returncode == 5
+    assert 600 <= clock.time() - start <= 900, clock.time() - start
+    assert not emu.ledger()["batches"]

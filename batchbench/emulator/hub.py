@@ -64,6 +64,10 @@ class Faults:
     # faces where, right after a lost create, a colleague creates a batch of the same
     # size (inline requests, other ids): two candidates only their results tell apart
     colleagues: set[str] = field(default_factory=set)
+    # face → how many of its next batch creates answer 503 without taking effect (a
+    # service that makes no batches for a while; everything else answers)
+    refused_creates: dict[str, int] = field(default_factory=dict)
+    refusal_delay: float = 0.0  # seconds each such create hangs before it fails
 
 
 class Hub:
@@ -141,6 +145,12 @@ class Hub:
         decide = self.store.decide
         if decide.roll("slow", f"{key}#{n}", self.faults.slow_rate):
             sleep(self.faults.slow_seconds)
+        if route.creates and self.faults.refused_creates.get(face.name, 0) > 0:
+            sleep(self.faults.refusal_delay)  # a create that hangs, then fails
+            with self.store.lock:
+                self.faults.refused_creates[face.name] -= 1
+                self._count("refused create")
+            return face.error(face.fault("overloaded")), False
         with self.store.lock:
             self.advance()
             if route.creates and self.faults.lost_creates.get(face.name, 0) > 0:

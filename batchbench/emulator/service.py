@@ -147,6 +147,15 @@ class Emulator:
             if colleague:
                 self.hub.faults.colleagues.add(face)
 
+    def refuse_creates(self, face: str, count: int = 1, after: float = 0.0) -> None:
+        """The next ``count`` batch creates on ``face`` fail (overloaded) and make nothing,
+        each ``after`` seconds (the emulator's clock) of hanging first."""
+        with self.hub.store.lock:
+            self.hub.faults.refusal_delay = after
+            self.hub.faults.refused_creates[face] = (
+                self.hub.faults.refused_creates.get(face, 0) + count
+            )
+
     def flush(self) -> None:
         """Every batch to its end, now."""
         self.hub.advance(flush=True)

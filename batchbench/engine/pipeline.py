@@ -96,6 +96,7 @@ class Pipeline:
             clock=clock,
             max_ambiguous_creates=settings.max_ambiguous_creates,
             warn=warn,
+            outage_seconds=settings.outage_seconds,
         )
         self._rubric: pl.DataFrame | None = None
 

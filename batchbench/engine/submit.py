@@ -88,6 +88,7 @@ class Submitter:
         clock: Clock = SYSTEM,
         max_ambiguous_creates: int = 8,
         warn: Callable[[str], None] | None = None,
+        outage_seconds: float = 600.0,
     ) -> None:
         self.run = run
         self.config = config
@@ -96,6 +97,8 @@ class Submitter:
         self.clock = clock
         self.max_ambiguous_creates = max_ambiguous_creates
         self._ambiguous_creates = 0
+        self._failing_since: float | None = None  # creates failing since, without a break
+        self.outage_seconds = outage_seconds
         self.warn = warn or (lambda _: None)
         self._owed: dict[str, float] = {}  # submission → when its results are asked for again
 
@@ -142,15 +145,26 @@ class Submitter:
         self.record(CreateStarted(sub=sub.id, file_id=sub.file_id))
         try:
             view = client.create(tag, sub.file_id, self.run.requests_dir / sub.path)
-        except (TransientApiError, FileNotYetVisible):
+        except (TransientApiError, FileNotYetVisible) as exc:
             # Ambiguous (the batch may exist: look for it first), or the file not
-            # yet visible right after its upload: create again, a little later.
+            # yet visible right after its upload: create again, a little later — for
+            # as long as a service may be down (the outage window), not longer.
+            now = self.clock.time()
+            self._failing_since = self._failing_since or now
             self._ambiguous_creates += 1
+            if now - self._failing_since >= self.outage_seconds:
+                raise ApiError(
+                    f"creating the batch of {sub.id} has failed for"
+                    f" {(now - self._failing_since) / 60:.0f} minutes ({self._ambiguous_creates}"
+                    f" tries; last: {exc}): stopped, nothing more bought; run again later (the"
+                    " service is looked at before any new create)"
+                ) from None
             if self._ambiguous_creates >= self.max_ambiguous_creates:
                 raise
             self.clock.sleep(min(0.1 * 2**self._ambiguous_creates, 10.0))
             return
         self._ambiguous_creates = 0
+        self._failing_since = None
         _failpoints.hit("created")
         self.record(Created(sub=sub.id, batch_id=view.id))
         self.record_batch(sub, view)
