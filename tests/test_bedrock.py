@@ -286,3 +286,35 @@ def test_a_failed_job_that_wrote_its_output_is_read_not_bought_again(
     assert jobs and all(b["status"] == "Failed" for b in jobs)
     ran = [e["custom_id"] for e in emu.ledger()["executions"] if e["provider"] == "bedrock"]
     assert len(ran) == 6 == len(set(ran)), ran  # the six answers, each once, none again
+
+
+def test_damaged_replies_are_one_line_naming_the_file(
+    batch_emulator, tmp_path, fixture_dir, monkeypatch
+):
+    """#37.16: an on-demand reply file damaged on disk, a job whose submitTime is not a
+    timestamp: one line each naming the file and line, or the call — never exit 70."""
+    from batchbench._failpoints import Crash
+
+    emu = batch_emulator
+    rig = BEDROCK.__class__(**{**BEDROCK.__dict__, "emulator": {"bedrock_min_records": 100}})
+    argv = [*rig.args(emu, tmp_path, fixture_dir, "--limit", "6"), "--on-demand-remainder"]
+    monkeypatch.setenv("BATCHBENCH_FAILPOINT", "invoked:4:raise")
+    with pytest.raises(Crash):
+        run_cli(*argv, env=rig.env(emu))
+    monkeypatch.delenv("BATCHBENCH_FAILPOINT")
+    [out] = (tmp_path / "jobs" / rig.name() / "requests").glob("*.ondemand.out")
+    lines = out.read_bytes().splitlines(keepends=True)
+    out.write_bytes(lines[0] + b"{not json\n" + b"".join(lines[2:]))
+    proc = run_cli(*argv, env=rig.env(emu))
+    assert_one_line_error(proc, f"{out}: line 2", "move the file aside")
+    assert proc.returncode != 70
+
+    jobs_run = rig.args(emu, tmp_path / "jobs2", fixture_dir, "--limit", "2", cap=2)
+    assert run_cli(*jobs_run, "--no-wait", env=BEDROCK.env(emu)).returncode == 3
+    face = emu.face("bedrock")
+    with emu.store.lock:
+        for job in face.ledger():
+            face.tamper(job["id"], {"submitTime": "yesterday"})
+    proc = run_cli(*jobs_run, env=BEDROCK.env(emu))
+    assert_one_line_error(proc, "does not read")
+    assert proc.returncode != 70

@@ -6,6 +6,7 @@ import contextlib
 from collections.abc import Iterator
 
 import botocore.exceptions
+import botocore.parsers
 
 from ..errors import ApiError, ConfigError, NoAnswer, Unreachable
 from ..errors import TransientApiError as Transient
@@ -34,6 +35,11 @@ def aws_errors(what: str, batch_id: str | None = None) -> Iterator[None]:
                 batch_id=batch_id,
             ) from None
         raise status_error(what, status, message, key_hint=KEY_HINT, batch_id=batch_id) from None
+    except (botocore.parsers.ResponseParserError, ValueError) as exc:
+        # botocore reads a reply's timestamps and shapes as it parses it
+        raise ApiError(
+            f"{what}: AWS's reply does not read ({one_line(exc)})", batch_id=batch_id
+        ) from None
     except botocore.exceptions.NoCredentialsError:
         raise ConfigError(f"{what}: no AWS credentials found: set {KEY_HINT}") from None
     except botocore.exceptions.PartialCredentialsError as exc:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import _failpoints
-from ..errors import ApiError, TransientApiError, Unreachable
+from ..errors import ApiError, BatchFileError, TransientApiError, Unreachable
 from .base import BatchView, Tag
 from .downloads import Sink, verbatim
 
@@ -146,9 +146,15 @@ def _done(out: Path) -> dict[str, bool]:
     good = data[: data.rfind(b"\n") + 1]
     if len(good) != len(data):
         out.write_bytes(good)
-    for line in good.splitlines():
-        obj = json.loads(line)
-        found[obj["recordId"]] = "modelOutput" in obj
+    for lineno, line in enumerate(good.splitlines(), 1):
+        try:
+            obj = json.loads(line)
+            found[str(obj["recordId"])] = "modelOutput" in obj
+        except (ValueError, TypeError, KeyError):
+            raise BatchFileError(
+                f"{out}: line {lineno}: not an on-demand reply as batchbench writes them"
+                " (damaged? move the file aside to call its records again)"
+            ) from None
     return found
 
 

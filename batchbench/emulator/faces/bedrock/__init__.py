@@ -99,6 +99,10 @@ class BedrockFace:
     def ledger(self) -> list[dict[str, Any]]:
         return self.jobs.ledger()
 
+    def tamper(self, batch_id: str, change: Mapping[str, Any]) -> None:
+        """Misreport any field of a job (``{"submitTime": "yesterday"}``)."""
+        self.jobs.get(batch_id).overrides.update(change)
+
     def restore(self, state: Mapping[str, Any]) -> None:
         """Nothing to take over: no snapshot of Bedrock jobs is made."""
 
