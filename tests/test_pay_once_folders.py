@@ -146,3 +146,32 @@ def test_cancel_of_several_runs_goes_past_one_that_fails(
     proc = run_cli("cancel", "no-such-run", rig.name(), *jobs, env=rig.env(emu))
     assert proc.returncode != 0 and "no-such-run" in proc.stderr, proc.stderr
     assert f"{rig.name()}: cancelled 1 batch" in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("rig", ALL, ids=lambda r: r.provider)
+@pytest.mark.parametrize("fault", ["lost create", "transient empty result"])
+def test_the_services_faults_pay_nothing_twice(
+    rig, fault, batch_emulator_factory, tmp_path, fixture_dir
+):
+    """The rest of the one contract, on every provider: a create that took effect but
+    whose reply was lost is found (by its tag, or by its results' ids), never made again;
+    results that read empty while the counts (or the requests sent) say they ran are
+    owed — the stage stops after the wait, nothing bought — and collected by the next
+    run once the service gives them."""
+    emu = batch_emulator_factory(latency=2.0)
+    args = [*rig.args(emu, tmp_path, fixture_dir, "--limit", "4", cap=4), "--poll-interval", "5"]
+    folder = tmp_path / "jobs" / rig.name()
+    if fault == "lost create":
+        emu.lose_creates(rig.provider)
+    else:
+        emu.store.settings.anomalies = {"empty-results": 1.0}
+        proc = run_cli(*args, env=rig.env(emu))
+        assert_one_line_error(proc, "hold 0 lines", "nothing was bought again")
+        assert proc.returncode == 5
+        _once(emu)
+        emu.store.settings.anomalies = {}  # the service gives its results
+    proc = run_cli(*args, env=rig.env(emu))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(rows_of(folder / "results.jsonl")) == 4
+    emu.flush()
+    _once(emu)

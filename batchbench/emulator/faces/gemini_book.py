@@ -31,6 +31,7 @@ class GeminiFile:
     data: bytes
     created: float
     generated: bool = False  # a responses file (downloadable), not an upload
+    job: str | None = None  # the job whose responses it holds (empty-results withholds them)
 
     def obj(self, base: str) -> dict[str, Any]:
         out = {
@@ -196,12 +197,12 @@ class GeminiBook:
             keyed = [(keys[(n + 1) % len(keys)], result) for n, (_, result) in enumerate(keyed)]
         gone = missing_lines(store, job.id, [k for k, r in keyed if "response" in r])
         lines = [json.dumps({"key": key, **result}) for key, result in keyed if key not in gone]
-        if store.anomaly("empty-results", job.id):
-            lines = []
         lines = store.mangled("responses", store.decide.shuffled(lines, job.id))  # in any order
         name = f"files/batch-{job.id.removeprefix('batches/')}"
         data = "".join(line + "\n" for line in lines).encode("utf-8", "surrogateescape")
-        self.files[name] = GeminiFile(name, None, "application/jsonl", data, now, generated=True)
+        self.files[name] = GeminiFile(
+            name, None, "application/jsonl", data, now, generated=True, job=job.id
+        )
         job.output_file = name
         if state == "SUCCEEDED" and store.anomaly("succeeded-before-file", job.id):
             job.output_hidden_until = now + 4 * max(store.settings.latency, 0.05)

@@ -269,8 +269,6 @@ class Jobs:
         ok = [rid for rid, r in job.results.items() if "modelOutput" in r]
         gone = missing_lines(store, job.id, ok)
         lines = [json.dumps(r) for rid, r in job.results.items() if rid not in gone]
-        if store.anomaly("empty-results", job.id):
-            lines = []
         lines = store.mangled("output", store.decide.shuffled(lines, job.id))
         bucket, prefix = split_uri(job.output_uri)
         folder = f"{prefix}/{job.id}/" if prefix else f"{job.id}/"
@@ -283,7 +281,13 @@ class Jobs:
             "errorRecordCount": len(job.results) - len(ok),
         }
         try:
-            self.buckets.put(bucket, f"{folder}{name}.out", data, when)
+            self.buckets.put(
+                bucket,
+                f"{folder}{name}.out",
+                data,
+                when,
+                withheld=lambda: store.anomaly("empty-results", job.id),
+            )
             self.buckets.put(
                 bucket, f"{folder}manifest.json.out", json.dumps(manifest).encode(), when
             )

@@ -27,6 +27,8 @@ XMLNS = "http://s3.amazonaws.com/doc/2006-03-01/"
 class S3Object:
     data: bytes
     modified: float
+    # Whether it reads empty now (a job's output under the empty-results bad day).
+    withheld: Callable[[], bool] | None = None
 
     @property
     def etag(self) -> str:
@@ -39,10 +41,17 @@ class Buckets:
 
     objects: dict[str, dict[str, S3Object]] = field(default_factory=lambda: {DEFAULT_BUCKET: {}})
 
-    def put(self, bucket: str, key: str, data: bytes, now: float) -> S3Object:
+    def put(
+        self,
+        bucket: str,
+        key: str,
+        data: bytes,
+        now: float,
+        withheld: Callable[[], bool] | None = None,
+    ) -> S3Object:
         if bucket not in self.objects:
             raise no_such_bucket(bucket)
-        made = S3Object(data, now)
+        made = S3Object(data, now, withheld)
         self.objects[bucket][key] = made
         return made
 
@@ -124,8 +133,9 @@ class S3Routes:
 
     def get(self, x: Exchange, bucket: str, key: str) -> Reply:
         found = self.buckets.get(bucket, unquote(key))
+        empty = found.withheld is not None and found.withheld()
         return Reply(
-            found.data,
+            b"" if empty else found.data,
             200,
             {"ETag": found.etag, "Last-Modified": _http_date(found.modified)},
             file=True,
