@@ -134,7 +134,7 @@ class Pipeline:
         for sub in st.subs.values():
             if sub.batch_id is None and sub.candidates:  # after a lost create, untagged
                 ended = [c for c, v in sub.candidates.items() if v and v.phase == "ended"]
-                if ended:
+                if ended and not self.submitter.owed_later(sub):
                     self.submitter.check_candidate(sub, ended[0])
                     return True
                 continue  # wait for one to end: only its results can tell

@@ -192,39 +192,59 @@ class Submitter:
         return bool(candidates)
 
     def check_candidate(self, sub: Submission, batch_id: str) -> None:
-        """An ended candidate's results, read: the submission's batch when every id in them
-        is one of its requests (adopted; its file kept), not when none is (disowned). A
-        mix is the service contradicting itself: it stops, nothing bought."""
+        """An ended candidate's results, every file of them read: the submission's batch
+        when every id in them is one of its requests (adopted; its files kept), not when
+        none is (disowned). Results that read empty while its counts say lines ran are
+        owed (:meth:`owe`), never taken for a stranger's. A mix is the service
+        contradicting itself: journaled, it stops, nothing bought."""
         view = sub.candidates[batch_id]
         if view is None or not view.files:
             self.record(Disowned(sub=sub.id, batch_id=batch_id))  # nothing run, nothing to tell
             return
         provider = self.providers[sub.stage]
-        final = self.run.raw_path(view.files[0])
-        staging = final.with_name(f".{final.name}.candidate")
+        staged = {
+            ref: self.run.raw_path(ref).with_name(f".{self.run.raw_path(ref).name}.candidate")
+            for ref in view.files
+        }
         try:
-            provider.client.download(batch_id, view.files[0], staging)
-            ids = set(provider.wire.read_results([staging])["custom_id"].to_list())
+            frames = {}
+            for ref, staging in staged.items():
+                provider.client.download(batch_id, ref, staging)
+                frames[ref] = provider.wire.read_results([staging])
+            ids = {i for frame in frames.values() for i in frame["custom_id"].to_list()}
             mine = set(sub.ids())
+            if not ids and view.done > 0:
+                self.owe(
+                    sub,
+                    batch_id,
+                    f"candidate {batch_id} of {sub.id} ran {view.done} lines,"
+                    " but its results hold none",
+                )
+                return
             if not ids & mine:
                 self.record(Disowned(sub=sub.id, batch_id=batch_id))
                 return
             if not ids <= mine:
-                raise ApiError(
+                detail = (
                     f"batch {batch_id}'s results name {len(ids & mine)} of {sub.id}'s requests"
                     f" and {len(ids - mine)} others: neither the run's nor another's; it is"
-                    " not adopted, and nothing is bought again",
-                    batch_id=batch_id,
+                    " not adopted, and nothing is bought again"
                 )
+                self.record(Contradicted(sub=sub.id, batch_id=batch_id, detail=detail))
+                raise ApiError(detail, batch_id=batch_id)
             self.record(Created(sub=sub.id, batch_id=batch_id, adopted=True))
             self.record(BatchSeen.of(sub.id, view))
-            if len(view.files) == 1:  # its one results file, read already: kept as it is
-                check_download(provider.wire.read_results([staging]), sub, set(), str(final))
+            earlier: set[str] = set()
+            for ref, staging in staged.items():  # read already: kept as they are
+                final = self.run.raw_path(ref)
+                check_download(frames[ref], sub, earlier, str(final))
+                earlier.update(frames[ref]["custom_id"].to_list())
                 durable_replace(staging, final)
-                self.record(Downloaded(sub=sub.id, file_id=view.files[0]))
+                self.record(Downloaded(sub=sub.id, file_id=ref))
         finally:
-            if staging.exists():
-                os.unlink(staging)
+            for staging in staged.values():
+                if staging.exists():
+                    os.unlink(staging)
 
     def record_batch(self, sub: Submission, view: BatchView) -> None:
         """Journal what the service says of a batch (or of a candidate) whenever it
