@@ -93,7 +93,8 @@ def test_status_list_and_help_import_no_sdk(tmp_path):
     """They answer at once: no provider SDK, no polars, numpy or matplotlib."""
     shutil.copytree(FIXTURE / "previous-run" / "run", tmp_path / "jobs" / "prev")
     jobs = ["--jobs-dir", str(tmp_path / "jobs")]
-    heavy = ("openai", "anthropic", "google.genai", "fireworks", "polars", "numpy", "matplotlib")
+    heavy = ("openai", "anthropic", "google.genai", "fireworks", "boto3", "polars", "numpy")
+    heavy += ("matplotlib",)
     for argv in (["status", "prev", *jobs], ["list", *jobs], ["--help"]):
         code = (
             "import sys\nfrom batchbench.cli import app\n"

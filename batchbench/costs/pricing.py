@@ -19,9 +19,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..bench.protocol import Prompt
 from ..errors import ConfigError
 from ..providers import priced_as, resolve
-from ..providers.base import Prompt
 
 TOKENS_PER_MESSAGE = 3
 TOKENS_PER_REPLY = 3

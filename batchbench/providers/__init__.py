@@ -13,7 +13,6 @@ import importlib
 import ipaddress
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
 from urllib.parse import urlparse
 
 from ..clock import SYSTEM, Clock
@@ -72,15 +71,9 @@ def spec(name: str) -> ProviderSpec:
     return found
 
 
-def _load(where: str) -> Any:
-    module, _, name = where.partition(":")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
-
-
 def wire(name: str) -> Wire:
     """The provider's offline half (no SDK needed)."""
-    wire_class: Callable[[], Wire] = _load(spec(name).wire)
-    return wire_class()
+    return spec(name).wire()
 
 
 def missing_sdks(names: list[str]) -> list[str]:
@@ -121,8 +114,7 @@ def connect(
             " the API key would cross the network unencrypted"
         )
     key = api_key or key_from_env(service.provider)
-    client_class: Callable[..., Client] = _load(found.client)
-    return client_class(service, key, warn=warn, clock=clock)
+    return found.client(service, key, warn=warn, clock=clock)
 
 
 def key_from_env(name: str, env: Mapping[str, str] = os.environ) -> str:

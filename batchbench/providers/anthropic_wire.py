@@ -22,10 +22,11 @@ from typing import Any
 import msgspec
 import polars as pl
 
+from ..bench.protocol import Prompt
 from ..errors import BatchFileError, PlanError
 from ..kinds import ProviderName, Stage
 from . import frames
-from .base import Adjust, BatchError, BatchFailure, Limits, LineRules, Prompt, Rendered
+from .base import Adjust, BatchError, BatchFailure, Limits, LineRules, Rendered
 from .checks import encode_line, request_lines
 from .ids import SAFE_ID, safe_id
 

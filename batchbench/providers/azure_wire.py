@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
+from ..bench.protocol import Prompt
 from ..kinds import ProviderName
-from .base import Adjust, Limits, Prompt, Rendered
+from .base import Adjust, Limits, Rendered
 from .openai_wire import MAX_BYTES, OpenAIWire
 
 PREFIX: Final = "azure/"

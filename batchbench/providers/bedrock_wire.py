@@ -28,11 +28,12 @@ from typing import Any, Final
 import msgspec
 import polars as pl
 
+from ..bench.protocol import Prompt
 from ..errors import BatchFileError, ConfigError, PlanError
 from ..kinds import ProviderName, Stage
 from . import frames
 from .anthropic_wire import RETRIED, _Message, _Usage, answer_text, claude_body
-from .base import Adjust, BatchError, BatchFailure, Limits, LineRules, Prompt, Rendered
+from .base import Adjust, BatchError, BatchFailure, Limits, LineRules, Rendered
 from .checks import encode_line, request_lines
 
 PREFIX: Final = "bedrock/"

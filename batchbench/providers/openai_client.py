@@ -140,7 +140,7 @@ class OpenAIClient:
             with open(path, "rb") as fh:
                 return self.sdk.files.create(file=(path.name, fh), purpose="batch")
 
-        return self._call(f"upload {path.name}", send).id
+        return str(self._call(f"upload {path.name}", send).id)
 
     def create(self, tag: Tag, input_ref: str | None, path: Path) -> BatchView:
         if input_ref is None:

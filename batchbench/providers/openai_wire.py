@@ -13,9 +13,10 @@ from typing import Any, Final
 
 import polars as pl
 
+from ..bench.protocol import Prompt
 from ..errors import PlanError
 from ..kinds import ProviderName, Stage
-from .base import Adjust, BatchError, BatchFailure, Limits, LineRules, Prompt, Rendered
+from .base import Adjust, BatchError, BatchFailure, Limits, LineRules, Rendered
 from .checks import encode_line, request_lines, sends_temperature, temperature_fallback
 from .ids import safe_id
 from .openai_results import read_outputs

@@ -12,6 +12,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:  # the protocols only: loading a provider's halves waits for first use
+    from ..clock import Clock
+    from .base import Client, Service, Wire
+
+
+class ClientFactory(Protocol):
+    """How a provider's SDK half is made (each provider's client class fits it)."""
+
+    def __call__(
+        self, service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock
+    ) -> Client: ...
 
 
 @dataclass(frozen=True)
@@ -19,8 +32,10 @@ class ProviderSpec:
     name: str
     label: str  # the service's name, for people
     claims: Callable[[str], bool]  # the reference's routing rule, on the resolved model id
-    wire: str  # "module:Class" in this package: the offline half
-    client: str  # "module:Class" in this package: the SDK half
+    # Its two halves, each imported on first use (``status``, ``list`` and ``--help``
+    # import no SDK) and checked by the type checker against the seam's protocols.
+    wire: Callable[[], Wire]  # the offline half
+    client: ClientFactory  # the SDK half
     sdk: str  # the module the client needs
     extra: str  # the pip extra that installs it ("" when always installed)
     key_variables: tuple[str, ...]  # first non-empty wins (the reference's order)
@@ -53,12 +68,97 @@ class ProviderSpec:
         return f"{self.base_url_variable} ({self.base_url_hint})"
 
 
+# Each provider's halves, imported when first used.
+def _anthropic_wire() -> Wire:
+    from .anthropic_wire import AnthropicWire
+
+    return AnthropicWire()
+
+
+def _anthropic_client(
+    service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock
+) -> Client:
+    from .anthropic_client import AnthropicClient
+
+    return AnthropicClient(service, api_key, warn=warn, clock=clock)
+
+
+def _gemini_wire() -> Wire:
+    from .gemini_wire import GeminiWire
+
+    return GeminiWire()
+
+
+def _gemini_client(
+    service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock
+) -> Client:
+    from .gemini_client import GeminiClient
+
+    return GeminiClient(service, api_key, warn=warn, clock=clock)
+
+
+def _fireworks_wire() -> Wire:
+    from .fireworks_wire import FireworksWire
+
+    return FireworksWire()
+
+
+def _fireworks_client(
+    service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock
+) -> Client:
+    from .fireworks_client import FireworksClient
+
+    return FireworksClient(service, api_key, warn=warn, clock=clock)
+
+
+def _openai_wire() -> Wire:
+    from .openai_wire import OpenAIWire
+
+    return OpenAIWire()
+
+
+def _openai_client(
+    service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock
+) -> Client:
+    from .openai_client import OpenAIClient
+
+    return OpenAIClient(service, api_key, warn=warn, clock=clock)
+
+
+def _azure_wire() -> Wire:
+    from .azure_wire import AzureWire
+
+    return AzureWire()
+
+
+def _azure_client(
+    service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock
+) -> Client:
+    from .azure_client import AzureClient
+
+    return AzureClient(service, api_key, warn=warn, clock=clock)
+
+
+def _bedrock_wire() -> Wire:
+    from .bedrock_wire import BedrockWire
+
+    return BedrockWire()
+
+
+def _bedrock_client(
+    service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock
+) -> Client:
+    from .bedrock_client import BedrockClient
+
+    return BedrockClient(service, api_key, warn=warn, clock=clock)
+
+
 ANTHROPIC = ProviderSpec(
     name="anthropic",
     label="Anthropic",
     claims=lambda model: model.startswith("claude-"),
-    wire="anthropic_wire:AnthropicWire",
-    client="anthropic_client:AnthropicClient",
+    wire=_anthropic_wire,
+    client=_anthropic_client,
     sdk="anthropic",
     extra="anthropic",
     key_variables=("ANTHROPIC_API_KEY",),
@@ -72,8 +172,8 @@ GEMINI = ProviderSpec(
     name="gemini",
     label="Gemini",
     claims=lambda model: model.startswith("gemini"),
-    wire="gemini_wire:GeminiWire",
-    client="gemini_client:GeminiClient",
+    wire=_gemini_wire,
+    client=_gemini_client,
     sdk="google.genai",
     extra="gemini",
     key_variables=("GEMINI_API_KEY", "GOOGLE_API_KEY", "GEMINI_AI_API_KEY"),
@@ -88,8 +188,8 @@ FIREWORKS = ProviderSpec(
     name="fireworks",
     label="Fireworks",
     claims=lambda model: model.startswith("accounts/"),
-    wire="fireworks_wire:FireworksWire",
-    client="fireworks_client:FireworksClient",
+    wire=_fireworks_wire,
+    client=_fireworks_client,
     sdk="fireworks",
     extra="fireworks",
     key_variables=("FIREWORKS_API_KEY", "FIREWORKS_INFERENCE_API_KEY"),
@@ -110,8 +210,8 @@ OPENAI = ProviderSpec(
     name="openai",
     label="OpenAI",
     claims=lambda model: True,  # the reference: any other name is OpenAI's
-    wire="openai_wire:OpenAIWire",
-    client="openai_client:OpenAIClient",
+    wire=_openai_wire,
+    client=_openai_client,
     sdk="openai",
     extra="",
     key_variables=("OPENAI_ACCESS_TOKEN", "OPENAI_API_KEY"),
@@ -134,8 +234,8 @@ AZURE = ProviderSpec(
     name="azure",
     label="Azure OpenAI",
     claims=lambda model: model.startswith("azure/"),  # azure/DEPLOYMENT
-    wire="azure_wire:AzureWire",
-    client="azure_client:AzureClient",
+    wire=_azure_wire,
+    client=_azure_client,
     sdk="openai",
     extra="",
     key_variables=("AZURE_OPENAI_API_KEY",),
@@ -152,8 +252,8 @@ BEDROCK = ProviderSpec(
     name="bedrock",
     label="Amazon Bedrock",
     claims=lambda model: model.startswith("bedrock/"),  # bedrock/MODEL_ID or a profile
-    wire="bedrock_wire:BedrockWire",
-    client="bedrock_client:BedrockClient",
+    wire=_bedrock_wire,
+    client=_bedrock_client,
     sdk="boto3",
     extra="bedrock",
     key_variables=(),  # AWS's own credential chain (keys, profiles, roles)

@@ -62,8 +62,8 @@ class Retrier:
         """The service's ``retry-after`` when it gave one, else 0.5 s doubling to 8 s,
         spread by ``jitter`` (in [0, 1)) so that many clients do not retry in step."""
         if retry_after is not None:
-            return min(max(retry_after, 0.0), MAX_WAIT)
-        return min(0.5 * 2**attempt, 8.0) * (0.75 + jitter / 4)
+            return float(min(max(retry_after, 0.0), MAX_WAIT))
+        return float(min(0.5 * 2**attempt, 8.0) * (0.75 + jitter / 4))
 
     def _notice(self, fault: str) -> None:
         self.counts[fault] += 1
