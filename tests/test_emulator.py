@@ -537,11 +537,13 @@ def test_cli_emulator_with_file_responder(tmp_path):
         first = proc.stdout.readline()
         url = first.strip().rsplit(" ", 1)[-1]
         assert url.startswith("http://127.0.0.1:")
-        variables = proc.stdout.readline().split()
+        assert proc.stdout.readline().startswith("Point a client at it")
         base_url = f"{url}/v1"
-        assert (
-            f"OPENAI_BASE_URL={base_url}" in variables and f"ANTHROPIC_BASE_URL={url}" in variables
-        )
+        wanted = {f"export AZURE_OPENAI_ENDPOINT={url}", f"export OPENAI_BASE_URL={base_url}"}
+        variables: list[str] = []
+        while not wanted <= set(variables) and len(variables) < 30:
+            variables.append(proc.stdout.readline().strip())
+        assert wanted <= set(variables), variables
         c = OpenAI(api_key="k", base_url=base_url, max_retries=0)
         f = upload(c, [line(1)])
         b = c.batches.create(input_file_id=f.id, endpoint=EP, completion_window="24h")

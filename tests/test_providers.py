@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from support import reference
 from support.cli import assert_one_line_error, run_cli
-from support.providers import RIGS, Rig, reference_outcome, scripted_responder
+from support.providers import ENDINGS, RIGS, TYPOS, Rig, reference_outcome, scripted_responder
 from support.runs import (
     ERROR_KEYS,
     ROW_KEYS,
@@ -33,13 +33,6 @@ from batchbench.emulator import SystemClock
 
 ALL = list(RIGS.values())
 OTHERS = [rig for rig in ALL if rig.provider != "openai"]  # besides the judges' own provider
-TYPOS = {
-    "openai": "gpt-5.4-minni",
-    "anthropic": "claude-opus-55",
-    "gemini": "gemini-3.1-pro-prevew",
-    "fireworks": "accounts/fireworks/models/glm-9p9",
-    "bedrock": "bedrock/anthropic.claude-opus-55-v1:0",
-}
 # Azure's data plane cannot name a deployment without running it: a misspelt one is
 # found by the service's validation of the first batch (test_azure.py).
 PREFLIGHT = [rig for rig in OTHERS if rig.provider in TYPOS]
@@ -359,9 +352,6 @@ def test_a_result_line_that_is_not_utf8_is_one_line_naming_it(
     proc = run_cli(*argv, env=rig.env(emu))
     assert_one_line_error(proc, "(batch ", "line 3: not UTF-8 text")
     assert proc.returncode == 4
-
-
-ENDINGS = {"anthropic": "/v1", "gemini": "/v1beta", "fireworks": "/v1", "azure": "/openai/v1"}
 
 
 @pytest.mark.parametrize("rig", [r for r in ALL if r.provider in ENDINGS], ids=ids)

@@ -53,7 +53,8 @@ def demo(
     with (
         tempfile.TemporaryDirectory() as tmp,
         Emulator(latency=0.3, clock=clock) as emu,
-        _defaults(_demo_environment(emu.url)),  # the emulator's accounts, while it lives
+        # the emulator's faces and accounts, while it lives
+        _defaults({**emu.environment(), "BATCHBENCH_BEDROCK_MIN_RECORDS": "1"}),
     ):
         emu.store.settings.bedrock_min_records = 1  # the sample is smaller than a real minimum
         typer.echo(f"emulator on {emu.url}; simulated models {', '.join(models)} and sim-judge")
@@ -106,25 +107,6 @@ def _defaults(values: dict[str, str]) -> Iterator[None]:
     finally:
         for name in added:
             os.environ.pop(name, None)
-
-
-def _demo_environment(url: str) -> dict[str, str]:
-    """What the emulator's accounts need, where the environment does not say otherwise:
-    a Fireworks account, AWS credentials, endpoints, a service role and a bucket."""
-    return {
-        "FIREWORKS_ACCOUNT_ID": "demo",
-        "AWS_ACCESS_KEY_ID": "demo-not-secret",
-        "AWS_SECRET_ACCESS_KEY": "demo-not-secret",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ENDPOINT_URL_BEDROCK": url,
-        "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": url,
-        "AWS_ENDPOINT_URL_S3": url,
-        "AWS_EC2_METADATA_DISABLED": "true",
-        "BEDROCK_ROLE_ARN": "arn:aws:iam::123456789012:role/batchbench-demo",
-        "BATCHBENCH_S3_URI": "s3://batchbench/demo",
-        "BATCHBENCH_BEDROCK_MIN_RECORDS": "1",
-        "AZURE_OPENAI_ENDPOINT": url,
-    }
 
 
 # What the demo's simulated models stand in for when it says what its run would cost.

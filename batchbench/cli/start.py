@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from ..engine.rundir import default_name
+from ..providers.registry import provider_labels
 from .common import clock_of, friendly
 from .finish import finish_run, print_dry_run
 
@@ -24,7 +25,7 @@ def run(
             metavar="MODEL",
             rich_help_panel=MODELS,
             help="The model under test; repeat it to grade several in one go (any provider:"
-            " OpenAI, Claude, Gemini or Fireworks models).",
+            f" {provider_labels()}).",
         ),
     ],
     judge_model: Annotated[
@@ -343,12 +344,6 @@ def run(
         for r in results
     ]
     raise typer.Exit(3 if 3 in codes else max(codes))
-
-
-def _account_options(bedrock_role: str | None, s3_uri: str | None) -> dict[str, str]:
-    """The account variables given as options (they win over the environment's)."""
-    given = {"BEDROCK_ROLE_ARN": bedrock_role, "BATCHBENCH_S3_URI": s3_uri}
-    return {variable: value for variable, value in given.items() if value}
 
 
 def group_run_name(given: str | None, model: str, smoke: bool, models: list[str]) -> str | None:

@@ -135,6 +135,11 @@ class Face(Protocol):
         """The base URL its SDK is given for an emulator at ``url``."""
         ...
 
+    def environment(self, url: str) -> dict[str, str]:
+        """The variables a client of this face sets for an emulator at ``url``: its base
+        URL's, and the account it grades in (the emulator takes any; none is a secret)."""
+        ...
+
 
 FaceFactory = Callable[[Store], Face]
 

@@ -82,6 +82,14 @@ class Emulator:
         """Each face's base URL, as its SDK (or its ``*_BASE_URL`` variable) takes it."""
         return {face.name: face.base_url(self.url) for face in self.hub.faces}
 
+    def environment(self) -> dict[str, str]:
+        """Every face's variables (:meth:`.face.Face.environment`): what a client sets to
+        reach this emulator, whichever provider it grades."""
+        found: dict[str, str] = {}
+        for face in self.hub.faces:
+            found.update(face.environment(self.url))
+        return found
+
     def face(self, name: str) -> Face:
         return self.hub.face(name)
 
@@ -180,14 +188,9 @@ def serve(emulator: Emulator, announce: Callable[[str], None] = print) -> None:
     """Run until interrupted (the ``batchbench emulator`` command)."""
     emulator.start()
     announce(f"Batch API emulator listening on {emulator.url}")
-    variables = {
-        "openai": "OPENAI_BASE_URL",
-        "anthropic": "ANTHROPIC_BASE_URL",
-        "gemini": "GOOGLE_GEMINI_BASE_URL",
-        "fireworks": "FIREWORKS_BASE_URL",
-    }
-    urls = emulator.base_urls
-    announce("  " + "  ".join(f"{v}={urls[name]}" for name, v in variables.items() if name in urls))
+    announce("Point a client at it with (every provider's face; any key is taken):")
+    for name, value in emulator.environment().items():
+        announce(f"  export {name}={value}")
     try:
         while True:
             time.sleep(3600)

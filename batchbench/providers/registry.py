@@ -279,4 +279,12 @@ BEDROCK = ProviderSpec(
 # In routing order: a model is the first one's that claims it (OpenAI's, last, claims all).
 PROVIDERS: tuple[ProviderSpec, ...] = (AZURE, BEDROCK, ANTHROPIC, GEMINI, FIREWORKS, OPENAI)
 BY_NAME: dict[str, ProviderSpec] = {spec.name: spec for spec in PROVIDERS}
+
+
+def provider_labels() -> str:
+    """Every service's name, for help texts: ``OpenAI, Anthropic, …``."""
+    names = [spec.label for spec in reversed(PROVIDERS)]
+    return ", ".join(names[:-1]) + " or " + names[-1]
+
+
 ALIASES: dict[str, str] = {a: m for spec in PROVIDERS for a, m in spec.aliases.items()}

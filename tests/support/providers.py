@@ -556,6 +556,21 @@ def _bedrock_env(rig: Rig, emu: Any) -> dict[str, str]:
 BEDROCK.more_env = {}  # filled per emulator by env(): its URL is part of it
 RIGS = {rig.provider: rig for rig in (OPENAI, ANTHROPIC, GEMINI, FIREWORKS, AZURE, BEDROCK)}
 
+# A misspelt model per provider, found by the pre-flight before anything is bought.
+# Azure's data plane cannot name a deployment without running it: a misspelt one is
+# found by the service's validation of the first batch (test_azure.py).
+TYPOS = {
+    "openai": "gpt-5.4-minni",
+    "anthropic": "claude-opus-55",
+    "gemini": "gemini-3.1-pro-prevew",
+    "fireworks": "accounts/fireworks/models/glm-9p9",
+    "bedrock": "bedrock/anthropic.claude-opus-55-v1:0",
+}
+NO_PREFLIGHT = {"azure"}
+# The version each SDK adds itself, which a base URL must not end in (from each SDK's
+# documented base URL, not from batchbench's registry).
+ENDINGS = {"anthropic": "/v1", "gemini": "/v1beta", "fireworks": "/v1", "azure": "/openai/v1"}
+
 
 def scripted_responder(
     rig: Rig, prompts: list[str], seen: dict[int, list[dict]]

@@ -89,6 +89,9 @@ class AnthropicFace(AnthropicBook):
     def base_url(self, url: str) -> str:
         return url
 
+    def environment(self, url: str) -> dict[str, str]:
+        return {"ANTHROPIC_BASE_URL": url}
+
     def ledger(self) -> list[dict[str, Any]]:
         return [
             {

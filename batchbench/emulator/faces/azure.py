@@ -89,6 +89,9 @@ class AzureFace(OpenAIFace):
     def base_url(self, url: str) -> str:
         return url  # the resource's endpoint: the SDK adds /openai/v1
 
+    def environment(self, url: str) -> dict[str, str]:
+        return {"AZURE_OPENAI_ENDPOINT": self.base_url(url)}
+
     def model_known(self, name: str) -> bool:
         deployments = self.store.settings.azure_deployments
         if name in deployments:

@@ -102,6 +102,9 @@ class FireworksFace(FireworksBook):
     def base_url(self, url: str) -> str:
         return url
 
+    def environment(self, url: str) -> dict[str, str]:
+        return {"FIREWORKS_BASE_URL": url, "FIREWORKS_ACCOUNT_ID": "demo"}
+
     def ledger(self) -> list[dict[str, Any]]:
         return [
             {

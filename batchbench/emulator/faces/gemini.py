@@ -103,6 +103,9 @@ class GeminiFace(GeminiBook):
     def base_url(self, url: str) -> str:
         return url
 
+    def environment(self, url: str) -> dict[str, str]:
+        return {"GOOGLE_GEMINI_BASE_URL": url}
+
     def ledger(self) -> list[dict[str, Any]]:
         return [
             {

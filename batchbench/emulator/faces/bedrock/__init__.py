@@ -109,6 +109,19 @@ class BedrockFace:
     def base_url(self, url: str) -> str:
         return url
 
+    def environment(self, url: str) -> dict[str, str]:
+        return {
+            "AWS_ENDPOINT_URL_BEDROCK": url,
+            "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": url,
+            "AWS_ENDPOINT_URL_S3": url,
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_ACCESS_KEY_ID": "demo-not-secret",
+            "AWS_SECRET_ACCESS_KEY": "demo-not-secret",
+            "AWS_EC2_METADATA_DISABLED": "true",
+            "BEDROCK_ROLE_ARN": f"arn:aws:iam::{ACCOUNT}:role/batchbench-demo",
+            "BATCHBENCH_S3_URI": f"s3://{s3.DEFAULT_BUCKET}/demo",
+        }
+
     # the routes -------------------------------------------------------------
     def _reply(self, body: Any) -> Reply:
         return Reply(body, 200, {"x-amzn-RequestId": self._request_id()})

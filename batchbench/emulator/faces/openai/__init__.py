@@ -122,6 +122,9 @@ class OpenAIFace:
     def base_url(self, url: str) -> str:
         return f"{url}{self.prefix}"
 
+    def environment(self, url: str) -> dict[str, str]:
+        return {"OPENAI_BASE_URL": self.base_url(url)}
+
     def model_known(self, name: str) -> bool:
         return self.store.known_model(name)
 
