@@ -17,9 +17,10 @@ from ..bench.dataset import Case
 from ..bench.decisions import join_verdicts
 from ..bench.results import row_verdicts
 from ..bench.scoring import rubric_frame, score_joined
+from ..scores.stats import fleiss_kappa
 from ..scores.summary import Summary
 from .labels import Label, LabelsError
-from .ppi import Z95, Agreement, Corrected, agreement, corrected, fleiss, labels_needed, overall
+from .ppi import Z95, Agreement, Corrected, agreement, corrected, labels_needed, overall
 
 
 class Interval(TypedDict):
@@ -145,7 +146,7 @@ def _between_raters(labels: Sequence[Label]) -> dict[str, Any] | None:
     shared = [v for v in by_item.values() if len(v) > 1]
     if not shared:
         return None
-    return {"items": len(shared), "fleiss_kappa": fleiss(shared)}
+    return {"items": len(shared), "fleiss_kappa": fleiss_kappa(shared)}
 
 
 def plan_labels(

@@ -128,25 +128,6 @@ def _cohen(tp: int, fn: int, tn: int, fp: int) -> float | None:
     return None if expected == 1 else (observed - expected) / (1 - expected)
 
 
-def fleiss(items: Sequence[Sequence[bool]]) -> float | None:
-    """Fleiss' κ over items each rated met/not met by two or more raters (their number
-    may differ from item to item: P_i = (Σ_j n_ij² − m_i) / (m_i (m_i − 1)))."""
-    rated = [list(r) for r in items if len(r) > 1]
-    if not rated:
-        return None
-    per_item = []
-    met_total = votes = 0
-    for ratings in rated:
-        m, met = len(ratings), sum(ratings)
-        per_item.append((met**2 + (m - met) ** 2 - m) / (m * (m - 1)))
-        met_total += met
-        votes += m
-    p_bar = sum(per_item) / len(per_item)
-    p_met = met_total / votes
-    p_e = p_met**2 + (1 - p_met) ** 2
-    return None if p_e == 1 else (p_bar - p_e) / (1 - p_e)
-
-
 def labels_needed(y: Values, f_labelled: Values, f_all: Values, width: float) -> int | None:
     """Labelled cases for a corrected interval of half-width ``width``, by the pilot's
     moments (its λ, Var(Y − λf), Var(f) over the run): the smallest n with

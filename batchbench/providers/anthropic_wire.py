@@ -202,6 +202,27 @@ def _status(error: msgspec.Raw) -> int:
     return STATUS_OF.get(kind or "", 500)
 
 
+def claude_reply(message: _Message | None) -> dict[str, Any]:
+    """A Claude message's part of a result row, wherever it was served (a Message Batch,
+    a Bedrock job): its text by the reference's rule, the empty reply's error, and its
+    tokens (input counts cache reads and writes, as Anthropic bills them)."""
+    u = (message.usage if message is not None else None) or _Usage()
+    details = u.output_tokens_details
+    return {
+        "content": answer_text(message) if message is not None else None,
+        "empty_error": (
+            "Anthropic returned an empty text message"
+            f" stop={message.stop_reason if message is not None else None}"
+        ),
+        "prompt_tokens": (u.input_tokens or 0)
+        + (u.cache_read_input_tokens or 0)
+        + (u.cache_creation_input_tokens or 0),
+        "cached_tokens": u.cache_read_input_tokens,
+        "completion_tokens": u.output_tokens,
+        "reasoning_tokens": details.thinking_tokens if details is not None else None,
+    }
+
+
 def read_results(paths: Sequence[Path]) -> pl.DataFrame:
     """Results files → the common frame, every line checked. ``succeeded`` is a 200 reply
     (its text read by the reference's rule), ``errored`` the HTTP status its error type
@@ -217,9 +238,6 @@ def read_results(paths: Sequence[Path]) -> pl.DataFrame:
         message = result.message if result.type == "succeeded" else None
         if result.type == "succeeded" and message is None:
             raise BatchFileError(f"{path}: line {lineno}: a succeeded result without message")
-        usage = message.usage if message is not None else None
-        u = usage or _Usage()
-        details = u.output_tokens_details
         row = {
             "file": str(path),
             "lineno": lineno,
@@ -238,17 +256,7 @@ def read_results(paths: Sequence[Path]) -> pl.DataFrame:
             "body_text": (
                 bytes(result.error).decode("utf-8", "replace") if result.type == "errored" else None
             ),
-            "content": answer_text(message) if message is not None else None,
-            "empty_error": (
-                "Anthropic returned an empty text message"
-                f" stop={message.stop_reason if message is not None else None}"
-            ),
-            "prompt_tokens": (u.input_tokens or 0)
-            + (u.cache_read_input_tokens or 0)
-            + (u.cache_creation_input_tokens or 0),
-            "cached_tokens": u.cache_read_input_tokens,
-            "completion_tokens": u.output_tokens,
-            "reasoning_tokens": details.thinking_tokens if details is not None else None,
+            **claude_reply(message),
         }
         for key, value in row.items():
             cols[key].append(value)

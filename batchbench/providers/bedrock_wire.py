@@ -32,7 +32,7 @@ from ..bench.protocol import Prompt
 from ..errors import BatchFileError, ConfigError, PlanError
 from ..kinds import ProviderName, Stage
 from . import frames
-from .anthropic_wire import RETRIED, _Message, _Usage, answer_text, claude_body
+from .anthropic_wire import RETRIED, _Message, claude_body, claude_reply
 from .base import Adjust, BatchError, BatchFailure, Limits, LineRules, Rendered
 from .checks import encode_line, request_lines
 
@@ -195,8 +195,6 @@ def read_output(paths: Sequence[Path]) -> pl.DataFrame:
         message, error = line.modelOutput, line.error
         if (message is None) == (error is None):
             raise BatchFileError(f"{path}: line {lineno}: needs one of modelOutput or error")
-        u = (message.usage if message is not None else None) or _Usage()
-        details = u.output_tokens_details
         row = {
             "file": str(path),
             "lineno": lineno,
@@ -207,17 +205,7 @@ def read_output(paths: Sequence[Path]) -> pl.DataFrame:
             "error_code": None,
             "error_message": None,
             "body_text": _ENCODE.encode(error).decode() if error is not None else None,
-            "content": answer_text(message) if message is not None else None,
-            "empty_error": (
-                "Anthropic returned an empty text message"
-                f" stop={message.stop_reason if message is not None else None}"
-            ),
-            "prompt_tokens": (u.input_tokens or 0)
-            + (u.cache_read_input_tokens or 0)
-            + (u.cache_creation_input_tokens or 0),
-            "cached_tokens": u.cache_read_input_tokens,
-            "completion_tokens": u.output_tokens,
-            "reasoning_tokens": details.thinking_tokens if details is not None else None,
+            **claude_reply(message),
         }
         for key, value in row.items():
             cols[key].append(value)

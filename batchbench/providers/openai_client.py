@@ -18,7 +18,6 @@ import openai
 
 from ..clock import SYSTEM, Clock
 from ..errors import (
-    ApiConflictError,
     ApiError,
     ApiNotFoundError,
     FileNotYetVisible,
@@ -26,7 +25,17 @@ from ..errors import (
 )
 from ..kinds import Ending, Phase
 from . import tls
-from .base import BatchError, BatchView, Marked, Marks, Service, Tag, timestamp, walk_list
+from .base import (
+    BatchError,
+    BatchView,
+    Marked,
+    Marks,
+    Service,
+    Tag,
+    cancel_unless_ended,
+    timestamp,
+    walk_list,
+)
 from .http_errors import one_line
 from .openai_wire import ENDPOINT
 from .stainless import SdkCalls, timeout
@@ -201,13 +210,15 @@ class OpenAIClient:
         return view(batch.model_dump(warnings=False))
 
     def cancel(self, batch_id: str) -> BatchView | None:
-        try:
-            batch = self._call(
-                f"cancel batch {batch_id}", lambda: self.sdk.batches.cancel(batch_id), batch_id
-            )
-        except ApiConflictError:
-            return None
-        return view(batch.model_dump(warnings=False))
+        """None when the batch had already ended (:func:`.base.cancel_unless_ended`)."""
+        return cancel_unless_ended(
+            lambda: view(
+                self._call(
+                    f"cancel batch {batch_id}", lambda: self.sdk.batches.cancel(batch_id), batch_id
+                ).model_dump(warnings=False)
+            ),
+            functools.partial(self.retrieve, batch_id),
+        )
 
     def download(self, batch_id: str, ref: str, dest: Path) -> int:
         stream = functools.partial(self.sdk.files.with_streaming_response.content, ref)

@@ -91,22 +91,26 @@ def item_agreement(verdicts: Sequence[Sequence[bool]]) -> float | None:
 
 
 def fleiss_kappa(verdicts: Sequence[Sequence[bool]]) -> float | None:
-    """Fleiss' kappa of K raters (passes) over items, two categories (matched or not);
-    None when it is undefined (one category only, or fewer than two passes)."""
-    if not verdicts:
+    """Fleiss' kappa over items, two categories (matched or not), each item rated by
+    two or more raters — a run's K judge passes, or the physicians who labelled it,
+    whose number may differ from item to item: P_i = (Σ_j n_ij² − m_i) / (m_i (m_i −
+    1)). Items rated once are left out. None when it is undefined (no item rated
+    twice, or one category only). The one home of the rule, for noise and calibration."""
+    rated = [v for v in verdicts if len(v) > 1]
+    if not rated:
         return None
-    k = len(verdicts[0])
-    if k < 2:
-        return None
-    items = len(verdicts)
-    yes = [sum(v) for v in verdicts]
-    p_yes = sum(yes) / (items * k)
-    expected = p_yes**2 + (1 - p_yes) ** 2
+    per_item = []
+    met_total = votes = 0
+    for ratings in rated:
+        m, met = len(ratings), sum(ratings)
+        per_item.append((met * met + (m - met) * (m - met) - m) / (m * (m - 1)))
+        met_total += met
+        votes += m
+    p_met = met_total / votes
+    expected = p_met**2 + (1 - p_met) ** 2
     if expected == 1:
         return None
-    agree = [(y * y + (k - y) * (k - y) - k) / (k * (k - 1)) for y in yes]
-    observed = math.fsum(agree) / items
-    return (observed - expected) / (1 - expected)
+    return (math.fsum(per_item) / len(per_item) - expected) / (1 - expected)
 
 
 def two_level_interval(
