@@ -34,7 +34,7 @@ import botocore.exceptions
 import botocore.session
 
 from ..clock import SYSTEM, Clock
-from ..errors import ApiError, ConfigError, NoAnswer, Unreachable
+from ..errors import ApiError, ConfigError
 from ..kinds import Ending, Phase
 from . import retry, tls
 from .aws_errors import aws_errors
@@ -234,20 +234,12 @@ class BedrockClient:
             raise
 
     def _preflight(self, what: str, fn: Callable[[], T]) -> T:
-        def attempt() -> T:
-            try:
-                with self.errors(what):
-                    return fn()
-            except Unreachable as exc:
-                raise ApiError(str(exc)) from None
-            except NoAnswer:
-                raise ApiError(
-                    f"{what}: {self.service.base_url} took the connection but sent no answer"
-                    f" in {retry.PREFLIGHT_TIMEOUT:g} s: check AWS_ENDPOINT_URL_BEDROCK and"
-                    " the region, or whether the service is up"
-                ) from None
+        def call() -> T:
+            with self.errors(what):
+                return fn()
 
-        return self.retry(attempt)
+        where = "AWS_ENDPOINT_URL_BEDROCK and the region"
+        return self.retry.preflight(what, self.service.base_url, where, call)
 
     def _key(self, tag: Tag, name: str) -> str:
         return "/".join(p for p in (self.prefix, f"bb-{tag.run_id[:8]}", name) if p)

@@ -17,7 +17,6 @@ errorMessage}}``; records that never ran are absent (sent again, as lost).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -35,6 +34,7 @@ from . import frames
 from .anthropic_wire import RETRIED, _Message, claude_body, claude_reply
 from .base import Adjust, BatchError, BatchFailure, Limits, LineRules, Rendered
 from .checks import encode_line, request_lines
+from .ids import safe_id
 
 PREFIX: Final = "bedrock/"
 VERSION: Final = "bedrock-2023-05-31"
@@ -120,14 +120,9 @@ class BedrockWire:
     def custom_id(
         self, stage: Stage, case_id: str, attempt: int, run_id: str, judge_pass: int = 1
     ) -> str:
-        """An alphanumeric record id naming the run: ``<run tag><a|j><attempt>[p<pass>]``,
-        then ``C`` and the case id when it is alphanumeric and fits, else ``H`` and its
-        SHA-256 (Bedrock's documents ask for alphanumeric ids)."""
-        head = f"{run_id[:8]}{stage[0]}{attempt}" + (f"p{judge_pass}" if judge_pass > 1 else "")
-        plain = f"{head}C{case_id}"
-        if _ALNUM.match(plain):
-            return plain
-        return f"{head}H{hashlib.sha256(case_id.encode('utf-8')).hexdigest()}"[:64]
+        """An alphanumeric record id naming the run (:func:`.ids.safe_id`'s form for
+        services that take letters and digits only, as Bedrock's documents ask)."""
+        return safe_id(stage, case_id, attempt, run_id, judge_pass, alphanumeric=True)
 
     def request_line(self, custom_id: str, rendered: Rendered) -> bytes:
         return encode_line({"recordId": custom_id, "modelInput": rendered.body})

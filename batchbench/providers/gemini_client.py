@@ -165,18 +165,12 @@ class GeminiClient:
         quick = types.HttpOptions(timeout=int(retry.PREFLIGHT_TIMEOUT * 1000))
 
         def preflight(what: str, fn: Callable[[], Any]) -> Any:
-            def attempt() -> Any:
-                try:
-                    with self._errors(what):
-                        return fn()
-                except NoAnswer:
-                    raise ApiError(
-                        f"{what}: {self.service.base_url} took the connection but sent no"
-                        f" answer in {retry.PREFLIGHT_TIMEOUT:g} s: check"
-                        " GOOGLE_GEMINI_BASE_URL, or whether the service is up"
-                    ) from None
+            def call() -> Any:
+                with self._errors(what):
+                    return fn()
 
-            return self.retry(attempt)
+            url = self.service.base_url
+            return self.retry.preflight(what, url, "GOOGLE_GEMINI_BASE_URL", call)
 
         for model in dict.fromkeys(models):
             try:

@@ -18,6 +18,7 @@ from ..kinds import Stage
 _PREFIX = {"answers": "answer", "judges": "judge"}
 SAFE_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _SAFE_CASE = re.compile(r"^[a-zA-Z0-9_-]+$")
+_ALNUM_CASE = re.compile(r"^[a-zA-Z0-9]*$")
 
 
 def openai_id(stage: Stage, case_id: str, attempt: int, judge_pass: int = 1) -> str:
@@ -28,24 +29,38 @@ def openai_id(stage: Stage, case_id: str, attempt: int, judge_pass: int = 1) -> 
     return base if attempt == 1 else f"{base}:{attempt}"
 
 
-def safe_id(stage: Stage, case_id: str, attempt: int, run_id: str, judge_pass: int = 1) -> str:
-    """An id in ``^[a-zA-Z0-9_-]{1,64}$`` that also names the run.
+def safe_id(
+    stage: Stage,
+    case_id: str,
+    attempt: int,
+    run_id: str,
+    judge_pass: int = 1,
+    *,
+    alphanumeric: bool = False,
+) -> str:
+    """An id of at most 64 characters that names the run: the one codec of the run's
+    mark in request ids, for every provider.
 
-    ``<run tag>-<a|j><attempt>-<case_id>`` when the case id fits, else the case
-    id's SHA-256 after ``_`` (``-`` or ``_`` after the attempt tells the two
-    forms apart; a judge's extra pass adds ``p<pass>`` to the attempt). The run tag
-    (the run id's first 8 characters) keeps two runs' requests apart on services whose
-    batches carry no metadata: a batch found after a crash is confirmed as this run's
-    by the ids of its results.
+    ``<run tag>-<a|j><attempt>-<case_id>`` when the case id fits, else the case id's
+    SHA-256 after ``_`` (``-`` or ``_`` after the attempt tells the two forms apart; a
+    judge's extra pass adds ``p<pass>`` to the attempt), in ``^[a-zA-Z0-9_-]{1,64}$``.
+    Where the service asks for letters and digits only (Bedrock's record ids,
+    ``alphanumeric``): ``<run tag><a|j><attempt>`` then ``C`` and the case id, or ``H``
+    and its hash. The run tag (the run id's first 8 characters) keeps two runs'
+    requests apart on services whose batches carry no metadata: a batch found after a
+    crash is confirmed as this run's by the ids of its results.
     """
-    head = f"{run_id[:8]}-{_PREFIX[stage][0]}{attempt}" + (
+    gap, plain_mark, hashed_mark, fits = (
+        ("", "C", "H", _ALNUM_CASE) if alphanumeric else ("-", "-", "_", _SAFE_CASE)
+    )
+    head = f"{run_id[:8]}{gap}{_PREFIX[stage][0]}{attempt}" + (
         f"p{judge_pass}" if judge_pass > 1 else ""
     )
-    plain = f"{head}-{case_id}"
-    if _SAFE_CASE.match(case_id) and len(plain) <= 64:
+    plain = f"{head}{plain_mark}{case_id}"
+    if fits.match(case_id) and len(plain) <= 64:
         return plain
     digest = hashlib.sha256(case_id.encode("utf-8")).hexdigest()
-    return f"{head}_{digest}"[:64]
+    return f"{head}{hashed_mark}{digest}"[:64]
 
 
 def claim(custom_id: str, case_id: str, used: dict[str, str]) -> None:

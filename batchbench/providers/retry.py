@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from ..clock import SYSTEM, Clock
-from ..errors import TransientApiError
+from ..errors import ApiError, NoAnswer, TransientApiError, Unreachable
 
 T = TypeVar("T")
 
@@ -56,6 +56,25 @@ class Retrier:
                     raise
                 self._notice(str(exc.status) if exc.status else "connection error")
                 self.clock.sleep(self.backoff(attempt - 1, exc.retry_after, self.clock.jitter()))
+
+    def preflight(self, what: str, url: str, where: str, call: Callable[[], T]) -> T:
+        """A pre-flight ``call`` under the policy, except that nothing listening at
+        ``url``, or a server there that says nothing (one attempt of
+        :data:`PREFLIGHT_TIMEOUT`), is said at once, naming ``where`` the base URL is set:
+        before a run, that is a wrong URL, not an outage. Every client's one rule."""
+
+        def attempt() -> T:
+            try:
+                return call()
+            except Unreachable as exc:
+                raise ApiError(str(exc)) from None
+            except NoAnswer:
+                raise ApiError(
+                    f"{what}: {url} took the connection but sent no answer in"
+                    f" {PREFLIGHT_TIMEOUT:g} s: check {where}, or whether the service is up"
+                ) from None
+
+        return self(attempt)
 
     @staticmethod
     def backoff(attempt: int, retry_after: float | None, jitter: float) -> float:

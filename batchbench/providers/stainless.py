@@ -163,25 +163,14 @@ class SdkCalls:
                 ) from None
 
     def preflight(self, what: str, fn: Callable[..., Any], where: str) -> Any:
-        """``fn(timeout=...)`` under the retry policy, except that nothing listening, or a
-        server that says nothing (one attempt of retry.PREFLIGHT_TIMEOUT), is said at
-        once (``where``: how the base URL is set, to check)."""
-        url = self.service.base_url
+        """``fn(timeout=...)`` as a pre-flight call (:meth:`.retry.Retrier.preflight`;
+        ``where``: how the base URL is set, to check)."""
 
-        def attempt() -> Any:
-            try:
-                with self.errors(what):
-                    return self.reply(fn(timeout=retry.PREFLIGHT_TIMEOUT))
-            except Unreachable as exc:
-                raise ApiError(str(exc)) from None
-            except NoAnswer:
-                raise ApiError(
-                    f"{what}: {url} took the connection but sent no answer in"
-                    f" {retry.PREFLIGHT_TIMEOUT:g} s: check {where}, or whether the service"
-                    " is up"
-                ) from None
+        def call() -> Any:
+            with self.errors(what):
+                return self.reply(fn(timeout=retry.PREFLIGHT_TIMEOUT))
 
-        return self.retry(attempt)
+        return self.retry.preflight(what, self.service.base_url, where, call)
 
     def download(
         self,
