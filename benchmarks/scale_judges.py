@@ -121,7 +121,7 @@ def run_batchbench(cases: list[dict], paths: list[Path]) -> dict[str, list]:
     from batchbench.engine.collection import Limits, collect
     from batchbench.engine.events import Line
     from batchbench.engine.rows import rows_for
-    from batchbench.engine.rundir import RunConfig
+    from batchbench.engine.runconfig import RunConfig
     from batchbench.engine.state import fold
     from batchbench.engine.submission import Submission
     from batchbench.providers.base import BatchView

@@ -15,7 +15,7 @@ from support.cli import assert_one_line_error, run_cli
 from support.providers import RIGS
 from support.runs import rows_of
 
-from batchbench.engine.submit import RESULTS_WAIT
+from batchbench.engine.owed import RESULTS_WAIT
 
 
 def _once(emu) -> None:

@@ -24,7 +24,8 @@ from batchbench.emulator import FakeClock
 from batchbench.emulator.model import default_content
 from batchbench.engine.group import Group, Member
 from batchbench.engine.pipeline import Pipeline, Settings
-from batchbench.engine.rundir import Run, RunConfig
+from batchbench.engine.runconfig import RunConfig
+from batchbench.engine.rundir import Run
 from batchbench.engine.state import fold
 from batchbench.errors import ApiError, PlanError, TransientApiError
 from batchbench.kinds import ProviderName, Stage
@@ -140,7 +141,7 @@ class FakeClient:
     def check_models(self, models: Iterable[str]) -> None:
         self._up()
 
-    def stage(self, path: Path, tag: Tag) -> str:
+    def upload(self, path: Path, tag: Tag) -> str:
         self._up()
         file_id = f"in-{len(self.files)}"
         self.files[file_id] = path.read_bytes()

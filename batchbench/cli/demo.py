@@ -44,8 +44,8 @@ def demo(
 
     from ..emulator import Emulator
     from ..engine.pipeline import Settings
+    from ..launch import RunOptions, execute_group
     from ..providers import PROVIDERS
-    from ..start import RunOptions, execute_group
     from ..views.progress import Progress
 
     models = list(dict.fromkeys(answer_model or ["sim-answer"]))

@@ -14,7 +14,7 @@ def print_dry_run(group: list[Any], as_json: bool) -> None:
     import json
 
     from ..engine.dryrun import grand_total, plan_text
-    from ..start import dry_run as make_dry_run
+    from ..launch import dry_run as make_dry_run
 
     plans = [make_dry_run(o) for o in group]
     if as_json:

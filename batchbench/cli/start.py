@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ..engine.rundir import default_name
+from ..engine.runconfig import default_name
 from ..providers.registry import provider_labels
 from .common import clock_of, friendly
 from .finish import finish_run, print_dry_run
@@ -276,7 +276,7 @@ def run(
     """
     from ..engine.pipeline import Settings
     from ..errors import ConfigError
-    from ..start import RunOptions, execute_group
+    from ..launch import RunOptions, execute_group
 
     if dataset is None:
         raise ConfigError(

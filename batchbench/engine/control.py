@@ -14,7 +14,8 @@ from ..errors import BatchbenchError, RunLockedError
 from ..kinds import Stage
 from ..providers.base import Provider, Service
 from .events import BatchSeen, CancelRequested, Event
-from .rundir import Run, RunConfig, existing_run
+from .runconfig import RunConfig
+from .rundir import Run, existing_run
 from .services import connect_all, run_services, stage_bundle
 from .state import RunState
 from .submission import Submission

@@ -1,4 +1,4 @@
-"""Plan before paying: every request file a run would submit, checked and priced, offline.
+"""DryRun before paying: every request file a run would submit, checked and priced, offline.
 
 The answer stage is built exactly as a run builds it. The judge stage needs
 answers that do not exist yet, so it is built from a placeholder answer of an
@@ -66,7 +66,7 @@ class MaxCost(TypedDict):
     refused_because: str | None
 
 
-class _Plan(TypedDict):
+class _DryRun(TypedDict):
     cases: int
     assumed_answer_tokens: int
     pricing: str
@@ -76,7 +76,7 @@ class _Plan(TypedDict):
     note: str
 
 
-class Plan(_Plan, total=False):
+class DryRun(_DryRun, total=False):
     """A dry run's plan (``--dry-run --json`` prints it as is)."""
 
     max_cost: MaxCost
@@ -148,7 +148,7 @@ def plan(
     max_tokens: int | None = None,
     assumed_answer_tokens: int = 800,
     judge_passes: int = 1,
-) -> Plan:
+) -> DryRun:
     """The full plan of a run: files, tokens and cost per stage, and the totals (the judge
     stage holds every one of the ``judge_passes``)."""
     wires: dict[Stage, Wire] = {
@@ -244,7 +244,7 @@ def _files(sizes: Sequence[int]) -> str:
     return f"{len(sizes)} files of {head} and {sizes[-1]:,} requests"
 
 
-def grand_total(plans: Sequence[Plan]) -> str:
+def grand_total(plans: Sequence[DryRun]) -> str:
     """The last line of a dry run of several models: what the whole command would cost
     (the priced part, and what is not priced named)."""
     requests = sum(p["total"]["requests"] for p in plans)
@@ -258,7 +258,7 @@ def grand_total(plans: Sequence[Plan]) -> str:
     return f"{head}, {usd(priced)} at batch price (sync {usd(sync)})"
 
 
-def plan_text(p: Plan) -> str:
+def plan_text(p: DryRun) -> str:
     lines = [
         f"dry run: {p['cases']} cases; prices from {p['pricing']}"
         f" (batch discount {p['batch_discount']:.0%})"

@@ -137,7 +137,7 @@ class Group:
             if not wait or cancelled:
                 break
             pause = last_poll + self.poll_interval - self.clock.time()
-            owed = [m.pipeline.submitter.owed_until(m.pipeline.in_flight()) for m in self.active()]
+            owed = [m.pipeline.submitter.owed.until(m.pipeline.in_flight()) for m in self.active()]
             if owed and None not in owed:  # only results owed: asked for again in a while
                 pause = max(pause, min(t for t in owed if t is not None) - self.clock.time())
             self.clock.sleep(max(0.01, pause))

@@ -16,7 +16,7 @@ from ..errors import ConfigError, InvariantError
 from ..kinds import ProviderName
 from ..providers import PROVIDERS, check_base_url, wire
 from .pipeline import Settings
-from .rundir import check_name
+from .runconfig import check_name
 
 
 @dataclass

@@ -36,9 +36,11 @@ from ..providers.registry import BY_NAME
 from ..reporting import quiet
 from .collection import Collection, Limits, collect
 from .events import Event, Line, Plan
+from .owed import short_of
 from .requests import Request, build_request, fit_minimum, write_shards
 from .rows import append_pass_rows, pass_rows, rows_for
-from .rundir import Run, RunConfig
+from .runconfig import RunConfig
+from .rundir import Run
 from .state import RunState
 from .submission import Submission
 from .submit import Submitter
@@ -128,13 +130,13 @@ class Pipeline:
         """Do the next action that needs no waiting; False when only waiting remains."""
         st = self.state
         for sub in st.subs.values():
-            if not sub.staged and sub.batch_id is None:
-                self.submitter.stage(sub)
+            if not sub.uploaded and sub.batch_id is None:
+                self.submitter.upload(sub)
                 return True
         for sub in st.subs.values():
             if sub.batch_id is None and sub.candidates:  # after a lost create, untagged
                 ended = [c for c, v in sub.candidates.items() if v and v.phase == "ended"]
-                if ended and not self.submitter.owed_later(sub):
+                if ended and not self.submitter.owed.later(sub):
                     self.submitter.check_candidate(sub, ended[0])
                     return True
                 continue  # wait for one to end: only its results can tell
@@ -155,7 +157,7 @@ class Pipeline:
                     self._plan("judges", judge_pass)
                     return True
         for sub in st.subs.values():
-            if sub.terminal and not sub.collected and not self.submitter.owed_later(sub):
+            if sub.terminal and not sub.collected and not self.submitter.owed.later(sub):
                 missing = [f for f in sub.result_files() if f not in sub.downloaded]
                 if missing:
                     self.submitter.download(sub, missing[0])
@@ -314,39 +316,15 @@ class Pipeline:
         )
 
     # downloading and collecting ------------------------------------------------
-    def _check_counts(self, sub: Submission, frame: pl.DataFrame) -> bool:
-        """Whether the results hold what the service says ran. A batch whose counts say
-        lines succeeded while its results hold none (an empty file), or — where the
-        service counts no lines (Gemini) — a job that succeeded with fewer results than
-        the requests it was sent, is the service contradicting itself: buying them again
-        would pay twice for what may yet arrive. It is waited for, then the stage stops
-        (:meth:`.Submitter.owe`). (Some lines missing from a full file whose counts say
-        they ran is the service's known fault: those are sent again.)"""
-        view = sub.view
-        if view is None:
-            return True
-        files = ", ".join(sub.result_files()) or "no file"
-        if view.total == 0 and view.ending == "completed" and frame.height < len(sub.lines):
-            said = f"succeeded with the {len(sub.lines)} requests it was sent"
-        elif view.completed > 0 and frame.height == 0:
-            said = f"ended with its counts saying {view.completed} of {view.total} lines succeeded"
-        else:
-            return True
-        self.submitter.owe(
-            sub,
-            view.id,
-            f"batch {view.id} ({sub.id}) {said}, but its results ({files}) hold"
-            f" {frame.height} lines",
-        )
-        return False
-
     def _collect(self, sub: Submission) -> None:
         wire = self.providers[sub.stage].wire
         files = sub.result_files()
         frame = None
         if files or sub.view is None or sub.view.ending != "failed":
             frame = self.run.read_results(wire, files)
-            if not self._check_counts(sub, frame):
+            short = short_of(sub, frame)
+            if short is not None:  # owed: waited for, bounded (never bought again)
+                self.submitter.owed.owe(sub, sub.batch_id or "", short)
                 return
         items = {
             c: [it["item_id"] for it in case["rubric_items"]] for c, case in self.cases.items()

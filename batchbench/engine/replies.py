@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from .. import providers
 from ..kinds import Stage
-from .rundir import Run, RunConfig
+from .runconfig import RunConfig
+from .rundir import Run
 from .state import RunState
 
 

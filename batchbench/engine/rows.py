@@ -20,7 +20,8 @@ from .._io import append_bytes
 from ..bench import protocol
 from ..bench.dataset import Case
 from ..bench.scoring import score_joined, score_records
-from .rundir import Run, RunConfig
+from .runconfig import RunConfig
+from .rundir import Run
 from .state import RunState
 from .submission import Submission
 

@@ -1,9 +1,10 @@
-"""A run on disk: an immutable config, an append-only journal, and a lock.
+"""A run on disk: an append-only journal, its immutable config (:mod:`.runconfig`),
+and its locks.
 
 The run's state is never stored, only computed from the journal
-(:mod:`batchbench.runs`). A crash can therefore leave nothing inconsistent
-behind; at worst the last journal line is torn, and a torn line is ignored (the
-action it described is repeated, and every action is safe to repeat).
+(:mod:`.state`). A crash can therefore leave nothing inconsistent behind; at worst
+the last journal line is torn, and a torn line is ignored (the action it described
+is repeated, and every action is safe to repeat).
 """
 
 from __future__ import annotations
@@ -13,22 +14,20 @@ import fcntl
 import json
 import os
 import re
-import time
-import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 
 from .._io import append_line, atomic_write_text, jsonl_lines, storage
 from ..errors import BatchbenchError, ConfigError, RunLockedError, RunStateError, UnknownRun
-from ..kinds import STAGES, ProviderName, Stage
-from ..providers import legacy, resolve
-from ..providers.base import Account
-from ..providers.registry import BY_NAME
 from .events import DECODER, ENCODER, Created, Disowned, Event
+from .runconfig import (
+    RunConfig,
+    check_name,
+    config_conflicts,
+)
 from .state import RunState, fold
 
 if TYPE_CHECKING:
@@ -38,7 +37,6 @@ if TYPE_CHECKING:
 
 E = TypeVar("E", bound=Event)
 
-NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 _SAFE = re.compile(r"[A-Za-z0-9_.-]")
 CONFIG_FILE = "run.json"
 JOURNAL_FILE = "journal.jsonl"
@@ -46,112 +44,6 @@ RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "results.summary.json"
 REPORT_FILE = "report.json"
 LOCK_FILE = ".lock"
-
-# Settings that define what a run measures: resuming with other values is refused.
-IDENTITY_KEYS = (
-    "answer_model",
-    "judge_model",
-    "reasoning_effort",
-    "protocol_version",
-    "dataset_sha256",
-    "selection",
-    "case_ids",
-    "providers",
-    "judge_passes",
-)
-
-
-class Selection(TypedDict):
-    """Which cases of the dataset a run grades, as the options said."""
-
-    smoke: bool
-    limit: int | None
-    benchmarks: list[str]
-
-
-class ServiceRecord(TypedDict, total=False):
-    """Where a stage's batches live, as ``run.json`` keeps it (never a key)."""
-
-    provider: str
-    base_url: str
-    account: dict[str, str]  # the account variables set (absent before 0.3)
-
-
-@dataclass
-class RunConfig:
-    name: str
-    answer_model: str
-    judge_model: str
-    reasoning_effort: str | None
-    protocol_version: str
-    dataset: str
-    dataset_sha256: str
-    selection: Selection
-    case_ids: list[str]
-    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    created_at: float = field(default_factory=time.time)
-    # None before 0.2: both stages OpenAI's, the journal records the base URL on resume.
-    services: dict[str, ServiceRecord] | None = None
-    judge_passes: int = 1  # judge requests per answer; the rows keep the first
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2) + "\n"
-
-    @property
-    def providers(self) -> dict[Stage, ProviderName]:
-        """Which provider serves each stage (what the run measures, so part of its identity)."""
-        if not self.services:
-            return {"answers": legacy.PROVIDER_OF_0_1, "judges": legacy.PROVIDER_OF_0_1}
-        found: dict[Stage, ProviderName] = {}
-        for stage in STAGES:
-            name = self.services.get(stage, {}).get("provider", "")
-            if name not in BY_NAME:
-                raise RunStateError(f"run {self.name!r}: unknown {stage} provider {name!r}")
-            found[stage] = name
-        return found
-
-    @property
-    def models(self) -> dict[Stage, str]:
-        """Each stage's model as the user named it (what prices and rows go by)."""
-        return {"answers": self.answer_model, "judges": self.judge_model}
-
-    def model(self, stage: Stage) -> str:
-        """The model id the stage's service is asked for (an answer model's alias resolved,
-        as the reference resolves it; the rows keep the name as given)."""
-        return resolve(self.answer_model) if stage == "answers" else self.judge_model
-
-    def base_url(self, state: RunState, stage: Stage) -> str | None:
-        """Where the stage's batches live: the journal's latest word, else the config's."""
-        if stage in state.services:
-            return state.services[stage][1]
-        return self.services[stage]["base_url"] if self.services else None
-
-    def account(self, state: RunState, stage: Stage) -> Account | None:
-        """The account the stage's batches live in: the journal's latest word, else the
-        config's; None when never recorded (runs before 0.3)."""
-        if stage in state.services:
-            return state.services[stage][2]
-        record = (self.services or {}).get(stage)
-        found = None if record is None else record.get("account")
-        return None if found is None else tuple(found.items())
-
-
-MAX_NAME = 128
-
-
-def check_name(name: str) -> str:
-    if not NAME_RE.match(name) or name in (".", ".."):
-        raise ConfigError(f"run name {name!r} must match [A-Za-z0-9._-]+ (and not be . or ..)")
-    if len(name) > MAX_NAME:
-        raise ConfigError(f"run name is {len(name)} characters long; at most {MAX_NAME}")
-    return name
-
-
-def default_name(answer_model: str, smoke: bool = False) -> str:
-    """The model's name made safe; a smoke run's gets ``-smoke``, so it never holds the
-    name of the full run."""
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", answer_model).strip("-.") or "run"
-    return f"{name}-smoke" if smoke else name
 
 
 class Run:
@@ -400,33 +292,3 @@ def batches_elsewhere(run: Run, run_id: str) -> set[str]:
         held = {e.batch_id for e in events if isinstance(e, Created)}
         found |= held - {e.batch_id for e in events if isinstance(e, Disowned)}
     return found
-
-
-def config_conflicts(old: RunConfig, new: RunConfig) -> list[str]:
-    """The settings that define a run and differ, as ``field: old → new``."""
-    diffs = []
-    for key in IDENTITY_KEYS:
-        a, b = getattr(old, key), getattr(new, key)
-        if a == b:
-            continue
-        if key == "providers":
-            diffs += [f"{s} provider: {a[s]} → {b[s]}" for s in STAGES if a[s] != b[s]]
-        elif key == "case_ids":
-            diffs.append(f"selected cases: {len(a)} → {len(b)}")
-        elif key == "selection":
-            diffs.append(f"selection: {describe_selection(a)} → {describe_selection(b)}")
-        else:
-            diffs.append(f"{key}: {a} → {b}")
-    return diffs
-
-
-def describe_selection(selection: dict[str, Any]) -> str:
-    """``{"smoke": True, "limit": 3, ...}`` → ``smoke, first 3``."""
-    parts = []
-    if selection.get("benchmarks"):
-        parts.append("benchmarks " + ", ".join(selection["benchmarks"]))
-    if selection.get("smoke"):
-        parts.append("smoke")
-    if selection.get("limit") is not None:
-        parts.append(f"first {selection['limit']}")
-    return ", ".join(parts) or "every case"

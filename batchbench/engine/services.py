@@ -24,7 +24,7 @@ from ..errors import ConfigError
 from ..kinds import STAGES, Stage
 from ..providers.base import Client, Provider, Service
 from .events import ServiceSet
-from .rundir import RunConfig, ServiceRecord
+from .runconfig import RunConfig, ServiceRecord
 from .state import RunState
 
 

@@ -40,7 +40,7 @@ class Submission:
     tokens: int = 0
     judge_pass: int = 1  # judges: which pass these requests are
     shared: dict[str, Any] | None = None  # what its requests share (the wire's own)
-    staged: bool = False  # its request file is where the service reads it from
+    uploaded: bool = False  # its request file is where the service reads it from
     file_id: str | None = None  # the uploaded input, for services that take one
     create_started: float | None = None
     batch_id: str | None = None
@@ -52,7 +52,7 @@ class Submission:
     candidates: dict[str, BatchView | None] = field(default_factory=dict)
     contradiction: str | None = None  # the last thing the service contradicted itself on
     # When it first did (its results owed since), and last did: a bounded wait from the
-    # first (:data:`~.submit.RESULTS_WAIT`), the files asked for again after each.
+    # first (:data:`~.owed.RESULTS_WAIT`), the files asked for again after each.
     owed_since: float | None = None
     contradicted_at: float | None = None
     seen_at: float | None = None  # when the service last said something new of its batch
@@ -129,7 +129,7 @@ def _deleted(sub: Submission, _: RemoteDeleted) -> None:
 
 
 def _uploaded(sub: Submission, event: Uploaded) -> None:
-    sub.staged, sub.file_id = True, event.file_id
+    sub.uploaded, sub.file_id = True, event.file_id
 
 
 def _create_started(sub: Submission, event: CreateStarted) -> None:

@@ -44,7 +44,9 @@ from .events import (
     Stalled,
     Uploaded,
 )
-from .rundir import Run, RunConfig, batches_elsewhere
+from .owed import Owed
+from .runconfig import RunConfig
+from .rundir import Run, batches_elsewhere
 from .submission import Submission
 
 
@@ -70,11 +72,6 @@ def walk(
 
 # How long after a batch's create or its last change a 404 for it is a passing fault.
 NOT_FOUND_GRACE = 600.0
-# How long the results a service says a batch has (it ended, an empty or short file, a
-# result file answering 404) are waited for, from the first time they were owed, before
-# the stage stops, nothing bought again; and how often they are asked for meanwhile.
-RESULTS_WAIT = 3600.0
-RESULTS_RECHECK = 60.0
 
 
 class Submitter:
@@ -100,7 +97,7 @@ class Submitter:
         self._failing_since: float | None = None  # creates failing since, without a break
         self.outage_seconds = outage_seconds
         self.warn = warn or (lambda _: None)
-        self._owed: dict[str, float] = {}  # submission → when its results are asked for again
+        self.owed = Owed(record, clock, self.warn)  # results the service says it has
 
     def tag(self, sub: Submission) -> Tag:
         return Tag(
@@ -122,13 +119,13 @@ class Submitter:
         lines = path.read_bytes().splitlines(keepends=True)
         self.providers[sub.stage].wire.check_file(lines, str(path))
 
-    def stage(self, sub: Submission) -> None:
+    def upload(self, sub: Submission) -> None:
         """Put the request file where the service reads it from (an upload, or nothing for
         a service whose requests travel in the create call). An upload whose outcome a
         crash lost is merely orphaned: the file is sent again."""
         self._checked(sub)
         client = self.providers[sub.stage].client
-        file_id = client.stage(self.run.requests_dir / sub.path, self.tag(sub))
+        file_id = client.upload(self.run.requests_dir / sub.path, self.tag(sub))
         _failpoints.hit("uploaded")
         self.record(Uploaded(sub=sub.id, file_id=file_id))
 
@@ -214,7 +211,7 @@ class Submitter:
             ids = {i for frame in frames.values() for i in frame["custom_id"].to_list()}
             mine = set(sub.ids())
             if not ids and view.done > 0:
-                self.owe(
+                self.owed.owe(
                     sub,
                     batch_id,
                     f"candidate {batch_id} of {sub.id} ran {view.done} lines,"
@@ -254,45 +251,7 @@ class Submitter:
         if dataclasses.replace(view, created_at=None) != last:
             self.record(BatchSeen.of(sub.id, view))
         if view.awaiting and view.id == sub.batch_id:
-            self.owe(sub, view.id, f"batch {view.id} ({sub.id}) says {view.status!r}")
-
-    def owe(self, sub: Submission, batch_id: str, detail: str) -> None:
-        """The service says a batch has results it does not give (yet): it ended with
-        none named, a file empty or short of what ran, a named file answering 404. Each
-        service does so for a while, so it is waited for — said once, journaled, asked
-        again every :data:`RESULTS_RECHECK` — up to :data:`RESULTS_WAIT` from the first
-        time (the journal keeps it); then the stage stops in one line, journaled the
-        same way, nothing bought again. A later run asks the service again."""
-        now = self.clock.time()
-        first = sub.owed_since if sub.owed_since is not None else now
-        waited = now - first
-        self._owed[sub.id] = now + RESULTS_RECHECK
-        if waited >= RESULTS_WAIT:
-            stop = (
-                f"{detail}, for {waited / 60:.0f} minutes now: nothing was bought again;"
-                " run again once the service has its results"
-            )
-            self.record(Contradicted(sub=sub.id, batch_id=batch_id, detail=stop))
-            raise ApiError(stop, batch_id=batch_id)
-        if sub.contradiction != detail:  # once, unless the service's word changed
-            self.record(Contradicted(sub=sub.id, batch_id=batch_id, detail=detail))
-            self.warn(
-                f"warning: {detail}: its results are waited for (the service does so for a"
-                f" while), up to {RESULTS_WAIT / 60:.0f} minutes ({waited / 60:.0f} so far);"
-                " nothing is bought again"
-            )
-
-    def owed_later(self, sub: Submission) -> bool:
-        """Its results are owed and not to be asked for again yet."""
-        return sub.contradiction is not None and self._owed.get(sub.id, 0.0) > self.clock.time()
-
-    def owed_until(self, subs: Sequence[Submission]) -> float | None:
-        """When the first of these batches is asked for its results again, if every one
-        of them owes its results (nothing else to poll for until then); else None."""
-        times = [self._owed.get(s.id) for s in subs if s.contradiction is not None]
-        if not subs or len(times) < len(subs) or None in times:
-            return None
-        return min(t for t in times if t is not None)
+            self.owed.owe(sub, view.id, f"batch {view.id} ({sub.id}) says {view.status!r}")
 
     def poll(self, subs: Sequence[Submission]) -> None:
         """Refresh these batches: one walk of each service's list, then one by one."""
@@ -353,7 +312,7 @@ class Submitter:
                     provider.client.download(batch_id, file_id, staging)
                 except ApiNotFoundError:  # named by the batch, not there (yet)
                     detail = f"batch {batch_id} ({sub.id}) names result file {file_id}"
-                    self.owe(sub, batch_id, f"{detail}, which answers 404")
+                    self.owed.owe(sub, batch_id, f"{detail}, which answers 404")
                     return
                 try:
                     frame = provider.wire.read_results([staging])

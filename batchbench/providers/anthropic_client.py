@@ -35,7 +35,6 @@ from .base import (
     timestamp,
     walk_list,
 )
-from .registry import BY_NAME
 from .stainless import SdkCalls, timeout
 
 PHASES: dict[str, Phase] = {"in_progress": "running", "canceling": "cancelling", "ended": "ended"}
@@ -88,9 +87,16 @@ class AnthropicClient:
     marks: Marks = "results"  # a Message Batch keeps no metadata; its request ids do
 
     def __init__(
-        self, service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock = SYSTEM
+        self,
+        service: Service,
+        api_key: str,
+        *,
+        warn: Callable[[str], None],
+        clock: Clock = SYSTEM,
+        where: str = "its base URL",
     ) -> None:
         self.service = service
+        self.where = where  # how its base URL is set, for a message (the registry's words)
         self.sdk = anthropic.Anthropic(
             api_key=api_key,
             base_url=service.base_url,
@@ -110,11 +116,9 @@ class AnthropicClient:
         self._batches = self.sdk.messages.batches
 
     def check_models(self, models: Iterable[str]) -> None:
-        self._call.check_models(
-            models, self.sdk.models.retrieve, self.sdk.models.list, BY_NAME["anthropic"].where()
-        )
+        self._call.check_models(models, self.sdk.models.retrieve, self.sdk.models.list, self.where)
 
-    def stage(self, path: Path, tag: Tag) -> None:
+    def upload(self, path: Path, tag: Tag) -> None:
         """Nothing: Message Batches take their requests inline, in the create call."""
         return None
 

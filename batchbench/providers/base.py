@@ -266,7 +266,7 @@ class Client(Protocol):
 
     def check_models(self, models: Iterable[str]) -> None: ...
 
-    def stage(self, path: Path, tag: Tag) -> str | None:
+    def upload(self, path: Path, tag: Tag) -> str | None:
         """Put a request file where the service reads a batch's input from (an upload);
         its reference for :meth:`create`, or None for a service whose requests travel
         in the create call itself (nothing is sent then)."""

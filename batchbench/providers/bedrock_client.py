@@ -244,7 +244,7 @@ class BedrockClient:
     def _key(self, tag: Tag, name: str) -> str:
         return "/".join(p for p in (self.prefix, f"bb-{tag.run_id[:8]}", name) if p)
 
-    def stage(self, path: Path, tag: Tag) -> str | None:
+    def upload(self, path: Path, tag: Tag) -> str | None:
         if tag.on_demand:
             return None  # nothing to upload: each request is its own call
         key = self._key(tag, path.name)

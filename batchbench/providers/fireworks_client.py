@@ -43,7 +43,6 @@ from .base import (
     walk_list,
 )
 from .http_errors import status_error
-from .registry import BY_NAME
 from .stainless import SdkCalls, timeout
 
 PHASES: dict[str, Phase] = {
@@ -89,9 +88,16 @@ class FireworksClient:
     marks: Marks = "tag"  # the job's id is the run's and the submission's
 
     def __init__(
-        self, service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock = SYSTEM
+        self,
+        service: Service,
+        api_key: str,
+        *,
+        warn: Callable[[str], None],
+        clock: Clock = SYSTEM,
+        where: str = "its base URL",
     ) -> None:
         self.service = service
+        self.where = where  # how its base URL is set, for a message (the registry's words)
         self.account = service.setting("FIREWORKS_ACCOUNT_ID") or ""  # the run's
         if not self.account:
             raise ConfigError("grading Fireworks models needs FIREWORKS_ACCOUNT_ID (your account)")
@@ -130,9 +136,9 @@ class FireworksClient:
             path = f"/v1/accounts/{self.account}/models"
             return self.sdk.get(path, cast_to=object, options={"timeout": timeout})
 
-        self._call.check_models(models, look_up, list_models, BY_NAME["fireworks"].where())
+        self._call.check_models(models, look_up, list_models, self.where)
 
-    def stage(self, path: Path, tag: Tag) -> str:
+    def upload(self, path: Path, tag: Tag) -> str:
         """The request file as a dataset: created (once), then uploaded (once)."""
         short = short_id(tag, "-input")
         try:

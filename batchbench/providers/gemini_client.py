@@ -36,7 +36,6 @@ from . import retry, tls
 from .base import BatchError, BatchView, Marked, Marks, Service, Tag, cancel_unless_ended, walk_list
 from .downloads import verbatim
 from .http_errors import one_line, retry_after, status_error
-from .registry import BY_NAME
 from .retry import Retrier
 
 T = TypeVar("T")
@@ -100,9 +99,16 @@ class GeminiClient:
     marks: Marks = "tag"  # a job's display name names the run and submission
 
     def __init__(
-        self, service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock = SYSTEM
+        self,
+        service: Service,
+        api_key: str,
+        *,
+        warn: Callable[[str], None],
+        clock: Clock = SYSTEM,
+        where: str = "its base URL",
     ) -> None:
         self.service = service
+        self.where = where  # how its base URL is set, for a message (the registry's words)
         self.clock = clock
         self._marked: Marked[types.BatchJob] = Marked()
         self.retry = Retrier(warn, clock=clock)
@@ -189,7 +195,7 @@ class GeminiClient:
                 except ApiNotFoundError:
                     raise ConfigError(
                         f"{self.service.base_url} is not the Gemini API's base URL: it answers"
-                        f" 404 to the list of models too; check {BY_NAME['gemini'].where()}"
+                        f" 404 to the list of models too; check {self.where}"
                     ) from None
                 raise ConfigError(
                     f"model {model!r} is not available at {self.service.base_url} (HTTP 404);"
@@ -198,7 +204,7 @@ class GeminiClient:
             except Unreachable as exc:  # before a run: a wrong URL, said at once
                 raise ApiError(str(exc)) from None
 
-    def stage(self, path: Path, tag: Tag) -> str:
+    def upload(self, path: Path, tag: Tag) -> str:
         config = types.UploadFileConfig(display_name=path.name, mime_type="jsonl")
         made = self._call(
             f"upload {path.name}", lambda: self.sdk.files.upload(file=path, config=config)

@@ -144,7 +144,7 @@ class OpenAIClient:
             "--base-url or OPENAI_BASE_URL (does it end in /v1?)",
         )
 
-    def stage(self, path: Path, tag: Tag) -> str:
+    def upload(self, path: Path, tag: Tag) -> str:
         def send() -> Any:
             with open(path, "rb") as fh:
                 return self.sdk.files.create(file=(path.name, fh), purpose="batch")

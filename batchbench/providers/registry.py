@@ -80,7 +80,8 @@ def _anthropic_client(
 ) -> Client:
     from .anthropic_client import AnthropicClient
 
-    return AnthropicClient(service, api_key, warn=warn, clock=clock)
+    made = AnthropicClient
+    return made(service, api_key, warn=warn, clock=clock, where=BY_NAME["anthropic"].where())
 
 
 def _gemini_wire() -> Wire:
@@ -94,7 +95,8 @@ def _gemini_client(
 ) -> Client:
     from .gemini_client import GeminiClient
 
-    return GeminiClient(service, api_key, warn=warn, clock=clock)
+    made = GeminiClient
+    return made(service, api_key, warn=warn, clock=clock, where=BY_NAME["gemini"].where())
 
 
 def _fireworks_wire() -> Wire:
@@ -108,7 +110,8 @@ def _fireworks_client(
 ) -> Client:
     from .fireworks_client import FireworksClient
 
-    return FireworksClient(service, api_key, warn=warn, clock=clock)
+    made = FireworksClient
+    return made(service, api_key, warn=warn, clock=clock, where=BY_NAME["fireworks"].where())
 
 
 def _openai_wire() -> Wire:

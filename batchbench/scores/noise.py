@@ -28,7 +28,8 @@ from ..errors import RunStateError
 from ..formats import present
 
 if TYPE_CHECKING:
-    from ..engine.rundir import Run, RunConfig
+    from ..engine.rundir import Run
+from ..engine.runconfig import RunConfig
 
 SAMPLES, SEED = 10_000, 42  # the summary's
 

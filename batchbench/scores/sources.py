@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..bench.dataset import Dataset, load_dataset
-from ..engine.rundir import NAME_RE, Run, RunConfig
+from ..engine.runconfig import NAME_RE, RunConfig
+from ..engine.rundir import Run
 from ..errors import ConfigError, UnknownRun
 
 

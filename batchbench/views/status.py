@@ -10,7 +10,8 @@ from typing import TypedDict
 from .._io import atomic_write_text
 from ..costs.pricing import Pricing, load_pricing
 from ..costs.rollup import RunCost, run_cost, stage_price_text, total_text, usage_text
-from ..engine.rundir import Run, RunConfig
+from ..engine.runconfig import RunConfig
+from ..engine.rundir import Run
 from ..engine.state import RunState
 from ..formats import interval, num, usd
 from ..kinds import STAGES, RunStatus, Stage

@@ -19,12 +19,13 @@ from .bench import protocol
 from .bench.dataset import Case, load_dataset, select_cases
 from .bench.results import rows_in_registry_order
 from .costs.pricing import Pricing, load_pricing
-from .engine.dryrun import MaxCost, Plan, plan
+from .engine.dryrun import DryRun, MaxCost, plan
 from .engine.events import Redo, Resumed
 from .engine.group import Group, Member
 from .engine.options import GroupOptions, RunOptions
 from .engine.pipeline import Pipeline
-from .engine.rundir import Run, RunConfig, Selection, check_name, default_name
+from .engine.runconfig import RunConfig, Selection, check_name, default_name
+from .engine.rundir import Run
 from .engine.services import connect_all, new_services, run_services, stage_bundle
 from .engine.state import fold
 from .errors import ConfigError, RunLockedError
@@ -305,7 +306,7 @@ def write_run_summary(run: Run, config: RunConfig) -> Summary | None:
 
 def make_plan(
     options: RunOptions, config: RunConfig, cases: dict[str, Case], pricing: Pricing
-) -> Plan:
+) -> DryRun:
     return plan(
         [cases[c] for c in config.case_ids],
         answer_model=config.answer_model,
@@ -320,7 +321,7 @@ def make_plan(
     )
 
 
-def dry_run(options: RunOptions) -> Plan:
+def dry_run(options: RunOptions) -> DryRun:
     """The run's full plan and estimated cost, with no API call and nothing written."""
     _, config, cases = prepare(options, check_existing=False)
     result = make_plan(options, config, cases, load_pricing(options.pricing))
@@ -331,7 +332,7 @@ def dry_run(options: RunOptions) -> Plan:
     return result
 
 
-def cost_refusal(plans: Sequence[Plan], max_cost: float) -> str | None:
+def cost_refusal(plans: Sequence[DryRun], max_cost: float) -> str | None:
     """Why ``--max-cost`` refuses these runs' plans together, or None when they fit
     (one rule, run and dry run, one model or several)."""
     costs = [p["total"]["batch_usd"] for p in plans]

@@ -1,0 +1,96 @@
+"""Results a service owes: it says a batch has them, and does not give them (yet).
+
+A batch said to have ended with no results named, a results file empty (or, where
+the service counts no lines, short of the requests sent), a named file answering
+404: each service does so for a while. Buying those requests again would pay twice
+for what may yet arrive, so they are waited for, bounded, and then the stage stops —
+one rule for every provider, journaled the same way (``Contradicted``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from ..clock import Clock
+from ..errors import ApiError
+from .events import Contradicted, Event
+from .submission import Submission
+
+if TYPE_CHECKING:
+    import polars as pl
+
+# How long the results a service says a batch has are waited for, from the first time
+# they were owed, before the stage stops, nothing bought again; and how often they are
+# asked for meanwhile.
+RESULTS_WAIT = 3600.0
+RESULTS_RECHECK = 60.0
+
+
+def short_of(sub: Submission, frame: pl.DataFrame) -> str | None:
+    """What a collected batch's results lack against what its service says ran (None:
+    nothing). Counts that say lines succeeded while the results hold none (an empty
+    file), or — where the service counts no lines (Gemini) — a job that succeeded with
+    fewer results than the requests it was sent. (Some lines missing from a full file
+    whose counts say they ran is the service's known fault: those are sent again.)"""
+    view = sub.view
+    if view is None:
+        return None
+    files = ", ".join(sub.result_files()) or "no file"
+    if view.total == 0 and view.ending == "completed" and frame.height < len(sub.lines):
+        said = f"succeeded with the {len(sub.lines)} requests it was sent"
+    elif view.completed > 0 and frame.height == 0:
+        said = f"ended with its counts saying {view.completed} of {view.total} lines succeeded"
+    else:
+        return None
+    return f"batch {view.id} ({sub.id}) {said}, but its results ({files}) hold {frame.height} lines"
+
+
+class Owed:
+    """The run's owed results: when each submission's are asked for again."""
+
+    def __init__(
+        self, record: Callable[[Event], None], clock: Clock, warn: Callable[[str], None]
+    ) -> None:
+        self.record = record
+        self.clock = clock
+        self.warn = warn
+        self._again: dict[str, float] = {}  # submission → when its results are asked again
+
+    def owe(self, sub: Submission, batch_id: str, detail: str) -> None:
+        """The service says a batch has results it does not give (yet): it ended with
+        none named, a file empty or short of what ran, a named file answering 404. Each
+        service does so for a while, so it is waited for — said once, journaled, asked
+        again every :data:`RESULTS_RECHECK` — up to :data:`RESULTS_WAIT` from the first
+        time (the journal keeps it); then the stage stops in one line, journaled the
+        same way, nothing bought again. A later run asks the service again."""
+        now = self.clock.time()
+        first = sub.owed_since if sub.owed_since is not None else now
+        waited = now - first
+        self._again[sub.id] = now + RESULTS_RECHECK
+        if waited >= RESULTS_WAIT:
+            stop = (
+                f"{detail}, for {waited / 60:.0f} minutes now: nothing was bought again;"
+                " run again once the service has its results"
+            )
+            self.record(Contradicted(sub=sub.id, batch_id=batch_id, detail=stop))
+            raise ApiError(stop, batch_id=batch_id)
+        if sub.contradiction != detail:  # once, unless the service's word changed
+            self.record(Contradicted(sub=sub.id, batch_id=batch_id, detail=detail))
+            self.warn(
+                f"warning: {detail}: its results are waited for (the service does so for a"
+                f" while), up to {RESULTS_WAIT / 60:.0f} minutes ({waited / 60:.0f} so far);"
+                " nothing is bought again"
+            )
+
+    def later(self, sub: Submission) -> bool:
+        """Its results are owed and not to be asked for again yet."""
+        return sub.contradiction is not None and self._again.get(sub.id, 0.0) > self.clock.time()
+
+    def until(self, subs: Sequence[Submission]) -> float | None:
+        """When the first of these batches is asked for its results again, if every one
+        of them owes its results (nothing else to poll for until then); else None."""
+        times = [self._again.get(s.id) for s in subs if s.contradiction is not None]
+        if not subs or len(times) < len(subs) or None in times:
+            return None
+        return min(t for t in times if t is not None)
