@@ -1,0 +1,287 @@
+"""The options of ``batchbench run``, each its own annotated type, by help panel: the
+command's signature then reads as what it takes, and its body as the steps it takes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..providers.registry import PROVIDERS, provider_labels
+
+SELECTION, MODELS, API, BUDGET, ADVANCED = "Selection", "Models", "API", "Budget", "Advanced"
+JUDGES = " or ".join(spec.label for spec in reversed(PROVIDERS) if spec.judges)
+
+# The options of `run`, by panel (each one its own type, so the command reads as
+# the steps it takes).
+AnswerModelOpt = Annotated[
+    list[str],
+    typer.Option(
+        metavar="MODEL",
+        rich_help_panel=MODELS,
+        help="The model under test; repeat it to grade several in one go (any provider:"
+        f" {provider_labels()}).",
+    ),
+]
+
+JudgeModelOpt = Annotated[
+    str, typer.Option(metavar="MODEL", rich_help_panel=MODELS, help=f"The judge ({JUDGES}).")
+]
+
+ReasoningEffortOpt = Annotated[
+    str | None,
+    typer.Option(
+        metavar="EFFORT",
+        rich_help_panel=MODELS,
+        help="For the answer model: none, minimal, low, medium, high, xhigh or max (max is"
+        " each service's highest).",
+    ),
+]
+
+DatasetOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--dataset",
+        metavar="DIR",
+        envvar="BATCHBENCH_DATASET",
+        rich_help_panel=SELECTION,
+        help="BedsideBench checkout (registry.json at its root); required.",
+    ),
+]
+
+SmokeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--smoke",
+        rich_help_panel=SELECTION,
+        help="Only the first case of each benchmark.",
+        metavar="",
+    ),
+]
+
+LimitOpt = Annotated[
+    int | None,
+    typer.Option(
+        metavar="N", rich_help_panel=SELECTION, help="Keep the first N cases of the selection."
+    ),
+]
+
+BenchmarkOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--benchmark",
+        metavar="NAME",
+        rich_help_panel=SELECTION,
+        help="Only this benchmark (repeatable).",
+    ),
+]
+
+RunNameOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--run",
+        metavar="NAME",
+        rich_help_panel=SELECTION,
+        help="Run name, letters, digits and . _ - (default: from the answer model); with"
+        " several models, a prefix.",
+    ),
+]
+
+JobsDirOpt = Annotated[
+    Path,
+    typer.Option(
+        "--jobs-dir",
+        metavar="DIR",
+        envvar="BATCHBENCH_JOBS_DIR",
+        rich_help_panel=SELECTION,
+        help="Folder holding one directory per run (or BATCHBENCH_JOBS_DIR).",
+    ),
+]
+
+BaseUrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        metavar="URL",
+        rich_help_panel=API,
+        help="OpenAI's base URL, for judges and OpenAI answer models (default: the run's,"
+        " else OPENAI_BASE_URL or OpenAI's).",
+    ),
+]
+
+MoveServiceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--move-service",
+        rich_help_panel=API,
+        help="Resume a run against the base URL given although its batches were made at"
+        " another (a proxy in front of the same service, say).",
+        metavar="",
+    ),
+]
+
+NoWaitOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-wait",
+        rich_help_panel=API,
+        help="Submit and collect what is ready, then exit (for cron).",
+        metavar="",
+    ),
+]
+
+PollIntervalOpt = Annotated[
+    float,
+    typer.Option(metavar="SECONDS", rich_help_panel=API, help="Time between status polls."),
+]
+
+DeleteRemoteFilesOpt = Annotated[
+    bool,
+    typer.Option(
+        "--delete-remote-files",
+        rich_help_panel=API,
+        help="Delete each batch's input and result files on the service once they are"
+        " collected (the run folder keeps them).",
+        metavar="",
+    ),
+]
+
+DryRunOpt = Annotated[
+    bool,
+    typer.Option(
+        "--dry-run",
+        rich_help_panel=BUDGET,
+        help="Build and check every file, estimate tokens and cost; no API call.",
+        metavar="",
+    ),
+]
+
+AsJsonOpt = Annotated[
+    bool,
+    typer.Option("--json", metavar="", rich_help_panel=BUDGET, help="With --dry-run: print JSON."),
+]
+
+MaxCostOpt = Annotated[
+    float | None,
+    typer.Option(
+        metavar="USD",
+        rich_help_panel=BUDGET,
+        help="Refuse to submit when the estimated batch cost exceeds this.",
+    ),
+]
+
+PricingOpt = Annotated[
+    Path | None,
+    typer.Option(
+        metavar="FILE",
+        rich_help_panel=BUDGET,
+        help="Prices (the built-in pricing.json's layout) for models it lacks.",
+    ),
+]
+
+AssumedAnswerTokensOpt = Annotated[
+    int,
+    typer.Option(
+        metavar="N",
+        rich_help_panel=BUDGET,
+        help="Answer length assumed when estimating the judge stage.",
+    ),
+]
+
+MaxEnqueuedTokensOpt = Annotated[
+    int | None,
+    typer.Option(
+        metavar="N",
+        rich_help_panel=BUDGET,
+        help="Keep each model's estimated prompt tokens in flight under N.",
+    ),
+]
+
+MaxRequestsPerBatchOpt = Annotated[
+    int,
+    typer.Option(
+        metavar="N",
+        rich_help_panel=ADVANCED,
+        help="Cap on requests per batch (each service's own limit applies too).",
+    ),
+]
+
+MaxRetriesOpt = Annotated[
+    int,
+    typer.Option(
+        metavar="N",
+        rich_help_panel=ADVANCED,
+        help="Attempts per request for 408/409/429/5xx replies, empty messages and"
+        " temperature refusals (the reference's --max-retries).",
+    ),
+]
+
+MaxAttemptsOpt = Annotated[
+    int,
+    typer.Option(
+        metavar="N",
+        rich_help_panel=ADVANCED,
+        help="Judge attempts per answer before an invalid reply is an error.",
+    ),
+]
+
+TokenLimitWaitOpt = Annotated[
+    float,
+    typer.Option(
+        metavar="SECONDS",
+        rich_help_panel=ADVANCED,
+        help="Wait after a batch fails with token_limit_exceeded.",
+    ),
+]
+
+JudgePassesOpt = Annotated[
+    int,
+    typer.Option(
+        metavar="K",
+        rich_help_panel=MODELS,
+        help="Judge requests per answer, to measure the judge's noise (judge_passes.jsonl,"
+        " judge_noise.json); the rows and summary keep the first, as the reference.",
+    ),
+]
+
+ResubmitAfterOpt = Annotated[
+    float,
+    typer.Option(
+        metavar="SECONDS",
+        rich_help_panel=ADVANCED,
+        help="Cancel a batch the service has not started after this long and send its"
+        " requests again, once (Gemini jobs can stay PENDING for days).",
+    ),
+]
+
+BedrockRoleOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--bedrock-role",
+        metavar="ARN",
+        rich_help_panel=API,
+        help="The service role Bedrock jobs run as (else BEDROCK_ROLE_ARN).",
+    ),
+]
+
+S3UriOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--s3-uri",
+        metavar="S3_URI",
+        rich_help_panel=API,
+        help="Where Bedrock jobs read and write (s3://BUCKET/PREFIX; else BATCHBENCH_S3_URI).",
+    ),
+]
+
+OnDemandRemainderOpt = Annotated[
+    bool,
+    typer.Option(
+        "--on-demand-remainder",
+        rich_help_panel=ADVANCED,
+        help="Send requests too few for the service's smallest batch (Bedrock's minimum"
+        " records per job: a smoke run, a retry of a few lines) on demand, each at the"
+        " full price; without it the run stops and says how many remain.",
+        metavar="",
+    ),
+]
