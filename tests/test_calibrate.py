@@ -402,3 +402,56 @@ def test_hostile_answers_keep_the_forms_save_button_in_a_real_browser(
     skip = {header.index("rater"), header.index("verdict")}
     keep = [[c for i, c in enumerate(r) if i not in skip] for r in sheet[1:]]
     assert [[c for i, c in enumerate(r) if i not in skip] for r in form[1:]] == keep
+
+
+def test_calibrate_gives_alpha_ac1_and_each_physicians_balanced_f1(
+    batch_emulator, tmp_path, fixture_dir
+):
+    """#40: between the physicians, Krippendorff's α and Gwet's AC1 beside Fleiss' κ; per
+    physician, the judge's balanced F1 against them and theirs against the others — each
+    against an independent implementation over the same labels."""
+    krippendorff = pytest.importorskip("krippendorff")
+    from support import agreement
+
+    jobs, judged = _graded(batch_emulator, tmp_path, fixture_dir)
+    note, rows = _sheet(jobs, tmp_path / "sheet.csv", cases=20)
+    labelled = _label(rows, judged, ["dr_a", "dr_b", "dr_c"], 0.25)
+    some = sorted({r["case_id"] for r in rows})[::2]  # dr_c labels every other case only
+    labelled = [r for r in labelled if r["rater"] != "dr_c" or r["case_id"] in some]
+    _write(tmp_path / "labels.csv", note, labelled)
+    proc = run_cli(
+        "calibrate", "ans-model", "--labels", str(tmp_path / "labels.csv"), "--json", *jobs
+    )
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(proc.stdout)
+    items = sorted({(r["case_id"], r["item_id"]) for r in labelled})
+    raters = ["dr_a", "dr_b", "dr_c"]
+    said = {(r["rater"], r["case_id"], r["item_id"]): int(r["verdict"]) for r in labelled}
+    table = [[said.get((rater, *item)) for item in items] for rater in raters]
+    data = [[float("nan") if v is None else v for v in row] for row in table]
+    between = found["between_raters"]
+    assert between["krippendorff_alpha"] == pytest.approx(
+        krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"), abs=1e-12
+    )
+    assert between["gwet_ac1"] == pytest.approx(agreement.gwet_ac1(table), abs=1e-12)
+    verdicts = {
+        (c, d["item_id"]): int(d["matched"]) for c, r in judged.items() for d in r["decisions"]
+    }
+    for rater in raters:
+        mine = [(i, said[(rater, *i)]) for i in items if (rater, *i) in said]
+        judge = [verdicts[i] for i, _ in mine]
+        truth = [v for _, v in mine]
+        f1 = found["per_rater"][rater]
+        assert f1["judge_f1"] == pytest.approx(agreement.balanced_f1(judge, truth))
+        peers = [
+            (said[(rater, *i)], said[(other, *i)])
+            for i in items
+            for other in raters
+            if other != rater and (rater, *i) in said and (other, *i) in said
+        ]
+        assert f1["ceiling_f1"] == pytest.approx(
+            agreement.balanced_f1([p for p, _ in peers], [t for _, t in peers])
+        )
+    text = run_cli("calibrate", "ans-model", "--labels", str(tmp_path / "labels.csv"), *jobs)
+    assert "Krippendorff's α" in text.stdout and "Gwet's AC1" in text.stdout
+    assert "balanced F1 against dr_c" in text.stdout

@@ -17,7 +17,7 @@ from ..bench.dataset import Case
 from ..bench.decisions import join_verdicts
 from ..bench.results import row_verdicts
 from ..bench.scoring import rubric_frame, score_joined
-from ..scores.stats import fleiss_kappa
+from ..scores.stats import balanced_f1, fleiss_kappa, gwet_ac1, krippendorff_alpha
 from ..scores.summary import Summary
 from .labels import Label, LabelsError
 from .ppi import Z95, Agreement, Corrected, agreement, corrected, labels_needed, overall
@@ -44,6 +44,7 @@ class Calibration(TypedDict):
     benchmarks: dict[str, BenchmarkCalibration]
     overall: dict[str, Any]
     between_raters: dict[str, Any] | None
+    per_rater: dict[str, dict[str, float | int | None]]
 
 
 def physician_scores(labels: Sequence[Label], cases: Mapping[str, Case]) -> dict[str, float]:
@@ -136,17 +137,56 @@ def calibrate(
             },
         },
         "between_raters": _between_raters(labels),
+        "per_rater": _per_rater(labels, judged),
     }
 
 
 def _between_raters(labels: Sequence[Label]) -> dict[str, Any] | None:
+    """The physicians' agreement among themselves on the items two or more labelled:
+    Fleiss' κ, Krippendorff's α and Gwet's AC1 (each missing rating allowed)."""
     by_item: dict[tuple[str, str], list[bool]] = defaultdict(list)
     for label in labels:
         by_item[(label.case_id, label.item_id)].append(label.met)
     shared = [v for v in by_item.values() if len(v) > 1]
     if not shared:
         return None
-    return {"items": len(shared), "fleiss_kappa": fleiss_kappa(shared)}
+    return {
+        "items": len(shared),
+        "fleiss_kappa": fleiss_kappa(shared),
+        "krippendorff_alpha": krippendorff_alpha(shared),
+        "gwet_ac1": gwet_ac1(shared),
+    }
+
+
+def _per_rater(
+    labels: Sequence[Label], judged: Mapping[str, Mapping[str, Any]]
+) -> dict[str, dict[str, float | int | None]]:
+    """Per physician, HealthBench's balanced F1: the judge's verdicts against that
+    physician's (``judge_f1``), beside the physician's own against the other
+    physicians' on the items they share (``ceiling_f1``: how well a physician agrees
+    with physicians, the most a judge can be asked to)."""
+    by_item: dict[tuple[str, str], dict[str, bool]] = defaultdict(dict)
+    for label in labels:
+        by_item[(label.case_id, label.item_id)][label.rater] = label.met
+    out: dict[str, dict[str, float | int | None]] = {}
+    for rater in sorted({label.rater for label in labels}):
+        judge: list[tuple[bool, bool]] = []
+        peers: list[tuple[bool, bool]] = []
+        for (case_id, item_id), said in by_item.items():
+            if rater not in said:
+                continue
+            row = judged.get(case_id)
+            verdicts = row_verdicts(row["decisions"]) if row is not None else None
+            if verdicts is not None:
+                judge.append((verdicts[item_id], said[rater]))
+            peers += [(said[rater], met) for other, met in said.items() if other != rater]
+        out[rater] = {
+            "items": len(judge),
+            "judge_f1": balanced_f1(judge),
+            "shared_items": len(peers),
+            "ceiling_f1": balanced_f1(peers),
+        }
+    return out
 
 
 def plan_labels(

@@ -114,8 +114,21 @@ def _notes(c: Calibration) -> list[str]:
     between = c["between_raters"]
     if between is not None:
         notes.append(
-            f"between raters: Fleiss' κ {_num(between['fleiss_kappa'], 2)} over"
-            f" {between['items']} item(s) labelled by two or more"
+            f"between raters: Fleiss' κ {_num(between['fleiss_kappa'], 2)}, Krippendorff's α"
+            f" {_num(between['krippendorff_alpha'], 2)}, Gwet's AC1"
+            f" {_num(between['gwet_ac1'], 2)} over {between['items']} item(s) labelled by two"
+            " or more"
+        )
+    for rater, f1 in c["per_rater"].items():
+        ceiling = (
+            f", a physician against the others {_num(f1['ceiling_f1'], 2)}"
+            f" ({f1['shared_items']} pairs)"
+            if f1["ceiling_f1"] is not None
+            else ""
+        )
+        notes.append(
+            f"balanced F1 against {rater}: the judge {_num(f1['judge_f1'], 2)}"
+            f" ({f1['items']} items){ceiling}"
         )
     notes.append(
         "sens/spec: the judge's 'met' against the physicians'; ρ²: judge–physician"

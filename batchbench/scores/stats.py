@@ -113,6 +113,54 @@ def fleiss_kappa(verdicts: Sequence[Sequence[bool]]) -> float | None:
     return (math.fsum(per_item) / len(per_item) - expected) / (1 - expected)
 
 
+def krippendorff_alpha(units: Sequence[Sequence[bool]]) -> float | None:
+    """Krippendorff's alpha, nominal, two values (met or not), missing ratings allowed:
+    each unit (an item) counts with the raters who rated it; a unit rated once pairs
+    nothing and is left out. ``α = 1 − (n − 1) · Σ_u m0·m1/(m_u − 1) / (n0 · n1)`` over
+    the pairable values (Krippendorff 2011, the coincidence matrix of two values).
+    None when undefined (no unit rated twice, or one value only)."""
+    pairable = [u for u in units if len(u) > 1]
+    n1 = sum(sum(u) for u in pairable)
+    n0 = sum(len(u) for u in pairable) - n1
+    if n0 == 0 or n1 == 0:
+        return None
+    disagree = math.fsum(sum(u) * (len(u) - sum(u)) / (len(u) - 1) for u in pairable)
+    return 1 - (n0 + n1 - 1) * disagree / (n0 * n1)
+
+
+def gwet_ac1(units: Sequence[Sequence[bool]]) -> float | None:
+    """Gwet's AC1 for two categories, raters per item free to differ (Gwet 2008): the
+    observed agreement over items rated twice or more, against chance agreement
+    ``2π(1 − π)``, π the mean share of "met" per rated item. Stable where κ is not: when
+    almost every item is met. None when undefined (no item rated twice)."""
+    rated = [u for u in units if len(u) > 0]
+    pairable = [u for u in rated if len(u) > 1]
+    if not pairable:
+        return None
+    observed = math.fsum(
+        (sum(u) * (sum(u) - 1) + (len(u) - sum(u)) * (len(u) - sum(u) - 1))
+        / (len(u) * (len(u) - 1))
+        for u in pairable
+    ) / len(pairable)
+    met = math.fsum(sum(u) / len(u) for u in rated) / len(rated)
+    chance = 2 * met * (1 - met)
+    return None if chance == 1 else (observed - chance) / (1 - chance)
+
+
+def balanced_f1(pairs: Sequence[tuple[bool, bool]]) -> float | None:
+    """``(rater, truth)`` verdict pairs → the mean of the F1 of "met" and the F1 of "not
+    met" (HealthBench's meta-evaluation of graders). None without pairs; a class that
+    neither side ever says scores 1 (nothing to get wrong)."""
+    if not pairs:
+        return None
+    tp = sum(1 for r, t in pairs if r and t)
+    tn = sum(1 for r, t in pairs if not r and not t)
+    wrong = len(pairs) - tp - tn
+    f1_met = 2 * tp / (2 * tp + wrong) if 2 * tp + wrong else 1.0
+    f1_not = 2 * tn / (2 * tn + wrong) if 2 * tn + wrong else 1.0
+    return (f1_met + f1_not) / 2
+
+
 def two_level_interval(
     scores: dict[str, list[list[float]]], samples: int, seed: int
 ) -> list[float] | None:
