@@ -14,6 +14,7 @@ import io
 import json
 import os
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 from support import ppi, reference
@@ -455,3 +456,95 @@ def test_calibrate_gives_alpha_ac1_and_each_physicians_balanced_f1(
     text = run_cli("calibrate", "ans-model", "--labels", str(tmp_path / "labels.csv"), *jobs)
     assert "Krippendorff's α" in text.stdout and "Gwet's AC1" in text.stdout
     assert "balanced F1 against dr_c" in text.stdout
+
+
+def test_labels_from_label_studio_and_prodigy_read_as_the_sheet_does(
+    batch_emulator, tmp_path, fixture_dir
+):
+    """#40: the same physicians' verdicts given as our sheet, as Label Studio's JSON export
+    of the tasks `calibrate sheet -o tasks.json` writes (the judge's verdicts pre-filled as
+    predictions, to correct), and as Prodigy JSONL, calibrate to the same figures; a record
+    that does not fit is one line naming the file, the record and the field."""
+    jobs, judged = _graded(batch_emulator, tmp_path, fixture_dir)
+    note, rows = _sheet(jobs, tmp_path / "sheet.csv", cases=10)
+    tasks_path = tmp_path / "tasks.json"
+    args = ("calibrate", "sheet", "ans-model", "--cases", "10", "--seed", "5", "-o")
+    assert run_cli(*args, str(tasks_path), *jobs).returncode == 0
+    tasks = json.loads(tasks_path.read_text())
+    assert [(t["data"]["case_id"], t["data"]["item_id"]) for t in tasks] == [
+        (r["case_id"], r["item_id"]) for r in rows
+    ]
+    verdicts = {(c, d["item_id"]): d["matched"] for c, r in judged.items() for d in r["decisions"]}
+    for task in tasks:  # the judge's verdict is a prediction, never in the task's data
+        [prediction] = task["predictions"]
+        [choice] = prediction["result"][0]["value"]["choices"]
+        met = verdicts[(task["data"]["case_id"], task["data"]["item_id"])]
+        assert choice == ("met" if met else "not met")
+        assert "matched" not in json.dumps(task["data"]) and task["data"]["answer"]
+    labelled = _label(rows, judged, ["dr_a", "dr_b"], 0.2)
+    _write(tmp_path / "labels.csv", note, labelled)
+    said = {(r["rater"], r["case_id"], r["item_id"]): r["verdict"] for r in labelled}
+    for task in tasks:  # each physician corrects the predictions in Label Studio
+        key = (task["data"]["case_id"], task["data"]["item_id"])
+        task["annotations"] = [
+            {
+                "completed_by": {"id": n, "email": rater},
+                "result": [
+                    {
+                        "from_name": "verdict",
+                        "to_name": "answer",
+                        "type": "choices",
+                        "value": {"choices": ["met" if said[(rater, *key)] == "1" else "not met"]},
+                    }
+                ],
+            }
+            for n, rater in enumerate(["dr_a", "dr_b"], 1)
+        ]
+    (tmp_path / "export.json").write_text(json.dumps(tasks))
+    with (tmp_path / "labels.jsonl").open("w") as fh:
+        for (rater, case_id, item_id), verdict in said.items():
+            answer = "accept" if verdict == "1" else "reject"
+            task = {"text": "…", "meta": {"case_id": case_id, "item_id": item_id}}
+            fh.write(json.dumps({**task, "answer": answer, "_annotator_id": rater}) + "\n")
+
+    def figures(path):
+        proc = run_cli("calibrate", "ans-model", "--labels", str(path), "--json", *jobs)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    sheet = figures(tmp_path / "labels.csv")
+    assert figures(tmp_path / "export.json") == sheet
+    assert figures(tmp_path / "labels.jsonl") == sheet
+    named = run_cli(
+        "calibrate",
+        "ans-model",
+        "--labels",
+        str(tmp_path / "labels.jsonl"),
+        "--labels-format",
+        "prodigy",
+        "--json",
+        *jobs,
+    )
+    assert json.loads(named.stdout) == sheet
+
+    del tasks[3]["data"]["case_id"]
+    (tmp_path / "bad.json").write_text(json.dumps(tasks))
+    proc = run_cli("calibrate", "ans-model", "--labels", str(tmp_path / "bad.json"), *jobs)
+    assert_one_line_error(proc, f"{tmp_path / 'bad.json'}: task 4", "'case_id'")
+    lines = (tmp_path / "labels.jsonl").read_text().splitlines()
+    lines[2] = (
+        lines[2]
+        .replace('"answer": "accept"', '"answer": "maybe"')
+        .replace('"answer": "reject"', '"answer": "maybe"')
+    )
+    (tmp_path / "bad.jsonl").write_text("\n".join(lines) + "\n")
+    proc = run_cli("calibrate", "ans-model", "--labels", str(tmp_path / "bad.jsonl"), *jobs)
+    assert_one_line_error(proc, f"{tmp_path / 'bad.jsonl'}: line 3", "'maybe'")
+
+
+def test_the_readmes_label_studio_interface_is_the_one_the_tasks_are_made_for():
+    from batchbench.calibration.formats import LABEL_STUDIO_CONFIG
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = readme.split("```xml\n", 1)[1].split("```", 1)[0]
+    assert "\n".join(line[2:] for line in block.rstrip().split("\n")) == LABEL_STUDIO_CONFIG

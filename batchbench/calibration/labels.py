@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..bench.dataset import Case
 from ..errors import InputError
+from .formats import LabelsFormat, Row, detect, label_studio_rows, prodigy_rows
 from .sheet import restored
 
 REQUIRED = ("run", "case_id", "item_id", "rater", "verdict")
@@ -38,14 +39,19 @@ class Label:
     met: bool
 
 
-def read_labels(paths: Sequence[Path], run: str, cases: Mapping[str, Case]) -> list[Label]:
+def read_labels(
+    paths: Sequence[Path],
+    run: str,
+    cases: Mapping[str, Case],
+    fmt: LabelsFormat | None = None,
+) -> list[Label]:
     """The verdicts these files give on ``run``'s answers (rows of other runs are the
-    sheet's other runs: skipped), every row checked against the run's cases."""
+    sheet's other runs: skipped), every row checked against the run's cases. Each file
+    is in ``fmt``, or in the format its content says (:mod:`.formats`)."""
     found: list[Label] = []
     seen: set[tuple[str, str, str]] = set()
     for path in paths:
-        for lineno, row in _rows(path):
-            where = f"{path}: line {lineno}"
+        for where, row in _records(path, run, fmt):
             if row.get("run") != run or not (row.get("verdict") or "").strip():
                 continue
             case = cases.get(row["case_id"])
@@ -75,13 +81,24 @@ def read_labels(paths: Sequence[Path], run: str, cases: Mapping[str, Case]) -> l
     return found
 
 
-def _rows(path: Path) -> list[tuple[int, dict[str, str]]]:
+def _records(path: Path, run: str, fmt: LabelsFormat | None) -> Iterator[Row]:
+    """The file's rows of the long table, with where each was read."""
     try:
         text = path.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise LabelsError(f"{path}: cannot read ({exc.strerror})") from None
     except UnicodeDecodeError as exc:
         raise LabelsError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    fmt = fmt or detect(path, text)
+    if fmt == "label-studio":
+        yield from label_studio_rows(path, text, run)
+    elif fmt == "prodigy":
+        yield from prodigy_rows(path, text, run)
+    else:
+        yield from ((f"{path}: line {n}", row) for n, row in _rows(path, text))
+
+
+def _rows(path: Path, text: str) -> list[tuple[int, dict[str, str]]]:
     # CSV records first (a quoted cell may hold line breaks, and an answer's line may
     # start with "#"), each with the line it starts on; then the sheet's own notes, the
     # records before the header whose first cell starts with "#", are skipped.

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
+
+if TYPE_CHECKING:
+    from ..calibration.formats import LabelsFormat
 
 from .common import JobsDirOpt, JsonOpt, friendly
 
@@ -24,7 +27,16 @@ def calibrate(
     ],
     labels: Annotated[
         list[Path] | None,
-        typer.Option("--labels", metavar="FILE", help="Physicians' verdicts (a filled sheet)."),
+        typer.Option(
+            "--labels",
+            metavar="FILE",
+            help="Physicians' verdicts: a filled sheet, a Label Studio JSON export or"
+            " Prodigy JSONL (told apart by content; --labels-format to name it).",
+        ),
+    ] = None,
+    labels_format: Annotated[
+        str | None,
+        typer.Option("--labels-format", metavar="FORMAT", help="sheet, label-studio or prodigy."),
     ] = None,
     cases: Annotated[
         int | None,
@@ -34,7 +46,11 @@ def calibrate(
     output: Annotated[
         Path | None,
         typer.Option(
-            "--output", "-o", metavar="FILE", help="sheet: FILE.csv, or FILE.html for a form."
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="sheet: FILE.csv, FILE.html for a form, or FILE.json for Label Studio tasks"
+            " with the judge's verdicts as predictions to correct.",
         ),
     ] = None,
     plan: Annotated[
@@ -71,7 +87,12 @@ def calibrate(
     if not labels:
         raise ConfigError("calibrate RUN needs --labels FILE (a filled labelling sheet)")
     graded = load_run(resolve(runs[0], jobs_dir))
-    found = read_labels(labels, graded.name, graded.cases)
+    from ..calibration.formats import FORMATS
+
+    if labels_format is not None and labels_format not in FORMATS:
+        raise ConfigError(f"--labels-format {labels_format!r}: one of {', '.join(FORMATS)}")
+    fmt = cast("LabelsFormat | None", labels_format)
+    found = read_labels(labels, graded.name, graded.cases, fmt)
     if plan:
         if width is None or not 0 < width < 1:
             raise ConfigError("--plan needs --width W, a half-width in (0, 1)")
@@ -113,6 +134,17 @@ def _sheet(
     )
     if output.suffix.lower() in (".html", ".htm"):
         write_html(output, note, rows)
+    elif output.suffix.lower() == ".json":
+        from ..bench.results import row_verdicts
+        from ..calibration.formats import write_label_studio
+
+        judged = {
+            (g.name, r["case_id"], item): met
+            for g in graded
+            for r in g.rows
+            for item, met in (row_verdicts(r.get("decisions")) or {}).items()
+        }
+        write_label_studio(output, rows, judged)
     else:
         write_csv(output, note, rows)
     typer.echo(f"wrote {output}: {len(rows)} items of {len(chosen)} cases")

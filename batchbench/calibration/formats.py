@@ -1,0 +1,183 @@
+"""Labels from the tools physicians already use, each read into the one long table the
+calibration takes: ``(where, row)`` with ``run``, ``case_id``, ``item_id``, ``rater``
+and ``verdict`` (``1`` met, ``0`` not met, empty: not labelled).
+
+- ``sheet``: batchbench's own CSV (:mod:`.labels`).
+- ``label-studio``: Label Studio's JSON export — a list of tasks, one a rubric item,
+  its ``data`` naming ``case_id`` and ``item_id`` (and ``run``), each annotation's
+  ``choices`` result ``met`` or ``not met`` (``yes``/``no``, ``1``/``0`` too), its
+  rater the annotator (``completed_by``: an email, or the user's id).
+- ``prodigy``: Prodigy's JSONL — one line a rubric item, ``case_id`` and ``item_id``
+  on the task or in its ``meta``, ``answer`` ``accept`` (met) or ``reject`` (not met;
+  ``ignore``: not labelled), the rater ``_annotator_id`` (else ``_session_id``).
+
+A record that does not fit is refused in one line naming the file, the task or line,
+and the field. ``calibrate sheet --format label-studio`` writes the tasks, with the
+judge's verdicts as pre-filled ``predictions`` for physicians to correct.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from .._io import atomic_write_text
+from ..errors import InputError
+
+LabelsFormat = Literal["sheet", "label-studio", "prodigy"]
+FORMATS: tuple[LabelsFormat, ...] = ("sheet", "label-studio", "prodigy")
+Row = tuple[str, dict[str, str]]  # where (file and record), the long table's row
+
+MET = {"met": "1", "yes": "1", "1": "1", "true": "1", "not met": "0", "no": "0", "0": "0"}
+MET |= {"false": "0", "not_met": "0", "unmet": "0"}
+PRODIGY = {"accept": "1", "reject": "0", "ignore": ""}
+
+# The labelling interface the Label Studio tasks are made for (the README shows it).
+LABEL_STUDIO_CONFIG = """<View>
+  <Header value="$benchmark · case $case_id · $run"/>
+  <Text name="prompt" value="$prompt"/>
+  <Text name="answer" value="$answer"/>
+  <Header value="Is this rubric item met? ($points points)"/>
+  <Text name="item" value="$item"/>
+  <Choices name="verdict" toName="answer" choice="single" required="true">
+    <Choice value="met"/>
+    <Choice value="not met"/>
+  </Choices>
+</View>"""
+
+
+class FormatError(InputError):
+    """A labels file that is not the format it claims (or was detected) to be."""
+
+
+def detect(path: Path, text: str) -> LabelsFormat:
+    """The format a labels file is in, by its content (its name only breaks a tie)."""
+    head = text.lstrip()[:1]
+    if head == "[":
+        return "label-studio"
+    if head == "{":
+        return "prodigy"
+    return "sheet"
+
+
+def label_studio_rows(path: Path, text: str, run: str) -> Iterator[Row]:
+    try:
+        tasks = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FormatError(
+            f"{path}: line {exc.lineno}: not Label Studio's JSON ({exc.msg})"
+        ) from None
+    if not isinstance(tasks, list):
+        raise FormatError(f"{path}: not Label Studio's JSON export (a list of tasks)")
+    for n, task in enumerate(tasks, 1):
+        where = f"{path}: task {n}"
+        data = _object(task, "data", where) if isinstance(task, dict) else None
+        if data is None:
+            raise FormatError(f"{where}: a task is an object with 'data'")
+        case_id, item_id = _field(data, "case_id", where), _field(data, "item_id", where)
+        annotations = task.get("annotations") or []
+        if not isinstance(annotations, list):
+            raise FormatError(f"{where}: 'annotations' is not a list")
+        for k, annotation in enumerate(annotations, 1):
+            here = f"{where}, annotation {k}"
+            if not isinstance(annotation, dict) or annotation.get("was_cancelled"):
+                continue
+            verdict = _choice(annotation.get("result"), here)
+            rater = _rater(annotation.get("completed_by"), here)
+            row = {"run": str(data.get("run") or run), "case_id": case_id, "item_id": item_id}
+            yield here, {**row, "rater": rater, "verdict": verdict}
+
+
+def prodigy_rows(path: Path, text: str, run: str) -> Iterator[Row]:
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}: line {lineno}"
+        try:
+            task = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise FormatError(f"{where}: not Prodigy's JSONL ({exc.msg})") from None
+        if not isinstance(task, dict):
+            raise FormatError(f"{where}: a Prodigy task is an object")
+        meta = task.get("meta")
+        fields = {**(meta if isinstance(meta, dict) else {}), **task}
+        answer = task.get("answer")
+        if answer not in PRODIGY:
+            raise FormatError(f"{where}: answer {answer!r} is not accept, reject or ignore")
+        rater = task.get("_annotator_id") or task.get("_session_id")
+        if not isinstance(rater, str) or not rater.strip():
+            raise FormatError(f"{where}: no _annotator_id (or _session_id) names the rater")
+        yield (
+            where,
+            {
+                "run": str(fields.get("run") or run),
+                "case_id": _field(fields, "case_id", where),
+                "item_id": _field(fields, "item_id", where),
+                "rater": rater.strip(),
+                "verdict": PRODIGY[answer],
+            },
+        )
+
+
+def write_label_studio(
+    path: Path, rows: Sequence[Mapping[str, Any]], judged: Mapping[tuple[str, str, str], bool]
+) -> None:
+    """The sheet's rows as Label Studio tasks (:data:`LABEL_STUDIO_CONFIG`), the prompt and
+    answer on every task, and where the run's judge gave one, its verdict as a
+    prediction (``judged``: ``(run, case_id, item_id)`` → met), to correct."""
+    tasks = []
+    case, prompt, answer = None, "", ""
+    for row in rows:
+        if (row["run"], row["case_id"]) != case:  # a case's first row holds both
+            case, prompt, answer = (row["run"], row["case_id"]), row["prompt"], row["answer"]
+        data = {k: str(v) for k, v in row.items() if k not in ("rater", "verdict")}
+        task: dict[str, Any] = {"data": {**data, "prompt": str(prompt), "answer": str(answer)}}
+        verdict = judged.get((str(row["run"]), str(row["case_id"]), str(row["item_id"])))
+        if verdict is not None:
+            choice = "met" if verdict else "not met"
+            result = {"value": {"choices": [choice]}, "from_name": "verdict", "to_name": "answer"}
+            task["predictions"] = [{"model_version": "judge", "result": [result | _CHOICES]}]
+        tasks.append(task)
+    atomic_write_text(path, json.dumps(tasks, ensure_ascii=False, indent=1) + "\n", mode=0o644)
+
+
+_CHOICES = {"type": "choices"}
+
+
+def _object(task: Mapping[str, Any], key: str, where: str) -> dict[str, Any] | None:
+    found = task.get(key)
+    return found if isinstance(found, dict) else None
+
+
+def _field(found: Mapping[str, Any], key: str, where: str) -> str:
+    value = found.get(key)
+    if not isinstance(value, (str, int)) or isinstance(value, bool) or not str(value).strip():
+        raise FormatError(f"{where}: no {key!r}")
+    return str(value)
+
+
+def _choice(result: Any, where: str) -> str:
+    choices = [
+        r["value"]["choices"]
+        for r in result or []
+        if isinstance(r, dict)
+        and r.get("type") == "choices"
+        and isinstance(r.get("value"), dict)
+        and isinstance(r["value"].get("choices"), list)
+    ]
+    if len(choices) != 1 or len(choices[0]) != 1:
+        raise FormatError(f"{where}: 'result' needs one choices result with one choice")
+    said = str(choices[0][0]).strip().lower()
+    if said not in MET:
+        raise FormatError(f"{where}: choice {choices[0][0]!r} is not met or not met")
+    return MET[said]
+
+
+def _rater(completed_by: Any, where: str) -> str:
+    if isinstance(completed_by, dict):
+        completed_by = completed_by.get("email") or completed_by.get("id")
+    if isinstance(completed_by, bool) or not isinstance(completed_by, (str, int)):
+        raise FormatError(f"{where}: no 'completed_by' names the rater")
+    return str(completed_by)
