@@ -548,3 +548,29 @@ def test_the_readmes_label_studio_interface_is_the_one_the_tasks_are_made_for():
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     block = readme.split("```xml\n", 1)[1].split("```", 1)[0]
     assert "\n".join(line[2:] for line in block.rstrip().split("\n")) == LABEL_STUDIO_CONFIG
+
+
+def test_a_benchmark_the_labels_move_beyond_its_interval_is_named(
+    batch_emulator, tmp_path, fixture_dir
+):
+    """#40: physicians who disagree with a biased judge on one benchmark's cases move its
+    corrected score by more than the interval's half-width: that benchmark is named, with
+    both scores, by a rule re-derived here from the figures calibrate prints."""
+    jobs, judged = _graded(batch_emulator, tmp_path, fixture_dir)
+    note, rows = _sheet(jobs, tmp_path / "sheet.csv", cases=30)
+    labelled = _label(rows, judged, ["dr_a"], 0.6)  # a judge that says met far too often
+    _write(tmp_path / "labels.csv", note, labelled)
+    args = ("calibrate", "ans-model", "--labels", str(tmp_path / "labels.csv"), *jobs)
+    found = json.loads(run_cli(*args, "--json").stdout)
+    expected = []
+    for name, b in found["benchmarks"].items():
+        k = b["corrected"]
+        if k["n"] and k["ci95"] is not None:
+            half = (k["ci95"][1] - k["ci95"][0]) / 2
+            if abs(k["estimate"] - b["judge"]["mean"]) > half:
+                expected.append(name)
+    assert expected, "the bias moves some benchmark beyond its interval"
+    assert sorted(m["benchmark"] for m in found["moved"]) == sorted(expected)
+    text = run_cli(*args).stdout
+    assert "move the judge's score by more than" in text
+    assert all(name in text.split("furthest first:")[1] for name in expected)

@@ -45,6 +45,7 @@ class Calibration(TypedDict):
     overall: dict[str, Any]
     between_raters: dict[str, Any] | None
     per_rater: dict[str, dict[str, float | int | None]]
+    moved: list[dict[str, Any]]
 
 
 def physician_scores(labels: Sequence[Label], cases: Mapping[str, Case]) -> dict[str, float]:
@@ -138,7 +139,25 @@ def calibrate(
         },
         "between_raters": _between_raters(labels),
         "per_rater": _per_rater(labels, judged),
+        "moved": _moved(per),
     }
+
+
+def _moved(per: Mapping[str, BenchmarkCalibration]) -> list[dict[str, Any]]:
+    """The benchmarks whose correction moves the judge's score by more than the corrected
+    interval's half-width, furthest first: where the judge is furthest from the
+    physicians, beyond what the labels leave uncertain."""
+    out = []
+    for name, b in per.items():
+        k, judge = b["corrected"], b["judge"]["mean"]
+        if not k["n"] or k["ci95"] is None or judge is None:
+            continue
+        half = (k["ci95"][1] - k["ci95"][0]) / 2
+        if abs(k["estimate"] - judge) > half:
+            out.append(
+                {"benchmark": name, "judge": judge, "corrected": k["estimate"], "half": half}
+            )
+    return sorted(out, key=lambda m: -abs(m["corrected"] - m["judge"]))
 
 
 def _between_raters(labels: Sequence[Label]) -> dict[str, Any] | None:

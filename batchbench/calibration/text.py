@@ -119,6 +119,15 @@ def _notes(c: Calibration) -> list[str]:
             f" {_num(between['gwet_ac1'], 2)} over {between['items']} item(s) labelled by two"
             " or more"
         )
+    if c["moved"]:
+        shown = "; ".join(
+            f"{m['benchmark']} {m['judge']:.3f} → {m['corrected']:.3f} (±{m['half']:.3f})"
+            for m in c["moved"]
+        )
+        notes.append(
+            "the physicians' labels move the judge's score by more than the corrected"
+            f" interval's half-width in {len(c['moved'])} benchmark(s), furthest first: {shown}"
+        )
     for rater, f1 in c["per_rater"].items():
         ceiling = (
             f", a physician against the others {_num(f1['ceiling_f1'], 2)}"
