@@ -1,0 +1,145 @@
+"""A whole run at 250, 2,500 and 25,000 cases: the local work of batchbench as it grows.
+
+A dataset of k × the public split (250 cases) is synthesised into a temporary folder —
+each case copied with a new case id and new item ids, never committed — and each size
+is graded end to end against the in-process emulator (zero latency, its simulated
+models, one loop): ``run`` (answers and judges on the OpenAI path), ``status``,
+``summarize``, a second run (another answer model) and ``compare`` of the two,
+``report`` and ``export``. Each command is its own process, timed on the wall clock,
+its peak RSS read from the kernel (``wait4``). Printed per size: each command's time
+and peak RSS, the total, and the time per case at the largest size over that at the
+smallest (the bar: at most 1.2, local work linear or better), plus the report's size.
+
+Without the public split beside the checkout (``../shared/bedside-bench``, or
+``--dataset``), the fixture dataset is the seed instead.
+
+    .venv/bin/python benchmarks/scale_run.py [--sizes 250,2500,25000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from batchbench.emulator import Emulator
+
+REPO = Path(__file__).resolve().parent.parent
+PUBLIC = REPO.parent / "shared" / "bedside-bench"
+FIXTURE = REPO / "tests" / "fixtures" / "dataset"
+
+
+def synthesise(seed: Path, factor: int, into: Path) -> int:
+    """``factor`` copies of every case of ``seed``, new ids throughout; the cases made."""
+    registry = json.loads((seed / "registry.json").read_text())
+    made = 0
+    for panel in registry["panels"]:
+        source = seed / panel["path"]
+        manifest = json.loads((source / "manifest.json").read_text())
+        target = into / panel["path"]
+        (target / "cases").mkdir(parents=True)
+        ids = []
+        for case_id in manifest["case_ids"]:
+            case = json.loads((source / "cases" / f"{case_id}.json").read_text())
+            for k in range(factor):
+                new = hashlib.md5(f"{case_id}/{k}".encode()).hexdigest()
+                prompt = case["prompt"] if k == 0 else f"{case['prompt']} (variant {k})"
+                key = hashlib.md5(prompt.encode()).hexdigest()  # item ids: md5(prompt)_n
+                copy = {**case, "case_id": new, "prompt": prompt}
+                copy["rubric_items"] = [
+                    {**item, "item_id": f"{key}_{n}"} for n, item in enumerate(case["rubric_items"])
+                ]
+                (target / "cases" / f"{new}.json").write_text(json.dumps(copy))
+                ids.append(new)
+        made += len(ids)
+        (target / "manifest.json").write_text(
+            json.dumps({**manifest, "case_count": len(ids), "case_ids": ids})
+        )
+        panel["n"] = len(ids)
+    (into / "registry.json").write_text(json.dumps(registry))
+    return made
+
+
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB) of ``batchbench ARGV`` in its own process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "batchbench", *argv],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    _, status, usage = os.wait4(proc.pid, 0)
+    took = time.perf_counter() - start
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 1):
+        err = proc.stderr.read().decode() if proc.stderr else ""
+        raise SystemExit(f"batchbench {' '.join(argv)} exited {code}: {err[-500:]}")
+    return took, usage.ru_maxrss / 1024
+
+
+def one_size(cases: int, seed: Path, env: dict[str, str], base: str) -> dict[str, tuple]:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        factor = max(1, cases // 250)
+        made = synthesise(seed, factor, root / "data")
+        jobs = ["--jobs-dir", str(root / "jobs")]
+        common = ["--judge-model", "sim-judge", "--dataset", str(root / "data"), *jobs]
+        common += ["--base-url", base, "--poll-interval", "0.2"]
+        steps = {
+            "run": ["run", "--answer-model", "sim-answer", "--run", "a", *common],
+            "status": ["status", "a", *jobs],
+            "summarize": [
+                "summarize",
+                str(root / "jobs" / "a" / "results.jsonl"),
+                "--dataset",
+                str(root / "data"),
+                "-o",
+                str(root / "summary.json"),
+            ],
+            "second run": ["run", "--answer-model", "sim-answer-2", "--run", "b", *common],
+            "compare": ["compare", "a", "b", *jobs],
+            "report": ["report", "a", "b", "-o", str(root / "page.html"), *jobs],
+            "export": ["export", "a", "b", "-o", str(root / "scores.parquet"), *jobs],
+        }
+        out = {name: timed(argv, env) for name, argv in steps.items()}
+        out["_cases"] = (made, (root / "page.html").stat().st_size / 2**20)
+        return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="250,2500,25000")
+    ap.add_argument("--dataset", type=Path, default=PUBLIC if PUBLIC.is_dir() else FIXTURE)
+    opts = ap.parse_args()
+    sizes = [int(s) for s in opts.sizes.split(",")]
+    with Emulator(latency=0.0) as emu:
+        env = {**os.environ, "OPENAI_API_KEY": "rehearsal", "OPENAI_BASE_URL": ""}
+        per_case = {}
+        for size in sizes:
+            found = one_size(size, opts.dataset, env, emu.base_url)
+            made, report_mb = found.pop("_cases")
+            total = sum(t for t, _ in found.values())
+            local = found["run"][0] + found["second run"][0]
+            per_case[made] = total / made
+            print(f"{made:,} cases (seed: {opts.dataset.name})")
+            for name, (took, rss) in found.items():
+                print(f"  {name:<12} {took:7.2f} s   peak RSS {rss:7.0f} MiB")
+            print(
+                f"  {'all':<12} {total:7.2f} s   (the two runs: {local:.2f} s); report"
+                f" {report_mb:.1f} MB"
+            )
+    small, large = min(per_case), max(per_case)
+    if small != large:
+        ratio = per_case[large] / per_case[small]
+        print(f"time per case at {large:,} over that at {small:,}: {ratio:.2f} (bar: <= 1.2)")
+
+
+if __name__ == "__main__":
+    main()
