@@ -512,9 +512,32 @@ def test_labels_from_label_studio_and_prodigy_read_as_the_sheet_does(
         assert proc.returncode == 0, proc.stderr
         return json.loads(proc.stdout)
 
+    # HealthBench's meta-eval: one line an item, the physicians' labels side by side; the
+    # case by prompt_id and the item by its rubric text (as that dataset names them)
+    texts = {
+        (c["case_id"], i["item_id"]): i["text"]
+        for c in load_dataset(fixture_dir).cases
+        for i in c["rubric_items"]
+    }
+    with (tmp_path / "meta_eval.jsonl").open("w") as fh:
+        for case_id, item_id in sorted({(c, i) for _, c, i in said}):
+            raters = [r for r in ("dr_a", "dr_b") if (r, case_id, item_id) in said]
+            fh.write(
+                json.dumps(
+                    {
+                        "prompt_id": case_id,
+                        "rubric": texts[(case_id, item_id)],
+                        "binary_labels": [said[(r, case_id, item_id)] == "1" for r in raters],
+                        "anonymized_physician_ids": raters,
+                    }
+                )
+                + "\n"
+            )
+
     sheet = figures(tmp_path / "labels.csv")
     assert figures(tmp_path / "export.json") == sheet
     assert figures(tmp_path / "labels.jsonl") == sheet
+    assert figures(tmp_path / "meta_eval.jsonl") == sheet
     named = run_cli(
         "calibrate",
         "ans-model",

@@ -38,7 +38,14 @@ def _paired_by_benchmark(a_rows, b_rows, order):
     return ab, bb, len(set(a) ^ set(b))
 
 
-def test_the_paired_bootstrap_equals_a_plain_implementation(tmp_path, fixture_dataset):
+@pytest.mark.parametrize("block", [None, 7])  # resamples drawn all at once, or 7 draws at a time
+def test_the_paired_bootstrap_equals_a_plain_implementation(
+    tmp_path, fixture_dataset, block, monkeypatch
+):
+    if block is not None:
+        from batchbench.scores import summary as summary_module
+
+        monkeypatch.setattr(summary_module, "BLOCK_PICKS", block)
     full, uneven = _rows("full"), _rows("uneven")
     for r in uneven:  # same judge and protocol; another model whose scores differ
         r["answer_model"] = "model-b"
@@ -76,7 +83,14 @@ def test_the_paired_bootstrap_equals_a_plain_implementation(tmp_path, fixture_da
     assert got["runs"][0]["overall_ci95"] == json.loads(summary)["overall_ci95"]
 
 
-def test_equal_strata_take_the_summary_fast_path_and_still_agree(tmp_path, fixture_dataset):
+@pytest.mark.parametrize("block", [None, 7])  # resamples drawn all at once, or 7 draws at a time
+def test_equal_strata_take_the_summary_fast_path_and_still_agree(
+    tmp_path, fixture_dataset, block, monkeypatch
+):
+    if block is not None:
+        from batchbench.scores import summary as summary_module
+
+        monkeypatch.setattr(summary_module, "BLOCK_PICKS", block)
     kept: dict[str, int] = {}
     three = []  # the first three scored cases of each benchmark: equal strata
     for r in _rows("full"):

@@ -7,6 +7,10 @@ and ``verdict`` (``1`` met, ``0`` not met, empty: not labelled).
   its ``data`` naming ``case_id`` and ``item_id`` (and ``run``), each annotation's
   ``choices`` result ``met`` or ``not met`` (``yes``/``no``, ``1``/``0`` too), its
   rater the annotator (``completed_by``: an email, or the user's id).
+- ``healthbench``: the HealthBench meta-evaluation's JSONL — one line a rubric item of
+  an answer, ``binary_labels`` and ``anonymized_physician_ids`` side by side (one
+  physician's verdict each); the case is ``case_id`` (else ``prompt_id``), the item
+  ``item_id``, else the case's rubric item whose text is the line's ``rubric``.
 - ``prodigy``: Prodigy's JSONL — one line a rubric item, ``case_id`` and ``item_id``
   on the task or in its ``meta``, ``answer`` ``accept`` (met) or ``reject`` (not met;
   ``ignore``: not labelled), the rater ``_annotator_id`` (else ``_session_id``).
@@ -26,8 +30,8 @@ from typing import Any, Literal
 from .._io import atomic_write_text
 from ..errors import InputError
 
-LabelsFormat = Literal["sheet", "label-studio", "prodigy"]
-FORMATS: tuple[LabelsFormat, ...] = ("sheet", "label-studio", "prodigy")
+LabelsFormat = Literal["sheet", "label-studio", "prodigy", "healthbench"]
+FORMATS: tuple[LabelsFormat, ...] = ("sheet", "label-studio", "prodigy", "healthbench")
 Row = tuple[str, dict[str, str]]  # where (file and record), the long table's row
 
 MET = {"met": "1", "yes": "1", "1": "1", "true": "1", "not met": "0", "no": "0", "0": "0"}
@@ -58,7 +62,8 @@ def detect(path: Path, text: str) -> LabelsFormat:
     if head == "[":
         return "label-studio"
     if head == "{":
-        return "prodigy"
+        first = text.lstrip().split("\n", 1)[0]
+        return "healthbench" if '"binary_labels"' in first else "prodigy"
     return "sheet"
 
 
@@ -119,6 +124,53 @@ def prodigy_rows(path: Path, text: str, run: str) -> Iterator[Row]:
                 "verdict": PRODIGY[answer],
             },
         )
+
+
+def healthbench_rows(
+    path: Path, text: str, run: str, rubrics: Mapping[str, Mapping[str, str | None]]
+) -> Iterator[Row]:
+    """``rubrics``: each case's items, text → item id (None: two items share the text),
+    to find an item by its text."""
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{path}: line {lineno}"
+        try:
+            task = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise FormatError(f"{where}: not HealthBench's meta-eval JSONL ({exc.msg})") from None
+        if not isinstance(task, dict):
+            raise FormatError(f"{where}: a line is an object")
+        case_id = _field(task, "case_id" if "case_id" in task else "prompt_id", where)
+        item_id = task.get("item_id")
+        if item_id is None:
+            text_of = _field(task, "rubric", where)
+            items = rubrics.get(case_id, {})
+            if text_of.strip() not in items:
+                raise FormatError(f"{where}: 'rubric' is no item of case {case_id}'s rubric")
+            item_id = items[text_of.strip()]
+            if item_id is None:
+                raise FormatError(
+                    f"{where}: 'rubric' is the text of two items of case {case_id}: give item_id"
+                )
+        labels, raters = task.get("binary_labels"), task.get("anonymized_physician_ids")
+        if not isinstance(labels, list) or not all(isinstance(v, bool) for v in labels):
+            raise FormatError(f"{where}: 'binary_labels' is not a list of true/false")
+        if not isinstance(raters, list) or len(raters) != len(labels):
+            raise FormatError(
+                f"{where}: 'anonymized_physician_ids' does not name one physician a label"
+            )
+        for met, rater in zip(labels, raters):
+            yield (
+                where,
+                {
+                    "run": str(task.get("run") or run),
+                    "case_id": case_id,
+                    "item_id": str(item_id),
+                    "rater": _rater(rater, where),
+                    "verdict": "1" if met else "0",
+                },
+            )
 
 
 def write_label_studio(

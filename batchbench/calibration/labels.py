@@ -17,7 +17,14 @@ from pathlib import Path
 
 from ..bench.dataset import Case
 from ..errors import InputError
-from .formats import LabelsFormat, Row, detect, label_studio_rows, prodigy_rows
+from .formats import (
+    LabelsFormat,
+    Row,
+    detect,
+    healthbench_rows,
+    label_studio_rows,
+    prodigy_rows,
+)
 from .sheet import restored
 
 REQUIRED = ("run", "case_id", "item_id", "rater", "verdict")
@@ -51,7 +58,7 @@ def read_labels(
     found: list[Label] = []
     seen: set[tuple[str, str, str]] = set()
     for path in paths:
-        for where, row in _records(path, run, fmt):
+        for where, row in _records(path, run, fmt, cases):
             if row.get("run") != run or not (row.get("verdict") or "").strip():
                 continue
             case = cases.get(row["case_id"])
@@ -81,7 +88,9 @@ def read_labels(
     return found
 
 
-def _records(path: Path, run: str, fmt: LabelsFormat | None) -> Iterator[Row]:
+def _records(
+    path: Path, run: str, fmt: LabelsFormat | None, cases: Mapping[str, Case]
+) -> Iterator[Row]:
     """The file's rows of the long table, with where each was read."""
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -94,6 +103,15 @@ def _records(path: Path, run: str, fmt: LabelsFormat | None) -> Iterator[Row]:
         yield from label_studio_rows(path, text, run)
     elif fmt == "prodigy":
         yield from prodigy_rows(path, text, run)
+    elif fmt == "healthbench":
+        rubrics: dict[str, dict[str, str | None]] = {}
+        for c, case in cases.items():  # a text two items share names neither (None)
+            found: dict[str, str | None] = {}
+            for item in case["rubric_items"]:
+                text_of = str(item["text"]).strip()
+                found[text_of] = None if text_of in found else item["item_id"]
+            rubrics[c] = found
+        yield from healthbench_rows(path, text, run, rubrics)
     else:
         yield from ((f"{path}: line {n}", row) for n, row in _rows(path, text))
 

@@ -31,12 +31,17 @@ def calibrate(
             "--labels",
             metavar="FILE",
             help="Physicians' verdicts: a filled sheet, a Label Studio JSON export or"
-            " Prodigy JSONL (told apart by content; --labels-format to name it).",
+            " Prodigy JSONL or HealthBench meta-eval JSONL (told apart by content;"
+            " --labels-format to name it).",
         ),
     ] = None,
     labels_format: Annotated[
         str | None,
-        typer.Option("--labels-format", metavar="FORMAT", help="sheet, label-studio or prodigy."),
+        typer.Option(
+            "--labels-format",
+            metavar="FORMAT",
+            help="sheet, label-studio, prodigy or healthbench (its meta-eval JSONL).",
+        ),
     ] = None,
     cases: Annotated[
         int | None,

@@ -29,6 +29,7 @@ from .sources import Named, not_finished, run_dataset
 from .summary import (
     Summary,
     WordStream,
+    blocks,
     check_samples,
     interval,
     is_success,
@@ -241,8 +242,14 @@ def paired(
     with WordStream(seed, expected) as stream:
         for name in names:
             n = sa[name].size
-            picks = stream.picks(n, samples * n).reshape(samples, n)
-            diffs = sequential_means(sa[name], picks) - sequential_means(sb[name], picks)
+            diffs = np.concatenate(
+                [
+                    sequential_means(sa[name], picks) - sequential_means(sb[name], picks)
+                    for picks in (
+                        stream.picks(n, rows * n).reshape(rows, n) for rows in blocks(samples, n)
+                    )
+                ]
+            )
             mean_a, mean_b = statistics.fmean(sa[name]), statistics.fmean(sb[name])
             sd_diff = stats.sd([a.scores[c] - b.scores[c] for c in by_benchmark[name]])
             se = stats.se_of(sd_diff, n)

@@ -17,7 +17,7 @@ import queue
 import random
 import statistics
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypedDict
 
 import numpy as np
@@ -27,7 +27,21 @@ from ..errors import ConfigError
 
 DEFAULT_SAMPLES = 10000
 # Draws one bootstrap holds at once (8 bytes each, plus the word stream): about 2 GB.
-MAX_PICKS = 100_000_000
+# Draws a bootstrap may take (samples × cases): memory is bounded by BLOCK_PICKS, so this
+# bounds time only (25,000 cases × 10,000 samples fit; a typo of a few zeros does not).
+MAX_PICKS = 400_000_000
+BLOCK_PICKS = 4_000_000  # draws held at once: resamples go in blocks of this many picks
+
+
+def blocks(samples: int, per_sample: int) -> Iterator[int]:
+    """Consecutive runs of resamples, each of at most BLOCK_PICKS draws (at least one
+    resample): the word stream is consumed resample by resample, so drawing a block
+    after another is drawing them all at once, held in a fraction of the memory."""
+    step = max(1, BLOCK_PICKS // max(per_sample, 1))
+    for start in range(0, samples, step):
+        yield min(step, samples - start)
+
+
 DEFAULT_SEED = 42
 NAN = float("nan")
 
@@ -232,8 +246,11 @@ def bootstrap(
     with WordStream(seed, expected) as stream:
         for b in names:
             n = arrays[b].size
-            picks = stream.picks(n, samples * n).reshape(samples, n)
-            per_benchmark[b] = interval(sequential_means(arrays[b], picks))
+            resampled = [
+                sequential_means(arrays[b], stream.picks(n, rows * n).reshape(rows, n))
+                for rows in blocks(samples, n)
+            ]
+            per_benchmark[b] = interval(np.concatenate(resampled))
         [means] = stratified_means([[arrays[b] for b in names]], stream, samples)
     overall = np.array(list(map(math.fsum, means.tolist()))) / len(names)
     return per_benchmark, interval(overall)
@@ -244,7 +261,17 @@ def stratified_means(
 ) -> list[np.ndarray]:
     """``(samples, strata)`` resample means for the stratified overall interval, for each
     set of strata scores, all resampled with the same picks (the paired comparison
-    resamples two runs' scores at once; the summary one run's)."""
+    resamples two runs' scores at once; the summary one run's), in blocks of resamples."""
+    parts: list[list[np.ndarray]] = [[] for _ in score_sets]
+    for rows in blocks(samples, sum(a.size for a in score_sets[0])):
+        for found, part in zip(_stratified_block(score_sets, stream, rows), parts):
+            part.append(found)
+    return [np.concatenate(part) for part in parts]
+
+
+def _stratified_block(
+    score_sets: Sequence[Sequence[np.ndarray]], stream: WordStream, samples: int
+) -> list[np.ndarray]:
     sizes = [a.size for a in score_sets[0]]
     if len(set(sizes)) > 1:
         picks = stream.stratified(sizes, samples)
@@ -323,7 +350,7 @@ def check_samples(samples: int, cases: int) -> None:
     if samples * cases > MAX_PICKS:
         raise ConfigError(
             f"--bootstrap-samples {samples} with {cases} cases needs {samples * cases:,} draws;"
-            f" at most {MAX_PICKS:,} fit in memory here (so {MAX_PICKS // max(cases, 1):,}"
+            f" at most {MAX_PICKS:,} are drawn here (so {MAX_PICKS // max(cases, 1):,}"
             " samples)"
         )
 
