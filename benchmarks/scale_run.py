@@ -3,7 +3,8 @@
 A dataset of k × the public split (250 cases) is synthesised into a temporary folder —
 each case copied with a new case id and new item ids, never committed — and each size
 is graded end to end against the in-process emulator (zero latency, its simulated
-models, one loop): ``run`` (answers and judges on the OpenAI path), ``status``,
+models, in a process of its own so no command inherits its memory): ``run``
+(answers and judges on the OpenAI path), ``status``,
 ``summarize``, a second run (another answer model) and ``compare`` of the two,
 ``report`` and ``export``. Each command is its own process, timed on the wall clock,
 its peak RSS read from the kernel (``wait4``). Printed per size: each command's time
@@ -27,8 +28,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-from batchbench.emulator import Emulator
 
 REPO = Path(__file__).resolve().parent.parent
 PUBLIC = REPO.parent / "shared" / "bedside-bench"
@@ -119,11 +118,20 @@ def main() -> None:
     ap.add_argument("--dataset", type=Path, default=PUBLIC if PUBLIC.is_dir() else FIXTURE)
     opts = ap.parse_args()
     sizes = [int(s) for s in opts.sizes.split(",")]
-    with Emulator(latency=0.0) as emu:
+    # The emulator in its own process: a command forked from a process holding it would
+    # start with (and report) that process's peak memory.
+    emulator = subprocess.Popen(
+        [sys.executable, "-m", "batchbench", "emulator", "--port", "0", "--latency", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert emulator.stdout is not None
+        url = emulator.stdout.readline().strip().rsplit(" ", 1)[-1]
         env = {**os.environ, "OPENAI_API_KEY": "rehearsal", "OPENAI_BASE_URL": ""}
         per_case = {}
         for size in sizes:
-            found = one_size(size, opts.dataset, env, emu.base_url)
+            found = one_size(size, opts.dataset, env, f"{url}/v1")
             made, report_mb = found.pop("_cases")
             total = sum(t for t, _ in found.values())
             local = found["run"][0] + found["second run"][0]
@@ -135,6 +143,9 @@ def main() -> None:
                 f"  {'all':<12} {total:7.2f} s   (the two runs: {local:.2f} s); report"
                 f" {report_mb:.1f} MB"
             )
+    finally:
+        emulator.terminate()
+        emulator.wait(timeout=30)
     small, large = min(per_case), max(per_case)
     if small != large:
         ratio = per_case[large] / per_case[small]
