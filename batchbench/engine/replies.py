@@ -30,10 +30,21 @@ def read_replies(run: Run, config: RunConfig, state: RunState) -> dict[str, str]
     return out
 
 
-def latest_request(state: RunState, case_id: str, stage: Stage) -> str | None:
-    """The request id of a case's latest request of a stage (None when never sent)."""
-    sub = state.subs.get(state.cases[case_id].stage(stage).sub or "")
-    if sub is None:
-        return None
-    ids = [cid for cid, line in sub.ids().items() if line.case_id == case_id]
-    return ids[-1] if ids else None
+def latest_requests(state: RunState, stage: Stage) -> dict[str, str]:
+    """Each case's latest request id of a stage (cases never sent are absent): read
+    from the submission each case last went out in, every submission walked once (a
+    walk per case was quadratic: 300 s for a report of 25,000 cases)."""
+    wanted: dict[str, set[str]] = {}
+    for case_id, case in state.cases.items():
+        sub_id = case.stage(stage).sub
+        if sub_id is not None:
+            wanted.setdefault(sub_id, set()).add(case_id)
+    out: dict[str, str] = {}
+    for sub_id, cases in wanted.items():
+        sub = state.subs.get(sub_id)
+        if sub is None:
+            continue
+        for custom_id, line in sub.ids().items():  # in the submission's order: last wins
+            if line.case_id in cases:
+                out[line.case_id] = custom_id
+    return out

@@ -21,7 +21,7 @@ from ..bench.dataset import Case, Dataset, load_dataset
 from ..bench.protocol import PROTOCOL_VERSION
 from ..bench.results import read_rows
 from ..costs.rollup import RunCost, cost_line, usage_text
-from ..engine.replies import latest_request, read_replies
+from ..engine.replies import latest_requests, read_replies
 from ..errors import ConfigError
 from ..kinds import STAGES, Stage
 from ..scores.compare import Comparison, Side, Stats, compare, load_side
@@ -63,9 +63,10 @@ def load_sources(
             ds = ds or run_dataset(config)
             state = run.state(config.case_ids)
             replies = read_replies(run, config, state)
-            for case_id in rows:
-                for stage in STAGES:
-                    request = latest_request(state, case_id, stage)
+            for stage in STAGES:
+                latest = latest_requests(state, stage)
+                for case_id in rows:
+                    request = latest.get(case_id)
                     if request in replies:
                         source.replies[case_id, stage] = replies[request]
             status = run_status(run)
