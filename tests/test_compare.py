@@ -38,7 +38,7 @@ def _paired_by_benchmark(a_rows, b_rows, order):
     return ab, bb, len(set(a) ^ set(b))
 
 
-@pytest.mark.parametrize("block", [None, 7])  # resamples drawn all at once, or 7 draws at a time
+@pytest.mark.parametrize("block", [None, 997])  # all resamples at once, or 997 draws at a time
 def test_the_paired_bootstrap_equals_a_plain_implementation(
     tmp_path, fixture_dataset, block, monkeypatch
 ):
@@ -83,7 +83,7 @@ def test_the_paired_bootstrap_equals_a_plain_implementation(
     assert got["runs"][0]["overall_ci95"] == json.loads(summary)["overall_ci95"]
 
 
-@pytest.mark.parametrize("block", [None, 7])  # resamples drawn all at once, or 7 draws at a time
+@pytest.mark.parametrize("block", [None, 997])  # all resamples at once, or 997 draws at a time
 def test_equal_strata_take_the_summary_fast_path_and_still_agree(
     tmp_path, fixture_dataset, block, monkeypatch
 ):
