@@ -27,8 +27,7 @@ from ..errors import ConfigError
 
 DEFAULT_SAMPLES = 10000
 # Draws one bootstrap holds at once (8 bytes each, plus the word stream): about 2 GB.
-# Draws a bootstrap may take (samples × cases): memory is bounded by BLOCK_PICKS, so this
-# bounds time only (25,000 cases × 10,000 samples fit; a typo of a few zeros does not).
+# Draws a bootstrap may take (samples × cases), a bound on time (memory: BLOCK_PICKS).
 MAX_PICKS = 400_000_000
 BLOCK_PICKS = 4_000_000  # draws held at once: resamples go in blocks of this many picks
 
