@@ -217,3 +217,27 @@ def test_a_real_browser_renders_the_page_and_its_filters_work(
     png = base64.b64decode(shot)
     pixels = matplotlib.image.imread(io.BytesIO(png), format="png")
     assert pixels.shape[0] > 500 and pixels.std() > 0.05  # not a blank page
+
+
+def test_a_page_of_many_cases_shows_the_worst_and_says_how_it_was_thinned(tmp_path, monkeypatch):
+    """#38: past CASES_SHOWN cases the page details only the worst ones (lowest score,
+    from the results file itself here) and says so; the summary numbers stay whole."""
+    import re
+
+    from batchbench.views import page
+
+    monkeypatch.setattr(page, "CASES_SHOWN", 7)
+    results = tmp_path / "full.jsonl"
+    shutil.copy(FIXTURE / "golden" / "full.jsonl", results)
+    out = tmp_path / "ref.html"
+    proc = run_cli("report", str(results), "--dataset", str(FIXTURE / "dataset"), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    scored: dict[str, float] = {}  # the last row of each case: its score, -1 when failed
+    for line in results.read_text().splitlines():
+        row = json.loads(line)
+        scored[row["case_id"]] = row.get("score", -1.0)
+    shown = re.findall(r"<details class='case'[^>]* data-case='([^']+)'", text)
+    assert len(shown) == 7
+    assert f"Showing the 7 worst of {len(scored):,} cases" in text
+    assert sorted(scored[c] for c in shown) == sorted(scored.values())[:7]

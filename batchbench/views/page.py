@@ -33,6 +33,9 @@ from .causes import error_cause, readable_error
 from .status import run_status
 
 ANSWER_LIMIT = 4000  # characters of an answer shown per model; the rest is elided
+# Cases shown in full, worst first: past this the page says how it was thinned (a page
+# of 25,000 cases would weigh 74 MB; every case stays in `batchbench export`).
+CASES_SHOWN = 1000
 CI_HEADS = "<th>95% CI low</th><th>95% CI high</th>"
 PROMPT_WORDS = 12  # words of a case's prompt shown beside its id
 
@@ -291,7 +294,15 @@ def _cases(sources: list[Source], ds: Dataset) -> str:
         return sum(scores) / len(scores) if scores else -1.0
 
     items = []
-    for case in sorted(selected, key=key):
+    ordered = sorted(selected, key=key)
+    shown = ordered[:CASES_SHOWN]
+    thinned = (
+        f"<p class='note'>Showing the {len(shown):,} worst of {len(ordered):,} cases (the lowest"
+        " mean score across runs); every case is in <code>batchbench export</code>.</p>"
+        if len(shown) < len(ordered)
+        else ""
+    )
+    for case in shown:
         cid = case["case_id"]
         rows = [s.rows.get(cid, {}) for s in sources]
         verdicts = [{d["item_id"]: d["matched"] for d in r.get("decisions", [])} for r in rows]
@@ -326,7 +337,7 @@ def _cases(sources: list[Source], ds: Dataset) -> str:
     return (
         "<h2 id='cases'>Cases, worst first</h2><form id='filter'>benchmark <select id='bench'>"
         f"<option value=''>all</option>{options}</select> <label><input type=checkbox id='dis'>"
-        " only where the runs disagree</label></form>"
+        f" only where the runs disagree</label></form>{thinned}"
         f"<section id='case-list'>{''.join(items)}</section>"
     )
 
