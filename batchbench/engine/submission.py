@@ -86,7 +86,8 @@ class Submission:
         """Its batch runs, or owes its results (or one of its candidates may be it, and has
         not ended)."""
         if self.batch_id is None:
-            return any(v is None or v.phase != "ended" for v in self.candidates.values())
+            running = any(v is None or v.phase != "ended" for v in self.candidates.values())
+            return running or (self.contradiction is not None and bool(self.candidates))
         return not self.terminal or (self.contradiction is not None and not self.collected)
 
     def result_files(self) -> list[str]:
