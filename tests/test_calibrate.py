@@ -550,6 +550,9 @@ def test_labels_from_label_studio_and_prodigy_read_as_the_sheet_does(
     )
     assert json.loads(named.stdout) == sheet
 
+    (tmp_path / "object.json").write_text('{"tasks": []}')  # not an export: said so
+    proc = run_cli("calibrate", "ans-model", "--labels", str(tmp_path / "object.json"), *jobs)
+    assert_one_line_error(proc, str(tmp_path / "object.json"), "a list of tasks")
     del tasks[3]["data"]["case_id"]
     (tmp_path / "bad.json").write_text(json.dumps(tasks))
     proc = run_cli("calibrate", "ans-model", "--labels", str(tmp_path / "bad.json"), *jobs)

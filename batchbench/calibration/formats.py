@@ -59,7 +59,7 @@ class FormatError(InputError):
 def detect(path: Path, text: str) -> LabelsFormat:
     """The format a labels file is in, by its content (its name only breaks a tie)."""
     head = text.lstrip()[:1]
-    if head == "[":
+    if head == "[" or path.suffix.lower() == ".json":  # an export is one JSON document
         return "label-studio"
     if head == "{":
         first = text.lstrip().split("\n", 1)[0]
@@ -95,7 +95,8 @@ def label_studio_rows(path: Path, text: str, run: str) -> Iterator[Row]:
             yield here, {**row, "rater": rater, "verdict": verdict}
 
 
-def prodigy_rows(path: Path, text: str, run: str) -> Iterator[Row]:
+def _json_lines(path: Path, text: str, what: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each non-blank line of a JSONL file as an object, with where it was read."""
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -103,9 +104,14 @@ def prodigy_rows(path: Path, text: str, run: str) -> Iterator[Row]:
         try:
             task = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise FormatError(f"{where}: not Prodigy's JSONL ({exc.msg})") from None
+            raise FormatError(f"{where}: not {what} ({exc.msg})") from None
         if not isinstance(task, dict):
-            raise FormatError(f"{where}: a Prodigy task is an object")
+            raise FormatError(f"{where}: a line of {what} is an object")
+        yield where, task
+
+
+def prodigy_rows(path: Path, text: str, run: str) -> Iterator[Row]:
+    for where, task in _json_lines(path, text, "Prodigy's JSONL"):
         meta = task.get("meta")
         fields = {**(meta if isinstance(meta, dict) else {}), **task}
         answer = task.get("answer")
@@ -131,16 +137,7 @@ def healthbench_rows(
 ) -> Iterator[Row]:
     """``rubrics``: each case's items, text → item id (None: two items share the text),
     to find an item by its text."""
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{path}: line {lineno}"
-        try:
-            task = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise FormatError(f"{where}: not HealthBench's meta-eval JSONL ({exc.msg})") from None
-        if not isinstance(task, dict):
-            raise FormatError(f"{where}: a line is an object")
+    for where, task in _json_lines(path, text, "HealthBench's meta-eval JSONL"):
         case_id = _field(task, "case_id" if "case_id" in task else "prompt_id", where)
         item_id = task.get("item_id")
         if item_id is None:
