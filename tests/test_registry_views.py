@@ -65,6 +65,8 @@ def test_run_help_names_every_provider():
     text = " ".join(proc.stdout.split())
     for spec in PROVIDERS:
         assert spec.label in text, spec.label
+        for flag in spec.flags:  # its account settings, each an option naming its variable
+            assert flag.option in text and flag.variable in text, flag
 
 
 def test_the_tests_rig_every_provider_and_list_its_rules():

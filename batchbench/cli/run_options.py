@@ -3,12 +3,15 @@ command's signature then reads as what it takes, and its body as the steps it ta
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from ..providers.registry import PROVIDERS, provider_labels
+from ..providers.registry import PROVIDERS, Flag, provider_labels
 
 SELECTION, MODELS, API, BUDGET, ADVANCED = "Selection", "Models", "API", "Budget", "Advanced"
 JUDGES = " or ".join(spec.label for spec in reversed(PROVIDERS) if spec.judges)
@@ -254,26 +257,6 @@ ResubmitAfterOpt = Annotated[
     ),
 ]
 
-BedrockRoleOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--bedrock-role",
-        metavar="ARN",
-        rich_help_panel=API,
-        help="The service role Bedrock jobs run as (else BEDROCK_ROLE_ARN).",
-    ),
-]
-
-S3UriOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--s3-uri",
-        metavar="S3_URI",
-        rich_help_panel=API,
-        help="Where Bedrock jobs read and write (s3://BUCKET/PREFIX; else BATCHBENCH_S3_URI).",
-    ),
-]
-
 OnDemandRemainderOpt = Annotated[
     bool,
     typer.Option(
@@ -285,3 +268,41 @@ OnDemandRemainderOpt = Annotated[
         metavar="",
     ),
 ]
+
+
+def with_account_flags(fn: Callable[..., None]) -> Callable[..., None]:
+    """``fn`` with one option per account variable a provider's record names a flag for
+    (``--s3-uri``, ``--gcs-uri``…), handed to it as ``account_settings`` (variable →
+    value, the ones given): a new provider's settings reach ``run`` by its record."""
+    flags = [flag for spec in PROVIDERS for flag in spec.flags]
+    own = inspect.signature(fn, eval_str=True)
+    kept = [p for p in own.parameters.values() if p.name != "account_settings"]
+    added = [
+        inspect.Parameter(
+            _param(flag),
+            inspect.Parameter.KEYWORD_ONLY,
+            default=None,
+            annotation=Annotated[
+                str | None,  # noqa: UP007 (typer reads the annotation at run time)
+                typer.Option(
+                    flag.option,
+                    metavar=flag.metavar,
+                    rich_help_panel=API,
+                    help=f"{flag.help} (else {flag.variable}).",
+                ),
+            ],
+        )
+        for flag in flags
+    ]
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        given = {flag.variable: kwargs.pop(_param(flag), None) for flag in flags}
+        fn(*args, **kwargs, account_settings={k: v for k, v in given.items() if v})
+
+    wrapper.__signature__ = own.replace(parameters=[*kept, *added])  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _param(flag: Flag) -> str:
+    return flag.option.lstrip("-").replace("-", "_")

@@ -15,7 +15,6 @@ from .run_options import (
     AsJsonOpt,
     AssumedAnswerTokensOpt,
     BaseUrlOpt,
-    BedrockRoleOpt,
     BenchmarkOpt,
     DatasetOpt,
     DeleteRemoteFilesOpt,
@@ -37,13 +36,14 @@ from .run_options import (
     ReasoningEffortOpt,
     ResubmitAfterOpt,
     RunNameOpt,
-    S3UriOpt,
     SmokeOpt,
     TokenLimitWaitOpt,
+    with_account_flags,
 )
 
 
 @friendly
+@with_account_flags
 def run(
     ctx: typer.Context,
     answer_model: AnswerModelOpt,
@@ -72,9 +72,8 @@ def run(
     token_limit_wait: TokenLimitWaitOpt = 60.0,
     judge_passes: JudgePassesOpt = 1,
     resubmit_after: ResubmitAfterOpt = 12 * 3600.0,
-    bedrock_role: BedrockRoleOpt = None,
-    s3_uri: S3UriOpt = None,
     on_demand_remainder: OnDemandRemainderOpt = False,
+    account_settings: dict[str, str] | None = None,  # the registry's flags (--s3-uri…)
 ) -> None:
     """Start or resume a run: submit, poll, judge, collect and score, surviving restarts.
 
@@ -109,14 +108,7 @@ def run(
         reasoning_effort=reasoning_effort,
         base_url=base_url,
         move_service=move_service,
-        account_settings={
-            variable: value
-            for variable, value in (
-                ("BEDROCK_ROLE_ARN", bedrock_role),
-                ("BATCHBENCH_S3_URI", s3_uri),
-            )
-            if value
-        },
+        account_settings=account_settings or {},
         no_wait=no_wait,
         pricing=pricing,
         max_cost=max_cost,

@@ -28,6 +28,18 @@ class ClientFactory(Protocol):
 
 
 @dataclass(frozen=True)
+class Flag:
+    """A ``run`` option setting one of a provider's account variables (the variable, when
+    set, is the default): made from the registry, so a provider's settings are in
+    ``run --help`` by its record existing."""
+
+    variable: str
+    option: str  # "--s3-uri"
+    metavar: str
+    help: str  # what it is, without the "(else VARIABLE)" the help adds
+
+
+@dataclass(frozen=True)
 class ProviderSpec:
     name: str
     label: str  # the service's name, for people
@@ -62,6 +74,7 @@ class ProviderSpec:
     # Variables its SDK reads credentials from by itself (AWS's chain): never read by
     # batchbench, only checked as keys are, so a stray line break is named, not echoed.
     credential_variables: tuple[str, ...] = ()
+    flags: tuple[Flag, ...] = ()  # ``run`` options for its account variables
 
     def where(self) -> str:
         """How its base URL is set, and what one looks like (for a message)."""
@@ -270,6 +283,15 @@ BEDROCK = ProviderSpec(
     default_base_url="",
     base_url_hint="Bedrock's control-plane endpoint (https://bedrock.REGION.amazonaws.com)",
     account_variables=("BEDROCK_ROLE_ARN", "BATCHBENCH_S3_URI"),
+    flags=(
+        Flag("BEDROCK_ROLE_ARN", "--bedrock-role", "ARN", "The service role Bedrock jobs run as"),
+        Flag(
+            "BATCHBENCH_S3_URI",
+            "--s3-uri",
+            "S3_URI",
+            "Where Bedrock jobs read and write (s3://BUCKET/PREFIX)",
+        ),
+    ),
     region_url=lambda env: (
         f"https://bedrock.{region}.amazonaws.com"
         if (region := env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION"))
