@@ -108,6 +108,7 @@ HEX = "0123456789abcdef"
 ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 BASE58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 LOWER = "abcdefghijklmnopqrstuvwxyz0123456789"
+DIGITS = "0123456789"
 
 
 class Store:

@@ -8,9 +8,10 @@ face claimed, as the openai SDK sends nothing that would tell its calls apart.
 from __future__ import annotations
 
 from ..face import FaceFactory
-from . import anthropic, azure, bedrock, fireworks, gemini, openai
+from . import anthropic, azure, bedrock, fireworks, gemini, openai, vertex
 
 FACES: tuple[FaceFactory, ...] = (
+    vertex.make,
     bedrock.make,
     azure.make,
     anthropic.make,

@@ -36,13 +36,14 @@ FIELDS = frozenset(
 )
 
 
-def problem(model_input: dict[str, Any]) -> str | None:
-    """Why Bedrock refuses this input (None: it does not)."""
+def problem(model_input: dict[str, Any], version: str = VERSION) -> str | None:
+    """Why the cloud refuses this input (None: it does not): Bedrock's, or with another
+    ``version`` Vertex's, which take Claude in the same shape."""
     for key in sorted(model_input):
         if key not in FIELDS:
             return f"Malformed input request: #: extraneous key [{key}] is not permitted"
-    if model_input.get("anthropic_version") != VERSION:
-        return "Malformed input request: #/anthropic_version: must be bedrock-2023-05-31"
+    if model_input.get("anthropic_version") != version:
+        return f"Malformed input request: #/anthropic_version: must be {version}"
     for key in ("max_tokens", "messages"):
         if key not in model_input:
             return f"Malformed input request: #: required key [{key}] not found"
@@ -51,11 +52,13 @@ def problem(model_input: dict[str, Any]) -> str | None:
     return None
 
 
-def invoke(store: Store, model_id: str, model_input: Any, line: str) -> tuple[int, dict[str, Any]]:
+def invoke(
+    store: Store, model_id: str, model_input: Any, line: str, version: str = VERSION
+) -> tuple[int, dict[str, Any]]:
     """``(status, body)``: the Messages reply, or an error body ``{"message"}``."""
     if not isinstance(model_input, dict):
         return 400, {"message": "Malformed input request: #: expected type: JSONObject"}
-    refused = problem(model_input)
+    refused = problem(model_input, version)
     if refused is not None:
         return 400, {"message": refused}
     chat = {**model_input, "model": model_id}

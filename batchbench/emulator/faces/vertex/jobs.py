@@ -1,0 +1,341 @@
+"""Vertex AI batch prediction jobs, emulated: their states, their lines, their outputs.
+
+As the service runs them (the issue's account of Vertex, ``provider-batch-apis.md``
+§2.6): a create is checked at once (display name, model, input and output URIs,
+labels as Google's label rules have them; a project runs at most four Claude jobs
+at a time, a fifth is 429 RESOURCE_EXHAUSTED), then the job is ``QUEUED``,
+``PENDING``, ``RUNNING`` (its lines run progressively, in any order), and ends
+``SUCCEEDED`` with ``predictions.jsonl`` under
+``<outputUriPrefix>/prediction-model-<time>/``, named by ``outputInfo``. A job
+running past the window ends ``PARTIALLY_SUCCEEDED`` (the lines that ran are
+written and billed), one queued past three windows ``EXPIRED``; a cancel goes
+``CANCELLING`` → ``CANCELLED`` with what ran written.
+
+A Gemini line is ``{"request": {…, "labels"}}`` and comes back as ``{"status",
+"processed_time", "request", "response"}`` — no id but the request's own labels;
+a Claude line is ``{"custom_id", "request"}`` (``anthropic_version``
+``vertex-2023-10-16``, no model) and comes back with ``response`` and ``status``.
+A failed line's ``status`` is the reason and the error body; a good line's is "".
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from ...anomalies import missing_lines
+from ...core import DIGITS, ApiFailure, Store, due_lines, last_line, rfc3339
+from .gcs import Storage, split_uri
+from .lines import LABEL_KEY, LABEL_VALUE, line_id, run_claude, run_gemini
+
+MAX_LINES = 200_000
+MAX_BYTES = 1024**3
+CLAUDE_JOBS = 4  # concurrent Claude batch jobs per project, by default
+MODEL = re.compile(r"^publishers/(google|anthropic)/models/([^/]+)$")
+ENDED = (
+    "JOB_STATE_SUCCEEDED",
+    "JOB_STATE_PARTIALLY_SUCCEEDED",
+    "JOB_STATE_FAILED",
+    "JOB_STATE_CANCELLED",
+    "JOB_STATE_EXPIRED",
+)
+
+
+def invalid(message: str) -> ApiFailure:
+    return ApiFailure(400, message, code="INVALID_ARGUMENT")
+
+
+@dataclass
+class Job:
+    id: str
+    parent: str  # projects/P/locations/L
+    display_name: str
+    publisher: str  # google or anthropic
+    model: str
+    input_uri: str
+    output_prefix: str
+    labels: dict[str, str]
+    created: float
+    state: str = "JOB_STATE_QUEUED"
+    error: dict[str, Any] | None = None
+    lines: list[dict[str, Any]] = field(default_factory=list)
+    order: list[int] = field(default_factory=list)
+    results: dict[int, dict[str, Any]] = field(default_factory=dict)
+    executed: int = 0
+    stamps: dict[str, float] = field(default_factory=dict)
+    output_dir: str | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return f"{self.parent}/batchPredictionJobs/{self.id}"
+
+    def obj(self) -> dict[str, Any]:
+        ok = sum(1 for r in self.results.values() if not r.get("status"))
+        out: dict[str, Any] = {
+            "name": self.name,
+            "displayName": self.display_name,
+            "model": f"publishers/{self.publisher}/models/{self.model}",
+            "inputConfig": {"instancesFormat": "jsonl", "gcsSource": {"uris": [self.input_uri]}},
+            "outputConfig": {
+                "predictionsFormat": "jsonl",
+                "gcsDestination": {"outputUriPrefix": self.output_prefix},
+            },
+            "state": self.state,
+            "createTime": rfc3339(self.created),
+            "updateTime": rfc3339(max([self.created, *self.stamps.values()])),
+            "labels": dict(self.labels),
+        }
+        if "started" in self.stamps:
+            out["startTime"] = rfc3339(self.stamps["started"])
+        if self.state in ENDED:
+            out["endTime"] = rfc3339(self.stamps.get("ended", self.created))
+            out["completionStats"] = {
+                "successfulCount": str(ok),
+                "failedCount": str(len(self.results) - ok),
+                "incompleteCount": str(len(self.lines) - len(self.results)),
+            }
+        if self.output_dir is not None:
+            out["outputInfo"] = {"gcsOutputDirectory": self.output_dir}
+        if self.error is not None:
+            out["error"] = self.error
+        return out | self.overrides
+
+
+class Jobs:
+    """The project's batch prediction jobs and the Cloud Storage they read and write."""
+
+    def __init__(self, store: Store, storage: Storage) -> None:
+        self.store = store
+        self.storage = storage
+        self.jobs: dict[str, Job] = {}
+
+    def create(self, parent: str, payload: Any) -> dict[str, Any]:
+        if not isinstance(payload, dict):
+            raise invalid("Invalid JSON payload received.")
+        name = payload.get("displayName")
+        if not isinstance(name, str) or not name or len(name) > 128:
+            raise invalid("BatchPredictionJob.display_name must be 1 to 128 characters.")
+        found = MODEL.match(str(payload.get("model", "")))
+        if found is None:
+            raise invalid(f"Invalid model name {payload.get('model')!r}.")
+        publisher, model = found.groups()
+        if not self.store.known_model(model.split("@", 1)[0]):
+            raise ApiFailure(
+                404,
+                f"Publisher Model `{parent}/publishers/{publisher}/models/{model}` not found.",
+                code="NOT_FOUND",
+            )
+        source = ((payload.get("inputConfig") or {}).get("gcsSource") or {}).get("uris") or []
+        prefix = ((payload.get("outputConfig") or {}).get("gcsDestination") or {}).get(
+            "outputUriPrefix"
+        )
+        if len(source) != 1 or not str(source[0]).startswith("gs://"):
+            raise invalid("inputConfig.gcsSource.uris must name one gs:// object.")
+        if not isinstance(prefix, str) or not prefix.startswith("gs://"):
+            raise invalid("outputConfig.gcsDestination.outputUriPrefix must be a gs:// URI.")
+        labels = payload.get("labels") or {}
+        if not isinstance(labels, dict) or len(labels) > 64:
+            raise invalid("labels must be a map of at most 64 entries.")
+        for key, value in labels.items():
+            if not LABEL_KEY.match(str(key)) or not LABEL_VALUE.match(str(value)):
+                raise invalid(f"Label {key}={value} does not meet the label requirements.")
+        if publisher == "anthropic":
+            running = [j for j in self.jobs.values() if j.publisher == publisher]
+            if sum(1 for j in running if j.state not in ENDED) >= CLAUDE_JOBS:
+                raise ApiFailure(
+                    429,
+                    "Quota exceeded for aiplatform.googleapis.com/"
+                    "concurrent_anthropic_batch_prediction_jobs_per_project.",
+                    code="RESOURCE_EXHAUSTED",
+                )
+        job = Job(
+            id=self.store.decide.token(DIGITS, 19).lstrip("0") or "1",
+            parent=parent,
+            display_name=name,
+            publisher=publisher,
+            model=model,
+            input_uri=str(source[0]),
+            output_prefix=prefix.rstrip("/"),
+            labels={str(k): str(v) for k, v in labels.items()},
+            created=self.store.now(),
+        )
+        self.jobs[job.id] = job
+        return job.obj()
+
+    def get(self, ident: str) -> Job:
+        found = self.jobs.get(ident)
+        if found is None:
+            raise ApiFailure(404, f"BatchPredictionJob {ident} not found.", code="NOT_FOUND")
+        return found
+
+    def cancel(self, ident: str) -> dict[str, Any]:
+        job = self.get(ident)
+        if job.state in ENDED:
+            raise ApiFailure(
+                400,
+                f"BatchPredictionJob {job.name} is in state {job.state} and cannot be cancelled.",
+                code="FAILED_PRECONDITION",
+            )
+        if job.state != "JOB_STATE_CANCELLING":
+            job.state = "JOB_STATE_CANCELLING"
+            job.stamps["cancelling"] = self.store.now()
+        return {}
+
+    def listed(self, parent: str, query: dict[str, str], page_size: int) -> dict[str, Any]:
+        jobs = sorted(
+            (j for j in self.jobs.values() if j.parent == parent),
+            key=lambda j: (j.created, j.id),
+            reverse=True,
+        )
+        for clause in _clauses(query.get("filter", "")):
+            jobs = [j for j in jobs if clause(j)]
+        start = int(query.get("pageToken") or 0)
+        page = jobs[start : start + page_size]
+        out: dict[str, Any] = {"batchPredictionJobs": [j.obj() for j in page]}
+        if start + page_size < len(jobs):
+            out["nextPageToken"] = str(start + page_size)
+        return out
+
+    # the clock ----------------------------------------------------------------
+    def advance(self, now: float, flush: bool) -> None:
+        latency, window = self.store.settings.latency, self.store.settings.completion_window
+        for job in sorted(self.jobs.values(), key=lambda j: j.created):
+            if job.state == "JOB_STATE_QUEUED" and (flush or now >= job.created):
+                self._validate(job)
+            start = job.created + min(latency, 60.0)
+            stuck = self.store.anomaly("stuck-pending", job.id)
+            if job.state == "JOB_STATE_PENDING" and not stuck and (flush or now >= start):
+                job.state = "JOB_STATE_RUNNING"
+                job.stamps["started"] = start
+            if job.state == "JOB_STATE_RUNNING":
+                begun, total = job.stamps["started"], len(job.lines)
+                deadline = begun + window
+                due = due_lines(total, begun, min(now, deadline), latency, flush)
+                while job.executed < due:
+                    self._execute(job, job.order[job.executed])
+                    job.executed += 1
+                if job.executed >= total:
+                    when = now if flush else last_line(begun, total, latency)
+                    self._end(job, when, "JOB_STATE_SUCCEEDED")
+                elif now >= deadline and not flush:
+                    self._end(job, deadline, "JOB_STATE_PARTIALLY_SUCCEEDED")
+            elif job.state == "JOB_STATE_PENDING" and now >= job.created + 3 * window:
+                self._end(job, job.created + 3 * window, "JOB_STATE_EXPIRED")
+            elif job.state == "JOB_STATE_CANCELLING":
+                ready = job.stamps["cancelling"] + latency
+                if flush or now >= ready:
+                    self._end(job, now if flush else ready, "JOB_STATE_CANCELLED")
+
+    def _fail(self, job: Job, message: str) -> None:
+        job.state, job.error = "JOB_STATE_FAILED", {"code": 3, "message": message}
+        job.stamps["ended"] = job.created
+
+    def _validate(self, job: Job) -> None:
+        bucket, name = split_uri(job.input_uri)
+        try:
+            data = self.storage.get(bucket, name).data
+        except ApiFailure:
+            return self._fail(job, f"Failed to read the input {job.input_uri}.")
+        if len(data) > MAX_BYTES:
+            return self._fail(job, "The input file is larger than 1 GB.")
+        lines = []
+        for n, text in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+            if not text.strip():
+                continue
+            try:
+                line = json.loads(text)
+            except json.JSONDecodeError:
+                return self._fail(job, f"Invalid JSON at line {n} of {job.input_uri}.")
+            if not isinstance(line, dict) or not isinstance(line.get("request"), dict):
+                return self._fail(job, f"Line {n} of {job.input_uri} has no request object.")
+            lines.append(line)
+        if len(lines) > MAX_LINES:
+            return self._fail(job, f"The input has more than {MAX_LINES} requests.")
+        job.lines = lines
+        job.order = self.store.decide.shuffled(range(len(lines)), job.id)
+        job.state = "JOB_STATE_PENDING"
+
+    def _execute(self, job: Job, index: int) -> None:
+        line = job.lines[index]
+        request = line["request"]
+        where = f"{job.id}/{index}"
+        if job.publisher == "google":
+            code, out = run_gemini(self.store, job.model, request, where)
+            out = {"status": out.pop("status"), "processed_time": rfc3339(self.store.now()), **out}
+        else:
+            code, out = run_claude(self.store, job.model, request, where)
+            out = {"custom_id": line.get("custom_id"), "request": request, **out}
+        job.results[index] = out
+        self.store.executed("vertex", job.id, line_id(line, index), code)
+
+    def _end(self, job: Job, when: float, state: str) -> None:
+        store = self.store
+        if state == "JOB_STATE_PARTIALLY_SUCCEEDED" and not job.results:
+            state = "JOB_STATE_EXPIRED"
+        if job.results or state == "JOB_STATE_SUCCEEDED":
+            ok = [str(i) for i, r in job.results.items() if not r.get("status")]
+            gone = missing_lines(store, job.id, ok)
+            lines = [json.dumps(r) for i, r in job.results.items() if str(i) not in gone]
+            lines = store.mangled("output", store.decide.shuffled(lines, job.id))
+            stamp = datetime.fromtimestamp(when, timezone.utc).strftime("%Y_%m_%dT%H_%M_%S_%fZ")
+            folder = f"{job.output_prefix}/prediction-model-{stamp}"
+            bucket, name = split_uri(folder)
+            data = "".join(line + "\n" for line in lines).encode("utf-8", "surrogateescape")
+            try:
+                self.storage.put(
+                    bucket,
+                    f"{name}/predictions.jsonl",
+                    data,
+                    when,
+                    withheld=lambda: store.anomaly("empty-results", job.id),
+                )
+                job.output_dir = folder
+            except ApiFailure:
+                job.error = {"code": 7, "message": f"Cannot write to {job.output_prefix}."}
+                state = "JOB_STATE_FAILED"
+        if state == "JOB_STATE_SUCCEEDED" and store.anomaly("failed-with-output", job.id):
+            job.error = {"code": 13, "message": "Internal error occurred."}
+            state = "JOB_STATE_FAILED"
+        job.state = state
+        job.stamps["ended"] = when
+
+    def ledger(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "id": j.id,
+                "provider": "vertex",
+                "status": j.state,
+                "custom_ids": [line_id(line, i) for i, line in enumerate(j.lines)],
+                "created_at": int(j.created),
+                "name": j.display_name,
+                "labels": dict(j.labels),
+            }
+            for j in self.jobs.values()
+        ]
+
+
+def _clauses(text: str) -> list[Callable[[Job], bool]]:
+    """A list filter (``labels.k="v" AND display_name="n"``) as predicates; a clause the
+    emulator does not read is refused, as the service refuses a malformed filter."""
+    out: list[Callable[[Job], bool]] = []
+    for part in (p.strip() for p in re.split(r"\s+AND\s+", text) if p.strip()):
+        found = re.fullmatch(r'(labels\.[a-z0-9_-]+|display_name|state)\s*=\s*"?([^"]*)"?', part)
+        if found is None:
+            raise invalid(f"Unsupported filter: {part}")
+        key, value = found.group(1), found.group(2)
+        out.append(functools.partial(_holds, key, value))
+    return out
+
+
+def _holds(key: str, value: str, job: Job) -> bool:
+    if key == "display_name":
+        return job.display_name == value
+    if key == "state":
+        return job.state == value
+    return job.labels.get(key.removeprefix("labels.")) == value
