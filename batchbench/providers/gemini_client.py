@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from google import genai
-from google.genai import errors as genai_errors
 from google.genai import types
 
 from ..clock import SYSTEM, Clock
@@ -27,15 +26,13 @@ from ..errors import (
     ApiNotFoundError,
     ConfigError,
     InvariantError,
-    NoAnswer,
     Unreachable,
 )
-from ..errors import TransientApiError as Transient
 from ..kinds import Ending, Phase
 from . import retry, tls
 from .base import BatchError, BatchView, Marked, Marks, Service, Tag, cancel_unless_ended, walk_list
 from .downloads import verbatim
-from .http_errors import one_line, retry_after, status_error
+from .google_errors import genai_errors
 from .retry import Retrier
 
 T = TypeVar("T")
@@ -122,41 +119,10 @@ class GeminiClient:
         self.sdk = genai.Client(api_key=api_key, http_options=options)  # no retries: ours
         self._secret = api_key
 
-    @contextlib.contextmanager
-    def _errors(self, what: str, batch_id: str | None = None) -> Iterator[None]:
-        """The SDK's exceptions → typed errors naming the call (the exception map)."""
-        try:
-            yield
-        except genai_errors.APIError as exc:
-            headers = getattr(getattr(exc, "response", None), "headers", None)
-            raise status_error(
-                what,
-                int(exc.code),
-                one_line(exc.message or exc.status or "", self._secret),
-                key_hint="GEMINI_API_KEY",
-                batch_id=batch_id,
-                wait=retry_after(headers),
-            ) from None
-        except Exception as exc:  # the transport's own (httpx or httpx2), unwrapped
-            names = {c.__name__ for c in type(exc).__mro__}
-            if "ValidationError" in names:  # pydantic: a reply the SDK cannot type
-                first: dict[str, Any] = (getattr(exc, "errors", lambda: [{}])() or [{}])[0]
-                field = ".".join(str(p) for p in first.get("loc", ())) or "a field"
-                raise ApiError(
-                    f"{what}: the reply is not what the service sends ({field}:"
-                    f" {first.get('msg', exc)})",
-                    batch_id=batch_id,
-                ) from None
-            if "TransportError" not in names and "TimeoutException" not in names:
-                raise
-            url, text = self.service.base_url, one_line(exc, self._secret) or type(exc).__name__
-            if "ConnectError" in names:
-                unreachable = f"{what}: cannot connect to {url} ({text})"
-                raise Unreachable(unreachable, batch_id=batch_id) from None
-            if "TimeoutException" in names:
-                silent = f"{what}: {url} took the connection but sent no answer in time"
-                raise NoAnswer(silent, batch_id=batch_id) from None
-            raise Transient(f"{what}: {text} ({url})", batch_id=batch_id) from None
+    def _errors(
+        self, what: str, batch_id: str | None = None
+    ) -> contextlib.AbstractContextManager[None]:
+        return genai_errors(what, self.service.base_url, self._secret, "GEMINI_API_KEY", batch_id)
 
     def _call(self, what: str, fn: Callable[[], T], batch_id: str | None = None) -> T:
         def attempt() -> T:
