@@ -274,7 +274,7 @@ def with_account_flags(fn: Callable[..., None]) -> Callable[..., None]:
     """``fn`` with one option per account variable a provider's record names a flag for
     (``--s3-uri``, ``--gcs-uri``…), handed to it as ``account_settings`` (variable →
     value, the ones given): a new provider's settings reach ``run`` by its record."""
-    flags = [flag for spec in PROVIDERS for flag in spec.flags]
+    flags = list({flag.option: flag for spec in PROVIDERS for flag in spec.flags}.values())
     own = inspect.signature(fn, eval_str=True)
     kept = [p for p in own.parameters.values() if p.name != "account_settings"]
     added = [

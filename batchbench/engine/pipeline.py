@@ -206,7 +206,14 @@ class Pipeline:
         return self.config.model(stage)
 
     def _fits_budget(self, sub: Submission) -> bool:
-        """Release a file only while the model's estimated in-flight tokens stay in budget."""
+        """Release a file only while the service runs fewer of the run's batches than it
+        takes at once, and the model's estimated in-flight tokens stay in budget."""
+        wire = self.providers[sub.stage].wire
+        most = wire.limits.max_batches
+        if most is not None:
+            mine = [s for s in self.in_flight() if self.providers[s.stage].wire.name == wire.name]
+            if len(mine) >= most:
+                return False
         budget = self.settings.max_enqueued_tokens
         if budget is None:
             return True

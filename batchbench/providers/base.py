@@ -81,6 +81,9 @@ class Limits:
     # Fewer requests than this make a batch the service refuses (Bedrock's per-account
     # minimum of records per job): never sent as a batch.
     min_lines: int = 1
+    # How many of its batches the service runs at once for an account (Claude on Vertex:
+    # 4 a project); the run keeps its own below it (None: no such limit).
+    max_batches: int | None = None
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ _PREFIX = {"answers": "answer", "judges": "judge"}
 SAFE_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _SAFE_CASE = re.compile(r"^[a-zA-Z0-9_-]+$")
 _ALNUM_CASE = re.compile(r"^[a-zA-Z0-9]*$")
+_LABEL_CASE = re.compile(r"^[a-z0-9_-]+$")
 
 
 def openai_id(stage: Stage, case_id: str, attempt: int, judge_pass: int = 1) -> str:
@@ -37,6 +38,7 @@ def safe_id(
     judge_pass: int = 1,
     *,
     alphanumeric: bool = False,
+    label: bool = False,
 ) -> str:
     """An id of at most 64 characters that names the run: the one codec of the run's
     mark in request ids, for every provider.
@@ -46,21 +48,26 @@ def safe_id(
     judge's extra pass adds ``p<pass>`` to the attempt), in ``^[a-zA-Z0-9_-]{1,64}$``.
     Where the service asks for letters and digits only (Bedrock's record ids,
     ``alphanumeric``): ``<run tag><a|j><attempt>`` then ``C`` and the case id, or ``H``
-    and its hash. The run tag (the run id's first 8 characters) keeps two runs'
-    requests apart on services whose batches carry no metadata: a batch found after a
-    crash is confirmed as this run's by the ids of its results.
+    and its hash. Where the id travels as a Google label value (Vertex's Gemini lines,
+    ``label``): lower case, digits, ``-`` and ``_``, at most 63. The run tag (the run
+    id's first 8 characters) keeps two runs' requests apart on services whose batches
+    carry no metadata: a batch found after a crash is confirmed as this run's by the
+    ids of its results.
     """
     gap, plain_mark, hashed_mark, fits = (
-        ("", "C", "H", _ALNUM_CASE) if alphanumeric else ("-", "-", "_", _SAFE_CASE)
+        ("", "C", "H", _ALNUM_CASE)
+        if alphanumeric
+        else ("-", "-", "_", _LABEL_CASE if label else _SAFE_CASE)
     )
+    most = 63 if label else 64
     head = f"{run_id[:8]}{gap}{_PREFIX[stage][0]}{attempt}" + (
         f"p{judge_pass}" if judge_pass > 1 else ""
     )
     plain = f"{head}{plain_mark}{case_id}"
-    if fits.match(case_id) and len(plain) <= 64:
+    if fits.match(case_id) and len(plain) <= most:
         return plain
     digest = hashlib.sha256(case_id.encode("utf-8")).hexdigest()
-    return f"{head}{hashed_mark}{digest}"[:64]
+    return f"{head}{hashed_mark}{digest}"[:most]
 
 
 def claim(custom_id: str, case_id: str, used: dict[str, str]) -> None:

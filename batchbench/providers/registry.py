@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # the protocols only: loading a provider's halves waits for first use
     from ..clock import Clock
@@ -169,6 +169,34 @@ def _bedrock_client(
     return BedrockClient(service, api_key, warn=warn, clock=clock)
 
 
+def _vertex_gemini_wire() -> Wire:
+    from .vertex_wire import VertexGeminiWire
+
+    return VertexGeminiWire()
+
+
+def _vertex_claude_wire() -> Wire:
+    from .vertex_wire import VertexClaudeWire
+
+    return VertexClaudeWire()
+
+
+def _vertex_gemini_client(
+    service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock
+) -> Client:
+    from .vertex_client import VertexClient
+
+    return VertexClient(service, api_key, warn=warn, clock=clock, publisher="google")
+
+
+def _vertex_claude_client(
+    service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock
+) -> Client:
+    from .vertex_client import VertexClient
+
+    return VertexClient(service, api_key, warn=warn, clock=clock, publisher="anthropic")
+
+
 ANTHROPIC = ProviderSpec(
     name="anthropic",
     label="Anthropic",
@@ -301,8 +329,73 @@ BEDROCK = ProviderSpec(
     cloud=True,
 )
 
+
+def _vertex_url(env: Mapping[str, str]) -> str:
+    """The API's endpoint for the environment's location (``us-central1`` when unset)."""
+    location = env.get("GOOGLE_CLOUD_LOCATION") or "us-central1"
+    if location == "global":
+        return "https://aiplatform.googleapis.com"
+    return f"https://{location}-aiplatform.googleapis.com"
+
+
+def _vertex(name: str, label: str, claims: Callable[[str], bool], **halves: Any) -> ProviderSpec:
+    """Vertex AI, for one publisher's models: the same settings, each its own wire."""
+    return ProviderSpec(
+        name=name,
+        label=label,
+        claims=claims,
+        sdk="google.cloud.storage",
+        extra="vertex",
+        key_variables=(),  # Application Default Credentials, read by google-auth
+        credential_variables=("GOOGLE_APPLICATION_CREDENTIALS",),
+        base_url_variable="GOOGLE_VERTEX_BASE_URL",
+        default_base_url="",
+        base_url_hint="the API's endpoint, without /v1 (https://us-central1-aiplatform.googleapis.com)",
+        refused_endings=("/v1", "/v1beta1"),
+        account_variables=("GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "BATCHBENCH_GCS_URI"),
+        flags=(
+            Flag(
+                "BATCHBENCH_GCS_URI",
+                "--gcs-uri",
+                "GS_URI",
+                "Where Vertex AI jobs read and write (gs://BUCKET/PREFIX)",
+            ),
+        ),
+        region_url=_vertex_url,
+        cloud=True,
+        **halves,
+    )
+
+
+# Claude on Vertex (vertex/claude-…) before the rest of vertex/ (Gemini; any other model
+# there is named as not graded).
+VERTEX_CLAUDE = _vertex(
+    "vertex-claude",
+    "Vertex AI (Claude)",
+    lambda model: model.startswith("vertex/claude-"),
+    wire=_vertex_claude_wire,
+    client=_vertex_claude_client,
+)
+VERTEX_GEMINI = _vertex(
+    "vertex-gemini",
+    "Vertex AI (Gemini)",
+    lambda model: model.startswith("vertex/"),
+    wire=_vertex_gemini_wire,
+    client=_vertex_gemini_client,
+    priced_as=lambda model: model.removeprefix("vertex/"),  # Vertex's batch price is Gemini's
+)
+
 # In routing order: a model is the first one's that claims it (OpenAI's, last, claims all).
-PROVIDERS: tuple[ProviderSpec, ...] = (AZURE, BEDROCK, ANTHROPIC, GEMINI, FIREWORKS, OPENAI)
+PROVIDERS: tuple[ProviderSpec, ...] = (
+    AZURE,
+    BEDROCK,
+    VERTEX_CLAUDE,
+    VERTEX_GEMINI,
+    ANTHROPIC,
+    GEMINI,
+    FIREWORKS,
+    OPENAI,
+)
 BY_NAME: dict[str, ProviderSpec] = {spec.name: spec for spec in PROVIDERS}
 
 

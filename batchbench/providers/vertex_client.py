@@ -1,0 +1,286 @@
+"""Vertex AI batch prediction through google-genai (``Client(vertexai=True)``) and
+google-cloud-storage: requests up to Cloud Storage, a job per submission, predictions
+back down.
+
+Where a run's jobs live is its *account* (:class:`.base.Service`): the project
+(``GOOGLE_CLOUD_PROJECT``), the location (``GOOGLE_CLOUD_LOCATION``, ``us-central1``
+when unset; ``global`` for Gemini only) and the Cloud Storage prefix
+(``BATCHBENCH_GCS_URI``), all remembered by the run. Credentials are Application
+Default Credentials (:func:`.gcs.credentials`); the API's base URL is the run's
+(``GOOGLE_VERTEX_BASE_URL``, else the location's endpoint).
+
+Exactly once: Vertex takes no idempotency token, so a job carries the run's mark in
+its display name (``batchbench-<run id>-<submission>``) and labels
+(``batchbench-run``, ``batchbench-sub``); before every create the project's jobs
+are listed with a filter on them, and a job is the run's only when both say so.
+Each submission writes under its own output prefix (the SDK's default, the input's
+folder, would mix runs). A job that ran part of its lines
+(``JOB_STATE_PARTIALLY_SUCCEEDED``, or failed with predictions written) keeps
+them; the rest are sent again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import re
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Literal, TypeVar
+
+from google import genai
+from google.genai import types
+
+from ..clock import SYSTEM, Clock
+from ..errors import ApiError, ApiNotFoundError, ConfigError, InvariantError
+from ..kinds import Ending, Phase
+from . import gcs, retry, tls
+from .base import BatchError, BatchView, Marks, Service, Tag, cancel_unless_ended
+from .downloads import verbatim
+from .google_errors import genai_errors
+from .retry import Retrier
+from .vertex_wire import family, model_name
+
+T = TypeVar("T")
+Family = Literal["google", "anthropic"]
+TIMEOUT_MS = 60_000
+DEFAULT_LOCATION = "us-central1"
+PHASES: dict[str, Phase] = {
+    "JOB_STATE_QUEUED": "pending",
+    "JOB_STATE_PENDING": "pending",
+    "JOB_STATE_RUNNING": "running",
+    "JOB_STATE_UPDATING": "running",
+    "JOB_STATE_PAUSED": "running",
+    "JOB_STATE_CANCELLING": "cancelling",
+}
+ENDINGS: dict[str, Ending] = {
+    "JOB_STATE_SUCCEEDED": "completed",
+    # Lines that did not run are absent from the predictions: sent again.
+    "JOB_STATE_PARTIALLY_SUCCEEDED": "expired",
+    "JOB_STATE_FAILED": "failed",
+    "JOB_STATE_CANCELLED": "cancelled",
+    "JOB_STATE_EXPIRED": "expired",
+}
+
+
+def region_url(location: str) -> str:
+    """The API's endpoint for a location (``global`` has no region in its host)."""
+    if location == "global":
+        return "https://aiplatform.googleapis.com"
+    return f"https://{location}-aiplatform.googleapis.com"
+
+
+def display_name(tag: Tag) -> str:
+    return f"batchbench-{tag.run_id}-{tag.sub}"
+
+
+def labels(tag: Tag) -> dict[str, str]:
+    """The run's mark as Google labels (lower case, digits, ``-`` and ``_``, 63 at most)."""
+    sub = re.sub(r"[^a-z0-9_-]", "-", tag.sub.lower())[:63]
+    return {"batchbench-run": tag.run_id.lower()[:63], "batchbench-sub": sub}
+
+
+def _time(job: types.BatchJob) -> float | None:
+    return job.create_time.timestamp() if job.create_time is not None else None
+
+
+class VertexClient:
+    marks: Marks = "tag"  # the job's display name and labels name the run and submission
+
+    def __init__(
+        self,
+        service: Service,
+        api_key: str,
+        *,
+        warn: Callable[[str], None],
+        clock: Clock = SYSTEM,
+        publisher: Family,
+    ) -> None:
+        self.service, self.clock, self.publisher = service, clock, publisher
+        self.retry = Retrier(warn, clock=clock)
+        project = service.setting("GOOGLE_CLOUD_PROJECT")
+        if not project:
+            raise ConfigError("Vertex AI jobs run in a project: set GOOGLE_CLOUD_PROJECT")
+        self.location = service.setting("GOOGLE_CLOUD_LOCATION") or DEFAULT_LOCATION
+        if self.location == "global" and publisher == "anthropic":
+            raise ConfigError(
+                "Claude batch jobs on Vertex AI run in a region, not 'global': set"
+                " GOOGLE_CLOUD_LOCATION to one (us-east5, europe-west1…)"
+            )
+        creds = gcs.credentials()
+        self.bucket = gcs.Bucket(service.setting("BATCHBENCH_GCS_URI"), project, creds)
+        shared = tls.context()
+        options = types.HttpOptions(
+            base_url=service.base_url,
+            api_version="v1",
+            timeout=TIMEOUT_MS,
+            client_args={"verify": shared},
+            async_client_args={"verify": shared, "ssl": shared},
+        )
+        with self._errors("Vertex AI's settings"):
+            self.sdk = genai.Client(
+                vertexai=True,
+                project=project,
+                location=self.location,
+                credentials=creds,
+                http_options=options,
+            )
+
+    # errors -------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _errors(self, what: str, batch_id: str | None = None) -> Iterator[None]:
+        with (
+            gcs.google_errors(what, batch_id),
+            genai_errors(what, self.service.base_url, "", gcs.KEY_HINT, batch_id),
+        ):
+            yield
+
+    def _call(self, what: str, fn: Callable[[], T], batch_id: str | None = None) -> T:
+        def attempt() -> T:
+            with self._errors(what, batch_id):
+                return fn()
+
+        return self.retry(attempt)
+
+    def _model(self, model: str) -> str:
+        """The name the SDK resolves to the publisher's model (``anthropic/claude-…``)."""
+        name = model_name(model)
+        return name if self.publisher == "google" else f"anthropic/{name}"
+
+    # the service ---------------------------------------------------------------
+    def check_models(self, models: Iterable[str]) -> None:
+        """Before anything is paid: each model the publisher's (and there), the bucket."""
+        quick = types.HttpOptions(timeout=int(retry.PREFLIGHT_TIMEOUT * 1000))
+        for model in dict.fromkeys(models):
+            if family(model) != self.publisher:
+                raise ConfigError(f"model {model!r} is not a {self.publisher} model")
+            look_up = functools.partial(
+                self.sdk.models.get,
+                model=self._model(model),
+                config=types.GetModelConfig(http_options=quick),
+            )
+            try:
+                self._preflight(f"look up model {model!r}", look_up)
+            except ApiNotFoundError:
+                raise ConfigError(
+                    f"model {model!r} is not available on Vertex AI at {self.service.base_url}"
+                    f" in {self.location} (HTTP 404); check its name and the location"
+                ) from None
+        self._preflight("look up the Cloud Storage bucket", self.bucket.check)
+
+    def _preflight(self, what: str, fn: Callable[[], T]) -> T:
+        def call() -> T:
+            with self._errors(what):
+                return fn()
+
+        where = "GOOGLE_VERTEX_BASE_URL and GOOGLE_CLOUD_LOCATION"
+        return self.retry.preflight(what, self.service.base_url, where, call)
+
+    def _folder(self, tag: Tag) -> str:
+        return f"bb-{tag.run_id[:8]}"
+
+    def upload(self, path: Path, tag: Tag) -> str:
+        uri = self.bucket.uri(self._folder(tag), path.name)
+        self._call(f"upload {path.name}", lambda: self.bucket.put(path, uri))
+        return uri
+
+    def create(self, tag: Tag, input_ref: str | None, path: Path) -> BatchView:
+        if input_ref is None:
+            raise InvariantError("a Vertex AI job needs its requests in Cloud Storage")
+        config = types.CreateBatchJobConfig(
+            display_name=display_name(tag),
+            dest=self.bucket.uri(self._folder(tag), tag.sub, "out"),
+            http_options=types.HttpOptions(extra_body={"labels": labels(tag)}),
+        )
+        with self._errors(f"create job for {input_ref}"):  # once: never retried blind
+            job = self.sdk.batches.create(
+                model=self._model(tag.model), src=input_ref, config=config
+            )
+        return self._view(job)
+
+    def _jobs(self, filter_text: str) -> Iterator[types.BatchJob]:
+        config = types.ListBatchJobsConfig(page_size=100, filter=filter_text)
+        pager = self._call("list jobs", lambda: self.sdk.batches.list(config=config))
+        while True:
+            yield from pager.page
+            if not pager.config.get("page_token"):
+                return
+            self._call("list jobs", pager.next_page)
+
+    def find(self, tag: Tag, since: float, known: Collection[str]) -> list[BatchView]:
+        """The job whose display name and labels both name this run and submission."""
+        name, marks = display_name(tag), labels(tag)
+        wanted = " AND ".join(
+            [f'labels.{k}="{v}"' for k, v in marks.items()] + [f'display_name="{name}"']
+        )
+        for job in self._jobs(wanted):
+            ours = job.display_name == name
+            if ours and job.name not in known:
+                return [self._view(job)]
+        return []
+
+    def poll(self, batch_ids: Collection[str], since: float) -> dict[str, BatchView]:
+        """Nothing from a list: each job is retrieved by name (the list is filtered)."""
+        return {}
+
+    def retrieve(self, batch_id: str) -> BatchView:
+        job = self._call(
+            f"get job {batch_id}", lambda: self.sdk.batches.get(name=batch_id), batch_id
+        )
+        return self._view(job)
+
+    def _view(self, job: types.BatchJob) -> BatchView:
+        """A job, normalised, its predictions listed once it has ended. One that said it
+        succeeded with none there yet is still running (their wait is bounded); one
+        that failed or stopped with predictions written keeps them."""
+        state = str(job.state.value if job.state is not None else "")
+        if state not in PHASES and state not in ENDINGS:
+            raise ApiError(f"job {job.name} has an unknown state {state!r}", batch_id=job.name)
+        ident, ending = str(job.name), ENDINGS.get(state)
+        stats = job.completion_stats
+        base = BatchView(
+            id=ident,
+            status=state,
+            phase="running",
+            created_at=_time(job),
+            completed=int(stats.successful_count or 0) if stats else 0,
+            failed=int(stats.failed_count or 0) if stats else 0,
+        )
+        if ending is None:
+            return dataclasses.replace(base, phase=PHASES[state])
+        folder = job.output_info.gcs_output_directory if job.output_info else None
+        files: tuple[str, ...] = ()
+        if folder:
+            names = self._call(f"list {folder}", lambda: self.bucket.names(folder), ident)
+            files = tuple(n for n in names if n.endswith(".jsonl"))
+        if ending == "completed" and not files:
+            status = f"{state} (its predictions not yet there)"
+            return dataclasses.replace(base, status=status, awaiting=True)
+        message = job.error.message if job.error is not None else None
+        if ending == "failed" and files:
+            status = f"{state} (the predictions of the lines it ran kept)"
+            return dataclasses.replace(
+                base, status=status, phase="ended", ending="expired", files=files
+            )
+        errors = None if files else (BatchError(state, message),)
+        return dataclasses.replace(base, phase="ended", ending=ending, files=files, errors=errors)
+
+    def cancel(self, batch_id: str) -> BatchView | None:
+        def cancel() -> BatchView:
+            self._call(
+                f"cancel job {batch_id}", lambda: self.sdk.batches.cancel(name=batch_id), batch_id
+            )
+            return self.retrieve(batch_id)
+
+        return cancel_unless_ended(cancel, functools.partial(self.retrieve, batch_id))
+
+    def download(self, batch_id: str, ref: str, dest: Path) -> int:
+        def attempt() -> int:
+            with self._errors(f"download {ref}", batch_id):
+                return verbatim(dest, self.bucket.fill(ref))
+
+        return self.retry(attempt)
+
+    def delete(self, refs: Sequence[str]) -> None:
+        """Nothing: the requests and predictions are in the user's own bucket, theirs."""
