@@ -118,7 +118,7 @@ def test_cancel_after_a_crash_right_after_create_finds_the_batch(
     with pytest.raises(Crash):
         run_cli(*args, "--no-wait", env=rig.env(emu))
     monkeypatch.delenv("BATCHBENCH_FAILPOINT")
-    [batch] = [b for b in emu.ledger()["batches"] if b["provider"] == rig.provider]
+    [batch] = [b for b in emu.ledger()["batches"] if b["provider"] == (rig.face or rig.provider)]
     jobs = ["--jobs-dir", str(tmp_path / "jobs")]
     proc = run_cli("cancel", rig.name(), *jobs, env=rig.env(emu))
     assert proc.returncode == 0, proc.stderr

@@ -72,18 +72,21 @@ class Rig:
     answer: Callable[[int], Any] = lambda i: f"answer {i}"
     # The emulator's settings this provider's tests need (Bedrock's minimum job size).
     emulator: dict[str, Any] = field(default_factory=dict)
+    # The variables its SDKs read that name the emulator (a cloud's several endpoints).
+    env_of: Callable[[Rig, Any], dict[str, str]] | None = None
+    face: str = ""  # the emulator's face that serves it, when not named as the provider
 
     def env(self, emu: Any) -> dict[str, str]:
         urls = emu.base_urls
-        base = urls[self.provider]
+        base = urls[self.face or self.provider]
         for name, value in self.emulator.items():
             setattr(emu.store.settings, name, value)
-        more = _bedrock_env(self, emu) if self.provider == "bedrock" else {}
+        more = self.env_of(self, emu) if self.env_of is not None else {}
         return {
             **more,
             "OPENAI_API_KEY": KEY,
             "OPENAI_BASE_URL": "",
-            self.key_variable: self.key,
+            **({self.key_variable: self.key} if self.key_variable else {}),
             self.base_variable: base,
             **self.more_env,
         }
@@ -553,8 +556,107 @@ def _bedrock_env(rig: Rig, emu: Any) -> dict[str, str]:
     }
 
 
-BEDROCK.more_env = {}  # filled per emulator by env(): its URL is part of it
-RIGS = {rig.provider: rig for rig in (OPENAI, ANTHROPIC, GEMINI, FIREWORKS, AZURE, BEDROCK)}
+BEDROCK.env_of = _bedrock_env
+
+
+# --- Vertex AI ------------------------------------------------------------------------
+# Gemini and Claude by the reference's rules, in Vertex's shapes (the account of
+# Vertex batch prediction): the face hands the responder a Gemini request without its
+# labels, as the Gemini face does, and a Claude request with anthropic_version
+# vertex-2023-10-16 and the job's model; a failed line's status is the reason and the
+# error body, which the row quotes. Credentials are a service account's key file whose
+# token endpoint is the emulator: its private key is the secret never to be written.
+def _service_account() -> tuple[str, str]:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+    return pem, pem.splitlines()[5]  # a line from inside the key: the marker
+
+
+VERTEX_PEM, VERTEX_MARKER = _service_account()
+
+
+def _vertex_env(rig: Rig, emu: Any) -> dict[str, str]:
+    import tempfile
+
+    url = emu.base_urls["vertex"]
+    info = {
+        "type": "service_account",
+        "project_id": "batchbench-test",
+        "private_key_id": "test",
+        "private_key": VERTEX_PEM,
+        "client_email": "tests@batchbench-test.iam.gserviceaccount.com",
+        "client_id": "1",
+        "token_uri": f"{url}/token",
+    }
+    folder = Path(tempfile.mkdtemp(prefix="batchbench-test-adc-"))
+    (folder / "key.json").write_text(json.dumps(info))
+    return {
+        "STORAGE_EMULATOR_HOST": url,
+        "GOOGLE_CLOUD_PROJECT": "batchbench-test",
+        "GOOGLE_CLOUD_LOCATION": "us-central1",
+        "BATCHBENCH_GCS_URI": "gs://batchbench/runs",
+        "GOOGLE_APPLICATION_CREDENTIALS": str(folder / "key.json"),
+        "GOOGLE_API_KEY": "",
+        "GEMINI_API_KEY": "",
+    }
+
+
+def _vertex_gemini_read(reply: dict) -> tuple[int, str | None, str]:
+    if reply["status_code"] != 200:  # the line's status: "<reason>: {"error": {…}}"
+        return reply["status_code"], None, json.dumps(reply["body"])
+    return _gemini_read(reply)
+
+
+VERTEX_GEMINI = dataclasses.replace(
+    GEMINI,
+    provider="vertex-gemini",
+    model="vertex/gemini-3.1-pro-preview",
+    resolved="vertex/gemini-3.1-pro-preview",
+    key_variable="",
+    key=VERTEX_MARKER,
+    base_variable="GOOGLE_VERTEX_BASE_URL",
+    sdk="google.cloud.storage",
+    extra="vertex",
+    ended="JOB_STATE_CANCELLED",
+    more_env={},
+    read=_vertex_gemini_read,
+    env_of=_vertex_env,
+    face="vertex",
+)
+VERTEX_CLAUDE = dataclasses.replace(
+    ANTHROPIC,
+    provider="vertex-claude",
+    model="vertex/claude-opus-5",
+    resolved="vertex/claude-opus-5",
+    key_variable="",
+    key=VERTEX_MARKER,
+    base_variable="GOOGLE_VERTEX_BASE_URL",
+    sdk="google.cloud.storage",
+    extra="vertex",
+    ended="JOB_STATE_CANCELLED",
+    price=None,  # no known batch price for Claude on Vertex: named as unpriced
+    body=lambda prompt, effort, s: {
+        "anthropic_version": "vertex-2023-10-16",
+        "max_tokens": 32000,
+        "messages": [{"role": "user", "content": prompt}],
+        "system": ANSWER_SYSTEM_MESSAGE,
+        **({"output_config": {"effort": effort}} if effort else {}),
+        "model": "claude-opus-5",
+    },
+    env_of=_vertex_env,
+    face="vertex",
+)
+RIGS = {
+    rig.provider: rig
+    for rig in (OPENAI, ANTHROPIC, GEMINI, FIREWORKS, AZURE, BEDROCK, VERTEX_GEMINI, VERTEX_CLAUDE)
+}
 
 # A misspelt model per provider, found by the pre-flight before anything is bought.
 # Azure's data plane cannot name a deployment without running it: a misspelt one is
@@ -565,11 +667,20 @@ TYPOS = {
     "gemini": "gemini-3.1-pro-prevew",
     "fireworks": "accounts/fireworks/models/glm-9p9",
     "bedrock": "bedrock/anthropic.claude-opus-55-v1:0",
+    "vertex-gemini": "vertex/gemini-3.1-pro-prevew",
+    "vertex-claude": "vertex/claude-opus-55",
 }
 NO_PREFLIGHT = {"azure"}
 # The version each SDK adds itself, which a base URL must not end in (from each SDK's
 # documented base URL, not from batchbench's registry).
-ENDINGS = {"anthropic": "/v1", "gemini": "/v1beta", "fireworks": "/v1", "azure": "/openai/v1"}
+ENDINGS = {
+    "anthropic": "/v1",
+    "gemini": "/v1beta",
+    "fireworks": "/v1",
+    "azure": "/openai/v1",
+    "vertex-gemini": "/v1",
+    "vertex-claude": "/v1",
+}
 
 
 def scripted_responder(
