@@ -32,7 +32,7 @@ def demo(
             help="The simulated model under test (repeat it to rehearse a group): a Claude"
             " name (claude-sim) goes through the emulator's Message Batches face,"
             " azure/NAME through Azure OpenAI's, bedrock/anthropic.claude-sim-v1:0 through"
-            " Bedrock's.",
+            " Bedrock's, vertex/gemini-sim and vertex/claude-sim through Vertex AI's.",
         ),
     ] = None,
 ) -> None:

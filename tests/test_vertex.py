@@ -1,0 +1,225 @@
+"""Vertex AI: the face driven by google-genai, google-cloud-storage and google-auth
+themselves, and Vertex's own rules through the CLI.
+
+The shared provider contract (the reference's bodies and rows, pay once after a
+SIGKILL at the create, status, cancel, secrets, a misspelt model, a silent server,
+bad days, the exactly-once folder contract) runs for both Vertex records in
+``test_providers.py``, ``test_pay_once.py`` and ``test_pay_once_folders.py``; here is
+what is Vertex's own: the run's mark in display name and labels, output prefixes per
+submission, four Claude jobs at a time, partly run jobs, settings named in errors.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from support.cli import assert_one_line_error, run_cli
+from support.providers import RIGS
+from support.runs import assert_no_duplicates, normalised, rows_of
+
+from batchbench.engine.rundir import Run
+
+genai = pytest.importorskip("google.genai")
+storage = pytest.importorskip("google.cloud.storage")
+
+GEMINI = RIGS["vertex-gemini"]
+CLAUDE = RIGS["vertex-claude"]
+
+
+def _jobs(emu) -> list[dict]:
+    """The emulator's Vertex jobs (the judges' batches are OpenAI's)."""
+    return [b for b in emu.ledger()["batches"] if b["provider"] == "vertex"]
+
+
+def _sdks(emu, monkeypatch):
+    """The official clients, as a user's own code would make them from the environment."""
+    import google.auth
+    from google.genai import types
+
+    for name, value in GEMINI.env(emu).items():
+        monkeypatch.setenv(name, value)
+    creds, _ = google.auth.default(scopes=["https://www.googleapis.com/auth/cloud-platform"])
+    gcs = storage.Client(project="batchbench-test", credentials=creds)
+    options = types.HttpOptions(base_url=emu.base_urls["vertex"], api_version="v1")
+    client = genai.Client(
+        vertexai=True,
+        project="batchbench-test",
+        location="us-central1",
+        credentials=creds,
+        http_options=options,
+    )
+    return gcs, client
+
+
+def test_the_official_clients_run_a_job_through_the_emulator(batch_emulator, monkeypatch):
+    """Uploads (multipart, and resumable past 8 MiB), a job, its predictions by label."""
+    from google.genai import types
+
+    emu = batch_emulator
+    gcs, client = _sdks(emu, monkeypatch)
+    bucket = gcs.bucket("batchbench")
+    big = bytes(range(256)) * (9 * 4096)  # 9 MiB: google-cloud-storage goes resumable
+    bucket.blob("big/blob.bin").upload_from_string(big)
+    assert bucket.blob("big/blob.bin").download_as_bytes() == big
+    request = {"contents": [{"role": "user", "parts": [{"text": "hello"}]}]}
+    lines = [{"request": {**request, "labels": {"row": f"r{i}"}}} for i in range(3)]
+    bucket.blob("in/a.jsonl").upload_from_string("".join(json.dumps(x) + "\n" for x in lines))
+    job = client.batches.create(
+        model="gemini-3.1-pro-preview",
+        src="gs://batchbench/in/a.jsonl",
+        config=types.CreateBatchJobConfig(
+            display_name="mine",
+            dest="gs://batchbench/out/a",
+            http_options=types.HttpOptions(extra_body={"labels": {"team": "qa"}}),
+        ),
+    )
+    emu.flush()
+    done = client.batches.get(name=job.name)
+    assert done.state.value == "JOB_STATE_SUCCEEDED" and done.completion_stats.successful_count == 3
+    listed = client.batches.list(config=types.ListBatchJobsConfig(filter='labels.team="qa"'))
+    assert [j.name for j in listed] == [job.name]
+    folder = done.output_info.gcs_output_directory.removeprefix("gs://batchbench/")
+    [blob] = list(gcs.list_blobs("batchbench", prefix=folder + "/"))
+    predictions = [json.loads(x) for x in blob.download_as_bytes().splitlines()]
+    assert sorted(p["request"]["labels"]["row"] for p in predictions) == ["r0", "r1", "r2"]
+    assert all(p["status"] == "" and p["response"]["candidates"] for p in predictions)
+
+
+def test_the_service_refuses_what_vertex_refuses(batch_emulator, monkeypatch):
+    from google.genai import errors, types
+
+    emu = batch_emulator
+    _, client = _sdks(emu, monkeypatch)
+    bad = types.HttpOptions(extra_body={"labels": {"Team": "QA"}})  # labels are lower case
+    with pytest.raises(errors.ClientError) as refused:
+        client.batches.create(
+            model="gemini-3.1-pro-preview",
+            src="gs://batchbench/in/a.jsonl",
+            config=types.CreateBatchJobConfig(dest="gs://batchbench/out", http_options=bad),
+        )
+    assert refused.value.code == 400
+    with pytest.raises(errors.ClientError) as missing:
+        client.models.get(model="gemini-9-nonexistent")
+    assert missing.value.code == 404
+    assert emu.ledger()["batches"] == []
+
+
+def test_jobs_carry_the_runs_mark_and_write_under_their_own_prefix(
+    batch_emulator, tmp_path, fixture_dir
+):
+    emu = batch_emulator
+    argv = GEMINI.args(emu, tmp_path, fixture_dir, "--limit", "6", cap=3)
+    proc = run_cli(*argv, env=GEMINI.env(emu))
+    assert proc.returncode == 0, proc.stderr
+    run_id = Run(tmp_path / "jobs" / GEMINI.name()).load_config().run_id
+    jobs = _jobs(emu)
+    assert len(jobs) == 2
+    for job in jobs:
+        assert job["labels"]["batchbench-run"] == run_id
+        assert job["name"] == f"batchbench-{run_id}-{job['labels']['batchbench-sub']}"
+    face = emu.hub.face("vertex")
+    prefixes = {face.jobs.get(j["id"]).output_prefix for j in jobs}
+    assert len(prefixes) == 2 and all(run_id[:8] in p for p in prefixes)
+
+
+def test_four_claude_jobs_at_a_time(batch_emulator_factory, tmp_path, fixture_dir):
+    """The project's four concurrent Claude jobs: the run keeps to them (a fifth create
+    would be 429 RESOURCE_EXHAUSTED), the rest wait for a job to end."""
+    emu = batch_emulator_factory(paused=True)
+    argv = CLAUDE.args(emu, tmp_path, fixture_dir, "--limit", "12", cap=2)
+    assert run_cli(*argv, "--no-wait", env=CLAUDE.env(emu)).returncode == 3
+    assert len(_jobs(emu)) == 4
+    emu.store.settings.paused = False
+    proc = run_cli(*argv, env=CLAUDE.env(emu))
+    assert proc.returncode == 0, proc.stderr
+    assert len(_jobs(emu)) == 6 and sum(emu.ledger()["faults"].values()) == 0
+    assert len(rows_of(tmp_path / "jobs" / CLAUDE.name() / "results.jsonl")) == 12
+    assert_no_duplicates(emu)
+
+
+def test_a_job_cut_off_by_the_window_keeps_what_ran_and_sends_the_rest_once(
+    batch_emulator_factory, clock, tmp_path, fixture_dir
+):
+    ref = batch_emulator_factory()
+    argv = GEMINI.args(ref, tmp_path / "ref", fixture_dir, "--limit", "8", cap=8)
+    assert run_cli(*argv, env=GEMINI.env(ref)).returncode == 0
+    emu = batch_emulator_factory(latency=36000, completion_window=7200)
+    argv = GEMINI.args(emu, tmp_path, fixture_dir, "--limit", "8", cap=8)
+    assert run_cli(*argv, "--no-wait", env=GEMINI.env(emu)).returncode == 3
+    clock.advance(7300)  # a few lines ran before the window closed
+    emu.tick()
+    [first] = _jobs(emu)
+    assert first["status"] == "JOB_STATE_PARTIALLY_SUCCEEDED"
+    emu.store.settings.latency, emu.store.settings.completion_window = 0.05, 86400
+    proc = run_cli(*argv, env=GEMINI.env(emu))
+    assert proc.returncode == 0, proc.stderr
+    run = tmp_path / "jobs" / GEMINI.name()
+    assert normalised(run) == normalised(tmp_path / "ref" / "jobs" / GEMINI.name())
+    assert len(_jobs(emu)) == 2
+    assert_no_duplicates(emu)
+
+
+@pytest.mark.parametrize(
+    ("change", "fragments"),
+    [
+        ({"GOOGLE_CLOUD_PROJECT": ""}, ["GOOGLE_CLOUD_PROJECT"]),
+        ({"BATCHBENCH_GCS_URI": "s3://wrong"}, ["BATCHBENCH_GCS_URI", "--gcs-uri", "gs://"]),
+        ({"BATCHBENCH_GCS_URI": "gs://no-such-bucket/x"}, ["gs://no-such-bucket"]),
+        (
+            {"GOOGLE_APPLICATION_CREDENTIALS": "/nonexistent/key.json"},
+            ["GOOGLE_APPLICATION_CREDENTIALS"],
+        ),
+    ],
+)
+def test_settings_gone_wrong_are_one_line_naming_them(
+    change, fragments, batch_emulator, tmp_path, fixture_dir
+):
+    emu = batch_emulator
+    env = {**GEMINI.env(emu), **change}
+    proc = run_cli(*GEMINI.args(emu, tmp_path, fixture_dir, "--smoke"), env=env)
+    assert_one_line_error(proc, *fragments)
+    assert emu.ledger()["batches"] == []
+
+
+def test_claude_runs_in_a_region_and_only_gemini_and_claude_are_graded(
+    batch_emulator, tmp_path, fixture_dir
+):
+    emu = batch_emulator
+    env = {**CLAUDE.env(emu), "GOOGLE_CLOUD_LOCATION": "global"}
+    proc = run_cli(*CLAUDE.args(emu, tmp_path, fixture_dir, "--smoke"), env=env)
+    assert_one_line_error(proc, "GOOGLE_CLOUD_LOCATION", "global")
+    llama = "vertex/llama-4-maverick"
+    argv = GEMINI.args(emu, tmp_path, fixture_dir, "--smoke", model=llama)
+    assert_one_line_error(run_cli(*argv, env=GEMINI.env(emu)), f"'{llama}'", "vertex/gemini-")
+    assert emu.ledger()["batches"] == []
+
+
+def test_the_gcs_uri_may_be_an_option_and_the_run_says_where_judges_go(batch_emulator, tmp_path, fixture_dir):
+    emu = batch_emulator
+    env = {**GEMINI.env(emu), "BATCHBENCH_GCS_URI": ""}
+    argv = GEMINI.args(emu, tmp_path, fixture_dir, "--limit", "2")
+    proc = run_cli(*argv, "--gcs-uri", "gs://batchbench/flagged", env=env)
+    assert proc.returncode == 0, proc.stderr
+    said = " ".join((proc.stdout + proc.stderr).split())
+    assert "answers stay inside Vertex AI (Gemini); judges go to OpenAI" in said, said
+    [job] = _jobs(emu)
+    assert (
+        emu.hub.face("vertex").jobs.get(job["id"]).input_uri.startswith("gs://batchbench/flagged/")
+    )
+
+
+def test_the_demo_rehearses_vertex_gemini_and_claude_models(tmp_path):
+    argv = ["demo", "--jobs-dir", str(tmp_path)]
+    for model in ("vertex/gemini-sim", "vertex/claude-sim"):
+        argv += ["--answer-model", model]
+    proc = run_cli(*argv)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    runs = sorted(p.parent for p in tmp_path.glob("*/run.json"))
+    providers = {
+        json.loads((r / "run.json").read_text())["services"]["answers"]["provider"] for r in runs
+    }
+    assert providers == {"vertex-gemini", "vertex-claude"}
+    for run in runs:
+        rows = rows_of(run / "results.jsonl")
+        assert len(rows) == 12 and all("score" in r for r in rows)
