@@ -195,7 +195,9 @@ def test_claude_runs_in_a_region_and_only_gemini_and_claude_are_graded(
     assert emu.ledger()["batches"] == []
 
 
-def test_the_gcs_uri_may_be_an_option_and_the_run_says_where_judges_go(batch_emulator, tmp_path, fixture_dir):
+def test_the_gcs_uri_may_be_an_option_and_the_run_says_where_judges_go(
+    batch_emulator, tmp_path, fixture_dir
+):
     emu = batch_emulator
     env = {**GEMINI.env(emu), "BATCHBENCH_GCS_URI": ""}
     argv = GEMINI.args(emu, tmp_path, fixture_dir, "--limit", "2")
