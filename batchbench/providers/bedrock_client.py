@@ -257,7 +257,7 @@ class BedrockClient:
 
     def create(self, tag: Tag, input_ref: str | None, path: Path) -> BatchView:
         if tag.on_demand:
-            return self.on_demand.run(tag, model_id(tag.model), path, self.clock.time())
+            return self.on_demand.run_records(tag, model_id(tag.model), path, self.clock.time())
         if input_ref is None:
             raise ApiError("a Bedrock job needs its records in S3")
         out = f"s3://{self.bucket}/{self._key(tag, 'out')}/"
