@@ -66,6 +66,10 @@ class Settings:
     judge_noise: float = 0.0  # share of the simulated judge's verdicts flipped (seeded)
     azure_deployments: dict[str, str] = field(default_factory=dict)  # deployment → model
     bedrock_min_records: int = 100  # Bedrock: the account's minimum records per job
+    # OpenAI's flex tier: the share of calls refused 429 for want of capacity (unbilled),
+    # and how long each served call takes (on the emulator's clock).
+    flex_busy: float = 0.2
+    flex_seconds: float = 0.01
 
 
 class Decider:

@@ -40,6 +40,8 @@ _SETTINGS = (
     "judge_noise",
     "azure_deployments",
     "bedrock_min_records",
+    "flex_busy",
+    "flex_seconds",
 )
 _FAULTS = {
     "fault_rate": "rate",

@@ -11,10 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...core import ApiFailure, Store
+from ...core import HEX, ApiFailure, Store
+from ...endpoints import check_body
 from ...face import Exchange, FaultKind, Reply, Route, bearer, route
 from ...multipart import multipart
 from .book import OpenAIBook
+from .lines import reply
 from .records import ENDPOINTS
 from .validate import Limits
 
@@ -68,6 +70,7 @@ class OpenAIFace:
             route("GET", p + r"/batches$", self.list_batches),
             route("GET", p + r"/batches/([^/]+)$", self.get_batch),
             route("POST", p + r"/batches/([^/]+)/cancel$", self.cancel, writes=True),
+            route("POST", p + r"/chat/completions$", self.chat, writes=True),
             route("GET", p + r"/models$", self.models),
             route("GET", p + r"/models/(.+)$", self.model),
         ]
@@ -178,6 +181,41 @@ class OpenAIFace:
 
     def cancel(self, x: Exchange, batch_id: str) -> Reply:
         return Reply(self.book.cancel(batch_id))
+
+    # one synchronous call ------------------------------------------------------
+    def chat(self, x: Exchange) -> Reply:
+        """A chat completion, on the default tier or on flex: slower, at the batch price,
+        and refused 429 (unbilled, nothing run) when flex has no capacity, a seeded share
+        of calls. ``X-Client-Request-Id`` names the call in the ledger."""
+        body = x.json()
+        if not isinstance(body, dict):
+            raise ApiFailure(400, "We could not parse the JSON body of your request.")
+        tier = body.pop("service_tier", None)
+        name = x.header("X-Client-Request-Id") or f"call-{self.store.decide.nth('chat')}"
+        store = self.store
+        if tier == "flex":
+            attempt = f"{name}/{store.decide.nth('flex/' + name)}"
+            if store.decide.roll("flex-busy", attempt, store.settings.flex_busy):
+                raise ApiFailure(
+                    429,
+                    "Resource unavailable: flex processing has no capacity right now;"
+                    " please retry later.",
+                    code="resource_unavailable",
+                )
+            store.clock.sleep(store.settings.flex_seconds)
+        if not self.model_known(str(body.get("model"))):
+            raise ApiFailure(
+                404, f"The model `{body.get('model')}` does not exist.", code="model_not_found"
+            )
+        request_id = f"req_{store.decide.token(HEX, 32)}"
+        response = check_body("/v1/chat/completions", body)
+        if response is None:
+            where = f"{tier or 'sync'}/{name}"
+            made, error = reply(store, where, "/v1/chat/completions", body, request_id, store.now())
+            response = made or {"status_code": 500, "body": {"error": error}}
+        status = int(response["status_code"])
+        store.executed(self.book.provider, tier or "sync", name, status)
+        return Reply(response["body"], status, {"x-request-id": request_id})
 
     # models -----------------------------------------------------------------
     def _model(self, name: str) -> dict[str, Any]:

@@ -271,7 +271,8 @@ class OpenAIBook:
         if refusal is not None:
             response = {**refusal, "request_id": request_id}
         else:
-            response, error = reply(self.store, batch, line, body, request_id, now)
+            where = f"{batch.id}/{line['custom_id']}"
+            response, error = reply(self.store, where, batch.endpoint, body, request_id, now)
         batch.results.append((line["custom_id"], response, error))
         status = None if response is None else response["status_code"]
         self.store.executed(self.provider, batch.id, line["custom_id"], status)

@@ -7,22 +7,20 @@ from typing import Any
 
 from ...core import Store
 from ...endpoints import shape
-from .records import Batch
 
 
 def reply(
     store: Store,
-    batch: Batch,
-    line: dict[str, Any],
+    where: str,
+    endpoint: str,
     body: dict[str, Any],
     request_id: str,
     now: float,
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """``where`` names the call (a batch's line, a synchronous call) for the responder."""
     settings = store.settings
     try:
-        result = store.model.reply(
-            body, body, f"{batch.id}/{line['custom_id']}", settings.judge_noise
-        )
+        result = store.model.reply(body, body, where, settings.judge_noise)
     except Exception as exc:  # a broken responder is a 500 for that line, not a crash
         return {
             "status_code": 500,
@@ -37,7 +35,7 @@ def reply(
             },
         }, None
     if isinstance(result, str):
-        reply = shape(batch.endpoint, body, result, request_id, now)
+        reply = shape(endpoint, body, result, request_id, now)
         return {"status_code": 200, "request_id": request_id, "body": reply}, None
     if isinstance(result, dict) and isinstance(result.get("error"), dict):
         return None, {
