@@ -152,6 +152,8 @@ def execute_group(
             inside = where_requests_go(stages)
             if inside:
                 say(inside)
+            if options.settings.tail_flex is not None:
+                say(flex_note(stages))
             try:
                 _check_answer_model(clients, stages["answers"], config.answer_model)
             except ConfigError as exc:
@@ -211,6 +213,17 @@ def execute_group(
             results.append(RunResult(run, summary, member.pipeline.done(), member.error))
     order = [run.root for run, _, _ in prepared]
     return sorted(results, key=lambda r: order.index(r.run.root))
+
+
+def flex_note(stages: Mapping[Stage, Service]) -> str:
+    """What --tail-flex does for this run: which services finish a tail on flex, and
+    which have no flex tier (their batches run to their end; nothing at full price)."""
+    said = []
+    for stage, service in stages.items():
+        spec = providers.spec(service.provider)
+        tier = "its tail on flex" if spec.flex else "no flex tier: its batches run to their end"
+        said.append(f"{stage} on {spec.label}, {tier}")
+    return "--tail-flex: " + "; ".join(said)
 
 
 def where_requests_go(stages: Mapping[Stage, Service]) -> str | None:

@@ -41,7 +41,7 @@ def finish_run(
     from ..scores.noise import noise_text
     from ..scores.summary_file import summary_table
     from ..views.causes import errors_line
-    from ..views.status import run_status, status_text
+    from ..views.status import flex_text, run_status, status_text
 
     if note is not None:  # a cron tick with nothing to do: one line, nothing is wrong
         typer.echo(note)
@@ -55,6 +55,8 @@ def finish_run(
         if status["errors_by_cause"]:
             typer.echo(errors_line(status["errors_by_cause"]))
         typer.echo(cost_line(status["cost"]))
+        if "flex" in status:
+            typer.echo(flex_text(status["flex"]))
         if "judge_noise" in status:  # --judge-passes K > 1: what the extra passes measured
             typer.echo(noise_text(status["judge_noise"]))
         if "judge_noise_problem" in status:

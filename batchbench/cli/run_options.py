@@ -11,10 +11,12 @@ from typing import Annotated, Any
 
 import typer
 
+from ..engine.late import TAIL_RULE
 from ..providers.registry import PROVIDERS, Flag, provider_labels
 
 SELECTION, MODELS, API, BUDGET, ADVANCED = "Selection", "Models", "API", "Budget", "Advanced"
 JUDGES = " or ".join(spec.label for spec in reversed(PROVIDERS) if spec.judges)
+FLEX = ", ".join(spec.label for spec in reversed(PROVIDERS) if spec.flex)
 
 # The options of `run`, by panel (each one its own type, so the command reads as
 # the steps it takes).
@@ -254,6 +256,19 @@ ResubmitAfterOpt = Annotated[
         rich_help_panel=ADVANCED,
         help="Cancel a batch the service has not started after this long and send its"
         " requests again, once (Gemini jobs can stay PENDING for days).",
+    ),
+]
+
+TailFlexOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--tail-flex",
+        metavar="SECONDS",
+        rich_help_panel=ADVANCED,
+        help="Finish a batch's last lines on the flex tier at the batch price: a batch"
+        f" running longer than SECONDS with {TAIL_RULE} is cancelled, what it returned is"
+        " kept, and the rest is sent one request at a time with service_tier flex"
+        f" ({FLEX}; others have no flex tier and run to their end). Off by default.",
     ),
 ]
 

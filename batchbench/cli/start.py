@@ -37,6 +37,7 @@ from .run_options import (
     ResubmitAfterOpt,
     RunNameOpt,
     SmokeOpt,
+    TailFlexOpt,
     TokenLimitWaitOpt,
     with_account_flags,
 )
@@ -73,6 +74,7 @@ def run(
     judge_passes: JudgePassesOpt = 1,
     resubmit_after: ResubmitAfterOpt = 12 * 3600.0,
     on_demand_remainder: OnDemandRemainderOpt = False,
+    tail_flex: TailFlexOpt = None,
     account_settings: dict[str, str] | None = None,  # the registry's flags (--s3-uri…)
 ) -> None:
     """Start or resume a run: submit, poll, judge, collect and score, surviving restarts.
@@ -122,6 +124,7 @@ def run(
             hold_seconds=token_limit_wait,
             resubmit_after=resubmit_after,
             on_demand_remainder=on_demand_remainder,
+            tail_flex=tail_flex,
             max_enqueued_tokens=max_enqueued_tokens,
             delete_remote_files=delete_remote_files,
         ),

@@ -58,6 +58,7 @@ class Plan(Event, tag="plan", omit_defaults=True):
     legacy_shared: dict[str, Any] | None = msgspec.field(
         default=None, name=legacy.PLAN_SHARED_KEY
     )  # 0.2's name for it
+    flex: bool = False  # the tail of a cancelled batch, sent one call at a time on flex
 
     def shares(self) -> dict[str, Any] | None:
         return self.shared if self.shared is not None else self.legacy_shared
@@ -219,6 +220,16 @@ class Stalled(Event, tag="stalled"):
     seconds: float
 
 
+class Tailed(Event, tag="tailed"):
+    """The batch ran longer than ``--tail-flex`` with only a small remainder of its lines
+    unfinished (:func:`.late.small_tail`): it was told to stop, what it returned is
+    kept, and the rest goes out one call at a time on the service's flex tier."""
+
+    sub: str
+    batch_id: str
+    remaining: int
+
+
 class ServiceSet(Event, tag="service"):
     """Where a stage's batches live from now on (a run made before 0.2 recorded
     none in its config; ``run --move-service`` points a run at another base URL)."""
@@ -257,6 +268,7 @@ AnyEvent = (
     | Candidates
     | Contradicted
     | Stalled
+    | Tailed
     | ServiceSet
     | CancelRequested
     | Resumed

@@ -113,6 +113,7 @@ def _check_options(o: RunOptions) -> None:
     _number("--poll-interval", s.poll_interval, low=0, strict=True)
     _number("--token-limit-wait", s.hold_seconds, low=0)
     _number("--resubmit-after", s.resubmit_after, low=0, strict=True)
+    _number("--tail-flex", s.tail_flex, low=0, strict=True)
     _number("--max-cost", o.max_cost, low=0)
     _number("--max-attempts", s.max_attempts, low=1)
     _number("--max-retries", s.max_retries, low=1)

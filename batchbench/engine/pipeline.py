@@ -34,6 +34,7 @@ from ..providers.base import Provider
 from ..providers.ids import claim
 from ..providers.registry import BY_NAME
 from ..reporting import quiet
+from . import late
 from .collection import Collection, Limits, collect
 from .events import Event, Line, Plan
 from .owed import short_of
@@ -62,6 +63,9 @@ class Settings:
     # Requests too few for the service's minimum batch (Bedrock's records per job) are
     # sent on demand, at the full price, only when the user says so.
     on_demand_remainder: bool = False
+    # A batch running longer than this (seconds) with a small tail left finishes it on
+    # its service's flex tier (:mod:`.late`); None: never.
+    tail_flex: float | None = None
 
 
 class Pipeline:
@@ -164,10 +168,16 @@ class Pipeline:
                     return True
                 self._collect(sub)
                 return True
-        stuck = self._stuck()
-        if stuck is not None:
-            self.submitter.stall(stuck, self.settings.resubmit_after, self.warn)
+        now = self.clock.time()
+        waited = late.stuck(st, now, self.settings.resubmit_after, self._said_waiting, self.warn)
+        if waited is not None:
+            self.submitter.stall(waited, self.settings.resubmit_after, self.warn)
             return True
+        if self.settings.tail_flex is not None:
+            due = late.tail_due(st, now, self.settings.tail_flex, self._flexible)
+            if due is not None:
+                self.submitter.tail(*due, self.warn)
+                return True
         if self.settings.delete_remote_files:
             for sub in st.subs.values():
                 if sub.collected and not sub.remote_deleted:
@@ -175,31 +185,9 @@ class Pipeline:
                     return True
         return False
 
-    def _stuck(self) -> Submission | None:
-        """A batch the service has not started ``resubmit_after`` seconds after it was
-        created (Gemini's jobs can stay PENDING for days): it is cancelled and its
-        requests are sent again — once: cases already sent again for this wait on."""
-        st = self.state
-        if st.cancelled:
-            return None
-        now = self.clock.time()
-        for sub in st.in_flight():
-            if sub.view is None or sub.view.phase != "pending" or sub.stalled:
-                continue
-            if now - (sub.create_started or sub.planned_at) < self.settings.resubmit_after:
-                continue
-            if all(line.case_id in st.stalled_cases for line in sub.lines):
-                if sub.id not in self._said_waiting:  # once an invocation, not in silence
-                    self._said_waiting.add(sub.id)
-                    waited = (now - (sub.create_started or sub.planned_at)) / 3600
-                    self.warn(
-                        f"warning: batch {sub.batch_id} ({sub.id}) has not started {waited:.1f} h"
-                        " after it was created; its requests were already sent again once"
-                        " (--resubmit-after), so it is waited for"
-                    )
-                continue
-            return sub
-        return None
+    def _flexible(self, sub: Submission) -> bool:
+        """Whether the submission's service has a flex tier (the registry says)."""
+        return BY_NAME[self.providers[sub.stage].wire.name].flex
 
     def model(self, stage: Stage) -> str:
         """The model id the stage's service is asked for (an answer model's alias resolved)."""
@@ -268,14 +256,17 @@ class Pipeline:
 
         # A submission holds requests that share what the service takes per batch: cases
         # with the same fallbacks render the same, so one request of each tells.
+        # A batch's tail cut short (--tail-flex) goes in submissions of its own, on flex.
         by_adjust: dict[str, list[str]] = {}
         for case_id in pending:
             adjust = self.state.cases[case_id].stage(stage, judge_pass).adjust
-            by_adjust.setdefault(_key(adjust), []).append(case_id)
-        groups: dict[str, tuple[dict | None, list[str]]] = {}
+            flex = (stage, case_id) in self.state.flex_cases
+            by_adjust.setdefault(_key([adjust, flex]), []).append(case_id)
+        groups: dict[str, tuple[dict | None, bool, list[str]]] = {}
         for cases in by_adjust.values():
             shared = request(cases[0]).rendered.shared
-            groups.setdefault(_key(shared), (shared, []))[1].extend(cases)
+            flex = (stage, cases[0]) in self.state.flex_cases
+            groups.setdefault(_key([shared, flex]), (shared, flex, []))[2].extend(cases)
         seq = self.state.next_seq(stage)
         cap = min(
             self.settings.max_requests_per_batch,
@@ -284,17 +275,17 @@ class Pipeline:
         )
         cap = fit_minimum(len(pending), cap, wire.limits.min_lines, wire.limits.max_lines)
         self._check_minimum(stage, len(pending), wire.limits.min_lines)
-        files: list[tuple[Path, list[Line], int, dict | None]] = []
-        for key, (shared, cases) in groups.items():
+        files: list[tuple[Path, list[Line], int, dict | None, bool]] = []
+        for shared, flex, cases in groups.values():
             made = write_shards(
-                entries(cases, key),
+                entries(cases, _key(shared)),
                 functools.partial(self._request_path, stage, seq + len(files)),
                 max_lines=cap,
                 max_bytes=min(self.settings.max_bytes_per_batch, wire.limits.max_bytes),
                 max_tokens=budget,
             )
-            files += [(path, lines, tokens, shared) for path, lines, tokens in made]
-        for offset, (path, lines, tokens, shared) in enumerate(files):
+            files += [(path, lines, tokens, shared, flex) for path, lines, tokens in made]
+        for offset, (path, lines, tokens, shared, flex) in enumerate(files):
             _failpoints.hit("planned")
             self.record(
                 Plan(
@@ -306,6 +297,7 @@ class Pipeline:
                     tokens=tokens,
                     judge_pass=judge_pass,
                     shared=shared,
+                    flex=flex,
                 )
             )
 

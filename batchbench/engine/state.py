@@ -25,6 +25,7 @@ from .events import (
     Resumed,
     ServiceSet,
     Stalled,
+    Tailed,
 )
 from .submission import SUB_EVENTS, Submission
 
@@ -99,6 +100,8 @@ class RunState:
     losses: dict[str, int] = field(default_factory=dict)  # stage → requests the service lost
     stalled_cases: set[str] = field(default_factory=set)  # sent again once after a stall
     stalls: int = 0  # batches that never started in time
+    flex_cases: set[tuple[str, str]] = field(default_factory=set)  # (stage, case) to flex
+    flex_usage: dict[str, dict[str, int]] = field(default_factory=dict)  # of flex calls
     # stage → provider, base URL, account (None: not recorded, before 0.3)
     services: dict[Stage, tuple[ProviderName, str, Account | None]] = field(default_factory=dict)
     cancelled: bool = False
@@ -206,6 +209,7 @@ class RunState:
             event.tokens,
             event.judge_pass,
             event.shares(),
+            flex=event.flex,
         )
         self.subs[sub.id] = sub
         self.started = self.started or event.t
@@ -256,9 +260,11 @@ class RunState:
             self.holds[stage] = max(self.holds.get(stage, 0.0), event.hold_until)
         if event.cap:
             self.caps[stage] = event.cap
-        usage = self.usage.setdefault(stage, {})
-        for key, value in event.usage.items():
-            usage[key] = usage.get(key, 0) + int(value)
+        for usage in (self.usage.setdefault(stage, {}),) + (
+            (self.flex_usage.setdefault(stage, {}),) if sub.flex else ()
+        ):
+            for key, value in event.usage.items():
+                usage[key] = usage.get(key, 0) + int(value)
         self.anomalies.extend(event.anomalies)
 
 
@@ -289,6 +295,14 @@ def _stalled(state: RunState, event: Stalled) -> None:
     state.stalled_cases.update(line.case_id for line in sub.lines)
 
 
+def _tailed(state: RunState, event: Tailed) -> None:
+    sub = state.subs.get(event.sub)
+    if sub is None:
+        return
+    sub.tailed = True
+    state.flex_cases.update((sub.stage, line.case_id) for line in sub.lines)
+
+
 # One handler per event type: a table lookup, not a chain of isinstance tests
 # (``status`` and ``list`` fold every run's journal on each call).
 _RUN_EVENTS: dict[type, Callable[[RunState, Any], None]] = {
@@ -298,6 +312,7 @@ _RUN_EVENTS: dict[type, Callable[[RunState, Any], None]] = {
     Redo: _redo,
     ServiceSet: _service,
     Stalled: _stalled,
+    Tailed: _tailed,
 }
 
 

@@ -57,6 +57,8 @@ class Submission:
     contradicted_at: float | None = None
     seen_at: float | None = None  # when the service last said something new of its batch
     stalled: bool = False  # never started in time: told to stop, its requests sent again
+    tailed: bool = False  # a small tail left late: told to stop, the rest sent on flex
+    flex: bool = False  # its requests go one call at a time on the flex tier
     downloaded: set[str] = field(default_factory=set)
     collected: bool = False
     remote_deleted: bool = False

@@ -42,6 +42,7 @@ from .events import (
     Event,
     RemoteDeleted,
     Stalled,
+    Tailed,
     Uploaded,
 )
 from .owed import Owed
@@ -111,6 +112,7 @@ class Submitter:
             model=self.config.model(sub.stage),
             shared=sub.shared,
             on_demand=len(sub.lines) < self.providers[sub.stage].wire.limits.min_lines,
+            flex=sub.flex,
         )
 
     def _checked(self, sub: Submission) -> None:
@@ -353,6 +355,22 @@ class Submitter:
             f" created: cancelled, and its {len(sub.lines)} requests will be sent again"
         )
         warn(told)
+
+    def tail(self, sub: Submission, remaining: int, warn: Callable[[str], None]) -> None:
+        """Cut a batch's lingering tail short (--tail-flex): journaled first, then told to
+        stop; what it returned is kept, the rest goes out on the flex tier once it ends
+        (as the lines a cancel cuts short always do, in a flex submission)."""
+        batch_id = sub.batch_id or ""
+        self.record(Tailed(sub=sub.id, batch_id=batch_id, remaining=remaining))
+        view = self.providers[sub.stage].client.cancel(batch_id)
+        if view is not None:
+            self.record_batch(sub, view)
+        total = sub.view.total if sub.view is not None else len(sub.lines)
+        warn(
+            f"note: batch {batch_id} ({sub.id}) has {remaining} of its {total} lines still"
+            " unfinished after --tail-flex: cancelled; what it returned is kept, and the"
+            " rest goes out one call at a time on the flex tier, at the batch price"
+        )
 
     def delete_remote(self, sub: Submission) -> None:
         """Free the service's storage: the raw copies on disk are the source of truth."""

@@ -110,6 +110,8 @@ class Tag:
     # Below the service's minimum batch size, sent on demand by the user's choice
     # (--on-demand-remainder): each request a synchronous call at the full price.
     on_demand: bool = False
+    # The tail of a batch cut short (--tail-flex): each request a call on the flex tier.
+    flex: bool = False
 
 
 @dataclass(frozen=True)

@@ -75,6 +75,8 @@ class ProviderSpec:
     # batchbench, only checked as keys are, so a stray line break is named, not echoed.
     credential_variables: tuple[str, ...] = ()
     flags: tuple[Flag, ...] = ()  # ``run`` options for its account variables
+    # A flex tier at the batch price (a batch's tail goes there with --tail-flex).
+    flex: bool = False
 
     def where(self) -> str:
         """How its base URL is set, and what one looks like (for a message)."""
@@ -265,6 +267,7 @@ OPENAI = ProviderSpec(
     account_variables=("OPENAI_ORG_ID", "OPENAI_PROJECT_ID"),
     judges=True,
     base_url_flag=True,
+    flex=True,
 )
 
 

@@ -54,9 +54,18 @@ class _RunStatus(TypedDict):
     cost: RunCost
 
 
+class FlexRecord(TypedDict):
+    """The tails sent on the flex tier (``--tail-flex``)."""
+
+    sent: int  # lines sent there
+    finished: int  # of which finished (a row's answer or judgement came from flex)
+    batch_usd: float | None  # what they cost, at the batch price (None: unpriced)
+
+
 class RunStatusRecord(_RunStatus, total=False):
     """Everything ``batchbench status`` shows (``--json`` prints it as is)."""
 
+    flex: FlexRecord
     overall_macro_mean: float
     overall_ci95: list[float]
     judge_noise: JudgeNoise  # a run graded with --judge-passes K > 1, once done
@@ -112,6 +121,30 @@ def _run_cost(state: RunState, config: RunConfig, pricing: Pricing) -> RunCost:
     return run_cost(state.usage, config.models, pricing)
 
 
+def flex_record(state: RunState, config: RunConfig, pricing: Pricing) -> FlexRecord | None:
+    """How many lines went on flex and finished there, at what price (None: none went)."""
+    flex = {s.id for s in state.subs.values() if s.flex}
+    if not flex:
+        return None
+    finished = sum(
+        1
+        for case in state.cases.values()
+        for stage in STAGES
+        if case.stage(stage).sub in flex and case.stage(stage).status == "ok"
+    )
+    cost = run_cost(state.flex_usage, config.models, pricing)["total"]["priced_batch_usd"]
+    sent = sum(len(state.subs[s].lines) for s in flex)
+    return {"sent": sent, "finished": finished, "batch_usd": cost}
+
+
+def flex_text(flex: FlexRecord) -> str:
+    price = usd(flex["batch_usd"]) if flex["batch_usd"] is not None else "unpriced"
+    return (
+        f"flex: {flex['finished']} of the {flex['sent']} line(s) sent on the flex tier"
+        f" (--tail-flex) finished there, at the batch price: {price}"
+    )
+
+
 def run_status(run: Run, pricing: Pricing | None = None) -> RunStatusRecord:
     """Everything `batchbench status` shows, from the journal alone (no API call); costs
     at the built-in prices unless others are given."""
@@ -165,6 +198,9 @@ def run_status(run: Run, pricing: Pricing | None = None) -> RunStatusRecord:
         summary = read_summary(run.summary_path)
         out["overall_macro_mean"] = summary["overall_macro_mean"]
         out["overall_ci95"] = summary["overall_ci95"]
+    flex = flex_record(state, config, pricing)
+    if flex is not None:
+        out["flex"] = flex
     noise, problem = load_noise(run)
     if noise is not None:
         out["judge_noise"] = noise
@@ -233,6 +269,8 @@ def status_text(status: RunStatusRecord, now: float | None = None) -> str:
         lines.append(
             f"  lost by the service and sent again: {each} (not counted against --max-retries)"
         )
+    if "flex" in status:
+        lines.append(f"  {flex_text(status['flex'])}")
     if status.get("stalled"):
         lines.append(
             f"  {status['stalled']} batch(es) had not started after --resubmit-after: cancelled"
