@@ -1,0 +1,136 @@
+"""--tail-flex: a batch's last few lines finished on OpenAI's flex tier, at the batch price.
+
+The emulator's OpenAI face serves chat completions with ``service_tier: "flex"``:
+slower, and refused 429 for want of capacity a seeded share of the time (unbilled:
+nothing runs). A run told ``--tail-flex`` cancels a batch that has run that long with
+a small tail left (the rule in :mod:`batchbench.engine.late`), keeps what it returned,
+and sends the rest one call at a time on flex; the rows are those of a run that never
+did, each request is paid once (the emulator's record of executed requests), and a
+call whose outcome a crash lost is never sent blind again.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from support.cli import run_cli
+from support.providers import RIGS
+from support.runs import assert_no_duplicates, normalised, rows_of
+
+from batchbench._failpoints import Crash
+from batchbench.engine.late import small_tail
+from batchbench.providers.base import BatchView
+
+OPENAI = RIGS["openai"]
+SLOW = 1000.0  # seconds a batch's lines take to run, on the emulator's clock
+
+
+def _flex_run(emu, tmp_path, fixture_dir, *extra: str):
+    argv = OPENAI.args(emu, tmp_path, fixture_dir, "--limit", "40", cap=40)
+    return argv + ["--poll-interval", "20", "--tail-flex", "300", *extra]
+
+
+def _events(run_dir) -> list[dict]:
+    return [json.loads(x) for x in (run_dir / "journal.jsonl").read_text().splitlines()]
+
+
+def test_the_rule_is_a_small_share_of_a_running_batch():
+    """At most 5% of the lines (at least one, at most 500) unfinished, while it runs and
+    says how far it got: the rule as --help states it, re-derived here by hand."""
+    running = dict(id="b", status="in_progress", phase="running")
+    assert small_tail(BatchView(**running, total=40, completed=38)) == 2
+    assert small_tail(BatchView(**running, total=40, completed=37)) == 0  # 3 > 5% of 40
+    assert small_tail(BatchView(**running, total=10, completed=9)) == 1  # at least one
+    assert small_tail(BatchView(**running, total=20_000, completed=19_400)) == 0  # 600 > 500
+    assert small_tail(BatchView(**running, total=20_000, completed=19_500)) == 500
+    assert small_tail(BatchView(**running, total=40, completed=40)) == 0  # nothing left
+    assert small_tail(BatchView(**running, total=0)) == 0  # a service that says nothing
+    pending = dict(running, phase="pending")
+    assert small_tail(BatchView(**pending, total=40, completed=39)) == 0
+
+
+def test_a_lingering_tail_finishes_on_flex_with_the_same_rows_paid_once(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    good = batch_emulator_factory()
+    argv = OPENAI.args(good, tmp_path / "ref", fixture_dir, "--limit", "40", cap=40)
+    assert run_cli(*argv, env=OPENAI.env(good)).returncode == 0
+    emu = batch_emulator_factory(latency=SLOW, seed=3)
+    emu.store.settings.flex_busy = 0.4  # flex refuses two calls in five for want of capacity
+    proc = run_cli(*_flex_run(emu, tmp_path, fixture_dir), env=OPENAI.env(emu))
+    assert proc.returncode == 0, proc.stderr
+    run_dir = tmp_path / "jobs" / OPENAI.name()
+    assert normalised(run_dir) == normalised(tmp_path / "ref" / "jobs" / OPENAI.name())
+    assert_no_duplicates(emu)
+    executed = emu.ledger()["executions"]
+    on_flex = [e for e in executed if e["batch_id"] == "flex"]
+    tailed = [e for e in _events(run_dir) if e["ev"] == "tailed"]
+    assert tailed and on_flex
+    assert len(on_flex) == sum(e["remaining"] for e in tailed)
+    assert all(e["status_code"] == 200 for e in on_flex)
+    cancelled = {b["id"] for b in emu.ledger()["batches"] if b["status"] == "cancelled"}
+    assert {e["batch_id"] for e in tailed} == cancelled
+    said = " ".join(proc.stdout.split())
+    assert f"flex: {len(on_flex)} of the {len(on_flex)} line(s) sent on the flex tier" in said
+    # Priced at the batch price, from the tokens the flex replies say (read from the raw
+    # replies here): half of $1 and $4 per million for answers, $2 and $8 for judges.
+    prices = {"ans-model": (1.0, 4.0), "judge-model": (2.0, 8.0)}
+    table = tmp_path / "prices.json"
+    models = {m: {"input": i, "output": o} for m, (i, o) in prices.items()}
+    table.write_text(json.dumps({"batch_discount": 0.5, "models": models}))
+    expected = 0.0
+    for out in (run_dir / "requests").glob("*.flex.out"):
+        for line in out.read_text().splitlines():
+            body = json.loads(line)["response"]["body"]
+            i, o = prices[body["model"]]
+            usage = body["usage"]
+            expected += (usage["prompt_tokens"] * i + usage["completion_tokens"] * o) / 2e6
+    jobs = ["--jobs-dir", str(tmp_path / "jobs"), "--pricing", str(table)]
+    status = json.loads(run_cli("status", OPENAI.name(), *jobs, "--json").stdout)
+    assert status["flex"]["sent"] == status["flex"]["finished"] == len(on_flex)
+    assert status["flex"]["batch_usd"] == pytest.approx(expected, rel=1e-9)
+
+
+def test_without_the_option_nothing_goes_to_flex(batch_emulator_factory, tmp_path, fixture_dir):
+    emu = batch_emulator_factory(latency=SLOW)
+    argv = OPENAI.args(emu, tmp_path, fixture_dir, "--limit", "40", cap=40)
+    proc = run_cli(*argv, "--poll-interval", "20", env=OPENAI.env(emu))
+    assert proc.returncode == 0, proc.stderr
+    assert not [e for e in emu.ledger()["executions"] if e["batch_id"] == "flex"]
+    assert "flex" not in json.loads(
+        run_cli("status", OPENAI.name(), "--jobs-dir", str(tmp_path / "jobs"), "--json").stdout
+    )
+
+
+def test_a_flex_call_whose_outcome_a_crash_lost_is_not_sent_blind_again(
+    batch_emulator_factory, tmp_path, fixture_dir, monkeypatch
+):
+    emu = batch_emulator_factory(latency=SLOW)
+    emu.store.settings.flex_busy = 0.0
+    argv = _flex_run(emu, tmp_path, fixture_dir)
+    monkeypatch.setenv("BATCHBENCH_FAILPOINT", "flexed:1:raise")  # paid for, not yet written
+    with pytest.raises(Crash):
+        run_cli(*argv, env=OPENAI.env(emu))
+    monkeypatch.delenv("BATCHBENCH_FAILPOINT")
+    [lost] = [e["custom_id"] for e in emu.ledger()["executions"] if e["batch_id"] == "flex"]
+    proc = run_cli(*argv, env=OPENAI.env(emu))
+    assert proc.returncode == 1, proc.stderr  # that case ends in an error row
+    assert f"the flex call for request {lost} was sent" in " ".join(proc.stderr.split())
+    flex = [e["custom_id"] for e in emu.ledger()["executions"] if e["batch_id"] == "flex"]
+    assert flex.count(lost) == 1  # never sent again
+    rows = rows_of(tmp_path / "jobs" / OPENAI.name() / "results.jsonl")
+    errors = [r for r in rows if "error" in r]
+    assert len(errors) == 1 and "HTTP 499" in errors[0]["error"]
+    assert_no_duplicates(emu)
+
+
+def test_the_run_names_services_without_a_flex_tier(batch_emulator, tmp_path, fixture_dir):
+    emu = batch_emulator
+    rig = RIGS["anthropic"]
+    argv = rig.args(emu, tmp_path, fixture_dir, "--limit", "2", "--tail-flex", "60")
+    proc = run_cli(*argv, env=rig.env(emu))
+    assert proc.returncode == 0, proc.stderr
+    said = " ".join((proc.stdout + proc.stderr).split())
+    assert "answers on Anthropic, no flex tier: its batches run to their end" in said
+    assert "judges on OpenAI, its tail on flex" in said
