@@ -132,5 +132,5 @@ def test_the_run_names_services_without_a_flex_tier(batch_emulator, tmp_path, fi
     proc = run_cli(*argv, env=rig.env(emu))
     assert proc.returncode == 0, proc.stderr
     said = " ".join((proc.stdout + proc.stderr).split())
-    assert "answers on Anthropic, no flex tier: its batches run to their end" in said
+    assert "answers on Anthropic, no flex tail: its batches run to their end" in said
     assert "judges on OpenAI, its tail on flex" in said

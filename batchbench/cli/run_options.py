@@ -268,7 +268,7 @@ TailFlexOpt = Annotated[
         help="Finish a batch's last lines on the flex tier at the batch price: a batch"
         f" running longer than SECONDS with {TAIL_RULE} is cancelled, what it returned is"
         " kept, and the rest is sent one request at a time with service_tier flex"
-        f" ({FLEX}; others have no flex tier and run to their end). Off by default.",
+        f" ({FLEX}; batches of other services run to their end). Off by default.",
     ),
 ]
 
