@@ -218,6 +218,12 @@ MUTATIONS = [
     ("true", "1" * 5000),
     ("true", "1e400"),
     ('"item_id"', '"item_id": "a_0", "item_id"'),
+    # shapes the typed fast path must hand to the reference's steps, or read alike
+    ('{"decisions"', '{"note": "x", "decisions"'),
+    ('{"decisions"', '{"decisions": [], "decisions"'),
+    ('"matched"', '"why": 1' + "0" * 4400 + ', "matched"'),
+    ('"matched"', '"why": null, "matched"'),
+    ("[{", "[null, {"),
 ]
 
 

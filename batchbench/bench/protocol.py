@@ -13,6 +13,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import msgspec
+
 from ..errors import JudgeReplyError
 from .dataset import Case, RubricItem
 
@@ -131,13 +133,40 @@ def gave_up(label: str, attempts: int, last_error: str) -> str:
     )
 
 
+class _Decision(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    item_id: str
+    matched: bool
+
+
+class _Reply(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    decisions: list[_Decision]
+
+
+_REPLY = msgspec.json.Decoder(_Reply)
+
+
 def parse_judge_reply(content: str, item_ids: Sequence[str]) -> dict[str, bool]:
     """Decisions by item id, or JudgeReplyError carrying the reference's error text.
 
     The steps, and so the first error met and its wording, are the reference
     runner's: its row says ``Type: message`` of the exception it raised, and a
-    batch run's error rows must read the same.
+    batch run's error rows must read the same. A reply of exactly the asked shape
+    (``{"decisions": [{"item_id", "matched"}…]}``, nothing else, each item once, the
+    rubric's items) is read by a typed decoder at once; anything else takes the
+    reference's steps, which then say what is wrong in its words.
     """
+    try:
+        reply = _REPLY.decode(content)
+    except (msgspec.DecodeError, UnicodeEncodeError):
+        return _reference_steps(content, item_ids)
+    found = {d.item_id: d.matched for d in reply.decisions}
+    if len(found) != len(reply.decisions) or found.keys() != set(item_ids):
+        return _reference_steps(content, item_ids)  # its error, in the reference's words
+    return found
+
+
+def _reference_steps(content: str, item_ids: Sequence[str]) -> dict[str, bool]:
+    """The reference runner's own steps, error by error."""
     try:
         payload = json.loads(content)
         decisions = payload["decisions"]

@@ -112,6 +112,11 @@ def score_row(
 ) -> ScoredRow:
     """The reference's successful row; timestamps as ``datetime.isoformat()`` writes them."""
     start, end = _utc(started), _utc(finished)
+    decisions: list[Decision] = [
+        {"item_id": item_id, "points": item["points"], "matched": matched[item_id]}
+        for item in case["rubric_items"]
+        for item_id in (item["item_id"],)
+    ]
     return ScoredRow(
         **base_row(case, config),
         answer_reasoning_effort=effort,
@@ -121,10 +126,7 @@ def score_row(
         finished_at=end.isoformat(),
         elapsed_seconds=(end - start).total_seconds(),
         answer=answer,
-        decisions=[
-            Decision(item_id=it["item_id"], points=it["points"], matched=matched[it["item_id"]])
-            for it in case["rubric_items"]
-        ],
+        decisions=decisions,
         score=score,
         score_components=components,
     )
