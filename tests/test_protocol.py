@@ -251,3 +251,23 @@ def test_parsing_agrees_with_a_plain_reference_on_random_replies():
         assert got == expected, text
         checked += 1
     assert checked == 3000
+
+
+def test_request_lines_are_the_bytes_json_dumps_writes():
+    """encode_line (msgspec) against the plain rule it stands for: compact json.dumps,
+    non-ASCII kept, UTF-8 — on random texts with controls, quotes, escapes and emoji."""
+    import random
+
+    from batchbench.providers.checks import encode_line
+
+    rng = random.Random(5)
+    alphabet = [chr(c) for c in range(0, 0x80)] + ["é", "中", "😀", "\u2028", "\u0301", "\\"]
+    for _ in range(2000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        obj = {
+            "custom_id": text[:8],
+            "body": {"messages": [{"role": "user", "content": text}], "temperature": 1},
+            "n": [0, 1.0, 0.5, -3, True, False, None, {"k": text}],
+        }
+        expected = (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+        assert encode_line(obj) == expected, text

@@ -15,14 +15,20 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import msgspec
+
 from ..bench.protocol import rejects_temperature
 from ..errors import ApiError, PlanError
 from .base import Adjust, BatchError, BatchFailure
 
+_ENCODER = msgspec.json.Encoder()
+
 
 def encode_line(obj: dict[str, Any]) -> bytes:
-    """One request line as every service reads it: compact JSON, UTF-8, ending in \\n."""
-    return (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+    """One request line as every service reads it: compact JSON, UTF-8, ending in \\n —
+    the bytes ``json.dumps(obj, ensure_ascii=False, separators=(",", ":"))`` writes, made
+    by msgspec, several times faster (a request file can be a gigabyte)."""
+    return _ENCODER.encode(obj) + b"\n"
 
 
 def request_lines(
