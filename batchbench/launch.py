@@ -45,17 +45,18 @@ def prepare(
     options: RunOptions, *, check_existing: bool = True
 ) -> tuple[Run, RunConfig, dict[str, Case]]:
     """Check the options and the dataset, and that an existing run of this name matches."""
-    name = check_name(options.run or default_name(options.answer_model, options.smoke))
+    chosen = options.cases
+    name = check_name(options.run or default_name(options.answer_model, chosen.smoke))
     for label, value in (
         ("--answer-model", options.answer_model),
         ("--judge-model", options.judge_model),
     ):
         if not value.strip():
             raise ConfigError(f"{label} must not be empty")
-    dataset_path = Path(options.dataset)
+    dataset_path = Path(chosen.dataset)
     ds = load_dataset(dataset_path)
     selected = select_cases(
-        ds, smoke=options.smoke, limit=options.limit, benchmarks=options.benchmarks
+        ds, smoke=chosen.smoke, limit=chosen.limit, benchmarks=chosen.benchmarks
     )
     config = RunConfig(
         name=name,
@@ -66,15 +67,15 @@ def prepare(
         dataset=str(dataset_path.resolve()),
         dataset_sha256=ds.sha256,
         selection=Selection(
-            smoke=options.smoke, limit=options.limit, benchmarks=sorted(options.benchmarks)
+            smoke=chosen.smoke, limit=chosen.limit, benchmarks=sorted(chosen.benchmarks)
         ),
         case_ids=[c["case_id"] for c in selected],
         services=new_services(
             options.answer_model,
             options.judge_model,
-            options.base_url,
-            options.base_urls,
-            settings=options.account_settings,
+            options.services.base_url,
+            options.services.base_urls,
+            settings=options.services.account_settings,
         ),
         judge_passes=options.judge_passes,
         created_at=options.clock.time(),
@@ -132,10 +133,10 @@ def execute_group(
             run_services(
                 config,
                 state,
-                options.base_url,
-                move=options.move_service,
-                given=options.base_urls,
-                settings=options.account_settings,
+                options.services.base_url,
+                move=options.services.move,
+                given=options.services.base_urls,
+                settings=options.services.account_settings,
             )
         )
     clients = connect_all(
@@ -329,7 +330,7 @@ def make_plan(
         max_requests=options.settings.max_requests_per_batch,
         max_bytes=options.settings.max_bytes_per_batch,
         max_tokens=options.settings.max_enqueued_tokens,
-        assumed_answer_tokens=options.assumed_answer_tokens,
+        assumed_answer_tokens=options.budget.assumed_answer_tokens,
         judge_passes=config.judge_passes,
     )
 
@@ -337,10 +338,11 @@ def make_plan(
 def dry_run(options: RunOptions) -> DryRun:
     """The run's full plan and estimated cost, with no API call and nothing written."""
     _, config, cases = prepare(options, check_existing=False)
-    result = make_plan(options, config, cases, load_pricing(options.pricing))
-    if options.max_cost is not None:
+    budget = options.budget
+    result = make_plan(options, config, cases, load_pricing(budget.pricing))
+    if budget.max_cost is not None:
         result["max_cost"] = MaxCost(
-            usd=options.max_cost, refused_because=cost_refusal([result], options.max_cost)
+            usd=budget.max_cost, refused_because=cost_refusal([result], budget.max_cost)
         )
     return result
 

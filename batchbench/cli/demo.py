@@ -43,6 +43,7 @@ def demo(
     import tempfile
 
     from ..emulator import Emulator
+    from ..engine.options import Cases, Services
     from ..engine.pipeline import Settings
     from ..launch import RunOptions, execute_group
     from ..providers import PROVIDERS
@@ -58,14 +59,17 @@ def demo(
     ):
         emu.store.settings.bedrock_min_records = 1  # the sample is smaller than a real minimum
         typer.echo(f"emulator on {emu.url}; simulated models {', '.join(models)} and sim-judge")
+        services = Services(
+            base_urls={p.name: emu.base_urls[p.name] for p in PROVIDERS if p.name in emu.base_urls},
+            credentials={p.name: "demo-key-not-secret" for p in PROVIDERS},
+        )
         options = RunOptions(
             answer_model=models[0],
             judge_model="sim-judge",
+            cases=Cases(dataset),
             run="demo",
             jobs_dir=jobs_dir or Path(tmp),
-            dataset=dataset,
-            base_urls={p.name: emu.base_urls[p.name] for p in PROVIDERS if p.name in emu.base_urls},
-            credentials={p.name: "demo-key-not-secret" for p in PROVIDERS},
+            services=services,
             settings=Settings(max_requests_per_batch=5, poll_interval=0.2),
             clock=clock,
         )

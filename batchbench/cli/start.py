@@ -87,6 +87,7 @@ def run(
     Example: batchbench run --answer-model gpt-5.4-mini --judge-model gpt-5.6-sol
     --dataset ../bedside-bench --smoke
     """
+    from ..engine.options import Budget, Cases, Services
     from ..engine.pipeline import Settings
     from ..errors import ConfigError
     from ..launch import RunOptions, execute_group
@@ -98,36 +99,33 @@ def run(
         )
     if as_json and not dry_run:
         raise ConfigError("--json goes with --dry-run (use `batchbench status --json`)")
+    cases = Cases(dataset, smoke, limit, tuple(benchmark or ()))
+    services = Services(base_url, account_settings=account_settings or {}, move=move_service)
+    budget = Budget(pricing, max_cost, assumed_answer_tokens)
+    pacing = Settings(
+        max_requests_per_batch=max_requests_per_batch,
+        max_attempts=max_attempts,
+        max_retries=max_retries,
+        poll_interval=poll_interval,
+        hold_seconds=token_limit_wait,
+        resubmit_after=resubmit_after,
+        on_demand_remainder=on_demand_remainder,
+        tail_flex=tail_flex,
+        max_enqueued_tokens=max_enqueued_tokens,
+        delete_remote_files=delete_remote_files,
+    )
     options = RunOptions(
-        answer_model=answer_model[0],
-        judge_model=judge_model,
+        answer_model[0],
+        judge_model,
+        cases,
         run=run_name,
         jobs_dir=jobs_dir,
-        dataset=dataset,
-        smoke=smoke,
-        limit=limit,
-        benchmarks=tuple(benchmark or ()),
         reasoning_effort=reasoning_effort,
-        base_url=base_url,
-        move_service=move_service,
-        account_settings=account_settings or {},
-        no_wait=no_wait,
-        pricing=pricing,
-        max_cost=max_cost,
-        assumed_answer_tokens=assumed_answer_tokens,
         judge_passes=judge_passes,
-        settings=Settings(
-            max_requests_per_batch=max_requests_per_batch,
-            max_attempts=max_attempts,
-            max_retries=max_retries,
-            poll_interval=poll_interval,
-            hold_seconds=token_limit_wait,
-            resubmit_after=resubmit_after,
-            on_demand_remainder=on_demand_remainder,
-            tail_flex=tail_flex,
-            max_enqueued_tokens=max_enqueued_tokens,
-            delete_remote_files=delete_remote_files,
-        ),
+        services=services,
+        budget=budget,
+        settings=pacing,
+        no_wait=no_wait,
         clock=clock_of(ctx),
     ).check()
     models = list(dict.fromkeys(answer_model))

@@ -19,29 +19,56 @@ from .pipeline import Settings
 from .runconfig import check_name
 
 
-@dataclass
-class RunOptions:
-    answer_model: str
-    judge_model: str
+@dataclass(frozen=True)
+class Cases:
+    """Which cases: the dataset, and --smoke, --limit, --benchmark (the run's
+    ``selection`` in run.json, with the dataset beside it)."""
+
     dataset: Path
-    run: str | None = None
-    jobs_dir: Path = Path("jobs")
     smoke: bool = False
     limit: int | None = None
     benchmarks: tuple[str, ...] = ()
-    reasoning_effort: str | None = None
-    base_url: str | None = None  # OpenAI's service (judges; OpenAI answer models)
-    credentials: Mapping[ProviderName, str] | None = None  # keys given in code (the demo)
-    base_urls: Mapping[ProviderName, str] | None = None  # services given in code (the demo)
-    move_service: bool = False  # resume against a base URL other than the run's
-    # Account variables given as options, in front of the environment's (--bedrock-role)
+
+
+@dataclass(frozen=True)
+class Services:
+    """Where the stages' batches live: OpenAI's --base-url (judges, OpenAI answer models),
+    services and keys given in code (the demo), account settings given as options in
+    front of the environment's (--s3-uri, --gcs-uri…), and --move-service."""
+
+    base_url: str | None = None
+    base_urls: Mapping[ProviderName, str] | None = None
+    credentials: Mapping[ProviderName, str] | None = None
     account_settings: Mapping[str, str] | None = None
-    no_wait: bool = False
+    move: bool = False  # resume against a base URL other than the run's
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What a run may cost: the price table, the cap, the answers' assumed length."""
+
     pricing: Path | None = None
     max_cost: float | None = None
     assumed_answer_tokens: int = 800
+
+
+@dataclass
+class RunOptions:
+    """A run's options as the user gave them, grouped as run.json and the journal hold
+    them: the models, which cases, where the services are, the budget, and the pacing
+    (:class:`.pipeline.Settings`)."""
+
+    answer_model: str
+    judge_model: str
+    cases: Cases
+    run: str | None = None
+    jobs_dir: Path = Path("jobs")
+    reasoning_effort: str | None = None
     judge_passes: int = 1  # judge requests per answer (judge noise); the rows keep the first
+    services: Services = field(default_factory=Services)
+    budget: Budget = field(default_factory=Budget)
     settings: Settings = field(default_factory=Settings)
+    no_wait: bool = False
     clock: Clock = SYSTEM  # what the run reads and waits on (tests: the emulator's fake one)
 
     def check(self) -> RunOptions:
@@ -69,9 +96,9 @@ class GroupOptions:
         them from one set of flags)."""
         each = {
             cls(
-                o.pricing,
-                o.max_cost,
-                None if o.credentials is None else _Frozen(o.credentials),
+                o.budget.pricing,
+                o.budget.max_cost,
+                None if o.services.credentials is None else _Frozen(o.services.credentials),
                 o.no_wait,
                 o.settings.poll_interval,
                 o.settings.outage_seconds,
@@ -114,11 +141,11 @@ def _check_options(o: RunOptions) -> None:
     _number("--token-limit-wait", s.hold_seconds, low=0)
     _number("--resubmit-after", s.resubmit_after, low=0, strict=True)
     _number("--tail-flex", s.tail_flex, low=0, strict=True)
-    _number("--max-cost", o.max_cost, low=0)
+    _number("--max-cost", o.budget.max_cost, low=0)
     _number("--max-attempts", s.max_attempts, low=1)
     _number("--max-retries", s.max_retries, low=1)
     _number("--max-enqueued-tokens", s.max_enqueued_tokens, low=1)
-    _number("--assumed-answer-tokens", o.assumed_answer_tokens, low=1)
+    _number("--assumed-answer-tokens", o.budget.assumed_answer_tokens, low=1)
     _number("--judge-passes", o.judge_passes, low=1)
     if o.judge_passes > MAX_JUDGE_PASSES:  # each pass pays a judge request per answer
         raise ConfigError(
@@ -135,5 +162,5 @@ def _check_options(o: RunOptions) -> None:
         )
     if o.run is not None:
         check_name(o.run)
-    if o.base_url is not None:
-        check_base_url(o.base_url)
+    if o.services.base_url is not None:
+        check_base_url(o.services.base_url)
