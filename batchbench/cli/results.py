@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from ..scores.sources import Named
 
 from .common import (
     SAMPLE_DATASET,
@@ -133,12 +136,16 @@ def show(
 def export(
     runs: SourcesArg,
     output: Annotated[
-        Path, typer.Option("--output", "-o", help="The file to write.", metavar="FILE")
+        Path,
+        typer.Option("--output", "-o", help="The file to write (eee: a folder).", metavar="FILE"),
     ],
     fmt: Annotated[
         str | None,
         typer.Option(
-            "--format", help="parquet or csv (default: from -o's suffix).", metavar="FORMAT"
+            "--format",
+            help="parquet or csv (default: from -o's suffix), or eee: Every Eval Ever records"
+            " (schema 0.3.0) of each run, under -o as the datastore lays them out.",
+            metavar="FORMAT",
         ),
     ] = None,
     decisions: Annotated[
@@ -150,10 +157,21 @@ def export(
     dataset: FilesDatasetOpt = None,
     jobs_dir: JobsDirOpt = Path("jobs"),
     label: LabelOpt = None,
+    labels: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--labels",
+            metavar="FILE",
+            help="eee: physicians' labels of the run; each benchmark's PPI++ corrected"
+            " score is then a second result (formats as `calibrate` reads them).",
+        ),
+    ] = None,
 ) -> None:
-    """Write runs' rows as one table: model, benchmark, case, score and its components.
+    """Write runs' rows as one table: model, benchmark, case, score and its components;
+    or each run as Every Eval Ever records.
 
-    Example: batchbench export gpt-5.4-mini gpt-5.5 -o scores.parquet
+    Example: batchbench export gpt-5.4-mini gpt-5.5 -o scores.parquet;
+    batchbench export gpt-5.4-mini --format eee -o eee/
     """
     from ..bench.dataset import load_dataset
     from ..errors import ConfigError
@@ -162,14 +180,50 @@ def export(
     from ..views.show import export_frame, write_export
 
     fmt = fmt or output.suffix.lstrip(".").lower()
+    if fmt == "eee":
+        for source in resolve_all(runs, jobs_dir, label or ()):
+            typer.echo(f"wrote {_export_eee(source, output, labels or [], dataset)}")
+        return
+    if labels:
+        raise ConfigError("--labels goes with --format eee")
     if fmt not in ("parquet", "csv"):
-        raise ConfigError(f"--format must be parquet or csv, got {fmt or 'nothing'!r}")
+        raise ConfigError(f"--format must be parquet, csv or eee, got {fmt or 'nothing'!r}")
     ds = load_dataset(dataset) if dataset is not None else None
     named = resolve_all(runs, jobs_dir, label or ())
     check_together([load_side(n, ds) for n in named])  # what compare would refuse
     frame = export_frame([(n.name, n.results) for n in named], decisions)
     write_export(frame, output, fmt)
     typer.echo(f"wrote {frame.height} rows to {output}")
+
+
+def _export_eee(named: Named, out: Path, labels: list[Path], dataset: Path | None) -> Path:
+    """One run's Every Eval Ever records under ``out`` (:mod:`..views.eee`)."""
+    import time
+
+    from ..calibration import load_run
+    from ..calibration.analysis import calibrate
+    from ..calibration.labels import read_labels
+    from ..errors import ConfigError
+    from ..views import eee
+
+    if named.run is None:
+        raise ConfigError(f"{named.name}: --format eee exports runs (by name), not results files")
+    graded = load_run(named, dataset)
+    calibrated = None
+    if labels:
+        found = read_labels(labels, graded.name, graded.cases, None)
+        result = calibrate(graded.name, graded.rows, graded.summary, found, graded.cases)
+        calibrated = {name: b["corrected"] for name, b in result["benchmarks"].items()}
+    run_id = named.run.load_config().run_id
+    aggregate, instances, stem = eee.records(
+        graded.rows,
+        graded.summary,
+        graded.cases,
+        run_id=run_id,
+        now=time.time(),
+        calibrated=calibrated,
+    )
+    return eee.write(out, aggregate, instances, stem)
 
 
 @friendly

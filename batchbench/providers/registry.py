@@ -77,6 +77,9 @@ class ProviderSpec:
     flags: tuple[Flag, ...] = ()  # ``run`` options for its account variables
     # A flex tier at the batch price (a batch's tail goes there with --tail-flex).
     flex: bool = False
+    # Who makes the models it serves, for results other tools read (Every Eval Ever's
+    # developer; "" when the model's name does not say: a Fireworks account's models).
+    developer: str = ""
 
     def where(self) -> str:
         """How its base URL is set, and what one looks like (for a message)."""
@@ -213,6 +216,7 @@ ANTHROPIC = ProviderSpec(
     base_url_hint="without /v1: the SDK adds it (https://api.anthropic.com)",
     refused_endings=("/v1",),
     aliases={"opus-5": "claude-opus-5", "claude-opus-5": "claude-opus-5"},
+    developer="anthropic",
 )
 GEMINI = ProviderSpec(
     name="gemini",
@@ -229,6 +233,7 @@ GEMINI = ProviderSpec(
     " (https://generativelanguage.googleapis.com)",
     refused_endings=("/v1", "/v1beta"),
     aliases={"gemini-3.1-pro": "gemini-3.1-pro-preview"},
+    developer="google",
 )
 FIREWORKS = ProviderSpec(
     name="fireworks",
@@ -268,6 +273,7 @@ OPENAI = ProviderSpec(
     judges=True,
     base_url_flag=True,
     flex=True,
+    developer="openai",
 )
 
 
@@ -293,6 +299,7 @@ AZURE = ProviderSpec(
     judges=True,  # OpenAI's models, under the business associate agreement
     priced_as=lambda model: model.removeprefix("azure/"),
     cloud=True,
+    developer="openai",
 )
 
 BEDROCK = ProviderSpec(
@@ -330,6 +337,7 @@ BEDROCK = ProviderSpec(
     ),
     priced_as=lambda model: _bedrock_priced_as(model),
     cloud=True,
+    developer="anthropic",
 )
 
 
@@ -378,6 +386,7 @@ VERTEX_CLAUDE = _vertex(
     lambda model: model.startswith("vertex/claude-"),
     wire=_vertex_claude_wire,
     client=_vertex_claude_client,
+    developer="anthropic",
 )
 VERTEX_GEMINI = _vertex(
     "vertex-gemini",
@@ -386,6 +395,7 @@ VERTEX_GEMINI = _vertex(
     wire=_vertex_gemini_wire,
     client=_vertex_gemini_client,
     priced_as=lambda model: model.removeprefix("vertex/"),  # Vertex's batch price is Gemini's
+    developer="google",
 )
 
 # In routing order: a model is the first one's that claims it (OpenAI's, last, claims all).
