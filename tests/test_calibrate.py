@@ -600,3 +600,74 @@ def test_a_benchmark_the_labels_move_beyond_its_interval_is_named(
     text = run_cli(*args).stdout
     assert "move the judge's score by more than" in text
     assert all(name in text.split("furthest first:")[1] for name in expected)
+
+
+def _redcap_variable(item_id: str) -> str:
+    """REDCap's rule for a field name, written here: lower case, a-z 0-9 _, 100 at most."""
+    return "".join(
+        c if c.isascii() and (c.isalnum() or c == "_") else "_" for c in item_id.lower()
+    )[:100]
+
+
+def test_labels_from_a_redcap_export_read_as_the_sheet_does(batch_emulator, tmp_path, fixture_dir):
+    """#40: the sheet's verdicts as a REDCap export (a record a case and rater, a column an
+    item, REDCap's own columns and a comment beside them), by field name and by the data
+    dictionary, calibrate to the sheet's figures; a value that is no verdict is one line."""
+    jobs, judged = _graded(batch_emulator, tmp_path, fixture_dir)
+    note, rows = _sheet(jobs, tmp_path / "sheet.csv", cases=10)
+    labelled = _label(rows, judged, ["dr_a", "dr_b"], 0.2)
+    _write(tmp_path / "labels.csv", note, labelled)
+    sheet = run_cli(
+        "calibrate", "ans-model", "--labels", str(tmp_path / "labels.csv"), "--json", *jobs
+    )
+    assert sheet.returncode == 0, sheet.stderr
+    items = list(dict.fromkeys(r["item_id"] for r in labelled))
+    records: dict[tuple[str, str], dict[str, str]] = {}
+    for r in labelled:
+        records.setdefault((r["case_id"], r["rater"]), {})[r["item_id"]] = r["verdict"]
+
+    def export(path: Path, name_of) -> None:
+        header = ["record_id", "redcap_event_name", "case_id", "rater"]
+        header += [name_of(i) for i in items] + ["reviewer_comment", "verdicts_complete"]
+        with path.open("w", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(header)
+            for n, ((case_id, rater), said) in enumerate(records.items(), 1):
+                cells = [
+                    "Yes" if said.get(i) == "1" else "No" if said.get(i) == "0" else ""
+                    for i in items
+                ]
+                writer.writerow([n, "baseline_arm_1", case_id, rater, *cells, "ok", 2])
+
+    export(tmp_path / "redcap.csv", _redcap_variable)
+    by_name = run_cli(
+        "calibrate", "ans-model", "--labels", str(tmp_path / "redcap.csv"), "--json", *jobs
+    )
+    assert by_name.returncode == 0, by_name.stderr
+    assert json.loads(by_name.stdout) == json.loads(sheet.stdout)
+    fields = {item: f"item_{k}" for k, item in enumerate(items)}
+    export(tmp_path / "redcap2.csv", fields.__getitem__)
+    with (tmp_path / "dictionary.csv").open("w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(
+            ["Variable / Field Name", "Form Name", "Section Header", "Field Type", "Field Label"]
+        )
+        writer.writerow(["record_id", "verdicts", "", "text", "Record ID"])
+        for item, field in fields.items():
+            writer.writerow([field, "verdicts", "", "yesno", f"[{item}] Is this item met?"])
+    with_dictionary = run_cli(
+        "calibrate",
+        "ans-model",
+        "--labels",
+        str(tmp_path / "redcap2.csv"),
+        "--labels",
+        str(tmp_path / "dictionary.csv"),
+        "--json",
+        *jobs,
+    )
+    assert with_dictionary.returncode == 0, with_dictionary.stderr
+    assert json.loads(with_dictionary.stdout) == json.loads(sheet.stdout)
+    broken = (tmp_path / "redcap.csv").read_text().replace(",Yes,", ",Maybe,", 1)
+    (tmp_path / "broken.csv").write_text(broken)
+    proc = run_cli("calibrate", "ans-model", "--labels", str(tmp_path / "broken.csv"), *jobs)
+    assert_one_line_error(proc, "broken.csv: line 2", "'Maybe' is no verdict")

@@ -11,6 +11,8 @@ and ``verdict`` (``1`` met, ``0`` not met, empty: not labelled).
   an answer, ``binary_labels`` and ``anonymized_physician_ids`` side by side (one
   physician's verdict each); the case is ``case_id`` (else ``prompt_id``), the item
   ``item_id``, else the case's rubric item whose text is the line's ``rubric``.
+- ``redcap``: a REDCap project's CSV export, one record a case and rater, one column a
+  rubric item (with its data dictionary when given): :mod:`.redcap`.
 - ``prodigy``: Prodigy's JSONL — one line a rubric item, ``case_id`` and ``item_id``
   on the task or in its ``meta``, ``answer`` ``accept`` (met) or ``reject`` (not met;
   ``ignore``: not labelled), the rater ``_annotator_id`` (else ``_session_id``).
@@ -29,9 +31,10 @@ from typing import Any, Literal
 
 from .._io import atomic_write_text
 from ..errors import InputError
+from . import redcap
 
-LabelsFormat = Literal["sheet", "label-studio", "prodigy", "healthbench"]
-FORMATS: tuple[LabelsFormat, ...] = ("sheet", "label-studio", "prodigy", "healthbench")
+LabelsFormat = Literal["sheet", "label-studio", "prodigy", "healthbench", "redcap"]
+FORMATS: tuple[LabelsFormat, ...] = ("sheet", "label-studio", "prodigy", "healthbench", "redcap")
 Row = tuple[str, dict[str, str]]  # where (file and record), the long table's row
 
 MET = {"met": "1", "yes": "1", "1": "1", "true": "1", "not met": "0", "no": "0", "0": "0"}
@@ -64,6 +67,8 @@ def detect(path: Path, text: str) -> LabelsFormat:
     if head == "{":
         first = text.lstrip().split("\n", 1)[0]
         return "healthbench" if '"binary_labels"' in first else "prodigy"
+    if redcap.is_export(text):
+        return "redcap"
     return "sheet"
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..bench.dataset import Case
 from ..errors import InputError
+from . import redcap
 from .formats import (
     LabelsFormat,
     Row,
@@ -57,8 +58,17 @@ def read_labels(
     is in ``fmt``, or in the format its content says (:mod:`.formats`)."""
     found: list[Label] = []
     seen: set[tuple[str, str, str]] = set()
-    for path in paths:
-        for where, row in _records(path, run, fmt, cases):
+    texts = {path: _text(path) for path in paths}
+    # A REDCap project's data dictionary, given beside its export, says which field is
+    # which rubric item; it holds no verdicts itself.
+    dictionary: dict[str, str] = {}
+    for path, text in texts.items():
+        if redcap.is_dictionary(text):
+            dictionary |= redcap.dictionary_items(path, text)
+    for path, text in texts.items():
+        if redcap.is_dictionary(text):
+            continue
+        for where, row in _records(path, text, run, fmt, cases, dictionary or None):
             if row.get("run") != run or not (row.get("verdict") or "").strip():
                 continue
             case = cases.get(row["case_id"])
@@ -88,18 +98,29 @@ def read_labels(
     return found
 
 
-def _records(
-    path: Path, run: str, fmt: LabelsFormat | None, cases: Mapping[str, Case]
-) -> Iterator[Row]:
-    """The file's rows of the long table, with where each was read."""
+def _text(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        return path.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise LabelsError(f"{path}: cannot read ({exc.strerror})") from None
     except UnicodeDecodeError as exc:
         raise LabelsError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+
+
+def _records(
+    path: Path,
+    text: str,
+    run: str,
+    fmt: LabelsFormat | None,
+    cases: Mapping[str, Case],
+    dictionary: Mapping[str, str] | None,
+) -> Iterator[Row]:
+    """The file's rows of the long table, with where each was read."""
     fmt = fmt or detect(path, text)
-    if fmt == "label-studio":
+    if fmt == "redcap":
+        items = sorted({i["item_id"] for case in cases.values() for i in case["rubric_items"]})
+        yield from redcap.export_rows(path, text, run, items, dictionary)
+    elif fmt == "label-studio":
         yield from label_studio_rows(path, text, run)
     elif fmt == "prodigy":
         yield from prodigy_rows(path, text, run)

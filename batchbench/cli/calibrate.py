@@ -30,9 +30,10 @@ def calibrate(
         typer.Option(
             "--labels",
             metavar="FILE",
-            help="Physicians' verdicts: a filled sheet, a Label Studio JSON export or"
-            " Prodigy JSONL or HealthBench meta-eval JSONL (told apart by content;"
-            " --labels-format to name it).",
+            help="Physicians' verdicts: a filled sheet, a Label Studio JSON export,"
+            " Prodigy JSONL, HealthBench meta-eval JSONL, or a REDCap CSV export (with"
+            " its data dictionary as another --labels), told apart by content"
+            " (--labels-format to name it).",
         ),
     ] = None,
     labels_format: Annotated[
@@ -40,7 +41,7 @@ def calibrate(
         typer.Option(
             "--labels-format",
             metavar="FORMAT",
-            help="sheet, label-studio, prodigy or healthbench (its meta-eval JSONL).",
+            help="sheet, label-studio, prodigy, healthbench (its meta-eval JSONL) or redcap.",
         ),
     ] = None,
     cases: Annotated[
