@@ -671,3 +671,48 @@ def test_labels_from_a_redcap_export_read_as_the_sheet_does(batch_emulator, tmp_
     (tmp_path / "broken.csv").write_text(broken)
     proc = run_cli("calibrate", "ans-model", "--labels", str(tmp_path / "broken.csv"), *jobs)
     assert_one_line_error(proc, "broken.csv: line 2", "'Maybe' is no verdict")
+
+
+def test_rogan_gladen_corrects_the_share_of_items_met_beside_ppi(
+    batch_emulator, tmp_path, fixture_dir
+):
+    """#40: per benchmark, the judge's share of rubric items met and its Rogan–Gladen
+    correction by the sensitivity and specificity the labels show, against the plain
+    formula; the text names which assumption each estimate makes."""
+    jobs, judged = _graded(batch_emulator, tmp_path, fixture_dir)
+    note, rows = _sheet(jobs, tmp_path / "sheet.csv", cases=30)
+    labels = _label(rows, judged, ["dr_a", "dr_b"], rate=0.3)
+    _write(tmp_path / "labels.csv", note, labels)
+    argv = ("calibrate", "ans-model", "--labels", str(tmp_path / "labels.csv"))
+    got = json.loads(run_cli(*argv, "--json", *jobs).stdout)
+    checked = 0
+    for name, found in got["benchmarks"].items():
+        scored = [r for r in judged.values() if r["benchmark"] == name and "score" in r]
+        met = sum(d["matched"] for r in scored for d in r["decisions"])
+        items = sum(len(r["decisions"]) for r in scored)
+        counts = defaultdict(int)
+        for label in labels:
+            row = judged[label["case_id"]]
+            if row["benchmark"] != name or "score" not in row:
+                continue
+            judge = {d["item_id"]: d["matched"] for d in row["decisions"]}[label["item_id"]]
+            counts[(judge, label["verdict"] == "1")] += 1
+        pi, se = ppi.rogan_gladen(
+            met,
+            items,
+            counts[(True, True)],
+            counts[(False, True)],
+            counts[(False, False)],
+            counts[(True, False)],
+        )
+        rg = found["rogan_gladen"]
+        assert rg["items"] == items and rg["apparent"] == pytest.approx(met / items)
+        if pi is None:
+            assert rg["estimate"] is None
+            continue
+        assert rg["estimate"] == pytest.approx(pi, rel=1e-12, abs=1e-15)
+        assert rg["se"] == pytest.approx(se, rel=1e-12, abs=1e-15)
+        checked += 1
+    assert checked
+    text = " ".join(run_cli(*argv, *jobs).stdout.split())
+    assert "Rogan–Gladen" in text and "assumptions: PPI++ needs" in text

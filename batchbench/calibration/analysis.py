@@ -20,7 +20,17 @@ from ..bench.scoring import rubric_frame, score_joined
 from ..scores.stats import balanced_f1, fleiss_kappa, gwet_ac1, krippendorff_alpha
 from ..scores.summary import Summary
 from .labels import Label, LabelsError
-from .ppi import Z95, Agreement, Corrected, agreement, corrected, labels_needed, overall
+from .ppi import (
+    Z95,
+    Agreement,
+    Corrected,
+    RoganGladen,
+    agreement,
+    corrected,
+    labels_needed,
+    overall,
+    rogan_gladen,
+)
 
 
 class Interval(TypedDict):
@@ -34,6 +44,7 @@ class BenchmarkCalibration(TypedDict):
     judge: Interval  # today's score, with its bootstrap interval
     physicians: Interval  # the labelled cases, scored from the physicians' verdicts
     corrected: Corrected
+    rogan_gladen: RoganGladen  # the share of items met, Se/Sp-corrected
 
 
 class Calibration(TypedDict):
@@ -102,6 +113,7 @@ def calibrate(
             "judge": {"n": said["n"], "mean": said["mean"], "ci95": list(said["ci95"])},
             "physicians": {"n": len(y), "mean": sum(y) / len(y) if y else None, "ci95": None},
             "corrected": corrected(y, f, rest),
+            "rogan_gladen": rogan_gladen(*_items_met(judged, mine), pairs[name]),
         }
     labelled_in = {b: c for b, c in per.items() if c["corrected"]["n"] > 0}
     estimate, se = (
@@ -141,6 +153,12 @@ def calibrate(
         "per_rater": _per_rater(labels, judged),
         "moved": _moved(per),
     }
+
+
+def _items_met(judged: Mapping[str, Mapping[str, Any]], case_ids: Sequence[str]) -> tuple[int, int]:
+    """How many rubric items of these judged cases the judge said met, of how many."""
+    verdicts = [row_verdicts(judged[c]["decisions"]) or {} for c in case_ids]
+    return sum(sum(v.values()) for v in verdicts), sum(len(v) for v in verdicts)
 
 
 def _moved(per: Mapping[str, BenchmarkCalibration]) -> list[dict[str, Any]]:

@@ -144,3 +144,48 @@ def labels_needed(y: Values, f_labelled: Values, f_all: Values, width: float) ->
     if room <= 0:
         return None
     return max(2, math.ceil(spread / room)) if spread > 0 else 2
+
+
+class RoganGladen(TypedDict):
+    """The share of rubric items met, corrected for the judge's sensitivity and
+    specificity (Rogan and Gladen, 1978), with a delta-method interval."""
+
+    items: int  # items the judge ruled on, over the benchmark's judged cases
+    apparent: float  # the share the judge said met
+    estimate: float | None  # corrected, clipped to [0, 1]; None: Se + Sp ≤ 1 or unknown
+    se: float | None
+    ci95: list[float] | None
+
+
+def rogan_gladen(met: int, items: int, pairs: Sequence[tuple[bool, bool]]) -> RoganGladen:
+    """``met`` of ``items`` the judge said met; ``pairs``: ``(judge, physician)`` verdicts
+    of the labelled items, which give the sensitivity and specificity. The estimate is
+    (apparent + Sp − 1) / (Se + Sp − 1); its variance adds the apparent share's and each
+    of Se's and Sp's binomial variance (weighted by π² and (1 − π)²), over (Se + Sp − 1)²."""
+    apparent = met / items if items else float("nan")
+    positives = [j for j, p in pairs if p]
+    negatives = [j for j, p in pairs if not p]
+    out: RoganGladen = {
+        "items": items,
+        "apparent": apparent,
+        "estimate": None,
+        "se": None,
+        "ci95": None,
+    }
+    if not items or not positives or not negatives:
+        return out
+    se_ = sum(positives) / len(positives)
+    sp = sum(1 for j in negatives if not j) / len(negatives)
+    youden = se_ + sp - 1
+    if youden <= 0:
+        return out  # the judge tells met from not met no better than chance
+    pi = min(1.0, max(0.0, (apparent + sp - 1) / youden))
+    variance = (
+        apparent * (1 - apparent) / items
+        + pi**2 * se_ * (1 - se_) / len(positives)
+        + (1 - pi) ** 2 * sp * (1 - sp) / len(negatives)
+    ) / youden**2
+    se = math.sqrt(variance)
+    out["estimate"], out["se"] = pi, se
+    out["ci95"] = [max(0.0, pi - Z95 * se), min(1.0, pi + Z95 * se)]
+    return out

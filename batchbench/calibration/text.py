@@ -139,9 +139,25 @@ def _notes(c: Calibration) -> list[str]:
             f"balanced F1 against {rater}: the judge {_num(f1['judge_f1'], 2)}"
             f" ({f1['items']} items){ceiling}"
         )
+    shares = [
+        f"{name} {r['apparent']:.3f} → {r['estimate']:.3f} {_ci(r['ci95'])}"
+        for name, b in c["benchmarks"].items()
+        if (r := b["rogan_gladen"])["estimate"] is not None
+    ]
+    if shares:
+        notes.append(
+            "Rogan–Gladen, the share of rubric items met, judge's → corrected for its"
+            f" sensitivity and specificity: {'; '.join(shares)}"
+        )
     notes.append(
         "sens/spec: the judge's 'met' against the physicians'; ρ²: judge–physician"
         " correlation squared; n_eff = n/(1−ρ²), what the labels are worth with the judge"
+    )
+    notes.append(
+        "assumptions: PPI++ needs the labelled cases to be a random draw of the run's and"
+        " models nothing of the judge's errors; Rogan–Gladen needs the judge's sensitivity"
+        " and specificity to be the same on the unlabelled items as on the labelled ones,"
+        " and corrects the share of items met, not the points-weighted score"
     )
     return notes
 

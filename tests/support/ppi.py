@@ -44,3 +44,23 @@ def needed(y, f, f_all, width):
         if n > 10**6:
             return None
     return n
+
+
+def rogan_gladen(met, items, tp, fn, tn, fp):
+    """Rogan & Gladen (1978), written plainly: the true share from the apparent one and
+    the test's sensitivity and specificity, with the delta-method standard error
+    (Greiner & Gardner's form): (estimate clipped to [0, 1], se) or (None, None)."""
+    if not items or not (tp + fn) or not (tn + fp):
+        return None, None
+    p = met / items
+    sens, spec = tp / (tp + fn), tn / (tn + fp)
+    j = sens + spec - 1
+    if j <= 0:
+        return None, None
+    pi = min(1.0, max(0.0, (p + spec - 1) / j))
+    var = (
+        p * (1 - p) / items
+        + pi**2 * sens * (1 - sens) / (tp + fn)
+        + (1 - pi) ** 2 * spec * (1 - spec) / (tn + fp)
+    ) / j**2
+    return pi, var**0.5
