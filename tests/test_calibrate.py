@@ -716,3 +716,37 @@ def test_rogan_gladen_corrects_the_share_of_items_met_beside_ppi(
     assert checked
     text = " ".join(run_cli(*argv, *jobs).stdout.split())
     assert "Rogan–Gladen" in text and "assumptions: PPI++ needs" in text
+
+
+def test_agreement_by_kind_of_rubric_item(batch_emulator, tmp_path, fixture_dir):
+    """#40: the judge against the physicians on criteria (points > 0) and on failure modes
+    (points < 0) apart — where a judge is most likely broken — counted by hand here."""
+    jobs, judged = _graded(batch_emulator, tmp_path, fixture_dir)
+    note, rows = _sheet(jobs, tmp_path / "sheet.csv", cases=30)
+    labels = _label(rows, judged, ["dr_a"], rate=0.3)
+    _write(tmp_path / "labels.csv", note, labels)
+    argv = ("calibrate", "ans-model", "--labels", str(tmp_path / "labels.csv"))
+    got = json.loads(run_cli(*argv, "--json", *jobs).stdout)["item_kinds"]
+    ds = load_dataset(fixture_dir).by_id()
+    counts: dict[str, dict] = defaultdict(lambda: defaultdict(int))
+    cases: dict[str, set] = defaultdict(set)
+    for label in labels:
+        row = judged[label["case_id"]]
+        if "score" not in row:
+            continue
+        points = {i["item_id"]: i["points"] for i in ds[label["case_id"]]["rubric_items"]}
+        kind = "failure modes" if points[label["item_id"]] < 0 else "criteria"
+        judge = {d["item_id"]: d["matched"] for d in row["decisions"]}[label["item_id"]]
+        counts[kind][(judge, label["verdict"] == "1")] += 1
+        cases[kind].add(label["case_id"])
+    assert set(got) == set(counts) and "failure modes" in got
+    for kind, c in counts.items():
+        a = got[kind]["agreement"]
+        positives = c[(True, True)] + c[(False, True)]
+        negatives = c[(False, False)] + c[(True, False)]
+        assert a["n"] == positives + negatives and got[kind]["cases"] == len(cases[kind])
+        if positives:
+            assert a["sensitivity"] == pytest.approx(c[(True, True)] / positives)
+        if negatives:
+            assert a["specificity"] == pytest.approx(c[(False, False)] / negatives)
+    assert "by kind of rubric item: criteria" in " ".join(run_cli(*argv, *jobs).stdout.split())

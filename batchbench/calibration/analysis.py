@@ -54,6 +54,7 @@ class Calibration(TypedDict):
     left_out: list[str]  # labelled cases whose row is an error (no judge verdicts)
     benchmarks: dict[str, BenchmarkCalibration]
     overall: dict[str, Any]
+    item_kinds: dict[str, dict[str, Any]]  # criteria / failure modes: agreement, cases
     between_raters: dict[str, Any] | None
     per_rater: dict[str, dict[str, float | int | None]]
     moved: list[dict[str, Any]]
@@ -95,11 +96,17 @@ def calibrate(
     labelled = physician_scores(labels, cases)
     left_out = sorted(c for c in labelled if c not in judged)
     pairs: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+    kinds: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
+    kind_cases: dict[str, set[str]] = defaultdict(set)
     for label in labels:
         row = judged.get(label.case_id)
         if row is not None:
             verdicts = row_verdicts(row["decisions"]) or {}
-            pairs[cases[label.case_id]["benchmark"]].append((verdicts[label.item_id], label.met))
+            pair = (verdicts[label.item_id], label.met)
+            pairs[cases[label.case_id]["benchmark"]].append(pair)
+            kind = _kind(cases[label.case_id], label.item_id)
+            kinds[kind].append(pair)
+            kind_cases[kind].add(label.case_id)
     per: dict[str, BenchmarkCalibration] = {}
     for name in sorted(summary["benchmarks"]):
         mine = [c for c, r in judged.items() if r["benchmark"] == name]
@@ -149,10 +156,25 @@ def calibrate(
                 "small_n": any(c["corrected"]["small_n"] for c in labelled_in.values()),
             },
         },
+        "item_kinds": {
+            kind: {"agreement": agreement(kinds[kind]), "cases": len(kind_cases[kind])}
+            for kind in ITEM_KINDS
+            if kinds[kind]
+        },
         "between_raters": _between_raters(labels),
         "per_rater": _per_rater(labels, judged),
         "moved": _moved(per),
     }
+
+
+# The dataset's only kind of rubric item: a criterion a strong answer meets (points > 0),
+# or a failure mode it must not show (points < 0; endorsing a fabricated drug, say).
+ITEM_KINDS = ("criteria", "failure modes")
+
+
+def _kind(case: Case, item_id: str) -> str:
+    points = next(i["points"] for i in case["rubric_items"] if i["item_id"] == item_id)
+    return ITEM_KINDS[1] if points < 0 else ITEM_KINDS[0]
 
 
 def _items_met(judged: Mapping[str, Mapping[str, Any]], case_ids: Sequence[str]) -> tuple[int, int]:

@@ -139,6 +139,14 @@ def _notes(c: Calibration) -> list[str]:
             f"balanced F1 against {rater}: the judge {_num(f1['judge_f1'], 2)}"
             f" ({f1['items']} items){ceiling}"
         )
+    kinds = [
+        f"{kind} sens {_num(k['agreement']['sensitivity'], 2)} spec"
+        f" {_num(k['agreement']['specificity'], 2)} κ {_num(k['agreement']['kappa'], 2)}"
+        f" ({k['cases']} cases{'*' if k['cases'] < SMALL_N else ''})"
+        for kind, k in c["item_kinds"].items()
+    ]
+    if kinds:
+        notes.append(f"by kind of rubric item: {'; '.join(kinds)}")
     shares = [
         f"{name} {r['apparent']:.3f} → {r['estimate']:.3f} {_ci(r['ci95'])}"
         for name, b in c["benchmarks"].items()
