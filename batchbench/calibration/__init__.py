@@ -26,7 +26,11 @@ class Graded:
     cases: dict[str, Case]
 
 
-def load_run(named: Named, dataset: Dataset | Path | None = None) -> Graded:
+def load_run(
+    named: Named, dataset: Dataset | Path | None = None, *, errors: bool = False
+) -> Graded:
+    """A finished run's scored rows (``errors``: and the rows of the cases that ended in
+    an error, each case's last), its summary and its cases."""
     run = named.run
     if run is None:
         raise NotFinished(f"{named.name}: calibrate reads runs (by name), not results files")
@@ -36,8 +40,8 @@ def load_run(named: Named, dataset: Dataset | Path | None = None) -> Graded:
         raise NotFinished(not_finished(run))
     numbered = read_numbered_rows(named.results)
     check_against(numbered, named.results, ds.by_id())
-    _, last_ok = last_rows([r for _, r in numbered])
+    last, last_ok = last_rows([r for _, r in numbered])
     chosen = set(config.case_ids)
     cases = {c["case_id"]: c for c in ds.cases if c["case_id"] in chosen}
-    rows = [r for cid, r in last_ok.items() if cid in cases]
+    rows = [r for cid, r in (last if errors else last_ok).items() if cid in cases]
     return Graded(named.name, rows, read_summary(run.summary_path), cases)

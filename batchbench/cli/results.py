@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
-
-if TYPE_CHECKING:
-    from ..scores.sources import Named
 
 from .common import (
     SAMPLE_DATASET,
@@ -143,8 +140,10 @@ def export(
         str | None,
         typer.Option(
             "--format",
-            help="parquet or csv (default: from -o's suffix), or eee: Every Eval Ever records"
-            " (schema 0.3.0) of each run, under -o as the datastore lays them out.",
+            help="parquet or csv (default: from -o's suffix); eee: Every Eval Ever records"
+            " (schema 0.3.0) of each run, under -o as the datastore lays them out; inspect:"
+            " an Inspect log that `inspect view` opens (-o FILE.eval; a folder for several"
+            " runs), written by inspect_ai (the [inspect] extra).",
             metavar="FORMAT",
         ),
     ] = None,
@@ -178,52 +177,31 @@ def export(
     from ..scores.compare import check_together, load_side
     from ..scores.sources import resolve_all
     from ..views.show import export_frame, write_export
+    from .exports import export_eee, export_inspect
 
     fmt = fmt or output.suffix.lstrip(".").lower()
+    if fmt in ("inspect", "eval"):
+        sources = resolve_all(runs, jobs_dir, label or ())
+        for source in sources:
+            path = output / f"{source.name}.eval" if len(sources) > 1 else output
+            typer.echo(f"wrote {export_inspect(source, path, dataset)}")
+        return
     if fmt == "eee":
         for source in resolve_all(runs, jobs_dir, label or ()):
-            typer.echo(f"wrote {_export_eee(source, output, labels or [], dataset)}")
+            typer.echo(f"wrote {export_eee(source, output, labels or [], dataset)}")
         return
     if labels:
         raise ConfigError("--labels goes with --format eee")
     if fmt not in ("parquet", "csv"):
-        raise ConfigError(f"--format must be parquet, csv or eee, got {fmt or 'nothing'!r}")
+        raise ConfigError(
+            f"--format must be parquet, csv, eee or inspect, got {fmt or 'nothing'!r}"
+        )
     ds = load_dataset(dataset) if dataset is not None else None
     named = resolve_all(runs, jobs_dir, label or ())
     check_together([load_side(n, ds) for n in named])  # what compare would refuse
     frame = export_frame([(n.name, n.results) for n in named], decisions)
     write_export(frame, output, fmt)
     typer.echo(f"wrote {frame.height} rows to {output}")
-
-
-def _export_eee(named: Named, out: Path, labels: list[Path], dataset: Path | None) -> Path:
-    """One run's Every Eval Ever records under ``out`` (:mod:`..views.eee`)."""
-    import time
-
-    from ..calibration import load_run
-    from ..calibration.analysis import calibrate
-    from ..calibration.labels import read_labels
-    from ..errors import ConfigError
-    from ..views import eee
-
-    if named.run is None:
-        raise ConfigError(f"{named.name}: --format eee exports runs (by name), not results files")
-    graded = load_run(named, dataset)
-    calibrated = None
-    if labels:
-        found = read_labels(labels, graded.name, graded.cases, None)
-        result = calibrate(graded.name, graded.rows, graded.summary, found, graded.cases)
-        calibrated = {name: b["corrected"] for name, b in result["benchmarks"].items()}
-    run_id = named.run.load_config().run_id
-    aggregate, instances, stem = eee.records(
-        graded.rows,
-        graded.summary,
-        graded.cases,
-        run_id=run_id,
-        now=time.time(),
-        calibrated=calibrated,
-    )
-    return eee.write(out, aggregate, instances, stem)
 
 
 @friendly

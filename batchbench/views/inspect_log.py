@@ -1,0 +1,170 @@
+"""A run as an Inspect log (``.eval``) that ``inspect view`` opens, written by inspect_ai's
+own log writer (the ``[inspect]`` extra).
+
+Samples are cases: the model's input (the reference's system message and the case's
+prompt), the rubric as the target, the answer as the output, and one score
+``rubric`` with the case's score, the judge's per-item verdicts and the score's
+components in its metadata; a case that ended in an error is a sample with that
+error. The results carry each benchmark's mean and 95 % interval and the overall
+macro mean, as the run's summary has them; the spec carries the run's fingerprint
+(protocol, dataset digest, judge, batchbench's version).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .. import __version__, providers
+from ..bench import protocol
+from ..bench.dataset import Case
+from ..errors import ProviderUnavailable
+from ..scores.summary import Summary, last_rows
+
+SCORER = "bedside_bench_rubric"
+
+
+def _inspect_model(model: str) -> str:
+    """Inspect names a model ``provider/model``."""
+    return f"{providers.route(model)}/{model}"
+
+
+def write(
+    path: Path,
+    rows: Sequence[dict[str, Any]],
+    summary: Summary,
+    cases: Mapping[str, Case],
+    *,
+    run_name: str,
+    run_id: str,
+) -> None:
+    try:
+        from inspect_ai.log import (
+            EvalConfig,
+            EvalDataset,
+            EvalLog,
+            EvalMetric,
+            EvalResults,
+            EvalSample,
+            EvalScore,
+            EvalSpec,
+            EvalStats,
+            write_eval_log,
+        )
+        from inspect_ai.model import (
+            ChatMessageAssistant,
+            ChatMessageSystem,
+            ChatMessageUser,
+            ModelOutput,
+        )
+        from inspect_ai.scorer import Score
+    except ImportError:
+        raise ProviderUnavailable(
+            "--format inspect writes with inspect_ai's own log writer: pip install"
+            " 'bedside-batchbench[inspect]'"
+        ) from None
+    from inspect_ai.log import EvalError
+
+    last, _ = last_rows(rows)
+    answer_model = str(summary["answer_model"])
+    samples = []
+    for case_id in sorted(last):
+        row, case = last[case_id], cases[case_id]
+        system = ChatMessageSystem(content=protocol.ANSWER_SYSTEM_MESSAGE)
+        user = ChatMessageUser(content=case["prompt"])
+        target = [protocol.rubric_line(item) for item in case["rubric_items"]]
+        metadata = {"benchmark": case["benchmark"], "grading_method": case["grading_method"]}
+        if "error" in row:
+            samples.append(
+                EvalSample(
+                    id=case_id,
+                    epoch=1,
+                    input=[system, user],
+                    target=target,
+                    metadata=metadata,
+                    error=EvalError(message=str(row["error"]), traceback="", traceback_ansi=""),
+                )
+            )
+            continue
+        answer = str(row.get("answer") or "")
+        verdicts = {d["item_id"]: d["matched"] for d in row.get("decisions") or []}
+        score = Score(
+            value=float(row["score"]),
+            answer=answer,
+            explanation="\n".join(
+                f"{'met' if verdicts.get(item['item_id']) else 'not met'}:"
+                f" {protocol.rubric_line(item)}"
+                for item in case["rubric_items"]
+            ),
+            metadata={
+                "decisions": row.get("decisions"),
+                "score_components": row.get("score_components"),
+                "judge_model": row.get("judge_model"),
+            },
+        )
+        samples.append(
+            EvalSample(
+                id=case_id,
+                epoch=1,
+                input=[system, user],
+                target=target,
+                messages=[system, user, ChatMessageAssistant(content=answer, model=answer_model)],
+                output=ModelOutput.from_content(answer_model, answer),
+                scores={"rubric": score},
+                metadata=metadata,
+            )
+        )
+    metrics = {
+        f"{name}": EvalMetric(
+            name=name, value=bench["mean"], metadata={"ci95": list(bench["ci95"]), "n": bench["n"]}
+        )
+        for name, bench in summary["benchmarks"].items()
+    }
+    metrics["overall"] = EvalMetric(
+        name="overall",
+        value=summary["overall_macro_mean"],
+        metadata={"ci95": list(summary["overall_ci95"]), "macro": "mean of the benchmarks"},
+    )
+    started = str(summary["started_at"] or datetime.now(timezone.utc).isoformat())
+    finished = str(summary["finished_at"] or started)
+    log = EvalLog(
+        status="success",
+        eval=EvalSpec(
+            run_id=run_id,
+            eval_id=run_id,
+            created=started,
+            task="bedside_bench",
+            task_display_name=f"BedsideBench: {run_name}",
+            dataset=EvalDataset(
+                name="BedsideBench", samples=len(samples), sample_ids=[s.id for s in samples]
+            ),
+            model=_inspect_model(answer_model),
+            config=EvalConfig(),
+            metadata={
+                "protocol_version": str(summary["protocol_version"]),
+                "dataset_sha256": str(summary["dataset_sha256"]),
+                "judge_model": str(summary["judge_model"]),
+                "judge_temperature": protocol.JUDGE_TEMPERATURE,
+                "batchbench_version": __version__,
+                "bootstrap": f"{summary.get('bootstrap_samples', 10000)} resamples, seed 42",
+            },
+        ),
+        results=EvalResults(
+            total_samples=len(samples),
+            completed_samples=int(summary["completed_cases"]),
+            scores=[
+                EvalScore(
+                    name="rubric",
+                    scorer=SCORER,
+                    scored_samples=int(summary["completed_cases"]),
+                    unscored_samples=int(summary["errors"]),
+                    metrics=metrics,
+                )
+            ],
+        ),
+        stats=EvalStats(started_at=started, completed_at=finished),
+        samples=samples,
+    )
+    write_eval_log(log, path, format="eval")

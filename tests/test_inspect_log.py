@@ -1,0 +1,92 @@
+"""``export --format inspect``: an Inspect log, read back with inspect_ai's own reader.
+
+The numbers are checked against the rows and the plain reference summary
+(``support/reference.py``), the samples against the dataset: one a case, the answer
+as the output, the per-item verdicts, a case that ended in an error as a sample with
+that error.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from support import reference
+from support.cli import assert_one_line_error, run_cli
+from support.runs import run_args
+
+from batchbench.bench.dataset import load_dataset
+from batchbench.emulator.model import default_content
+
+log_module = pytest.importorskip("inspect_ai.log")
+
+
+def test_the_log_reads_back_with_the_runs_cases_answers_and_scores(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    cases = load_dataset(fixture_dir).cases
+    refused = cases[0]["prompt"]
+
+    def responder(body: dict):
+        if "response_format" not in body and body["messages"][-1]["content"] == refused:
+            error = {"message": "This prompt is refused.", "type": "invalid_request_error"}
+            return {"status_code": 400, "body": {"error": error}}
+        return default_content(body)
+
+    emu = batch_emulator_factory(responder=responder)
+    proc = run_cli(
+        *run_args(emu, tmp_path, fixture_dir), env={"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": ""}
+    )
+    assert proc.returncode == 1, proc.stderr  # one case ends in an error row
+    rows = [json.loads(x) for x in (tmp_path / "jobs" / "ans-model" / "results.jsonl").open()]
+    out = tmp_path / "run.eval"
+    jobs = ["--jobs-dir", str(tmp_path / "jobs")]
+    exported = run_cli("export", "ans-model", "--format", "inspect", "-o", str(out), *jobs)
+    assert exported.returncode == 0, exported.stderr
+    log = log_module.read_eval_log(str(out))
+    assert log.status == "success" and log.eval.model == "openai/ans-model"
+    by_case = {r["case_id"]: r for r in rows}
+    assert sorted(s.id for s in log.samples) == sorted(by_case)
+    by_id = {c["case_id"]: c for c in cases}
+    for sample in log.samples:
+        row = by_case[sample.id]
+        assert sample.input[-1].content == by_id[sample.id]["prompt"]
+        if "error" in row:
+            assert sample.error is not None and sample.error.message == row["error"]
+            assert "HTTP 400" in row["error"]
+            continue
+        score = sample.scores["rubric"]
+        assert score.value == row["score"] and sample.output.completion == row["answer"]
+        assert score.metadata["decisions"] == row["decisions"]
+    summary = reference.summarize(rows)
+    metrics = log.results.scores[0].metrics
+    assert metrics["overall"].value == pytest.approx(summary["overall_macro_mean"], rel=1e-12)
+    for name, bench in summary["benchmarks"].items():
+        assert metrics[name].value == pytest.approx(bench["mean"], rel=1e-12)
+        assert metrics[name].metadata["ci95"] == pytest.approx(bench["ci95"], rel=1e-12)
+    assert log.eval.metadata["dataset_sha256"] == load_dataset(fixture_dir).sha256
+    assert log.eval.metadata["judge_model"] == "judge-model"
+
+
+def test_without_inspect_ai_the_export_says_how_to_get_it(batch_emulator, tmp_path, fixture_dir):
+    import subprocess
+    import sys
+
+    proc = run_cli(
+        *run_args(batch_emulator, tmp_path, fixture_dir, "--limit", "3"),
+        env={"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": ""},
+    )
+    assert proc.returncode == 0, proc.stderr
+    code = (
+        "import sys; sys.modules['inspect_ai'] = None\n"
+        "from batchbench.cli import main\n"
+        "sys.argv = ['batchbench', *sys.argv[1:]]\n"
+        "main()\n"
+    )
+    argv = ["export", "ans-model", "--format", "inspect", "-o", str(tmp_path / "x.eval")]
+    done = subprocess.run(
+        [sys.executable, "-c", code, *argv, "--jobs-dir", str(tmp_path / "jobs")],
+        capture_output=True,
+        text=True,
+    )
+    assert_one_line_error(done, "[inspect]")
