@@ -373,7 +373,10 @@ def test_new_commands_name_their_bad_input_in_one_line(tmp_path):
     missing = tmp_path / "nowhere" / "out"
     for args, fragments in [
         (["show", "demo", "nosuchcase"], ["run 'demo' has no case 'nosuchcase'"]),
-        (["export", "demo", "-o", f"{missing}.xlsx"], ["--format must be parquet or csv"]),
+        (
+            ["export", "demo", "-o", f"{missing}.xlsx"],
+            ["--format must be parquet, csv, eee or inspect"],
+        ),
         (["export", "demo", "-o", f"{missing}.csv"], [f"cannot write {missing}.csv"]),
         (["report", "demo", "-o", f"{missing}.html"], [f"cannot write {missing}.html"]),
         (["report", "nosuchrun"], ["no run 'nosuchrun'", "and no such results file"]),

@@ -11,79 +11,15 @@ modules, a record here, its prices, its emulator face and its tests.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
+
+from .spec import ClientFactory as ClientFactory
+from .spec import Flag as Flag
+from .spec import ProviderSpec as ProviderSpec
 
 if TYPE_CHECKING:  # the protocols only: loading a provider's halves waits for first use
     from ..clock import Clock
     from .base import Client, Service, Wire
-
-
-class ClientFactory(Protocol):
-    """How a provider's SDK half is made (each provider's client class fits it)."""
-
-    def __call__(
-        self, service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock
-    ) -> Client: ...
-
-
-@dataclass(frozen=True)
-class Flag:
-    """A ``run`` option setting one of a provider's account variables (the variable, when
-    set, is the default): made from the registry, so a provider's settings are in
-    ``run --help`` by its record existing."""
-
-    variable: str
-    option: str  # "--s3-uri"
-    metavar: str
-    help: str  # what it is, without the "(else VARIABLE)" the help adds
-
-
-@dataclass(frozen=True)
-class ProviderSpec:
-    name: str
-    label: str  # the service's name, for people
-    claims: Callable[[str], bool]  # the reference's routing rule, on the resolved model id
-    # Its two halves, each imported on first use (``status``, ``list`` and ``--help``
-    # import no SDK) and checked by the type checker against the seam's protocols.
-    wire: Callable[[], Wire]  # the offline half
-    client: ClientFactory  # the SDK half
-    sdk: str  # the module the client needs
-    extra: str  # the pip extra that installs it ("" when always installed)
-    key_variables: tuple[str, ...]  # first non-empty wins (the reference's order)
-    base_url_variable: str  # the SDK's own variable for another base URL
-    default_base_url: str
-    base_url_hint: str  # what a base URL for its SDK looks like, for a mistaken one
-    aliases: Mapping[str, str] = field(default_factory=dict)  # the reference's, name → id
-    # The variables naming the account a key works in (where the batches live within
-    # the service): part of the service a run remembers.
-    account_variables: tuple[str, ...] = ()
-    judges: bool = False  # may serve the judge stage (the reference judges on OpenAI)
-    base_url_flag: bool = False  # --base-url sets its base URL (the reference's judges')
-    # A base URL made from the environment when the user names none (an AWS region's).
-    region_url: Callable[[Mapping[str, str]], str] | None = None
-    # The name a model is priced by when the table has no entry for the name itself
-    # (an Azure deployment named after its model).
-    priced_as: Callable[[str], str] | None = None
-    # A cloud teams reach under a business associate agreement: a run says whether
-    # every request stays inside it.
-    cloud: bool = False
-    # Path endings a base URL for its SDK must not have (the SDK adds its own version):
-    # refused at once, with the hint, instead of a 404 after the pre-flight's calls.
-    refused_endings: tuple[str, ...] = ()
-    # Variables its SDK reads credentials from by itself (AWS's chain): never read by
-    # batchbench, only checked as keys are, so a stray line break is named, not echoed.
-    credential_variables: tuple[str, ...] = ()
-    flags: tuple[Flag, ...] = ()  # ``run`` options for its account variables
-    # A flex tier at the batch price (a batch's tail goes there with --tail-flex).
-    flex: bool = False
-    # Who makes the models it serves, for results other tools read (Every Eval Ever's
-    # developer; "" when the model's name does not say: a Fireworks account's models).
-    developer: str = ""
-
-    def where(self) -> str:
-        """How its base URL is set, and what one looks like (for a message)."""
-        return f"{self.base_url_variable} ({self.base_url_hint})"
 
 
 # Each provider's halves, imported when first used.
