@@ -76,3 +76,23 @@ def test_the_tests_rig_every_provider_and_list_its_rules():
     assert set(ENDINGS) == with_endings
     for name, ending in ENDINGS.items():
         assert ending in BY_NAME[name].refused_endings
+
+
+def test_the_demo_runs_without_any_providers_sdk(tmp_path):
+    """A plain install (no extras) runs the demo: the emulator's faces need no provider
+    SDK (nor google-auth's cryptography, which only the Vertex clients bring)."""
+    import subprocess
+    import sys
+
+    blocked = ["cryptography", "google.genai", "google.cloud", "anthropic", "boto3", "fireworks"]
+    code = (
+        f"import sys; sys.modules.update(dict.fromkeys({blocked!r}))\n"
+        "from batchbench.cli import main\n"
+        "sys.argv = ['batchbench', 'demo', '--jobs-dir', sys.argv[1]]\n"
+        "main()\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "jobs")], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "overall (macro)" in proc.stdout

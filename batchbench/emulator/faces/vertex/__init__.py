@@ -128,22 +128,29 @@ class VertexFace:
         return url
 
     def environment(self, url: str) -> dict[str, str]:
-        return {
+        out = {
             "GOOGLE_VERTEX_BASE_URL": url,
             "STORAGE_EMULATOR_HOST": url,
             "GOOGLE_CLOUD_PROJECT": PROJECT,
             "GOOGLE_CLOUD_LOCATION": LOCATION,
             "BATCHBENCH_GCS_URI": f"gs://{DEFAULT_BUCKET}/demo",
-            "GOOGLE_APPLICATION_CREDENTIALS": str(self.credentials(url)),
         }
+        credentials = self.credentials(url)
+        if credentials is not None:
+            out["GOOGLE_APPLICATION_CREDENTIALS"] = str(credentials)
+        return out
 
-    def credentials(self, url: str) -> Path:
+    def credentials(self, url: str) -> Path | None:
         """An Application Default Credentials file whose token endpoint is this emulator:
         a service account with a key made for this emulator alone (google-auth signs its
-        token request with it, unchanged; the emulator does not check the signature)."""
+        token request with it, unchanged; the emulator does not check the signature).
+        None without ``cryptography``, which comes only with the Vertex clients."""
         if self._adc is None:
-            from cryptography.hazmat.primitives import serialization
-            from cryptography.hazmat.primitives.asymmetric import rsa
+            try:  # google-auth's own dependency: there whenever Vertex's SDKs are
+                from cryptography.hazmat.primitives import serialization
+                from cryptography.hazmat.primitives.asymmetric import rsa
+            except ImportError:
+                return None  # without the [vertex] extra, no client here needs them
 
             key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
             pem = key.private_bytes(
