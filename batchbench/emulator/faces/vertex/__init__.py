@@ -13,7 +13,9 @@ answers it. Errors are Google's ``{"error": {code, message, status}}``.
 
 from __future__ import annotations
 
+import atexit
 import json
+import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -159,6 +161,7 @@ class VertexFace:
                 serialization.NoEncryption(),
             ).decode()
             folder = Path(tempfile.mkdtemp(prefix="batchbench-emulator-adc-"))
+            atexit.register(shutil.rmtree, folder, ignore_errors=True)  # gone with the process
             self._adc = folder / "service-account.json"
             self._pem = pem
         info = {
