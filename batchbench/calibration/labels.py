@@ -9,8 +9,6 @@ whose first cell starts with ``#`` are the sheet's notes.
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +16,7 @@ from pathlib import Path
 from ..bench.dataset import Case
 from ..errors import InputError
 from . import redcap
+from .csvtext import csv_records
 from .formats import (
     LabelsFormat,
     Row,
@@ -141,15 +140,7 @@ def _rows(path: Path, text: str) -> list[tuple[int, dict[str, str]]]:
     # CSV records first (a quoted cell may hold line breaks, and an answer's line may
     # start with "#"), each with the line it starts on; then the sheet's own notes, the
     # records before the header whose first cell starts with "#", are skipped.
-    reader = csv.reader(io.StringIO(text, newline=""))
-    records: list[tuple[int, list[str]]] = []
-    start = 1
-    try:
-        for record in reader:
-            records.append((start, record))
-            start = reader.line_num + 1
-    except csv.Error as exc:
-        raise LabelsError(f"{path}: line {start}: not CSV ({exc})") from None
+    records = csv_records(path, text, LabelsError)
     while records and records[0][1] and records[0][1][0].startswith("#"):
         records.pop(0)
     records = [(n, r) for n, r in records if any(cell.strip() for cell in r)]

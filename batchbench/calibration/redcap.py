@@ -19,13 +19,12 @@ rubric item, read into the long table the calibration takes (:mod:`.formats`).
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from ..errors import InputError
+from .csvtext import csv_records
 
 DICTIONARY_HEAD = "Variable / Field Name"
 MET = {"1": "1", "0": "0", "yes": "1", "no": "0", "met": "1", "not met": "0", "": ""}
@@ -54,16 +53,7 @@ def variable(item_id: str) -> str:
 
 
 def _records(path: Path, text: str) -> list[tuple[int, list[str]]]:
-    reader = csv.reader(io.StringIO(text.lstrip("\ufeff"), newline=""))
-    out: list[tuple[int, list[str]]] = []
-    start = 1
-    try:
-        for record in reader:
-            out.append((start, record))
-            start = reader.line_num + 1
-    except csv.Error as exc:
-        raise RedcapError(f"{path}: line {start}: not CSV ({exc})") from None
-    return [(n, r) for n, r in out if any(c.strip() for c in r)]
+    return [(n, r) for n, r in csv_records(path, text, RedcapError) if any(c.strip() for c in r)]
 
 
 def dictionary_items(path: Path, text: str) -> dict[str, str]:

@@ -70,6 +70,19 @@ def claude_body(prompt: Prompt) -> dict[str, Any]:
     return body
 
 
+def cloud_claude_body(prompt: Prompt, version: str) -> dict[str, Any]:
+    """The reference's Claude body as a cloud takes it (Bedrock, Vertex): the cloud's
+    ``anthropic_version`` first, no model (the job names it)."""
+    return {"anthropic_version": version, **claude_body(prompt)}
+
+
+def is_cloud_claude(body: Any, version: str) -> bool:
+    """Whether a request body is in that shape (:func:`cloud_claude_body`)."""
+    return (
+        isinstance(body, dict) and "model" not in body and body.get("anthropic_version") == version
+    )
+
+
 @dataclass
 class AnthropicWire:
     name: ProviderName = "anthropic"

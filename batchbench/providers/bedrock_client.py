@@ -75,12 +75,6 @@ def region(env: dict[str, str] | os._Environ[str] = os.environ) -> str | None:
     return env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None
 
 
-def region_url(env: Any) -> str:
-    """Bedrock's control-plane endpoint for the environment's region ("" without one)."""
-    found = region(env)
-    return f"https://bedrock.{found}.amazonaws.com" if found else ""
-
-
 def job_name(tag: Tag) -> str:
     return f"bb-{tag.run_id[:8]}-{tag.sub}"[:63]
 

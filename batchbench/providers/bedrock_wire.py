@@ -31,7 +31,7 @@ from ..bench.protocol import Prompt
 from ..errors import BatchFileError, ConfigError, PlanError
 from ..kinds import ProviderName, Stage
 from . import frames
-from .anthropic_wire import RETRIED, _Message, claude_body, claude_reply
+from .anthropic_wire import RETRIED, _Message, claude_reply, cloud_claude_body, is_cloud_claude
 from .base import Adjust, BatchError, BatchFailure, Limits, LineRules, Rendered
 from .checks import encode_line, request_lines
 from .ids import safe_id
@@ -109,7 +109,7 @@ class BedrockWire:
     def render(self, prompt: Prompt, model: str, adjust: Adjust) -> Rendered:
         """The reference's Claude body in Bedrock's shape: no model, the version first."""
         claude(model)
-        return Rendered({"anthropic_version": VERSION, **claude_body(prompt)}, False)
+        return Rendered(cloud_claude_body(prompt, VERSION), False)
 
     def fallback(
         self, status: int, body_text: str, sent: Mapping[str, Any] | None, adjust: Adjust
@@ -137,11 +137,7 @@ class BedrockWire:
             if not _ALNUM.match(obj["recordId"]):
                 raise PlanError(f"{where}: line {n}: recordId is not alphanumeric")
             body = obj.get("modelInput")
-            if (
-                not isinstance(body, dict)
-                or "model" in body
-                or body.get("anthropic_version") != VERSION
-            ):
+            if not is_cloud_claude(body, VERSION):
                 raise PlanError(f"{where}: line {n}: modelInput is not Bedrock's Claude shape")
 
     def failure(self, errors: Sequence[BatchError] | None, requests: int) -> BatchFailure:

@@ -190,6 +190,22 @@ def answer_text(response: _Response) -> str:
     return "".join(texts).strip()
 
 
+def gemini_reply(response: _Response | None) -> dict[str, Any]:
+    """A Gemini response's part of a result row, wherever it was served (Batch Mode,
+    Vertex AI): its text by the reference's rule, the empty reply's error, and its
+    tokens (the output counts the thoughts, as Google bills them)."""
+    u = (response.usage if response is not None else None) or _Usage()
+    thoughts = u.thoughts_token_count or 0
+    return {
+        "content": answer_text(response) if response is not None else None,
+        "empty_error": EMPTY_MESSAGE,
+        "prompt_tokens": u.prompt_token_count,
+        "cached_tokens": u.cached_content_token_count,
+        "completion_tokens": (u.candidates_token_count or 0) + thoughts,
+        "reasoning_tokens": thoughts,
+    }
+
+
 def read_results(paths: Sequence[Path]) -> pl.DataFrame:
     """Responses files → the common frame, every line checked: a ``response`` is a 200
     reply, an ``error`` (or ``status``) the HTTP status its code says, with the error
@@ -207,9 +223,6 @@ def read_results(paths: Sequence[Path]) -> pl.DataFrame:
             except msgspec.ValidationError:
                 status = None
             code = status.code if status is not None and status.code else 500
-        r = line.response if not failed else None
-        u = (r.usage if r is not None else None) or _Usage()
-        thoughts = u.thoughts_token_count or 0
         row = {
             "file": str(path),
             "lineno": lineno,
@@ -220,12 +233,7 @@ def read_results(paths: Sequence[Path]) -> pl.DataFrame:
             "error_code": None,
             "error_message": None,
             "body_text": bytes(failure).decode("utf-8", "replace") if failed else None,
-            "content": answer_text(r) if r is not None else None,
-            "empty_error": EMPTY_MESSAGE,
-            "prompt_tokens": u.prompt_token_count,
-            "cached_tokens": u.cached_content_token_count,
-            "completion_tokens": (u.candidates_token_count or 0) + thoughts,
-            "reasoning_tokens": thoughts,
+            **gemini_reply(line.response if not failed else None),
         }
         for key, value in row.items():
             cols[key].append(value)

@@ -277,9 +277,12 @@ BEDROCK = ProviderSpec(
 )
 
 
+VERTEX_LOCATION = "us-central1"  # where Vertex's jobs run when GOOGLE_CLOUD_LOCATION is unset
+
+
 def _vertex_url(env: Mapping[str, str]) -> str:
     """The API's endpoint for the environment's location (``us-central1`` when unset)."""
-    location = env.get("GOOGLE_CLOUD_LOCATION") or "us-central1"
+    location = env.get("GOOGLE_CLOUD_LOCATION") or VERTEX_LOCATION
     if location == "global":
         return "https://aiplatform.googleapis.com"
     return f"https://{location}-aiplatform.googleapis.com"

@@ -34,41 +34,23 @@ from google.genai import types
 
 from ..clock import SYSTEM, Clock
 from ..errors import ApiError, ApiNotFoundError, ConfigError, InvariantError
-from ..kinds import Ending, Phase
+from ..kinds import Ending
 from . import gcs, retry, tls
 from .base import BatchError, BatchView, Marks, Service, Tag, cancel_unless_ended
 from .downloads import verbatim
+from .gemini_client import ENDINGS as GEMINI_ENDINGS
+from .gemini_client import PHASES
 from .google_errors import genai_errors
+from .registry import VERTEX_LOCATION
 from .retry import Retrier
 from .vertex_wire import family, model_name
 
 T = TypeVar("T")
 Family = Literal["google", "anthropic"]
 TIMEOUT_MS = 60_000
-DEFAULT_LOCATION = "us-central1"
-PHASES: dict[str, Phase] = {
-    "JOB_STATE_QUEUED": "pending",
-    "JOB_STATE_PENDING": "pending",
-    "JOB_STATE_RUNNING": "running",
-    "JOB_STATE_UPDATING": "running",
-    "JOB_STATE_PAUSED": "running",
-    "JOB_STATE_CANCELLING": "cancelling",
-}
-ENDINGS: dict[str, Ending] = {
-    "JOB_STATE_SUCCEEDED": "completed",
-    # Lines that did not run are absent from the predictions: sent again.
-    "JOB_STATE_PARTIALLY_SUCCEEDED": "expired",
-    "JOB_STATE_FAILED": "failed",
-    "JOB_STATE_CANCELLED": "cancelled",
-    "JOB_STATE_EXPIRED": "expired",
-}
-
-
-def region_url(location: str) -> str:
-    """The API's endpoint for a location (``global`` has no region in its host)."""
-    if location == "global":
-        return "https://aiplatform.googleapis.com"
-    return f"https://{location}-aiplatform.googleapis.com"
+# google-genai's job states, as the Gemini API's client reads them — but for a job that
+# ran part of its lines: Vertex leaves the rest out of its predictions (sent again).
+ENDINGS: dict[str, Ending] = {**GEMINI_ENDINGS, "JOB_STATE_PARTIALLY_SUCCEEDED": "expired"}
 
 
 def display_name(tag: Tag) -> str:
@@ -102,7 +84,7 @@ class VertexClient:
         project = service.setting("GOOGLE_CLOUD_PROJECT")
         if not project:
             raise ConfigError("Vertex AI jobs run in a project: set GOOGLE_CLOUD_PROJECT")
-        self.location = service.setting("GOOGLE_CLOUD_LOCATION") or DEFAULT_LOCATION
+        self.location = service.setting("GOOGLE_CLOUD_LOCATION") or VERTEX_LOCATION
         if self.location == "global" and publisher == "anthropic":
             raise ConfigError(
                 "Claude batch jobs on Vertex AI run in a region, not 'global': set"

@@ -28,10 +28,17 @@ from ..bench.protocol import Prompt
 from ..errors import BatchFileError, ConfigError, PlanError
 from ..kinds import ProviderName, Stage
 from . import frames
-from .anthropic_wire import STATUS_OF, AnthropicWire, _Message, claude_body, claude_reply
+from .anthropic_wire import (
+    STATUS_OF,
+    AnthropicWire,
+    _Message,
+    claude_reply,
+    cloud_claude_body,
+    is_cloud_claude,
+)
 from .base import Adjust, BatchError, BatchFailure, Limits, LineRules, Rendered
 from .checks import encode_line, ended_without_results, request_lines
-from .gemini_wire import EMPTY_MESSAGE, RETRIED, GeminiWire, _Response, _Usage, answer_text
+from .gemini_wire import RETRIED, GeminiWire, _Response, gemini_reply
 from .ids import SAFE_ID, safe_id
 
 PREFIX = "vertex/"
@@ -148,7 +155,7 @@ class VertexClaudeWire(AnthropicWire):
     def render(self, prompt: Prompt, model: str, adjust: Adjust) -> Rendered:
         """The reference's Claude body in Vertex's shape: no model, the version first."""
         family(model)
-        return Rendered({"anthropic_version": CLAUDE_VERSION, **claude_body(prompt)}, False)
+        return Rendered(cloud_claude_body(prompt, CLAUDE_VERSION), False)
 
     def request_line(self, custom_id: str, rendered: Rendered) -> bytes:
         return encode_line({"custom_id": custom_id, "request": rendered.body})
@@ -162,11 +169,7 @@ class VertexClaudeWire(AnthropicWire):
             if not SAFE_ID.match(obj["custom_id"]):
                 raise PlanError(f"{where}: line {n}: custom_id is not {SAFE_ID.pattern}")
             body = obj.get("request")
-            if (
-                not isinstance(body, dict)
-                or "model" in body
-                or body.get("anthropic_version") != CLAUDE_VERSION
-            ):
+            if not is_cloud_claude(body, CLAUDE_VERSION):
                 raise PlanError(f"{where}: line {n}: request is not Vertex's Claude shape")
 
     def failure(self, errors: Sequence[BatchError] | None, requests: int) -> BatchFailure:
@@ -220,9 +223,6 @@ def read_gemini(paths: Sequence[Path]) -> pl.DataFrame:
         if ID_LABEL not in labels:
             raise BatchFileError(f"{where}: its request has no {ID_LABEL} label")
         code, body = _outcome(line.status, line.response is not None, where, _google_code)
-        r = line.response if code == 200 else None
-        u = (r.usage if r is not None else None) or _Usage()
-        thoughts = u.thoughts_token_count or 0
         rows.append(
             {
                 "file": str(path),
@@ -234,12 +234,7 @@ def read_gemini(paths: Sequence[Path]) -> pl.DataFrame:
                 "error_code": None,
                 "error_message": None,
                 "body_text": body,
-                "content": answer_text(r) if r is not None else None,
-                "empty_error": EMPTY_MESSAGE,
-                "prompt_tokens": u.prompt_token_count,
-                "cached_tokens": u.cached_content_token_count,
-                "completion_tokens": (u.candidates_token_count or 0) + thoughts,
-                "reasoning_tokens": thoughts,
+                **gemini_reply(line.response if code == 200 else None),
             }
         )
     return _collect(rows)

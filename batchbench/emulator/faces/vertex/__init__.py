@@ -24,6 +24,7 @@ from urllib.parse import unquote
 
 from ...core import HEX, ApiFailure, Store
 from ...face import Exchange, FaultKind, Reply, Route, bearer, route
+from ..gemini_model import STATUS_NAMES
 from .gcs import DEFAULT_BUCKET, Storage, StorageRoutes
 from .jobs import Jobs
 
@@ -31,16 +32,6 @@ PROJECT = "batchbench-demo"
 LOCATION = "us-central1"
 PARENT = r"^/v1/(projects/[^/]+/locations/[^/]+)"
 _PATHS = ("/v1/projects/", "/v1/publishers/", "/storage/", "/upload/storage/", "/download/storage/")
-STATUS = {
-    400: "INVALID_ARGUMENT",
-    401: "UNAUTHENTICATED",
-    403: "PERMISSION_DENIED",
-    404: "NOT_FOUND",
-    409: "ALREADY_EXISTS",
-    429: "RESOURCE_EXHAUSTED",
-    500: "INTERNAL",
-    503: "UNAVAILABLE",
-}
 
 
 class VertexFace:
@@ -100,7 +91,7 @@ class VertexFace:
             "error": {
                 "code": failure.status,
                 "message": failure.message,
-                "status": status or STATUS.get(failure.status, "UNKNOWN"),
+                "status": status or STATUS_NAMES.get(failure.status, "UNKNOWN"),
                 "errors": [{"message": failure.message, "reason": failure.code or "error"}],
             }
         }
