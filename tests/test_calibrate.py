@@ -750,3 +750,17 @@ def test_agreement_by_kind_of_rubric_item(batch_emulator, tmp_path, fixture_dir)
         if negatives:
             assert a["specificity"] == pytest.approx(c[(False, False)] / negatives)
     assert "by kind of rubric item: criteria" in " ".join(run_cli(*argv, *jobs).stdout.split())
+
+
+def test_the_sheet_format_may_be_named(batch_emulator, tmp_path, fixture_dir):
+    """#40: `calibrate sheet … --format label-studio` writes the tasks whatever -o's suffix;
+    a format that is none of the sheet's is one line."""
+    jobs, _ = _graded(batch_emulator, tmp_path, fixture_dir)
+    args = ("calibrate", "sheet", "ans-model", "--cases", "10", "-o")
+    out = tmp_path / "tasks.txt"
+    proc = run_cli(*args, str(out), "--format", "label-studio", *jobs)
+    assert proc.returncode == 0, proc.stderr
+    tasks = json.loads(out.read_text())
+    assert tasks and all("predictions" in t and "case_id" in t["data"] for t in tasks)
+    bad = run_cli(*args, str(tmp_path / "x.csv"), "--format", "xlsx", *jobs)
+    assert_one_line_error(bad, "--format 'xlsx'", "label-studio")

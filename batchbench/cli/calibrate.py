@@ -59,6 +59,15 @@ def calibrate(
             " with the judge's verdicts as predictions to correct.",
         ),
     ] = None,
+    sheet_format: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            metavar="FORMAT",
+            help="sheet: csv, html (a form) or label-studio (tasks with the judge's verdicts"
+            " as predictions); default: from -o's suffix.",
+        ),
+    ] = None,
     plan: Annotated[
         bool,
         typer.Option("--plan", metavar="", help="From labels of a pilot: how many to label."),
@@ -86,7 +95,7 @@ def calibrate(
     from ..scores.sources import resolve
 
     if runs[0] == "sheet":
-        _sheet(runs[1:], cases, seed, output, jobs_dir)
+        _sheet(runs[1:], cases, seed, output, jobs_dir, sheet_format)
         return
     if len(runs) != 1:
         raise ConfigError("calibrate takes one run (or `sheet RUN...`)")
@@ -109,8 +118,16 @@ def calibrate(
     typer.echo(json_text(result) if as_json else calibration_text(result))
 
 
+SHEET_FORMATS = {"csv": "csv", "html": "html", "htm": "html", "json": "label-studio"}
+
+
 def _sheet(
-    runs: list[str], cases: int | None, seed: int, output: Path | None, jobs_dir: Path
+    runs: list[str],
+    cases: int | None,
+    seed: int,
+    output: Path | None,
+    jobs_dir: Path,
+    fmt: str | None = None,
 ) -> None:
     from ..calibration import load_run
     from ..calibration.sheet import draw, sheet_rows, write_csv, write_html
@@ -123,6 +140,8 @@ def _sheet(
         raise ConfigError("calibrate sheet needs --cases N (at least 1)")
     if output is None:
         raise ConfigError("calibrate sheet needs -o FILE (.csv, or .html for a form)")
+    if fmt is not None and fmt not in ("csv", "html", "label-studio"):
+        raise ConfigError(f"--format {fmt!r}: the sheet is csv, html or label-studio")
     graded = [load_run(resolve(r, jobs_dir)) for r in runs]
     digests = {g.summary["dataset_sha256"] for g in graded}
     if len(digests) > 1:
@@ -138,9 +157,10 @@ def _sheet(
         f" drawn with seed {seed} among the cases every run answered; runs"
         f" {', '.join(g.name for g in graded)}; fill rater and verdict (1 met, 0 not met)"
     )
-    if output.suffix.lower() in (".html", ".htm"):
+    kind = fmt or SHEET_FORMATS.get(output.suffix.lower().lstrip("."), "csv")
+    if kind == "html":
         write_html(output, note, rows)
-    elif output.suffix.lower() == ".json":
+    elif kind == "label-studio":
         from ..bench.results import row_verdicts
         from ..calibration.formats import write_label_studio
 

@@ -196,6 +196,7 @@ class OpenAIFace:
         if tier == "flex":
             attempt = f"{name}/{store.decide.nth('flex/' + name)}"
             if store.decide.roll("flex-busy", attempt, store.settings.flex_busy):
+                store.faults["flex-busy"] = store.faults.get("flex-busy", 0) + 1
                 raise ApiFailure(
                     429,
                     "Resource unavailable: flex processing has no capacity right now;"
