@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .spec import VERTEX_LOCATION
 from .spec import ClientFactory as ClientFactory
 from .spec import Flag as Flag
 from .spec import ProviderSpec as ProviderSpec
@@ -275,9 +276,6 @@ BEDROCK = ProviderSpec(
     cloud=True,
     developer="anthropic",
 )
-
-
-VERTEX_LOCATION = "us-central1"  # where Vertex's jobs run when GOOGLE_CLOUD_LOCATION is unset
 
 
 def _vertex_url(env: Mapping[str, str]) -> str:

@@ -7,6 +7,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+# Where Vertex AI's jobs run when GOOGLE_CLOUD_LOCATION is unset (the record's base URL
+# and the client's location both read it).
+VERTEX_LOCATION = "us-central1"
+
 if TYPE_CHECKING:  # the protocols only: loading a provider's halves waits for first use
     from ..clock import Clock
     from .base import Client, Service, Wire

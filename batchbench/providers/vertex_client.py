@@ -41,8 +41,8 @@ from .downloads import verbatim
 from .gemini_client import ENDINGS as GEMINI_ENDINGS
 from .gemini_client import PHASES
 from .google_errors import genai_errors
-from .registry import VERTEX_LOCATION
 from .retry import Retrier
+from .spec import VERTEX_LOCATION
 from .vertex_wire import family, model_name
 
 T = TypeVar("T")

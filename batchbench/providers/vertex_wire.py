@@ -16,7 +16,7 @@ from __future__ import annotations
 import http
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -204,39 +204,48 @@ def _collect(rows: list[dict[str, Any]]) -> pl.DataFrame:
     return frames.build({**cols, "row": list(range(len(cols["file"])))})
 
 
-def _outcome(
-    status: str | None, has_response: bool, where: str, read: Any
-) -> tuple[int, str | None]:
+def _row(
+    path: str | Path,
+    lineno: int,
+    custom_id: str | None,
+    status: str | None,
+    has_response: bool,
+    read: Callable[[Any], int | None],
+) -> tuple[dict[str, Any], bool]:
+    """One predictions line's row but its reply's part, and whether it is a reply: a
+    non-empty ``status`` is a failed line (its reason and body; ``read`` finds the HTTP
+    status in the body)."""
+    where = f"{path}: line {lineno}"
     if status:
-        return failure_of(status, read)
-    if not has_response:
+        code, body = failure_of(status, read)
+    elif not has_response:
         raise BatchFileError(f"{where}: neither a response nor a failed status")
-    return 200, None
+    else:
+        code, body = 200, None
+    row = {
+        "file": str(path),
+        "lineno": lineno,
+        "custom_id": custom_id,
+        "status_code": code,
+        "has_response": True,
+        "has_error": False,
+        "error_code": None,
+        "error_message": None,
+        "body_text": body,
+    }
+    return row, code == 200
 
 
 def read_gemini(paths: Sequence[Path]) -> pl.DataFrame:
     """``predictions.jsonl`` of a Gemini job → the common frame, each line's id its label."""
     rows = []
     for path, lineno, line in frames.read_files(paths, msgspec.json.Decoder(_GeminiLine)):
-        where = f"{path}: line {lineno}"
         labels = (line.request.labels if line.request is not None else None) or {}
         if ID_LABEL not in labels:
-            raise BatchFileError(f"{where}: its request has no {ID_LABEL} label")
-        code, body = _outcome(line.status, line.response is not None, where, _google_code)
-        rows.append(
-            {
-                "file": str(path),
-                "lineno": lineno,
-                "custom_id": labels[ID_LABEL],
-                "status_code": code,
-                "has_response": True,
-                "has_error": False,
-                "error_code": None,
-                "error_message": None,
-                "body_text": body,
-                **gemini_reply(line.response if code == 200 else None),
-            }
-        )
+            raise BatchFileError(f"{path}: line {lineno}: its request has no {ID_LABEL} label")
+        has = line.response is not None
+        row, ok = _row(path, lineno, labels[ID_LABEL], line.status, has, _google_code)
+        rows.append({**row, **gemini_reply(line.response if ok else None)})
     return _collect(rows)
 
 
@@ -244,20 +253,7 @@ def read_claude(paths: Sequence[Path]) -> pl.DataFrame:
     """``predictions.jsonl`` of a Claude job → the common frame, read by ``custom_id``."""
     rows = []
     for path, lineno, line in frames.read_files(paths, msgspec.json.Decoder(_ClaudeLine)):
-        where = f"{path}: line {lineno}"
-        code, body = _outcome(line.status, line.response is not None, where, _claude_code)
-        rows.append(
-            {
-                "file": str(path),
-                "lineno": lineno,
-                "custom_id": line.custom_id,
-                "status_code": code,
-                "has_response": True,
-                "has_error": False,
-                "error_code": None,
-                "error_message": None,
-                "body_text": body,
-                **claude_reply(line.response if code == 200 else None),
-            }
-        )
+        has = line.response is not None
+        row, ok = _row(path, lineno, line.custom_id, line.status, has, _claude_code)
+        rows.append({**row, **claude_reply(line.response if ok else None)})
     return _collect(rows)
