@@ -55,9 +55,33 @@ def test_dry_run_bytes_equal_the_files_a_run_submits(batch_emulator, fixture_dir
     assert sum(f.stat().st_size for f in files) == plan["stages"]["answers"]["bytes"]
 
 
+def _pieces(text):
+    """Word pieces, counted again by walking the text: a run of letters is one, digits
+    one per three in a run, every other character but a space one."""
+    count, kind, run = 0, None, 0
+    for c in text:
+        now = (
+            "letter"
+            if c.isalpha()
+            else "digit"
+            if c.isdigit()
+            else "space"
+            if c.isspace()
+            else "symbol"
+        )
+        run = run + 1 if now == kind else 1
+        if now == "symbol" or (now == "letter" and run == 1) or (now == "digit" and run % 3 == 1):
+            count += 1
+        kind = now
+    return count
+
+
 def _estimate(body):
-    """The documented estimate, written out again: 3 + per message 3 + ceil(chars / 4)."""
-    return 3 + sum(3 + math.ceil(len(m["content"]) / 4) for m in body["messages"])
+    """The documented estimate, written out again: 3 + per message 3 + the larger of
+    ceil(chars / 4) and the message's word pieces."""
+    return 3 + sum(
+        3 + max(math.ceil(len(m["content"]) / 4), _pieces(m["content"])) for m in body["messages"]
+    )
 
 
 def test_cost_arithmetic_by_hand(fixture_dir, tmp_path, batch_emulator):

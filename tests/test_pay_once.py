@@ -14,9 +14,9 @@ import json
 from collections import Counter
 
 import pytest
-from support.cli import SAMPLE, assert_one_line_error, run_cli
+from support.cli import assert_one_line_error, run_cli
 from support.providers import RIGS
-from support.runs import parse_id, rows_of
+from support.runs import parse_id, rows_of, varied_sample
 
 from batchbench._failpoints import Crash
 
@@ -179,11 +179,12 @@ def test_gemini_replies_under_the_wrong_keys_are_refused_not_scored(
     answer is scored against another case's rubric."""
     rig = RIGS["gemini"]
     emu = batch_emulator_factory(latency=1.0, anomalies={"wrong-keys": 1.0})
-    # The bundled sample's prompts differ in length (the fixture's are nearly all alike,
+    # Prompts of different lengths (the sample's and the fixture's are nearly all alike,
     # and replies to prompts of one length cannot be told apart by their counts).
-    args = rig.args(emu, tmp_path, SAMPLE, "--limit", "12", cap=12)
+    varied = varied_sample(tmp_path)
+    args = rig.args(emu, tmp_path, varied, "--limit", "12", cap=12)
     proc = run_cli(*args, env=rig.env(emu))
-    assert_one_line_error(proc, "do not fit their own requests", "other requests' keys")
+    assert_one_line_error(proc, "far from their own requests'", "other requests' keys")
     assert not (_run_dir(rig, tmp_path) / "results.jsonl").exists() or not rows_of(
         _run_dir(rig, tmp_path) / "results.jsonl"
     )
@@ -191,6 +192,6 @@ def test_gemini_replies_under_the_wrong_keys_are_refused_not_scored(
     # The same run on a good day is not refused (the check passes honest files).
     good = batch_emulator_factory(latency=1.0)
     proc = run_cli(
-        *rig.args(good, tmp_path / "good", SAMPLE, "--limit", "12", cap=12), env=rig.env(good)
+        *rig.args(good, tmp_path / "good", varied, "--limit", "12", cap=12), env=rig.env(good)
     )
     assert proc.returncode == 0, proc.stderr

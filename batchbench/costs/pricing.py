@@ -22,14 +22,16 @@ from typing import Any
 from ..bench.protocol import Prompt
 from ..errors import ConfigError
 from ..providers import priced_as, resolve
+from ..tokens import estimate_tokens
 
 TOKENS_PER_MESSAGE = 3
 TOKENS_PER_REPLY = 3
 
 
 def estimate_text_tokens(text: str) -> int:
-    """The fallback: one token per four characters, rounded up."""
-    return -(-len(text) // 4)
+    """The fallback (:func:`..tokens.estimate_tokens`): the larger of one token per four
+    characters, rounded up, and the text's word pieces."""
+    return estimate_tokens(text)
 
 
 def encoding_name(model: str) -> str | None:
@@ -55,7 +57,7 @@ def _encoder(name: str) -> tuple[str, Callable[[str], int]] | None:
         import bpe_openai
 
         enc2 = bpe_openai.get_encoding(name)
-        return f"bpe-openai {name}", lambda text: len(enc2.encode(text))
+        return f"bpe-openai {name}", lambda text: len(enc2.encode_ordinary(text))
     except Exception:
         return None
 
@@ -66,7 +68,7 @@ def token_counter(model: str) -> tuple[str, Callable[[str], int]]:
     found = _encoder(name) if name else None
     if found is not None:
         return found
-    return "estimate (4 characters a token)", estimate_text_tokens
+    return "estimate (4 characters or a word piece a token)", estimate_text_tokens
 
 
 def prompt_tokens(prompt: Prompt, count: Callable[[str], int]) -> int:

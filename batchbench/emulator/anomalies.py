@@ -10,9 +10,11 @@ the same bad day however often it polls.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeVar
 
 from .core import Store
+
+T = TypeVar("T")
 
 # name → (what happens, the rate or factor used when none is given)
 ANOMALIES: dict[str, tuple[str, float]] = {
@@ -53,6 +55,11 @@ ANOMALIES: dict[str, tuple[str, float]] = {
         " of jobs)",
         1.0,
     ),
+    "misfiled": (
+        "Gemini (the API and Vertex AI): a share of a job's lines get each other's replies,"
+        " each moved one on among them (python-genai#1909; a share of lines)",
+        0.05,
+    ),
     "failed-with-output": (
         "Bedrock: a job that ran ends Failed, the output of the records it ran written (a share)",
         1.0,
@@ -86,6 +93,19 @@ def missing_lines(store: Store, batch_id: str, ids: list[str]) -> set[str]:
     if ids and gone >= set(ids):
         gone.discard(ids[0])
     return gone
+
+
+def misfiled(store: Store, job_id: str, replies: list[T]) -> list[T]:
+    """The misfiled bad day on a job's replies, in line order: the struck lines (at least
+    two, when any) each get the next struck line's reply. The service does it with no
+    word: the counts say every line succeeded."""
+    struck = [i for i in range(len(replies)) if store.anomaly("misfiled", f"{job_id}/{i}")]
+    if len(struck) == 1 and len(replies) > 1:
+        struck.append((struck[0] + 1) % len(replies))
+    out = list(replies)
+    for n, i in enumerate(struck):
+        out[i] = replies[struck[(n + 1) % len(struck)]]
+    return out
 
 
 def damage_results(

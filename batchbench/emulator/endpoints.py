@@ -143,7 +143,7 @@ def check_body(endpoint: str, body: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def tokens(text: str) -> int:
-    """A documented stand-in for a tokenizer: one token per four characters."""
+    """A text's tokens as the simulated services count them (:func:`.model.estimate_tokens`)."""
     return estimate_tokens(text)
 
 

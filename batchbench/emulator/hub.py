@@ -26,6 +26,7 @@ from typing import Any
 
 from .core import ApiFailure, Store
 from .face import Exchange, Face, FaultKind, Reply, Route, Tampers, match
+from .model import tokenizer_name
 
 _SETTINGS = (
     "latency",
@@ -109,6 +110,7 @@ class Hub:
                 "batches": [b for face in self.faces for b in face.ledger()],
                 "executions": list(self.store.executions),
                 "faults": dict(self.store.faults),
+                "tokenizer": tokenizer_name(),  # what counted the tokens the replies report
             }
 
     # one call -----------------------------------------------------------------

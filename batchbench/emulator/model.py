@@ -25,6 +25,7 @@ called exactly once per executed line.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import json
@@ -38,9 +39,35 @@ Responder = Callable[[dict[str, Any]], Any]
 _RUBRIC_LINE = re.compile(r"^\[([^\]]+)\] points=\S+ :: ", re.M)
 
 
+ESTIMATE = "estimate: one token per four characters"
+
+
+@functools.cache
+def _tokenizer() -> tuple[str, Callable[[str], list[int]] | None]:
+    """A real tokenizer when one is installed (bpe-openai carries OpenAI's o200k inside
+    the package, offline): numbers, drug names and tables then count as densely as a
+    service counts them, not at a fixed rate of characters. Else the estimate."""
+    try:
+        import bpe_openai
+
+        encoding = bpe_openai.get_encoding("o200k_base")
+    except Exception:  # not installed, or an encoding it cannot load offline
+        return ESTIMATE, None
+    return "o200k_base (bpe-openai)", encoding.encode_ordinary
+
+
+def tokenizer_name() -> str:
+    """Which tokenizer counts the tokens the emulator reports (the ledger says it)."""
+    return _tokenizer()[0]
+
+
 def estimate_tokens(text: str) -> int:
-    """A documented stand-in for a tokenizer: one token per four characters."""
-    return max(1, -(-len(text) // 4))
+    """A text's tokens: the real tokenizer's count when one is installed (at least one,
+    as a service never reports an empty prompt as none), else one per four characters."""
+    encode = _tokenizer()[1]
+    if encode is None:
+        return max(1, -(-len(text) // 4))
+    return max(1, len(encode(text)))
 
 
 def _texts(value: Any) -> list[str]:

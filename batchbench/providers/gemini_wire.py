@@ -26,6 +26,7 @@ import polars as pl
 from ..bench.protocol import Prompt
 from ..errors import BatchFileError, PlanError
 from ..kinds import ProviderName, Stage
+from ..tokens import word_pieces
 from . import frames
 from .base import Adjust, BatchError, BatchFailure, Limits, LineRules, Rendered
 from .checks import (
@@ -113,18 +114,22 @@ class GeminiWire:
     def check_replies(self, frame: pl.DataFrame, requests: Sequence[bytes], where: str) -> None:
         """Gemini has filed replies under other lines' keys in big batches
         (python-genai#1909): each reply's prompt token count must fit its own request."""
-        length = {}
+        pieces = {}
         for line in requests:
             if line.strip():
-                request = json.loads(line)
-                contents = request["request"].get("contents") or []
+                key, request = self.keyed_request(json.loads(line))
+                contents = request.get("contents") or []
                 text = "".join(p.get("text", "") for c in contents for p in c.get("parts") or [])
-                length[request["key"]] = len(text)  # characters: the fit finds the rate
+                pieces[key] = word_pieces(text)
         answered = frame.filter(pl.col("status_code") == 200)
         ids = answered["custom_id"].to_list()
         replies_fit_their_requests(
-            answered["prompt_tokens"].to_list(), [length[i] for i in ids], ids, where
+            answered["prompt_tokens"].to_list(), [pieces[i] for i in ids], ids, where
         )
+
+    def keyed_request(self, line: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """A request line → (its id, the request)."""
+        return line["key"], line["request"]
 
 
 # The fields of a responses line that batchbench reads, typed (msgspec skips the rest).

@@ -141,8 +141,12 @@ class VertexGeminiWire(GeminiWire):
     def read_results(self, paths: Sequence[Path]) -> pl.DataFrame:
         return read_gemini(paths)
 
-    def check_replies(self, frame: pl.DataFrame, requests: Sequence[bytes], where: str) -> None:
-        """Nothing: each prediction carries its own request, labels and all."""
+    def keyed_request(self, line: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """A Vertex line's id rides in its request's labels. Each prediction echoes its
+        request, but a reply paired with another line's request would echo the wrong one:
+        the token counts are checked as the Gemini API's are."""
+        request = line["request"]
+        return request["labels"][ID_LABEL], request
 
 
 @dataclass

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import shutil
 import urllib.request
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .cli import run_cli
+from .cli import SAMPLE, run_cli
 
 KEY = "sk-test-marker-7f3a9c"
 ROW_KEYS = [
@@ -188,3 +190,19 @@ def parse_id(custom_id: str) -> RequestId:
         int(old["pass"] or 1),
         old["case"],
     )
+
+
+def varied_sample(tmp_path: Path) -> Path:
+    """The bundled sample with prompts of different lengths (its own are all alike, and
+    replies to prompts of one length cannot be told apart by their counts): the n-th case
+    asks its question n times over."""
+    root = tmp_path / "varied"
+    shutil.copytree(SAMPLE, root)
+    for n, path in enumerate(sorted(root.glob("data/*/cases/*.json"))):
+        case = json.loads(path.read_text())
+        case["prompt"] = " ".join([case["prompt"]] * (1 + n))
+        digest = hashlib.md5(case["prompt"].encode()).hexdigest()  # the dataset's item ids
+        for i, item in enumerate(case["rubric_items"]):
+            item["item_id"] = f"{digest}_{i}"
+        path.write_text(json.dumps(case))
+    return root

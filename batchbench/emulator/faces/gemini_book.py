@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..anomalies import missing_lines
+from ..anomalies import misfiled, missing_lines
 from ..core import Store, due_lines, last_line, rfc3339
 from .gemini_model import STATUS_NAMES, run_request
 
@@ -195,6 +195,7 @@ class GeminiBook:
             # python-genai#1909: replies under another line's key (here, each moved one on).
             keys = [k for k, _ in keyed]
             keyed = [(keys[(n + 1) % len(keys)], result) for n, (_, result) in enumerate(keyed)]
+        keyed = list(zip([k for k, _ in keyed], misfiled(store, job.id, [r for _, r in keyed])))
         gone = missing_lines(store, job.id, [k for k, r in keyed if "response" in r])
         lines = [json.dumps({"key": key, **result}) for key, result in keyed if key not in gone]
         lines = store.mangled("responses", store.decide.shuffled(lines, job.id))  # in any order

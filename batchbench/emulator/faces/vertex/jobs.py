@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from ...anomalies import missing_lines
+from ...anomalies import misfiled, missing_lines
 from ...core import DIGITS, ApiFailure, Store, due_lines, last_line, rfc3339
 from .gcs import Storage, split_uri
 from .lines import LABEL_KEY, LABEL_VALUE, line_id, run_claude, run_gemini
@@ -279,9 +279,15 @@ class Jobs:
         if state == "JOB_STATE_PARTIALLY_SUCCEEDED" and not job.results:
             state = "JOB_STATE_EXPIRED"
         if job.results or state == "JOB_STATE_SUCCEEDED":
-            ok = [str(i) for i, r in job.results.items() if not r.get("status")]
+            results = job.results
+            if job.publisher == "google":  # replies moved to other lines' requests
+                order = sorted(results)
+                bare = [{k: v for k, v in results[i].items() if k != "request"} for i in order]
+                moved = misfiled(store, job.id, bare)
+                results = {i: {**m, "request": results[i]["request"]} for i, m in zip(order, moved)}
+            ok = [str(i) for i, r in results.items() if not r.get("status")]
             gone = missing_lines(store, job.id, ok)
-            lines = [json.dumps(r) for i, r in job.results.items() if str(i) not in gone]
+            lines = [json.dumps(r) for i, r in results.items() if str(i) not in gone]
             lines = store.mangled("output", store.decide.shuffled(lines, job.id))
             stamp = datetime.fromtimestamp(when, timezone.utc).strftime("%Y_%m_%dT%H_%M_%S_%fZ")
             folder = f"{job.output_prefix}/prediction-model-{stamp}"
