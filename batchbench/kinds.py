@@ -23,7 +23,9 @@ Ending = Literal["completed", "failed", "expired", "cancelled"]
 
 # What one request came to, once its batch is collected.
 # ``retry``: sent again with the adjustments its wire gave (an attempt spent).
-OutcomeKind = Literal["ok", "transient", "lost", "retry", "invalid", "failed"]
+# ``unknown``: sent one call at a time, its outcome lost (it may have run and been billed):
+# the case ends in an error row that a plain rerun leaves as it is (--resend-unknown).
+OutcomeKind = Literal["ok", "transient", "lost", "retry", "invalid", "failed", "unknown"]
 # Where one case is in one stage.
 StageStatus = Literal["pending", "inflight", "ok", "failed"]
 # Where a whole run is.

@@ -288,7 +288,22 @@ def _reopen(pipeline: Pipeline, options: RunOptions, say: Callable[[str], None])
             return
         pipeline.record(Resumed())
     failed = [c for c in config.case_ids if pipeline.state.cases[c].final == "error"]
-    if failed and not options.no_wait:
+    if not failed or options.no_wait:
+        return
+    unknown = [c for c in failed if pipeline.state.cases[c].unknown]
+    if unknown and options.resend_unknown:
+        say(
+            f"sending again {len(unknown)} case(s) of {config.name!r} whose call was sent but"
+            " never answered, as --resend-unknown asks: each may be paid twice"
+        )
+    elif unknown:
+        say(
+            f"{len(unknown)} case(s) of {config.name!r} ended with a call sent but never"
+            " answered (it may have run and been billed): left as they are;"
+            " --resend-unknown sends them again"
+        )
+        failed = [c for c in failed if c not in unknown]
+    if failed:
         pipeline.record(Redo(cases=failed))
         say(f"redoing {len(failed)} case(s) of {config.name!r} that ended in an error")
 

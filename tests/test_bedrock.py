@@ -264,12 +264,14 @@ def test_an_on_demand_call_cut_short_is_never_sent_blind_again(
     monkeypatch.delenv("BATCHBENCH_FAILPOINT")
     proc = run_cli(*argv, env=rig.env(emu))
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "outcome is unknown" in proc.stderr and "not sent again blind" in proc.stderr
+    said = " ".join(proc.stderr.split())
+    assert "on-demand call for request" in said and "it is not sent again" in said
     runtime = [e for e in emu.ledger()["executions"] if e["provider"] == "bedrock-runtime"]
     assert len(runtime) == 6 == len({e["custom_id"] for e in runtime})
     rows = rows_of(tmp_path / "jobs" / rig.name() / "results.jsonl")
     errors = [r for r in rows if r.get("error")]
-    assert len(rows) == 6 and len(errors) == 1 and "outcome is unknown" in errors[0]["error"]
+    assert len(rows) == 6 and len(errors) == 1
+    assert errors[0]["error"].startswith("OutcomeUnknown: the on-demand call for request")
 
 
 def test_a_failed_job_that_wrote_its_output_is_read_not_bought_again(
@@ -291,8 +293,9 @@ def test_a_failed_job_that_wrote_its_output_is_read_not_bought_again(
 def test_damaged_replies_are_one_line_naming_the_file(
     batch_emulator, tmp_path, fixture_dir, monkeypatch
 ):
-    """#37.16: an on-demand reply file damaged on disk, a job whose submitTime is not a
-    timestamp: one line each naming the file and line, or the call — never exit 70."""
+    """#37.16: an on-demand call's answer damaged on disk (in the journal, where each call
+    is kept), a job whose submitTime is not a timestamp: one line each naming the file
+    and line, or the call — never exit 70."""
     from batchbench._failpoints import Crash
 
     emu = batch_emulator
@@ -302,11 +305,12 @@ def test_damaged_replies_are_one_line_naming_the_file(
     with pytest.raises(Crash):
         run_cli(*argv, env=rig.env(emu))
     monkeypatch.delenv("BATCHBENCH_FAILPOINT")
-    [out] = (tmp_path / "jobs" / rig.name() / "requests").glob("*.ondemand.out")
-    lines = out.read_bytes().splitlines(keepends=True)
-    out.write_bytes(lines[0] + b"{not json\n" + b"".join(lines[2:]))
+    journal = tmp_path / "jobs" / rig.name() / "journal.jsonl"
+    lines = journal.read_bytes().splitlines(keepends=True)
+    n = next(i for i, x in enumerate(lines) if b'"call_answered"' in x)
+    journal.write_bytes(b"".join(lines[:n]) + b"{not json\n" + b"".join(lines[n + 1 :]))
     proc = run_cli(*argv, env=rig.env(emu))
-    assert_one_line_error(proc, f"{out}: line 2", "move the file aside")
+    assert_one_line_error(proc, f"{journal}: line {n + 1} is corrupt")
     assert proc.returncode != 70
 
     jobs_run = rig.args(emu, tmp_path / "jobs2", fixture_dir, "--limit", "2", cap=2)

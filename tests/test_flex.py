@@ -81,7 +81,7 @@ def test_a_lingering_tail_finishes_on_flex_with_the_same_rows_paid_once(
     models = {m: {"input": i, "output": o} for m, (i, o) in prices.items()}
     table.write_text(json.dumps({"batch_discount": 0.5, "models": models}))
     expected = 0.0
-    for out in (run_dir / "requests").glob("*.flex.out"):
+    for out in (run_dir / "raw").glob("flex-*.jsonl"):
         for line in out.read_text().splitlines():
             body = json.loads(line)["response"]["body"]
             i, o = prices[body["model"]]
@@ -122,7 +122,8 @@ def test_a_flex_call_whose_outcome_a_crash_lost_is_not_sent_blind_again(
     assert flex.count(lost) == 1  # never sent again
     rows = rows_of(tmp_path / "jobs" / OPENAI.name() / "results.jsonl")
     errors = [r for r in rows if "error" in r]
-    assert len(errors) == 1 and "HTTP 499" in errors[0]["error"]
+    assert len(errors) == 1 and errors[0]["error"].startswith("OutcomeUnknown: ")
+    assert "--resend-unknown" in errors[0]["error"]
     assert_no_duplicates(emu)
 
 

@@ -272,6 +272,18 @@ TailFlexOpt = Annotated[
     ),
 ]
 
+ResendUnknownOpt = Annotated[
+    bool,
+    typer.Option(
+        "--resend-unknown",
+        rich_help_panel=ADVANCED,
+        help="Redo the cases whose call (on flex, or on demand) was sent but never answered:"
+        " it may have run and been billed, so a plain rerun leaves their error rows, and"
+        " this sends them again (each may be paid twice).",
+        metavar="",
+    ),
+]
+
 OnDemandRemainderOpt = Annotated[
     bool,
     typer.Option(

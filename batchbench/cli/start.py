@@ -34,6 +34,7 @@ from .run_options import (
     PollIntervalOpt,
     PricingOpt,
     ReasoningEffortOpt,
+    ResendUnknownOpt,
     ResubmitAfterOpt,
     RunNameOpt,
     SmokeOpt,
@@ -75,6 +76,7 @@ def run(
     resubmit_after: ResubmitAfterOpt = 12 * 3600.0,
     on_demand_remainder: OnDemandRemainderOpt = False,
     tail_flex: TailFlexOpt = None,
+    resend_unknown: ResendUnknownOpt = False,
     account_settings: dict[str, str] | None = None,  # the registry's flags (--s3-uri…)
 ) -> None:
     """Start or resume a run: submit, poll, judge, collect and score, surviving restarts.
@@ -126,6 +128,7 @@ def run(
         budget=budget,
         settings=pacing,
         no_wait=no_wait,
+        resend_unknown=resend_unknown,
         clock=clock_of(ctx),
     ).check()
     models = list(dict.fromkeys(answer_model))

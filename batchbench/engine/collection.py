@@ -286,6 +286,7 @@ def collect(
     item_ids: Mapping[str, Sequence[str]],
     now: float,
     wire: Wire,
+    unknown: Mapping[str, str] | None = None,
 ) -> Collection:
     """The outcome of every request of ``sub``, with retry caps applied.
 
@@ -293,7 +294,8 @@ def collect(
     failed as a whole). A retried reply that has used up ``max_retries``
     attempts fails with the reference's ``<service> request failed after <n>
     attempts`` text; an invalid judge reply is judged again until
-    ``max_attempts``, then fails with the reference's text for it.
+    ``max_attempts``, then fails with the reference's text for it. ``unknown``: the
+    requests whose call's outcome is unknown (id → its error text), ``unknown`` outcomes.
     """
     if frame is None:
         errors = sub.view.errors if sub.view is not None else None
@@ -301,7 +303,10 @@ def collect(
         result = _failed_batch(sub, failure, limits.hold_seconds, now)
     else:
         expired = sub.view is not None and sub.view.ending == "expired"
-        outcomes, usage, anomalies = classify(frame, expected_lines(sub, state), wire, expired)
+        expected = expected_lines(sub, state)
+        outcomes, usage, anomalies = classify(frame, expected, wire, expired)
+        for cid, detail in (unknown or {}).items():  # sent one call at a time, never answered
+            outcomes[cid] = Outcome(expected[cid].case_id, "unknown", detail)
         result = Collection(outcomes, usage=usage, anomalies=anomalies)
     invalid: dict[str, str] = {}
     if sub.stage == "judges" and frame is not None:

@@ -13,6 +13,7 @@ from ..clock import SYSTEM, Clock
 from ..errors import BatchbenchError, RunLockedError
 from ..kinds import Stage
 from ..providers.base import Provider, Service
+from .calls import call_kind
 from .events import BatchSeen, CancelRequested, Event
 from .runconfig import RunConfig
 from .rundir import Run, existing_run
@@ -62,8 +63,14 @@ def cancel_run(
         run.record(event, clock.time())
 
     # A create whose outcome was lost may have made a batch: look for it first.
-    submitter = Submitter(run, config, providers, record, clock=clock)
-    lost = [s for s in state.subs.values() if s.batch_id is None and s.create_started]
+    submitter = Submitter(run, config, providers, record, lambda: state, clock=clock)
+    lost = [
+        s
+        for s in state.subs.values()
+        if s.batch_id is None
+        and s.create_started
+        and call_kind(s, providers[s.stage].wire) is None  # calls: no batch to look for
+    ]
     for sub in lost:
         if not sub.candidates:
             submitter.look(sub, state.batch_ids())
@@ -116,12 +123,16 @@ def refresh_status(
             state = run.state(config.case_ids)
             providers = _providers(run, config, state, base_url, warn, clock)
             record = lambda e: seen.append(run.record(e, clock.time()))  # noqa: E731
-            Submitter(run, config, providers, record, clock=clock).poll(state.in_flight())
+            Submitter(run, config, providers, record, lambda: state, clock=clock).poll(
+                state.in_flight()
+            )
             journaled = True
     except RunLockedError:  # the advancing process journals it itself
         state = run.state(config.case_ids)
         providers = _providers(run, config, state, base_url, warn, clock)
-        Submitter(run, config, providers, seen.append, clock=clock).poll(state.in_flight())
+        Submitter(run, config, providers, seen.append, lambda: state, clock=clock).poll(
+            state.in_flight()
+        )
         journaled = False
     live = {e.sub: e.view() for e in seen if isinstance(e, BatchSeen)}
     lines = []

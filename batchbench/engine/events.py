@@ -230,6 +230,36 @@ class Tailed(Event, tag="tailed"):
     remaining: int
 
 
+class CallSent(Event, tag="call_sent", omit_defaults=True):
+    """About to send one request as a call of its own (a flex tail, an on-demand
+    remainder): until its answer is journaled, its outcome is unknown — it may have run
+    and been billed — and it is never sent again blind. ``adopted_from`` names the folder
+    of the same run that sent it (this one did not)."""
+
+    sub: str
+    rid: str
+    adopted_from: str | None = None
+
+
+class CallAnswered(Event, tag="call_answered", omit_defaults=True):
+    """The service answered one call: ``reply`` is its output line as the service's batch
+    output would hold it (it ran, or was refused with an answer), or None when it was
+    refused for want of capacity — nothing ran, nothing billed, it may be sent again."""
+
+    sub: str
+    rid: str
+    reply: dict[str, Any] | None = None
+    adopted_from: str | None = None
+
+
+class CallsStopped(Event, tag="calls_stopped"):
+    """The service kept refusing the submission's calls for want of capacity: its
+    requests not yet answered go back to the batch path."""
+
+    sub: str
+    detail: str
+
+
 class ServiceSet(Event, tag="service"):
     """Where a stage's batches live from now on (a run made before 0.2 recorded
     none in its config; ``run --move-service`` points a run at another base URL)."""
@@ -269,6 +299,9 @@ AnyEvent = (
     | Contradicted
     | Stalled
     | Tailed
+    | CallSent
+    | CallAnswered
+    | CallsStopped
     | ServiceSet
     | CancelRequested
     | Resumed

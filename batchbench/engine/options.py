@@ -69,6 +69,8 @@ class RunOptions:
     budget: Budget = field(default_factory=Budget)
     settings: Settings = field(default_factory=Settings)
     no_wait: bool = False
+    # Redo the cases whose call's outcome was unknown (they may have been billed already).
+    resend_unknown: bool = False
     clock: Clock = SYSTEM  # what the run reads and waits on (tests: the emulator's fake one)
 
     def check(self) -> RunOptions:

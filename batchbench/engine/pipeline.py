@@ -35,6 +35,7 @@ from ..providers.ids import claim
 from ..providers.registry import BY_NAME
 from ..reporting import quiet
 from . import late
+from .calls import call_kind, unknown_detail
 from .collection import Collection, Limits, collect
 from .events import Event, Line, Plan
 from .owed import short_of
@@ -99,6 +100,7 @@ class Pipeline:
             config,
             providers,
             self.record,
+            lambda: self.state,
             clock=clock,
             max_ambiguous_creates=settings.max_ambiguous_creates,
             warn=warn,
@@ -132,6 +134,7 @@ class Pipeline:
 
     def step(self) -> bool:
         """Do the next action that needs no waiting; False when only waiting remains."""
+        self.submitter.calls.adopt_tails()  # another folder of the run cut one short
         st = self.state
         for sub in st.subs.values():
             if not sub.uploaded and sub.batch_id is None:
@@ -328,8 +331,22 @@ class Pipeline:
         items = {
             c: [it["item_id"] for it in case["rubric_items"]] for c, case in self.cases.items()
         }
+        kind = call_kind(sub, wire)
+        unknown = {
+            cid: unknown_detail(kind, cid)
+            for cid in sub.ids()
+            if kind is not None and cid in self.state.calls_open
+        }
         result = collect(
-            sub, frame, self.state, self.limits, self.rubric, items, self.clock.time(), wire
+            sub,
+            frame,
+            self.state,
+            self.limits,
+            self.rubric,
+            items,
+            self.clock.time(),
+            wire,
+            unknown,
         )
         for line in result.anomalies:
             self.warn(f"warning: {line}")

@@ -149,7 +149,7 @@ def rows_for(
     rows: list[Row] = [
         error_row(cases[o.case_id], config, now, o.detail or "")
         for o in outcomes.values()
-        if o.kind == "failed"
+        if o.kind in ("failed", "unknown")
     ]
     scored = [o.case_id for o in outcomes.values() if o.kind == "ok" and sub.stage == "judges"]
     if not scored or judged is None:

@@ -17,6 +17,9 @@ from ..kinds import ProviderName, Stage, StageStatus
 from ..providers import legacy
 from ..providers.base import Account
 from .events import (
+    CallAnswered,
+    CallSent,
+    CallsStopped,
     CancelRequested,
     Collected,
     Event,
@@ -55,6 +58,7 @@ class CaseState:
     started: float | None = None
     final: Literal["scored", "error"] | None = None  # once its row is written
     error: str | None = None
+    unknown: bool = False  # its error: a call of unknown outcome (redone only when asked)
     rows: int = 0  # result rows written for it so far (one per final outcome)
 
     def stage(self, name: Stage, judge_pass: int = 1) -> StageState:
@@ -74,7 +78,7 @@ class CaseState:
         """
         if self.final != "error":
             return
-        self.final, self.error, self.started = None, None, None
+        self.final, self.error, self.started, self.unknown = None, None, None, False
         for st in (self.answers, self.judges, *self.passes.values()):
             if st.status == "failed":
                 st.status = "pending"
@@ -102,6 +106,10 @@ class RunState:
     stalls: int = 0  # batches that never started in time
     flex_cases: set[tuple[str, str]] = field(default_factory=set)  # (stage, case) to flex
     flex_usage: dict[str, dict[str, int]] = field(default_factory=dict)  # of flex calls
+    # Requests sent one call at a time (:mod:`.calls`): sent, their answer not journaled
+    # (unknown: never sent again blind), and answered (id → the output line).
+    calls_open: set[str] = field(default_factory=set)
+    calls_done: dict[str, dict[str, Any]] = field(default_factory=dict)
     # stage → provider, base URL, account (None: not recorded, before 0.3)
     services: dict[Stage, tuple[ProviderName, str, Account | None]] = field(default_factory=dict)
     cancelled: bool = False
@@ -238,10 +246,11 @@ class RunState:
                 if stage == "judges" and main:
                     case.final = "scored"
                     case.rows += 1
-            elif kind == "failed":
+            elif kind in ("failed", "unknown"):
                 st.status = "failed"
                 if main:
                     case.final, case.error = "error", outcome.detail
+                    case.unknown = kind == "unknown"
                     case.rows += 1
             else:
                 st.status = "pending"
@@ -303,6 +312,24 @@ def _tailed(state: RunState, event: Tailed) -> None:
     state.flex_cases.update((sub.stage, line.case_id) for line in sub.lines)
 
 
+def _call_sent(state: RunState, event: CallSent) -> None:
+    state.calls_open.add(event.rid)
+
+
+def _call_answered(state: RunState, event: CallAnswered) -> None:
+    state.calls_open.discard(event.rid)
+    if event.reply is not None:
+        state.calls_done[event.rid] = event.reply
+
+
+def _calls_stopped(state: RunState, event: CallsStopped) -> None:
+    """The service had no capacity: what the submission did not get answered goes back
+    to the batch path."""
+    sub = state.subs.get(event.sub)
+    if sub is not None:
+        state.flex_cases.difference_update((sub.stage, line.case_id) for line in sub.lines)
+
+
 # One handler per event type: a table lookup, not a chain of isinstance tests
 # (``status`` and ``list`` fold every run's journal on each call).
 _RUN_EVENTS: dict[type, Callable[[RunState, Any], None]] = {
@@ -313,6 +340,9 @@ _RUN_EVENTS: dict[type, Callable[[RunState, Any], None]] = {
     ServiceSet: _service,
     Stalled: _stalled,
     Tailed: _tailed,
+    CallSent: _call_sent,
+    CallAnswered: _call_answered,
+    CallsStopped: _calls_stopped,
 }
 
 

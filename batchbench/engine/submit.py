@@ -25,11 +25,14 @@ from ..errors import (
     ApiNotFoundError,
     BatchFileError,
     FileNotYetVisible,
+    InvariantError,
     TransientApiError,
     TruncatedFileError,
 )
 from ..kinds import Stage
 from ..providers.base import CLOCK_SKEW, BatchView, Client, Provider, Tag
+from ..providers.one_by_one import CallKind
+from .calls import CallRunner, call_kind
 from .collection import check_download
 from .events import (
     BatchSeen,
@@ -48,6 +51,7 @@ from .events import (
 from .owed import Owed
 from .runconfig import RunConfig
 from .rundir import Run, batches_elsewhere
+from .state import RunState
 from .submission import Submission
 
 
@@ -82,6 +86,7 @@ class Submitter:
         config: RunConfig,
         providers: Mapping[Stage, Provider],
         record: Callable[[Event], None],
+        state: Callable[[], RunState],
         *,
         clock: Clock = SYSTEM,
         max_ambiguous_creates: int = 8,
@@ -99,6 +104,7 @@ class Submitter:
         self.outage_seconds = outage_seconds
         self.warn = warn or (lambda _: None)
         self.owed = Owed(record, clock, self.warn)  # results the service says it has
+        self.calls = CallRunner(run, config.run_id, record, state, clock, self.warn)
 
     def tag(self, sub: Submission) -> Tag:
         return Tag(
@@ -111,8 +117,6 @@ class Submitter:
             requests=len(sub.lines),
             model=self.config.model(sub.stage),
             shared=sub.shared,
-            on_demand=len(sub.lines) < self.providers[sub.stage].wire.limits.min_lines,
-            flex=sub.flex,
         )
 
     def _checked(self, sub: Submission) -> None:
@@ -126,6 +130,9 @@ class Submitter:
         a service whose requests travel in the create call). An upload whose outcome a
         crash lost is merely orphaned: the file is sent again."""
         self._checked(sub)
+        if call_kind(sub, self.providers[sub.stage].wire) is not None:
+            self.record(Uploaded(sub=sub.id, file_id=None))  # each request is its own call
+            return
         client = self.providers[sub.stage].client
         file_id = client.upload(self.run.requests_dir / sub.path, self.tag(sub))
         _failpoints.hit("uploaded")
@@ -136,7 +143,12 @@ class Submitter:
         run's tag, for one carrying this submission's (a restored or copied run folder, a
         shortened journal: whatever the folder says, nothing is bought twice); where
         they keep none, after an ambiguous failure, for the candidates it may have made.
-        Never a batch the run, or another run of the jobs folder, holds."""
+        Never a batch the run, or another run of the jobs folder, holds. Requests that go
+        one call at a time are sent so (:mod:`.calls`), each looked for first."""
+        kind = call_kind(sub, self.providers[sub.stage].wire)
+        if kind is not None:
+            self._send_calls(sub, kind)
+            return
         if self.look(sub, known):
             return
         client = self.providers[sub.stage].client
@@ -165,6 +177,15 @@ class Submitter:
         self._ambiguous_creates = 0
         self._failing_since = None
         _failpoints.hit("created")
+        self.record(Created(sub=sub.id, batch_id=view.id))
+        self.record_batch(sub, view)
+
+    def _send_calls(self, sub: Submission, kind: CallKind) -> None:
+        calls = self.providers[sub.stage].client.calls(kind, self.config.model(sub.stage))
+        if calls is None:
+            raise InvariantError(f"{sub.id}: its service sends no {kind} calls")
+        self.record(CreateStarted(sub=sub.id))
+        view = self.calls.run_calls(sub, calls)
         self.record(Created(sub=sub.id, batch_id=view.id))
         self.record_batch(sub, view)
 
@@ -308,10 +329,14 @@ class Submitter:
         staging = final.with_name(f".{final.name}.check")
         where = f"{file_id} (batch {sub.batch_id})"
         batch_id = sub.batch_id or ""
+        calls = call_kind(sub, provider.wire) is not None
         try:
             for attempt in range(1, 4):
                 try:
-                    provider.client.download(batch_id, file_id, staging)
+                    if calls:  # the answers the journal holds
+                        self.calls.write(sub, list(sub.ids()), staging)
+                    else:
+                        provider.client.download(batch_id, file_id, staging)
                 except ApiNotFoundError:  # named by the batch, not there (yet)
                     detail = f"batch {batch_id} ({sub.id}) names result file {file_id}"
                     self.owed.owe(sub, batch_id, f"{detail}, which answers 404")
@@ -375,5 +400,7 @@ class Submitter:
     def delete_remote(self, sub: Submission) -> None:
         """Free the service's storage: the raw copies on disk are the source of truth."""
         files = [f for f in (sub.file_id, *sub.result_files()) if f]
+        if call_kind(sub, self.providers[sub.stage].wire) is not None:
+            files = []  # nothing of its is on the service
         self.providers[sub.stage].client.delete(files)
         self.record(RemoteDeleted(sub=sub.id, file_ids=files))

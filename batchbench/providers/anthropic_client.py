@@ -35,6 +35,7 @@ from .base import (
     timestamp,
     walk_list,
 )
+from .one_by_one import CallKind, Calls
 from .stainless import SdkCalls, timeout
 
 PHASES: dict[str, Phase] = {"in_progress": "running", "canceling": "cancelling", "ended": "ended"}
@@ -117,6 +118,10 @@ class AnthropicClient:
 
     def check_models(self, models: Iterable[str]) -> None:
         self._call.check_models(models, self.sdk.models.retrieve, self.sdk.models.list, self.where)
+
+    def calls(self, kind: CallKind, model: str) -> Calls | None:
+        """None: no flex tier, no on-demand remainder."""
+        return None
 
     def upload(self, path: Path, tag: Tag) -> None:
         """Nothing: Message Batches take their requests inline, in the create call."""

@@ -24,6 +24,7 @@ import openai
 from ..errors import ApiNotFoundError, ConfigError
 from . import tls
 from .base import Service
+from .one_by_one import CallKind, Calls
 from .openai_client import OpenAIClient
 from .stainless import timeout
 
@@ -34,6 +35,10 @@ API_VERSION = "v1"  # the v1 API's api-version when none is named
 class AzureClient(OpenAIClient):
     display = "Azure OpenAI"
     key_hint = "AZURE_OPENAI_API_KEY"
+
+    def calls(self, kind: CallKind, model: str) -> Calls | None:
+        """None: Azure OpenAI has no flex tier."""
+        return None
 
     def make_sdk(self, service: Service, api_key: str) -> openai.OpenAI:
         return openai.AzureOpenAI(

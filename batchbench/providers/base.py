@@ -27,6 +27,8 @@ from ..kinds import Ending, Phase, ProviderName, Stage
 if TYPE_CHECKING:
     import polars as pl
 
+    from .one_by_one import CallKind, Calls
+
 
 # A service's clock may be this far behind ours: a batch looked for after a crash, or
 # polled by a walk of the list, is looked for from this long before our time.
@@ -107,11 +109,6 @@ class Tag:
     requests: int
     model: str  # the id the service is asked for (a service that names it per batch)
     shared: dict[str, Any] | None = None  # what its requests share (:attr:`Rendered.shared`)
-    # Below the service's minimum batch size, sent on demand by the user's choice
-    # (--on-demand-remainder): each request a synchronous call at the full price.
-    on_demand: bool = False
-    # The tail of a batch cut short (--tail-flex): each request a call on the flex tier.
-    flex: bool = False
 
 
 @dataclass(frozen=True)
@@ -270,6 +267,11 @@ class Client(Protocol):
     marks: Marks
 
     def check_models(self, models: Iterable[str]) -> None: ...
+
+    def calls(self, kind: CallKind, model: str) -> Calls | None:
+        """How this service sends ``model``'s requests one call at a time, for the kinds
+        it has (a flex tier, on-demand calls), else None (:mod:`.one_by_one`)."""
+        ...
 
     def upload(self, path: Path, tag: Tag) -> str | None:
         """Put a request file where the service reads a batch's input from (an upload);

@@ -48,9 +48,10 @@ from .base import (
     cancel_unless_ended,
     timestamp,
 )
-from .bedrock_on_demand import OnDemand, is_on_demand
+from .bedrock_on_demand import on_demand_calls
 from .bedrock_wire import claude, model_id
 from .downloads import Sink, verbatim
+from .one_by_one import CallKind, Calls
 from .retry import Retrier
 
 T = TypeVar("T")
@@ -168,8 +169,7 @@ class BedrockClient:
             "bedrock", region_name=where, endpoint_url=service.base_url, config=quick
         )
         self.s3 = aws.client("s3", region_name=where, config=config)
-        runtime = aws.client("bedrock-runtime", region_name=where, config=config)
-        self.on_demand = OnDemand(runtime, self._call, self.warn)
+        self.runtime = aws.client("bedrock-runtime", region_name=where, config=config)
 
     # errors -------------------------------------------------------------------
     def errors(
@@ -238,9 +238,15 @@ class BedrockClient:
     def _key(self, tag: Tag, name: str) -> str:
         return "/".join(p for p in (self.prefix, f"bb-{tag.run_id[:8]}", name) if p)
 
+    def calls(self, kind: CallKind, model: str) -> Calls | None:
+        """Records too few for a job, on demand (:mod:`.bedrock_on_demand`)."""
+        return (
+            on_demand_calls(self.runtime, self._call, model_id(model))
+            if kind == "ondemand"
+            else None
+        )
+
     def upload(self, path: Path, tag: Tag) -> str | None:
-        if tag.on_demand:
-            return None  # nothing to upload: each request is its own call
         key = self._key(tag, path.name)
         data = path.read_bytes()
         self._call(
@@ -250,8 +256,6 @@ class BedrockClient:
         return f"s3://{self.bucket}/{key}"
 
     def create(self, tag: Tag, input_ref: str | None, path: Path) -> BatchView:
-        if tag.on_demand:
-            return self.on_demand.run_records(tag, model_id(tag.model), path, self.clock.time())
         if input_ref is None:
             raise ApiError("a Bedrock job needs its records in S3")
         out = f"s3://{self.bucket}/{self._key(tag, 'out')}/"
@@ -291,8 +295,6 @@ class BedrockClient:
                 return
 
     def find(self, tag: Tag, since: float, known: Collection[str]) -> list[BatchView]:
-        if tag.on_demand:
-            return []  # create picks up what the last attempt left (its own file)
         name = job_name(tag)
         for job in self._jobs_since(since, name):
             if job.get("jobName") == name or job.get("clientRequestToken") == request_token(tag):
@@ -308,14 +310,9 @@ class BedrockClient:
                 found[job_id] = self._view(job)
                 if len(found) == len(want):
                     break
-        for batch_id in want - set(found):
-            if is_on_demand(batch_id):
-                found[batch_id] = self.on_demand.view(batch_id)
         return found
 
     def retrieve(self, batch_id: str) -> BatchView:
-        if is_on_demand(batch_id):
-            return self.on_demand.view(batch_id)
         job = self._call(
             f"retrieve job {batch_id}",
             lambda: self.bedrock.get_model_invocation_job(jobIdentifier=batch_id),
@@ -343,8 +340,6 @@ class BedrockClient:
         return dataclasses.replace(found, status=status, ending="expired", files=(ref,))
 
     def cancel(self, batch_id: str) -> BatchView | None:
-        if is_on_demand(batch_id):
-            return None  # its calls were made when it was created
         return cancel_unless_ended(lambda: self._stop(batch_id), lambda: self.retrieve(batch_id))
 
     def _stop(self, batch_id: str) -> BatchView:
@@ -356,8 +351,6 @@ class BedrockClient:
         return self.retrieve(batch_id)
 
     def download(self, batch_id: str, ref: str, dest: Path) -> int:
-        if is_on_demand(batch_id):
-            return self.on_demand.download(ref, dest)
         found = S3_URI.match(ref)
         if not found:
             raise ApiError(f"job {batch_id}: its output {ref!r} is not an s3:// URI")

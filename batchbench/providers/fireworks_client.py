@@ -43,6 +43,7 @@ from .base import (
     walk_list,
 )
 from .http_errors import status_error
+from .one_by_one import CallKind, Calls
 from .stainless import SdkCalls, timeout
 
 PHASES: dict[str, Phase] = {
@@ -137,6 +138,10 @@ class FireworksClient:
             return self.sdk.get(path, cast_to=object, options={"timeout": timeout})
 
         self._call.check_models(models, look_up, list_models, self.where)
+
+    def calls(self, kind: CallKind, model: str) -> Calls | None:
+        """None: no flex tier, no on-demand remainder."""
+        return None
 
     def upload(self, path: Path, tag: Tag) -> str:
         """The request file as a dataset: created (once), then uploaded (once)."""

@@ -33,6 +33,7 @@ from . import retry, tls
 from .base import BatchError, BatchView, Marked, Marks, Service, Tag, cancel_unless_ended, walk_list
 from .downloads import verbatim
 from .google_errors import genai_errors
+from .one_by_one import CallKind, Calls
 from .retry import Retrier
 
 T = TypeVar("T")
@@ -169,6 +170,10 @@ class GeminiClient:
                 ) from None
             except Unreachable as exc:  # before a run: a wrong URL, said at once
                 raise ApiError(str(exc)) from None
+
+    def calls(self, kind: CallKind, model: str) -> Calls | None:
+        """None: Gemini's flex reports no progress of a running job to judge a tail by."""
+        return None
 
     def upload(self, path: Path, tag: Tag) -> str:
         config = types.UploadFileConfig(display_name=path.name, mime_type="jsonl")

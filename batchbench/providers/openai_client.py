@@ -37,7 +37,8 @@ from .base import (
     walk_list,
 )
 from .http_errors import one_line
-from .openai_flex import Flex, is_flex
+from .one_by_one import CallKind, Calls
+from .openai_flex import flex_calls
 from .openai_wire import ENDPOINT
 from .stainless import SdkCalls, timeout
 
@@ -124,7 +125,6 @@ class OpenAIClient:
             refine=_file_not_visible,
             clock=clock,
         )
-        self.flex = Flex(self.sdk, clock, warn)  # a batch's tail, one call at a time
 
     def make_sdk(self, service: Service, api_key: str) -> openai.OpenAI:
         return openai.OpenAI(
@@ -146,10 +146,11 @@ class OpenAIClient:
             "--base-url or OPENAI_BASE_URL (does it end in /v1?)",
         )
 
-    def upload(self, path: Path, tag: Tag) -> str | None:
-        if tag.flex:
-            return None  # nothing to upload: each request is its own call
+    def calls(self, kind: CallKind, model: str) -> Calls | None:
+        """A batch's tail on the flex tier (:mod:`.openai_flex`)."""
+        return flex_calls(self.sdk) if kind == "flex" else None
 
+    def upload(self, path: Path, tag: Tag) -> str | None:
         def send() -> Any:
             with open(path, "rb") as fh:
                 return self.sdk.files.create(file=(path.name, fh), purpose="batch")
@@ -157,8 +158,6 @@ class OpenAIClient:
         return str(self._call(f"upload {path.name}", send).id)
 
     def create(self, tag: Tag, input_ref: str | None, path: Path) -> BatchView:
-        if tag.flex:
-            return self.flex.run_lines(tag, path)
         if input_ref is None:
             raise InvariantError("an OpenAI batch needs its uploaded file")
         metadata = {
@@ -195,8 +194,6 @@ class OpenAIClient:
     def find(self, tag: Tag, since: float, known: Collection[str]) -> list[BatchView]:
         """The batch whose metadata names this run and submission. The run's batches
         seen so far are kept: each look walks back only to the previous one's start."""
-        if tag.flex:
-            return []  # no batch: create picks up what the last attempt's calls left
         marked = self._marked.index(tag.run_id, since, self.clock.time(), self._walk_run)
         found = marked.get(tag.sub)
         return [view(found)] if found is not None and found["id"] not in known else []
@@ -210,14 +207,10 @@ class OpenAIClient:
         return out
 
     def poll(self, batch_ids: Collection[str], since: float) -> dict[str, BatchView]:
-        flex = {b: self.flex.view(b) for b in batch_ids if is_flex(b)}
-        wanted = [b for b in batch_ids if b not in flex]
-        listed = self._batches_since(since) if wanted else iter(())
-        return {**flex, **walk_list(listed, wanted, lambda b: str(b["id"]), view)}
+        listed = self._batches_since(since) if batch_ids else iter(())
+        return walk_list(listed, batch_ids, lambda b: str(b["id"]), view)
 
     def retrieve(self, batch_id: str) -> BatchView:
-        if is_flex(batch_id):
-            return self.flex.view(batch_id)
         batch = self._call(
             f"retrieve batch {batch_id}", lambda: self.sdk.batches.retrieve(batch_id), batch_id
         )
@@ -225,8 +218,6 @@ class OpenAIClient:
 
     def cancel(self, batch_id: str) -> BatchView | None:
         """None when the batch had already ended (:func:`.base.cancel_unless_ended`)."""
-        if is_flex(batch_id):
-            return None  # its calls were made when it was created
         return cancel_unless_ended(
             lambda: view(
                 self._call(
@@ -237,12 +228,10 @@ class OpenAIClient:
         )
 
     def download(self, batch_id: str, ref: str, dest: Path) -> int:
-        if is_flex(batch_id):
-            return self.flex.download(ref, dest)
         stream = functools.partial(self.sdk.files.with_streaming_response.content, ref)
         return self._call.download(stream, f"download {ref}", batch_id, dest)
 
     def delete(self, refs: Sequence[str]) -> None:
-        for ref in (r for r in refs if not Path(r).is_absolute()):  # flex replies: ours
+        for ref in refs:
             with contextlib.suppress(ApiNotFoundError):
                 self._call(f"delete {ref}", functools.partial(self.sdk.files.delete, ref))

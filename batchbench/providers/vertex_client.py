@@ -41,6 +41,7 @@ from .downloads import verbatim
 from .gemini_client import ENDINGS as GEMINI_ENDINGS
 from .gemini_client import PHASES
 from .google_errors import genai_errors
+from .one_by_one import CallKind, Calls
 from .retry import Retrier
 from .spec import VERTEX_LOCATION
 from .vertex_wire import family, model_name
@@ -161,6 +162,10 @@ class VertexClient:
 
     def _folder(self, tag: Tag) -> str:
         return f"bb-{tag.run_id[:8]}"
+
+    def calls(self, kind: CallKind, model: str) -> Calls | None:
+        """None: no flex tier, no on-demand remainder."""
+        return None
 
     def upload(self, path: Path, tag: Tag) -> str:
         uri = self.bucket.uri(self._folder(tag), path.name)
