@@ -160,6 +160,50 @@ def test_a_job_cut_off_by_the_window_keeps_what_ran_and_sends_the_rest_once(
     assert_no_duplicates(emu)
 
 
+@pytest.mark.parametrize("rig", [GEMINI, CLAUDE], ids=lambda r: r.provider)
+def test_a_job_read_failed_while_it_runs_is_not_bought_again(
+    rig, batch_emulator_factory, tmp_path, fixture_dir
+):
+    """#45.3: a running job reads FAILED (an internal error, nothing written) for a
+    while, then runs on and succeeds: its requests are not sent again meanwhile, and the
+    rows are a good day's, each line paid once."""
+    ref = batch_emulator_factory()
+    argv = rig.args(ref, tmp_path / "ref", fixture_dir, "--limit", "8", cap=8)
+    assert run_cli(*argv, env=rig.env(ref)).returncode == 0
+    emu = batch_emulator_factory(latency=1200, anomalies={"failed-while-running": 1.0})
+    argv = rig.args(emu, tmp_path, fixture_dir, "--limit", "8", cap=8)
+    proc = run_cli(*argv, "--poll-interval", "60", env=rig.env(emu))
+    assert proc.returncode == 0, proc.stderr
+    assert normalised(tmp_path / "jobs" / rig.name()) == normalised(
+        tmp_path / "ref" / "jobs" / rig.name()
+    )
+    events = [json.loads(x) for x in (tmp_path / "jobs" / rig.name() / "journal.jsonl").open()]
+    assert any("read again" in e.get("status", "") for e in events if e["ev"] == "batch")
+    assert len([b for b in _jobs(emu) if b["name"].endswith("answers-0001")]) == 1
+    assert_no_duplicates(emu)
+
+
+def test_a_job_that_failed_for_good_fails_at_once(batch_emulator, tmp_path, fixture_dir):
+    """A job failed by an error that ends it for good (its input unreadable: Google's
+    INVALID_ARGUMENT) is not waited for: its cases end in error rows."""
+    emu = batch_emulator
+    argv = GEMINI.args(emu, tmp_path, fixture_dir, "--limit", "2", cap=2)
+    face = emu.face("vertex")
+    original = face.jobs._validate
+
+    def unreadable(job):
+        face.jobs._fail(job, f"Failed to read the input {job.input_uri}.")
+
+    face.jobs._validate = unreadable
+    try:
+        proc = run_cli(*argv, env=GEMINI.env(emu))
+    finally:
+        face.jobs._validate = original
+    assert proc.returncode == 1, proc.stderr
+    rows = rows_of(tmp_path / "jobs" / GEMINI.name() / "results.jsonl")
+    assert len(rows) == 2 and all("Failed to read the input" in r["error"] for r in rows)
+
+
 @pytest.mark.parametrize(
     ("change", "fragments"),
     [

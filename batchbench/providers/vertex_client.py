@@ -16,7 +16,9 @@ are listed with a filter on them, and a job is the run's only when both say so.
 Each submission writes under its own output prefix (the SDK's default, the input's
 folder, would mix runs). A job that ran part of its lines
 (``JOB_STATE_PARTIALLY_SUCCEEDED``, or failed with predictions written) keeps
-them; the rest are sent again.
+them; the rest are sent again. A job read failed with nothing written is read again
+for :data:`FAILED_GRACE` (unless its error ends a job for good): such a job has run
+on and written its predictions, which must not be bought a second time.
 """
 
 from __future__ import annotations
@@ -52,6 +54,12 @@ TIMEOUT_MS = 60_000
 # google-genai's job states, as the Gemini API's client reads them — but for a job that
 # ran part of its lines: Vertex leaves the rest out of its predictions (sent again).
 ENDINGS: dict[str, Ending] = {**GEMINI_ENDINGS, "JOB_STATE_PARTIALLY_SUCCEEDED": "expired"}
+# A job read failed with nothing written is read again this long (seconds since it said
+# so) before its requests go out again — unless its error ends a job for good
+# (google.rpc.Code: INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS, PERMISSION_DENIED,
+# FAILED_PRECONDITION, OUT_OF_RANGE, UNAUTHENTICATED).
+FAILED_GRACE = 1800.0
+DEFINITE = frozenset({3, 5, 6, 7, 9, 11, 16})
 
 
 def display_name(tag: Tag) -> str:
@@ -237,6 +245,8 @@ class VertexClient:
         if ending is None:
             return dataclasses.replace(base, phase=PHASES[state])
         folder = job.output_info.gcs_output_directory if job.output_info else None
+        if folder is None and ending == "failed" and job.dest is not None:
+            folder = job.dest.gcs_uri  # a failed job may not name its folder: ours, asked
         files: tuple[str, ...] = ()
         if folder:
             names = self._call(f"list {folder}", lambda: self.bucket.names(folder), ident)
@@ -245,6 +255,9 @@ class VertexClient:
             status = f"{state} (its predictions not yet there)"
             return dataclasses.replace(base, status=status, awaiting=True)
         message = job.error.message if job.error is not None else None
+        if ending == "failed" and not files and self._may_run_on(job):
+            status = f"{state} (nothing written yet; read again, as a job read failed may run on)"
+            return dataclasses.replace(base, status=status)
         if ending == "failed" and files:
             status = f"{state} (the predictions of the lines it ran kept)"
             return dataclasses.replace(
@@ -252,6 +265,17 @@ class VertexClient:
             )
         errors = None if files else (BatchError(state, message),)
         return dataclasses.replace(base, phase="ended", ending=ending, files=files, errors=errors)
+
+    def _may_run_on(self, job: types.BatchJob) -> bool:
+        """Whether a job read failed with nothing written may yet be running: its error
+        not one that ends a job for good (a bad input, a refused permission), and less
+        than :data:`FAILED_GRACE` since it said so. Its requests are not sent again until
+        then: a job read failed has run on and written its predictions."""
+        code = job.error.code if job.error is not None else None
+        if code in DEFINITE:
+            return False
+        said = job.update_time or job.end_time
+        return said is None or self.clock.time() - said.timestamp() < FAILED_GRACE
 
     def cancel(self, batch_id: str) -> BatchView | None:
         def cancel() -> BatchView:

@@ -179,7 +179,7 @@ class VertexFace:
         return Reply(self.jobs.listed(parent, x.query, x.int_param("pageSize", 100, 1, 1000)))
 
     def get(self, x: Exchange, parent: str, ident: str) -> Reply:
-        return Reply(self.jobs.get(ident).obj())
+        return Reply(self.jobs.get(ident).obj(self.store.now()))
 
     def cancel(self, x: Exchange, parent: str, ident: str) -> Reply:
         return Reply(self.jobs.cancel(ident))

@@ -70,12 +70,21 @@ class Job:
     stamps: dict[str, float] = field(default_factory=dict)
     output_dir: str | None = None
     overrides: dict[str, Any] = field(default_factory=dict)
+    # The failed-while-running bad day: reads that still say FAILED, and until when.
+    failed_reads: int = 0
+    failed_until: float = 0.0
 
     @property
     def name(self) -> str:
         return f"{self.parent}/batchPredictionJobs/{self.id}"
 
-    def obj(self) -> dict[str, Any]:
+    def obj(self, now: float = 0.0) -> dict[str, Any]:
+        if self.state == "JOB_STATE_RUNNING" and (self.failed_reads > 0 or now < self.failed_until):
+            self.failed_reads -= 1
+            return self._reads_failed()
+        return self._obj()
+
+    def _obj(self) -> dict[str, Any]:
         ok = sum(1 for r in self.results.values() if not r.get("status"))
         out: dict[str, Any] = {
             "name": self.name,
@@ -105,6 +114,15 @@ class Job:
         if self.error is not None:
             out["error"] = self.error
         return out | self.overrides
+
+    def _reads_failed(self) -> dict[str, Any]:
+        """A running job read as failed (an internal error, nothing written yet), as the
+        failed-while-running bad day has it: it runs on and ends as it would have."""
+        out = {k: v for k, v in self._obj().items() if k not in ("outputInfo",)}
+        out["state"] = "JOB_STATE_FAILED"
+        out["error"] = {"code": 13, "message": "Internal error encountered."}
+        out["endTime"] = out["updateTime"] = rfc3339(self.stamps["started"])
+        return out
 
 
 class Jobs:
@@ -166,7 +184,7 @@ class Jobs:
             created=self.store.now(),
         )
         self.jobs[job.id] = job
-        return job.obj()
+        return job.obj(self.store.now())
 
     def get(self, ident: str) -> Job:
         found = self.jobs.get(ident)
@@ -197,7 +215,7 @@ class Jobs:
             jobs = [j for j in jobs if clause(j)]
         start = int(query.get("pageToken") or 0)
         page = jobs[start : start + page_size]
-        out: dict[str, Any] = {"batchPredictionJobs": [j.obj() for j in page]}
+        out: dict[str, Any] = {"batchPredictionJobs": [j.obj(self.store.now()) for j in page]}
         if start + page_size < len(jobs):
             out["nextPageToken"] = str(start + page_size)
         return out
@@ -213,6 +231,8 @@ class Jobs:
             if job.state == "JOB_STATE_PENDING" and not stuck and (flush or now >= start):
                 job.state = "JOB_STATE_RUNNING"
                 job.stamps["started"] = start
+                if self.store.anomaly("failed-while-running", job.id):
+                    job.failed_reads, job.failed_until = 2, start + latency / 2
             if job.state == "JOB_STATE_RUNNING":
                 begun, total = job.stamps["started"], len(job.lines)
                 deadline = begun + window
