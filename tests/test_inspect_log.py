@@ -9,6 +9,7 @@ that error.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from support import reference
@@ -90,3 +91,32 @@ def test_without_inspect_ai_the_export_says_how_to_get_it(batch_emulator, tmp_pa
         text=True,
     )
     assert_one_line_error(done, "[inspect]")
+
+
+def test_the_log_is_written_as_every_o_is(batch_emulator, tmp_path, fixture_dir):
+    """#45.4: a symlink, a device or a folder at -o is refused in one line naming it and
+    left as it was; a log that was there is replaced whole, never written through."""
+    proc = run_cli(
+        *run_args(batch_emulator, tmp_path, fixture_dir, "--limit", "3"),
+        env={"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": ""},
+    )
+    assert proc.returncode == 0, proc.stderr
+    jobs = ["--jobs-dir", str(tmp_path / "jobs"), "--format", "inspect"]
+    target = tmp_path / "target.eval"
+    target.write_text("keep me")
+    link = tmp_path / "link.eval"
+    link.symlink_to(target)
+    proc = run_cli("export", "ans-model", "-o", str(link), *jobs)
+    assert_one_line_error(proc, str(link), "a symbolic link", "not replaced")
+    assert link.is_symlink() and target.read_text() == "keep me"
+    proc = run_cli("export", "ans-model", "-o", "/dev/null", *jobs)
+    assert_one_line_error(proc, "/dev/null", "a device")
+    assert Path("/dev/null").is_char_device()
+    proc = run_cli("export", "ans-model", "-o", str(tmp_path), *jobs)
+    assert_one_line_error(proc, str(tmp_path), "a folder")
+    out = tmp_path / "run.eval"
+    for _ in range(2):  # written, then replaced whole
+        proc = run_cli("export", "ans-model", "-o", str(out), *jobs)
+        assert proc.returncode == 0, proc.stderr
+        assert len(log_module.read_eval_log(str(out)).samples) == 3
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".bb-")] == []

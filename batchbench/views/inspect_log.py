@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__, providers
+from .._io import replacing
 from ..bench import protocol
 from ..bench.dataset import Case
-from ..errors import ProviderUnavailable
+from ..errors import ProviderUnavailable, StorageError
 from ..scores.summary import Summary, last_rows
 
 SCORER = "bedside_bench_rubric"
@@ -167,4 +168,14 @@ def write(
         stats=EvalStats(started_at=started, completed_at=finished),
         samples=samples,
     )
-    write_eval_log(log, path, format="eval")
+    # inspect_ai's writer writes where it is told: into a temporary file beside the
+    # target, renamed over it only when whole, as every -o is (a folder, a symlink or a
+    # device there is refused, not written through or replaced).
+    with replacing(path) as tmp:
+        try:
+            write_eval_log(log, str(tmp), format="eval")
+        except OSError as exc:
+            raise StorageError.of(exc, path) from None
+        except Exception as exc:  # the writer's own failure, its temporary name hidden
+            detail = str(exc).replace(str(tmp), str(path))[:300]
+            raise StorageError(f"cannot write {path}: inspect_ai's writer: {detail}") from None
