@@ -140,8 +140,8 @@ def test_a_crash_while_waiting_out_a_refusal_leaves_a_known_call(
 ):
     """Killed in the wait after flex refused a call: the refusal was journaled (nothing
     ran), so the next run sends it, and no case ends in 'outcome unknown'."""
-    emu = batch_emulator_factory(latency=SLOW, seed=3)
-    emu.store.settings.flex_busy = 0.5
+    emu = batch_emulator_factory(latency=SLOW)
+    emu.store.settings.flex_busy, emu.store.settings.flex_busy_tries = 0.0, 1  # once each
     argv = _flex_run(emu, tmp_path, fixture_dir)
     _crash(argv, emu, monkeypatch, "busy_wait:1:raise")
     proc = run_cli(*argv, env=OPENAI.env(emu))

@@ -153,3 +153,44 @@ def test_a_results_file_is_refused_in_one_line(batch_emulator, tmp_path, fixture
     results = tmp_path / "jobs" / "ans-model" / "results.jsonl"
     proc = run_cli("export", str(results), "--format", "eee", "-o", str(tmp_path / "x"), *jobs)
     assert_one_line_error(proc, "--format eee", "runs (by name)")
+
+
+@pytest.mark.parametrize("damage", ["edited", "stale"])
+def test_a_summary_that_disagrees_with_its_rows_states_no_figure(
+    damage, batch_emulator, tmp_path, fixture_dir
+):
+    """#45.5: a summary edited by hand, or left stale by rows written since, is checked
+    against the rows before anything is exported from it: the export carries the rows'
+    own figures (the plain reference's), says so in one line, and status shows none."""
+    jobs, rows = _run(batch_emulator, tmp_path, fixture_dir)
+    run = tmp_path / "jobs" / "ans-model"
+    summary_path = run / "results.summary.json"
+    summary = json.loads(summary_path.read_text())
+    if damage == "edited":
+        name = sorted(summary["benchmarks"])[0]
+        summary["benchmarks"][name]["mean"] += 0.1
+        summary_path.write_text(json.dumps(summary, indent=2) + "\n")
+        field = f"benchmarks.{name}.mean"
+    else:  # a row the summary counted is gone (its case written again since, say)
+        rows = rows[:-1]
+        (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        field = "completed_cases"
+    proc = run_cli("export", "ans-model", "--format", "eee", "-o", str(tmp_path / "e"), *jobs)
+    assert proc.returncode == 0, proc.stderr
+    assert "does not summarise its run's rows" in proc.stderr and field in proc.stderr
+    [record] = (tmp_path / "e").glob("data/*/*/*/*.json")
+    results = json.loads(record.read_text())["evaluation_results"]
+    by_id = {r["evaluation_result_id"]: r for r in results}
+    expected = reference.summarize(rows)
+    for name, bench in expected["benchmarks"].items():
+        found = by_id[f"bedside-bench.{name}"]["score_details"]
+        assert found["score"] == pytest.approx(bench["mean"], rel=1e-12)
+        interval = found["uncertainty"]["confidence_interval"]
+        assert [interval["lower"], interval["upper"]] == pytest.approx(bench["ci95"], rel=1e-12)
+    page = run_cli("report", "ans-model", *jobs, "-o", str(tmp_path / "report.html"))
+    assert page.returncode == 0 and "does not summarise its run's rows" in page.stderr
+    # status reads no rows: it checks the summary's counts against the journal's.
+    summary["completed_cases"] -= 1
+    summary_path.write_text(json.dumps(summary, indent=2) + "\n")
+    status = json.loads(run_cli("status", "ans-model", *jobs, "--json").stdout)
+    assert "overall_macro_mean" not in status and "stale or edited" in status["summary_problem"]

@@ -57,7 +57,8 @@ def test_a_lingering_tail_finishes_on_flex_with_the_same_rows_paid_once(
     argv = OPENAI.args(good, tmp_path / "ref", fixture_dir, "--limit", "40", cap=40)
     assert run_cli(*argv, env=OPENAI.env(good)).returncode == 0
     emu = batch_emulator_factory(latency=SLOW, seed=3)
-    emu.store.settings.flex_busy = 0.5  # flex refuses half the calls for want of capacity
+    # flex refuses each call's first try for want of capacity, and a quarter of the rest
+    emu.store.settings.flex_busy, emu.store.settings.flex_busy_tries = 0.25, 1
     proc = run_cli(*_flex_run(emu, tmp_path, fixture_dir), env=OPENAI.env(emu))
     assert proc.returncode == 0, proc.stderr
     run_dir = tmp_path / "jobs" / OPENAI.name()

@@ -147,6 +147,13 @@ def dump_row(row: Mapping[str, Any]) -> str:
     return json.dumps(row, ensure_ascii=False)
 
 
+def registry_order(rows: Sequence[dict[str, Any]], case_ids: Sequence[str]) -> list[dict[str, Any]]:
+    """Rows in registry order (stably: a redone case's rows keep their order), as a run
+    writes them before it summarises them (:func:`rows_in_registry_order`)."""
+    order = {cid: i for i, cid in enumerate(case_ids)}
+    return sorted(rows, key=lambda r: order.get(r["case_id"], len(order)))
+
+
 def rows_in_registry_order(path: Path, case_ids: Sequence[str]) -> list[dict[str, Any]]:
     """A run's rows, put in registry order on disk (stably, atomically) and returned.
 
@@ -157,8 +164,7 @@ def rows_in_registry_order(path: Path, case_ids: Sequence[str]) -> list[dict[str
     keep their order among themselves: its last row is the one that counts.
     """
     rows = read_rows(path) if path.exists() else []
-    order = {cid: i for i, cid in enumerate(case_ids)}
-    ordered = sorted(rows, key=lambda r: order.get(r["case_id"], len(order)))
+    ordered = registry_order(rows, case_ids)
     if ordered != rows:
         atomic_write_bytes(path, "".join(dump_row(r) + "\n" for r in ordered).encode("utf-8"))
     return ordered

@@ -12,7 +12,7 @@ import typer
 if TYPE_CHECKING:
     from ..calibration.formats import LabelsFormat
 
-from .common import JobsDirOpt, JsonOpt, friendly
+from .common import JobsDirOpt, JsonOpt, friendly, warn
 
 
 @friendly
@@ -101,7 +101,7 @@ def calibrate(
         raise ConfigError("calibrate takes one run (or `sheet RUN...`)")
     if not labels:
         raise ConfigError("calibrate RUN needs --labels FILE (a filled labelling sheet)")
-    graded = load_run(resolve(runs[0], jobs_dir))
+    graded = load_run(resolve(runs[0], jobs_dir), warn=warn)
     from ..calibration.formats import FORMATS
 
     if labels_format is not None and labels_format not in FORMATS:
@@ -142,7 +142,7 @@ def _sheet(
         raise ConfigError("calibrate sheet needs -o FILE (.csv, or .html for a form)")
     if fmt is not None and fmt not in ("csv", "html", "label-studio"):
         raise ConfigError(f"--format {fmt!r}: the sheet is csv, html or label-studio")
-    graded = [load_run(resolve(r, jobs_dir)) for r in runs]
+    graded = [load_run(resolve(r, jobs_dir), warn=warn) for r in runs]
     digests = {g.summary["dataset_sha256"] for g in graded}
     if len(digests) > 1:
         raise ConfigError("the runs of one sheet must share their dataset (their digests differ)")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..scores.sources import Named
+from .common import warn
 
 
 def export_eee(named: Named, out: Path, labels: list[Path], dataset: Path | None) -> Path:
@@ -20,7 +21,7 @@ def export_eee(named: Named, out: Path, labels: list[Path], dataset: Path | None
 
     if named.run is None:
         raise ConfigError(f"{named.name}: --format eee exports runs (by name), not results files")
-    graded = load_run(named, dataset)
+    graded = load_run(named, dataset, warn=warn)
     calibrated = None
     if labels:
         found = read_labels(labels, graded.name, graded.cases, None)
@@ -46,7 +47,7 @@ def export_inspect(named: Named, path: Path, dataset: Path | None) -> Path:
 
     if named.run is None:
         raise ConfigError(f"{named.name}: --format inspect exports runs (by name), not files")
-    graded = load_run(named, dataset, errors=True)
+    graded = load_run(named, dataset, errors=True, warn=warn)
     path.parent.mkdir(parents=True, exist_ok=True)
     config = named.run.load_config()
     inspect_log.write(

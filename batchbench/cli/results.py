@@ -21,6 +21,7 @@ from .common import (
     SmokeOpt,
     SourcesArg,
     friendly,
+    warn,
 )
 
 
@@ -198,7 +199,7 @@ def export(
         )
     ds = load_dataset(dataset) if dataset is not None else None
     named = resolve_all(runs, jobs_dir, label or ())
-    check_together([load_side(n, ds) for n in named])  # what compare would refuse
+    check_together([load_side(n, ds, warn) for n in named])  # what compare would refuse
     frame = export_frame([(n.name, n.results) for n in named], decisions)
     write_export(frame, output, fmt)
     typer.echo(f"wrote {frame.height} rows to {output}")
@@ -238,7 +239,7 @@ def compare(
     from ..views.comparison import compare_text
 
     ds = load_dataset(dataset) if dataset is not None else None
-    sides = [load_side(n, ds) for n in resolve_all(runs, jobs_dir, label or ())]
+    sides = [load_side(n, ds, warn) for n in resolve_all(runs, jobs_dir, label or ())]
     result = make_comparison(
         sides,
         baseline,
@@ -283,7 +284,7 @@ def report(
     """
     from ..views.page import load_sources, render, write_page
 
-    sources, ds = load_sources(runs, jobs_dir, dataset, label or ())
+    sources, ds = load_sources(runs, jobs_dir, dataset, label or (), warn=warn)
     sections = _calibrations(runs, jobs_dir, labels) if labels else []
     out = output or Path("report.html")
     page = render(
@@ -307,7 +308,7 @@ def _calibrations(runs: list[str], jobs_dir: Path, labels: list[Path]) -> list[s
         named = resolve(name, jobs_dir)
         if named.run is None:
             continue
-        graded = load_run(named)
+        graded = load_run(named, warn=warn)
         try:
             found = read_labels(labels, graded.name, graded.cases)
         except NoVerdicts:
@@ -355,6 +356,6 @@ def plan(
     check_targets(mde, power, alpha)
     ds = load_dataset(dataset) if dataset is not None else None
     named = resolve_all(runs, jobs_dir, label or ())
-    a, b = ((n, load_side(n, ds)) for n in named)
+    a, b = ((n, load_side(n, ds, warn)) for n in named)
     result = make_plan((a, b), mde, power, alpha, allow_partial=allow_partial)
     typer.echo(json.dumps(result, indent=2) if as_json else plan_text(result))

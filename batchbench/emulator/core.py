@@ -69,6 +69,7 @@ class Settings:
     # OpenAI's flex tier: the share of calls refused 429 for want of capacity (unbilled),
     # and how long each served call takes (on the emulator's clock).
     flex_busy: float = 0.2
+    flex_busy_tries: int = 0  # and each flex call's first tries refused so, every time
     flex_seconds: float = 0.01
 
 

@@ -42,6 +42,7 @@ _SETTINGS = (
     "azure_deployments",
     "bedrock_min_records",
     "flex_busy",
+    "flex_busy_tries",
     "flex_seconds",
 )
 _FAULTS = {

@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
 import numpy as np
 
 from ..bench.dataset import Dataset
-from ..bench.results import check_against, read_numbered_rows
+from ..bench.results import check_against, read_numbered_rows, registry_order
 from ..errors import ConfigError, NotFinished, ResultsError
+from ..reporting import quiet
 from . import stats
 from .noise import JudgeNoise, read_noise
 from .sources import Named, not_finished, run_dataset
@@ -38,7 +40,7 @@ from .summary import (
     stratified_means,
 )
 from .summary import summarize as summarize_rows
-from .summary_file import read_summary
+from .summary_file import summary_of
 
 
 @dataclass
@@ -61,8 +63,9 @@ def _single(values: set[Any]) -> Any:
     return next(iter(values)) if len(values) == 1 else None
 
 
-def load_side(named: Named, dataset: Dataset | None) -> Side:
-    """A run (its dataset, digest-checked) or a results file (with ``dataset``)."""
+def load_side(named: Named, dataset: Dataset | None, warn: Callable[[str], None] = quiet) -> Side:
+    """A run (its dataset, digest-checked; its summary checked against its rows) or a
+    results file (with ``dataset``)."""
     run, path = named.run, named.results
     if run is not None:
         config = run.load_config()
@@ -72,7 +75,10 @@ def load_side(named: Named, dataset: Dataset | None) -> Side:
         rows = [r for _, r in numbered]
         if not run.summary_path.exists() and not run.summary_path.is_symlink():
             raise NotFinished(not_finished(run))
-        summary = read_summary(run.summary_path)
+        ordered = registry_order(rows, config.case_ids)
+        summary = summary_of(
+            run.summary_path, ordered, config.case_ids, config.dataset_sha256, warn
+        )
         name, answer, judge = named.name, config.answer_model, config.judge_model
         protocol, digest = config.protocol_version, config.dataset_sha256
     else:

@@ -15,15 +15,16 @@ from __future__ import annotations
 import math
 import queue
 import random
-import statistics
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypedDict
+from typing import Any
 
 import numpy as np
 
-from ..bench.protocol import PROTOCOL_VERSION
 from ..errors import ConfigError
+from .exact import Summary, exact_summary, is_success, last_rows
+
+__all__ = ["Summary", "is_success", "last_rows", "summarize"]
 
 DEFAULT_SAMPLES = 10000
 # Draws one bootstrap holds at once (8 bytes each, plus the word stream): about 2 GB.
@@ -290,58 +291,6 @@ def _stratified_block(
     ]
 
 
-def last_rows(rows: Iterable[dict[str, Any]]) -> tuple[dict[str, dict], dict[str, dict]]:
-    """Last row of each case, and last successful row of each case: the rows that
-    count, by the reference's rule (the last successful row wins)."""
-    last: dict[str, dict] = {}
-    last_ok: dict[str, dict] = {}
-    for row in rows:
-        cid = row["case_id"]
-        last[cid] = row
-        if is_success(row):
-            last_ok[cid] = row
-    return last, last_ok
-
-
-def is_success(row: dict[str, Any]) -> bool:
-    return "score" in row and "error" not in row
-
-
-def _single(values: Iterable[Any]) -> Any:
-    distinct = []
-    for v in values:
-        if v not in distinct:
-            distinct.append(v)
-    return distinct[0] if len(distinct) == 1 else None
-
-
-class BenchmarkSummary(TypedDict):
-    n: int
-    mean: float
-    ci95: list[float]
-
-
-class Summary(TypedDict):
-    """The reference's summary, keys in its order (``results.summary.json``)."""
-
-    protocol_version: str
-    dataset_sha256: str | None
-    answer_model: str | None
-    judge_model: str | None
-    answer_temperature: float | None
-    judge_temperature: float | None
-    judge_passes_per_answer: int
-    started_at: str | None
-    finished_at: str | None
-    completed_cases: int
-    errors: int
-    overall_macro_mean: float
-    overall_ci95: list[float]
-    benchmarks: dict[str, BenchmarkSummary]
-    bootstrap_samples: int
-    bootstrap_seed: int
-
-
 def check_samples(samples: int, cases: int) -> None:
     """A bootstrap that fits in memory: ``samples`` resamples of ``cases`` draws each."""
     if samples < 1:
@@ -361,40 +310,13 @@ def summarize(
     expected_case_ids: Iterable[str] | None = None,
     dataset_sha256: str | None = None,
 ) -> Summary:
-    """The reference runner's summary dict (same keys, same order, same numbers)."""
-    if expected_case_ids is not None:
-        selected = set(expected_case_ids)
-        rows = [r for r in rows if r.get("case_id") in selected]
-    last, last_ok = last_rows(rows)
-    ok_rows = [r for r in rows if is_success(r)]
-    scores: dict[str, list[float]] = {}
-    for row in last_ok.values():
-        scores.setdefault(row["benchmark"], []).append(float(row["score"]))
-    benchmarks = sorted(scores)
+    """The reference runner's summary dict (same keys, same order, same numbers): its
+    exact fields (:func:`.exact.exact_summary`) and the bootstrap's intervals."""
+    summary, scores = exact_summary(rows, expected_case_ids, dataset_sha256)
     check_samples(samples, sum(len(s) for s in scores.values()))
-    means = {b: statistics.fmean(scores[b]) for b in benchmarks}
     intervals, overall_ci = bootstrap(scores, samples, seed)
-    temps = _single((r.get("answer_temperature"), r.get("judge_temperature")) for r in ok_rows)
-    started = [r["started_at"] for r in rows if isinstance(r.get("started_at"), str)]
-    finished = [r["finished_at"] for r in rows if isinstance(r.get("finished_at"), str)]
-    return {  # a Summary: a literal keeps the reference's key order visible
-        "protocol_version": PROTOCOL_VERSION,
-        "dataset_sha256": dataset_sha256,
-        "answer_model": _single(r.get("answer_model") for r in ok_rows),
-        "judge_model": _single(r.get("judge_model") for r in ok_rows),
-        "answer_temperature": temps[0] if temps else None,
-        "judge_temperature": temps[1] if temps else None,
-        "judge_passes_per_answer": 1,
-        "started_at": min(started) if started else None,
-        "finished_at": max(finished) if finished else None,
-        "completed_cases": len(last_ok),
-        "errors": sum(1 for r in last.values() if "error" in r),
-        "overall_macro_mean": statistics.fmean(means.values()) if means else NAN,
-        "overall_ci95": overall_ci,
-        "benchmarks": {
-            b: BenchmarkSummary(n=len(scores[b]), mean=means[b], ci95=intervals[b])
-            for b in benchmarks
-        },
-        "bootstrap_samples": samples,
-        "bootstrap_seed": seed,
-    }
+    summary["overall_ci95"] = overall_ci
+    for name, interval_ in intervals.items():
+        summary["benchmarks"][name]["ci95"] = interval_
+    summary["bootstrap_samples"], summary["bootstrap_seed"] = samples, seed
+    return summary

@@ -13,6 +13,8 @@ from ..errors import RunStateError
 from ..formats import interval, num
 
 if TYPE_CHECKING:  # numpy stays out of `status` and `list`
+    from collections.abc import Callable, Sequence
+
     from .summary import Summary
 
 
@@ -50,6 +52,41 @@ def read_summary(path: Path) -> Summary:
     if not _summary_shaped(data):
         raise RunStateError(f"{path}: damaged (not a summary's fields)")
     return cast("Summary", data)
+
+
+def summary_of(
+    path: Path,
+    rows: Sequence[dict[str, Any]],
+    case_ids: Sequence[str],
+    dataset_sha256: str | None,
+    warn: Callable[[str], None],
+) -> Summary:
+    """A run's summary, checked against the rows it summarises (a run's rows, in
+    registry order: :func:`..bench.results.registry_order`): the file's when it agrees
+    with them in every exact field (:func:`.exact.disagreement`), else the rows' own —
+    computed, the bootstrap run again — said in one line. A summary left stale by rows
+    written since, or edited by hand, never states a figure."""
+    from .exact import disagreement
+
+    summary = read_summary(path)
+    wrong = disagreement(summary, rows, case_ids, dataset_sha256)
+    if wrong is None:
+        return summary
+    from .summary import DEFAULT_SAMPLES, DEFAULT_SEED, summarize
+
+    samples, seed = summary.get("bootstrap_samples"), summary.get("bootstrap_seed")
+    fresh = summarize(
+        rows,
+        samples if isinstance(samples, int) and samples > 0 else DEFAULT_SAMPLES,
+        seed if isinstance(seed, int) else DEFAULT_SEED,
+        expected_case_ids=case_ids,
+        dataset_sha256=dataset_sha256,
+    )
+    warn(
+        f"warning: {path} does not summarise its run's rows ({wrong}): stale or edited, so"
+        " the figures here are computed from the rows; rerun the run's command to rewrite it"
+    )
+    return fresh
 
 
 def _number(x: Any) -> bool:

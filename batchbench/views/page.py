@@ -10,7 +10,7 @@ text.
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,6 +24,7 @@ from ..costs.rollup import RunCost, cost_line, usage_text
 from ..engine.replies import latest_requests, read_replies
 from ..errors import ConfigError
 from ..kinds import STAGES, Stage
+from ..reporting import quiet
 from ..scores.compare import Comparison, Side, Stats, compare, load_side
 from ..scores.noise import noise_text
 from ..scores.sources import resolve_all, run_dataset
@@ -52,12 +53,16 @@ class Source:
 
 
 def load_sources(
-    items: list[str], jobs_dir: Path, dataset: Path | None, labels: Sequence[str] = ()
+    items: list[str],
+    jobs_dir: Path,
+    dataset: Path | None,
+    labels: Sequence[str] = (),
+    warn: Callable[[str], None] = quiet,
 ) -> tuple[list[Source], Dataset]:
     ds = load_dataset(dataset) if dataset is not None else None
     sources = []
     for named in resolve_all(items, jobs_dir, labels):
-        side = load_side(named, ds)
+        side = load_side(named, ds, warn)
         run, path = named.run, named.results
         rows, _ = last_rows(read_rows(path) if path.exists() else [])
         source = Source(side, rows)

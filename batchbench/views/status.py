@@ -70,6 +70,7 @@ class RunStatusRecord(_RunStatus, total=False):
     overall_ci95: list[float]
     judge_noise: JudgeNoise  # a run graded with --judge-passes K > 1, once done
     judge_noise_problem: str  # why judge_noise.json is not shown as fact
+    summary_problem: str  # why the summary's figures are not shown
 
 
 class StageStatus(TypedDict):
@@ -196,8 +197,19 @@ def run_status(run: Run, pricing: Pricing | None = None) -> RunStatusRecord:
     }
     if run.summary_path.exists() or run.summary_path.is_symlink():
         summary = read_summary(run.summary_path)
-        out["overall_macro_mean"] = summary["overall_macro_mean"]
-        out["overall_ci95"] = summary["overall_ci95"]
+        # Checked against the journal's count of the cases it summarises (status reads no
+        # rows): a summary left stale by rows written since states no figure here.
+        scored = sum(1 for c in state.cases.values() if c.final == "scored")
+        errors = sum(1 for c in state.cases.values() if c.final == "error")
+        if (summary["completed_cases"], summary["errors"]) == (scored, errors):
+            out["overall_macro_mean"] = summary["overall_macro_mean"]
+            out["overall_ci95"] = summary["overall_ci95"]
+        else:
+            out["summary_problem"] = (
+                f"{run.summary_path} counts {summary['completed_cases']} scored and"
+                f" {summary['errors']} failed cases, the journal {scored} and {errors}:"
+                " stale or edited"
+            )
     flex = flex_record(state, config, pricing)
     if flex is not None:
         out["flex"] = flex
@@ -244,6 +256,8 @@ def status_text(status: RunStatusRecord, now: float | None = None) -> str:
         lines.append(
             f"  overall macro mean {num(status['overall_macro_mean'])}  95% CI {interval([lo, hi])}"
         )
+    if "summary_problem" in status:
+        lines.append(f"  summary not shown: {status['summary_problem']}")
     if "judge_noise" in status:
         lines.append(f"  {noise_text(status['judge_noise'])}")
     if "judge_noise_problem" in status:

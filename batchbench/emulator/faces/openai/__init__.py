@@ -194,8 +194,9 @@ class OpenAIFace:
         name = x.header("X-Client-Request-Id") or f"call-{self.store.decide.nth('chat')}"
         store = self.store
         if tier == "flex":
-            attempt = f"{name}/{store.decide.nth('flex/' + name)}"
-            if store.decide.roll("flex-busy", attempt, store.settings.flex_busy):
+            tries = store.decide.nth("flex/" + name)
+            busy = tries < store.settings.flex_busy_tries
+            if busy or store.decide.roll("flex-busy", f"{name}/{tries}", store.settings.flex_busy):
                 store.faults["flex-busy"] = store.faults.get("flex-busy", 0) + 1
                 raise ApiFailure(
                     429,
