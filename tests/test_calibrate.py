@@ -9,7 +9,6 @@ come from the reference scoring of ``support/reference.py`` and the PPI++ formul
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import os
@@ -20,63 +19,14 @@ import pytest
 from support import ppi, reference
 from support.browser import Browser, chromium
 from support.cli import assert_one_line_error, run_cli
+from support.labelling import graded as _graded
+from support.labelling import label as _label
+from support.labelling import sheet as _sheet
+from support.labelling import write_sheet as _write
 from support.runs import run_args
 
 from batchbench.bench.dataset import load_dataset
 from batchbench.emulator.model import default_content
-
-
-def _flip(rater: str, case_id: str, item_id: str, rate: float) -> bool:
-    digest = hashlib.sha256(f"{rater}|{case_id}|{item_id}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64 < rate
-
-
-def _graded(batch_emulator, tmp_path, fixture_dir):
-    argv = run_args(batch_emulator, tmp_path, fixture_dir)
-    proc = run_cli(*argv, env={"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": ""})
-    assert proc.returncode == 0, proc.stderr
-    rows = [json.loads(x) for x in (tmp_path / "jobs" / "ans-model" / "results.jsonl").open()]
-    return ["--jobs-dir", str(tmp_path / "jobs")], {r["case_id"]: r for r in rows}
-
-
-def _sheet(jobs, path, cases=30, seed=5):
-    proc = run_cli(
-        "calibrate",
-        "sheet",
-        "ans-model",
-        "--cases",
-        str(cases),
-        "--seed",
-        str(seed),
-        "-o",
-        str(path),
-        *jobs,
-    )
-    assert proc.returncode == 0, proc.stderr
-    lines = path.read_text().splitlines()
-    return lines[0], list(csv.DictReader(lines[1:]))
-
-
-def _label(rows, judged, raters, rate):
-    """Each rater's verdict: the judge's, flipped where the rule says (a biased judge:
-    it says met where the physicians mostly do not, at ``rate``)."""
-    out = []
-    for rater in raters:
-        for row in rows:
-            verdicts = {d["item_id"]: d["matched"] for d in judged[row["case_id"]]["decisions"]}
-            met = verdicts[row["item_id"]]
-            if met and _flip(rater, row["case_id"], row["item_id"], rate):
-                met = False
-            out.append({**row, "rater": rater, "verdict": "1" if met else "0"})
-    return out
-
-
-def _write(path, note, rows):
-    with path.open("w", newline="") as fh:
-        fh.write(note + "\n")
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
 
 
 def test_the_sheet_is_blind_balanced_and_reproducible(batch_emulator, tmp_path, fixture_dir):

@@ -6,7 +6,9 @@ and ``verdict`` (``1`` met, ``0`` not met, empty: not labelled).
 - ``label-studio``: Label Studio's JSON export — a list of tasks, one a rubric item,
   its ``data`` naming ``case_id`` and ``item_id`` (and ``run``), each annotation's
   ``choices`` result ``met`` or ``not met`` (``yes``/``no``, ``1``/``0`` too), its
-  rater the annotator (``completed_by``: an email, or the user's id).
+  rater the annotator (``completed_by``: an email, or the user's id) — or its JSON_MIN
+  or CSV export of the same (a record an annotation: the data, ``verdict`` and
+  ``annotator``), as label-studio-sdk's converter writes them.
 - ``healthbench``: the HealthBench meta-evaluation's JSONL — one line a rubric item of
   an answer, ``binary_labels`` and ``anonymized_physician_ids`` side by side (one
   physician's verdict each); the case is ``case_id`` (else ``prompt_id``), the item
@@ -15,7 +17,8 @@ and ``verdict`` (``1`` met, ``0`` not met, empty: not labelled).
   rubric item (with its data dictionary when given): :mod:`.redcap`.
 - ``prodigy``: Prodigy's JSONL — one line a rubric item, ``case_id`` and ``item_id``
   on the task or in its ``meta``, ``answer`` ``accept`` (met) or ``reject`` (not met;
-  ``ignore``: not labelled), the rater ``_annotator_id`` (else ``_session_id``).
+  ``ignore``: not labelled), or its choice view's chosen option (met / not met), the
+  rater ``_annotator_id`` (else ``_session_id``).
 
 A record that does not fit is refused in one line naming the file, the task or line,
 and the field. ``calibrate sheet --format label-studio`` writes the tasks, with the
@@ -24,6 +27,7 @@ judge's verdicts as pre-filled ``predictions`` for physicians to correct.
 
 from __future__ import annotations
 
+import csv
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -32,6 +36,7 @@ from typing import Any, Literal
 from .._io import atomic_write_text
 from ..errors import InputError
 from . import redcap
+from .csvtext import csv_records
 
 LabelsFormat = Literal["sheet", "label-studio", "prodigy", "healthbench", "redcap"]
 FORMATS: tuple[LabelsFormat, ...] = ("sheet", "label-studio", "prodigy", "healthbench", "redcap")
@@ -59,20 +64,43 @@ class FormatError(InputError):
     """A labels file that is not the format it claims (or was detected) to be."""
 
 
+# What only a Prodigy task carries (its hashes, its answer, who gave it).
+PRODIGY_KEYS = ("answer", "_input_hash", "_task_hash", "_annotator_id", "_session_id")
+
+
 def detect(path: Path, text: str) -> LabelsFormat:
     """The format a labels file is in, by its content (its name only breaks a tie)."""
     head = text.lstrip()[:1]
-    if head == "[" or path.suffix.lower() == ".json":  # an export is one JSON document
+    if head == "[":  # Label Studio's JSON and JSON_MIN exports are one JSON list
         return "label-studio"
     if head == "{":
         first = text.lstrip().split("\n", 1)[0]
-        return "healthbench" if '"binary_labels"' in first else "prodigy"
+        if '"binary_labels"' in first:
+            return "healthbench"
+        try:
+            line = json.loads(first)
+        except json.JSONDecodeError:
+            line = None
+        prodigy = isinstance(line, dict) and any(k in line for k in PRODIGY_KEYS)
+        return "label-studio" if path.suffix.lower() == ".json" and not prodigy else "prodigy"
     if redcap.is_export(text):
         return "redcap"
+    if {"annotation_id", "annotator"} <= set(_csv_header(text)):
+        return "label-studio"  # its CSV export
     return "sheet"
 
 
+def _csv_header(text: str) -> list[str]:
+    first = text.lstrip("\ufeff").split("\n", 1)[0]
+    return [cell.strip() for cell in next(csv.reader([first]), [])]
+
+
 def label_studio_rows(path: Path, text: str, run: str) -> Iterator[Row]:
+    """Label Studio's JSON export (tasks, each with its annotations), its JSON_MIN export
+    (a flat record an annotation) or its CSV export (the same, a row each)."""
+    if text.lstrip()[:1] not in ("[", "{"):
+        yield from _label_studio_flat(path, list(_csv_dicts(path, text)), run, "CSV")
+        return
     try:
         tasks = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -81,6 +109,9 @@ def label_studio_rows(path: Path, text: str, run: str) -> Iterator[Row]:
         ) from None
     if not isinstance(tasks, list):
         raise FormatError(f"{path}: not Label Studio's JSON export (a list of tasks)")
+    if tasks and isinstance(tasks[0], dict) and "data" not in tasks[0] and "annotator" in tasks[0]:
+        yield from _label_studio_flat(path, list(enumerate(tasks, 1)), run, "JSON_MIN")
+        return
     for n, task in enumerate(tasks, 1):
         where = f"{path}: task {n}"
         data = _object(task, "data", where) if isinstance(task, dict) else None
@@ -92,12 +123,79 @@ def label_studio_rows(path: Path, text: str, run: str) -> Iterator[Row]:
             raise FormatError(f"{where}: 'annotations' is not a list")
         for k, annotation in enumerate(annotations, 1):
             here = f"{where}, annotation {k}"
-            if not isinstance(annotation, dict) or annotation.get("was_cancelled"):
-                continue
+            if not isinstance(annotation, dict):
+                raise FormatError(f"{here}: an annotation is an object")
+            if annotation.get("was_cancelled"):
+                continue  # skipped by its annotator: no verdict
             verdict = _choice(annotation.get("result"), here)
-            rater = _rater(annotation.get("completed_by"), here)
+            rater = _rater(annotation.get("completed_by"), here, "completed_by")
             row = {"run": str(data.get("run") or run), "case_id": case_id, "item_id": item_id}
             yield here, {**row, "rater": rater, "verdict": verdict}
+
+
+def _csv_dicts(path: Path, text: str) -> Iterator[tuple[int, dict[str, str]]]:
+    """Each record of a CSV file as a dict by its header, with the line it starts on."""
+    records = csv_records(path, text, FormatError)
+    if not records:
+        return
+    header = [h.strip() for h in records[0][1]]
+    for n, record in records[1:]:
+        if not any(cell.strip() for cell in record):
+            continue
+        if len(record) != len(header):
+            raise FormatError(
+                f"{path}: line {n}: {len(record)} cells where the header has {len(header)}"
+            )
+        yield n, dict(zip(header, record))
+
+
+def _label_studio_flat(
+    path: Path, records: list[tuple[int, Any]], run: str, export: str
+) -> Iterator[Row]:
+    """JSON_MIN or CSV: one record an annotation, the task's data beside its choice (a
+    column named as the labelling interface's Choices, ``verdict``) and its
+    ``annotator``. A task nobody labelled has no annotator and no choice."""
+    unit = "line" if export == "CSV" else "record"
+    for n, record in records:
+        where = f"{path}: {unit} {n}"
+        if not isinstance(record, dict):
+            raise FormatError(f"{where}: a {export} record is an object")
+        annotator = record.get("annotator")
+        said = record.get("verdict")
+        if annotator in (None, "") and said in (None, ""):
+            continue  # a task nobody labelled
+        if "verdict" not in record:
+            raise FormatError(
+                f"{where}: no 'verdict' (the labelling interface's Choices, named verdict)"
+            )
+        if isinstance(said, list):  # a choice Label Studio wrote as a list of one
+            said = said[0] if len(said) == 1 else said
+        if isinstance(said, str) and said.startswith("{") and export == "CSV":
+            said = _csv_choice(said, where)
+        if not isinstance(said, str) or said.strip().lower() not in MET:
+            raise FormatError(f"{where}: verdict {said!r} is not met or not met")
+        yield (
+            where,
+            {
+                "run": str(record.get("run") or run),
+                "case_id": _field(record, "case_id", where),
+                "item_id": _field(record, "item_id", where),
+                "rater": _rater(annotator, where, "annotator"),
+                "verdict": MET[said.strip().lower()],
+            },
+        )
+
+
+def _csv_choice(cell: str, where: str) -> str:
+    """A CSV cell holding a multiple choice as JSON: its one choice."""
+    try:
+        value = json.loads(cell)
+    except json.JSONDecodeError:
+        return cell
+    choices = value.get("choices") if isinstance(value, dict) else None
+    if isinstance(choices, list) and len(choices) == 1 and isinstance(choices[0], str):
+        return choices[0]
+    raise FormatError(f"{where}: verdict {cell!r} is not one choice")
 
 
 def _json_lines(path: Path, text: str, what: str) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -116,6 +214,10 @@ def _json_lines(path: Path, text: str, what: str) -> Iterator[tuple[str, dict[st
 
 
 def prodigy_rows(path: Path, text: str, run: str) -> Iterator[Row]:
+    """Prodigy's JSONL: ``answer`` accept (met), reject (not met) or ignore; or, from its
+    ``choice`` view (``options`` met / not met, the chosen option's id in ``accept``,
+    explosion/prodigy-recipes ``other/choice.py``), the choice, ``answer`` saying only
+    that the annotator accepted the task (reject or ignore: not labelled)."""
     for where, task in _json_lines(path, text, "Prodigy's JSONL"):
         meta = task.get("meta")
         fields = {**(meta if isinstance(meta, dict) else {}), **task}
@@ -125,6 +227,9 @@ def prodigy_rows(path: Path, text: str, run: str) -> Iterator[Row]:
         rater = task.get("_annotator_id") or task.get("_session_id")
         if not isinstance(rater, str) or not rater.strip():
             raise FormatError(f"{where}: no _annotator_id (or _session_id) names the rater")
+        verdict = PRODIGY[answer]
+        if "options" in task:
+            verdict = _prodigy_choice(task, where) if answer == "accept" else ""
         yield (
             where,
             {
@@ -132,9 +237,25 @@ def prodigy_rows(path: Path, text: str, run: str) -> Iterator[Row]:
                 "case_id": _field(fields, "case_id", where),
                 "item_id": _field(fields, "item_id", where),
                 "rater": rater.strip(),
-                "verdict": PRODIGY[answer],
+                "verdict": verdict,
             },
         )
+
+
+def _prodigy_choice(task: Mapping[str, Any], where: str) -> str:
+    """The verdict a choice-view task's chosen option says (none chosen: not labelled)."""
+    options, chosen = task.get("options"), task.get("accept", [])
+    if not isinstance(options, list) or not isinstance(chosen, list):
+        raise FormatError(f"{where}: 'options' and 'accept' are lists in a choice task")
+    if not chosen:
+        return ""
+    if len(chosen) > 1:
+        raise FormatError(f"{where}: 'accept' chooses {len(chosen)} options, not one")
+    text = {o.get("id"): o.get("text") for o in options if isinstance(o, dict)}
+    said = text.get(chosen[0], chosen[0])
+    if not isinstance(said, str) or said.strip().lower() not in MET:
+        raise FormatError(f"{where}: the option chosen, {said!r}, is not met or not met")
+    return MET[said.strip().lower()]
 
 
 def healthbench_rows(
@@ -169,7 +290,7 @@ def healthbench_rows(
                     "run": str(task.get("run") or run),
                     "case_id": case_id,
                     "item_id": str(item_id),
-                    "rater": _rater(rater, where),
+                    "rater": _rater(rater, where, "anonymized_physician_ids"),
                     "verdict": "1" if met else "0",
                 },
             )
@@ -229,9 +350,11 @@ def _choice(result: Any, where: str) -> str:
     return MET[said]
 
 
-def _rater(completed_by: Any, where: str) -> str:
-    if isinstance(completed_by, dict):
-        completed_by = completed_by.get("email") or completed_by.get("id")
-    if isinstance(completed_by, bool) or not isinstance(completed_by, (str, int)):
-        raise FormatError(f"{where}: no 'completed_by' names the rater")
-    return str(completed_by)
+def _rater(who: Any, where: str, key: str) -> str:
+    """The rater a record names (Label Studio's user: its email, else its id), in the
+    record's own field ``key``."""
+    if isinstance(who, dict):
+        who = who.get("email") or who.get("id")
+    if isinstance(who, bool) or not isinstance(who, (str, int)) or not str(who).strip():
+        raise FormatError(f"{where}: no {key!r} names the rater")
+    return str(who).strip()

@@ -60,14 +60,15 @@ def read_labels(
     texts = {path: _text(path) for path in paths}
     # A REDCap project's data dictionary, given beside its export, says which field is
     # which rubric item; it holds no verdicts itself.
-    dictionary: dict[str, str] = {}
+    dictionary = redcap.Dictionary()
     for path, text in texts.items():
         if redcap.is_dictionary(text):
-            dictionary |= redcap.dictionary_items(path, text)
+            dictionary.merge(redcap.read_dictionary(path, text))
     for path, text in texts.items():
         if redcap.is_dictionary(text):
             continue
-        for where, row in _records(path, text, run, fmt, cases, dictionary or None):
+        given = dictionary if dictionary.labels else None
+        for where, row in _records(path, text, run, fmt, cases, given):
             if row.get("run") != run or not (row.get("verdict") or "").strip():
                 continue
             case = cases.get(row["case_id"])
@@ -112,10 +113,16 @@ def _records(
     run: str,
     fmt: LabelsFormat | None,
     cases: Mapping[str, Case],
-    dictionary: Mapping[str, str] | None,
+    dictionary: redcap.Dictionary | None,
 ) -> Iterator[Row]:
-    """The file's rows of the long table, with where each was read."""
-    fmt = fmt or detect(path, text)
+    """The file's rows of the long table, with where each was read (a CSV whose first
+    column is the given REDCap dictionary's record id field is that project's export)."""
+    first = text.lstrip("\ufeff").split("\n", 1)[0].split(",", 1)[0].strip().strip('"')
+    ours = False
+    if dictionary is not None and dictionary.record_id is not None:
+        record_id = dictionary.record_id
+        ours = first in (record_id, dictionary.labels.get(record_id))
+    fmt = fmt or ("redcap" if ours else detect(path, text))
     if fmt == "redcap":
         items = sorted({i["item_id"] for case in cases.values() for i in case["rubric_items"]})
         yield from redcap.export_rows(path, text, run, items, dictionary)
@@ -150,5 +157,9 @@ def _rows(path: Path, text: str) -> list[tuple[int, dict[str, str]]]:
     header = [h.strip() for h in head]
     missing = [c for c in REQUIRED if c not in header]
     if missing:
-        raise LabelsError(f"{path}: line {first}: no column {', '.join(missing)}")
+        raise LabelsError(
+            f"{path}: line {first}: no column {', '.join(missing)}: not batchbench's sheet"
+            " (a REDCap export starts with its record id: give the project's data"
+            " dictionary beside it, or --labels-format to name the format)"
+        )
     return [(n, dict(zip(header, map(restored, r)))) for n, r in records[1:]]

@@ -64,8 +64,9 @@ def calibrate(
         typer.Option(
             "--format",
             metavar="FORMAT",
-            help="sheet: csv, html (a form) or label-studio (tasks with the judge's verdicts"
-            " as predictions); default: from -o's suffix.",
+            help="sheet: csv, html (a form), label-studio (tasks with the judge's verdicts"
+            " as predictions) or redcap (a REDCap project's data dictionary: a record a case"
+            " and rater, a yes/no field an item); default: from -o's suffix.",
         ),
     ] = None,
     plan: Annotated[
@@ -140,8 +141,8 @@ def _sheet(
         raise ConfigError("calibrate sheet needs --cases N (at least 1)")
     if output is None:
         raise ConfigError("calibrate sheet needs -o FILE (.csv, or .html for a form)")
-    if fmt is not None and fmt not in ("csv", "html", "label-studio"):
-        raise ConfigError(f"--format {fmt!r}: the sheet is csv, html or label-studio")
+    if fmt is not None and fmt not in ("csv", "html", "label-studio", "redcap"):
+        raise ConfigError(f"--format {fmt!r}: the sheet is csv, html, label-studio or redcap")
     graded = [load_run(resolve(r, jobs_dir), warn=warn) for r in runs]
     digests = {g.summary["dataset_sha256"] for g in graded}
     if len(digests) > 1:
@@ -171,6 +172,10 @@ def _sheet(
             for item, met in (row_verdicts(r.get("decisions")) or {}).items()
         }
         write_label_studio(output, rows, judged)
+    elif kind == "redcap":
+        from ..calibration.redcap import write_dictionary
+
+        write_dictionary(output, rows)
     else:
         write_csv(output, note, rows)
     typer.echo(f"wrote {output}: {len(rows)} items of {len(chosen)} cases")

@@ -1,0 +1,64 @@
+"""A graded run of the fixture dataset, its labelling sheet, and made-up physicians'
+verdicts on it (the judge's own, some flipped by a rule written here)."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+
+from .cli import run_cli
+from .runs import run_args
+
+
+def flip(rater: str, case_id: str, item_id: str, rate: float) -> bool:
+    digest = hashlib.sha256(f"{rater}|{case_id}|{item_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < rate
+
+
+def graded(batch_emulator, tmp_path, fixture_dir):
+    argv = run_args(batch_emulator, tmp_path, fixture_dir)
+    proc = run_cli(*argv, env={"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": ""})
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(x) for x in (tmp_path / "jobs" / "ans-model" / "results.jsonl").open()]
+    return ["--jobs-dir", str(tmp_path / "jobs")], {r["case_id"]: r for r in rows}
+
+
+def sheet(jobs, path, cases=30, seed=5):
+    proc = run_cli(
+        "calibrate",
+        "sheet",
+        "ans-model",
+        "--cases",
+        str(cases),
+        "--seed",
+        str(seed),
+        "-o",
+        str(path),
+        *jobs,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = path.read_text().splitlines()
+    return lines[0], list(csv.DictReader(lines[1:]))
+
+
+def label(rows, judged, raters, rate):
+    """Each rater's verdict: the judge's, flipped where the rule says (a biased judge:
+    it says met where the physicians mostly do not, at ``rate``)."""
+    out = []
+    for rater in raters:
+        for row in rows:
+            verdicts = {d["item_id"]: d["matched"] for d in judged[row["case_id"]]["decisions"]}
+            met = verdicts[row["item_id"]]
+            if met and flip(rater, row["case_id"], row["item_id"], rate):
+                met = False
+            out.append({**row, "rater": rater, "verdict": "1" if met else "0"})
+    return out
+
+
+def write_sheet(path, note, rows):
+    with path.open("w", newline="") as fh:
+        fh.write(note + "\n")
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
