@@ -188,8 +188,18 @@ def execute_group(
                     " other adopts"
                 )
             bundle = stage_bundle(stages, clients)
+            # A plain invocation is the user's: a failing create gets a fresh outage
+            # window; a --no-wait tick shares the one its run's journal started.
+            window = None if options.no_wait else options.clock.time()
             pipeline = Pipeline(
-                run, config, cases, bundle, options.settings, warn=warn, clock=options.clock
+                run,
+                config,
+                cases,
+                bundle,
+                options.settings,
+                warn=warn,
+                clock=options.clock,
+                window_from=window,
             )
             for change in changes:
                 pipeline.record(change)

@@ -120,3 +120,35 @@ def test_a_service_that_makes_no_batch_is_tried_for_the_outage_window_then_stops
     assert proc.returncode == 5
     assert 600 <= clock.time() - start <= 900, clock.time() - start
     assert not emu.ledger()["batches"]
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_cron_ticks_share_one_outage_window_for_a_create_that_hangs(
+    provider, batch_emulator_factory, tmp_path, fixture_dir, clock
+):
+    """#45.8: every create hangs a minute and fails, and a cron tick (--no-wait, a new
+    process each time) comes every two minutes: the window runs from the first stalled
+    create, not from each tick's start — once it is spent, a tick says so in one line
+    with exit 5 and tries no create; a plain run, the user's own, tries again."""
+    rig = RIGS[provider]
+    emu = batch_emulator_factory(latency=1.0)
+    emu.refuse_creates(provider, 10**6, after=60.0)
+    args = [*rig.args(emu, tmp_path, fixture_dir, "--limit", "2", cap=2), "--no-wait"]
+    start, codes = clock.time(), []
+    for _ in range(12):  # 24 minutes of ticks
+        proc = run_cli(*args, env=rig.env(emu))
+        codes.append(proc.returncode)
+        if proc.returncode == 5:
+            assert_one_line_error(proc, "has failed for", "nothing more bought")
+            break
+        clock.advance(120)
+    assert codes[-1] == 5, codes
+    assert clock.time() - start <= 600 + 2 * 120, clock.time() - start
+    tried = emu.ledger()["faults"]["refused create"]
+    assert tried <= 12, tried
+    again = run_cli(*args, env=rig.env(emu))  # the next tick: no create at all
+    assert again.returncode == 5 and emu.ledger()["faults"]["refused create"] == tried
+    assert not emu.ledger()["batches"]
+    emu.hub.faults.refused_creates[provider] = 0  # the service is back
+    plain = run_cli(*args[:-1], env=rig.env(emu))
+    assert plain.returncode == 0, plain.stderr

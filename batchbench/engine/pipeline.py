@@ -80,6 +80,7 @@ class Pipeline:
         *,
         warn: Callable[[str], None] = quiet,
         clock: Clock = SYSTEM,
+        window_from: float | None = None,
     ) -> None:
         self.run = run
         self.config = config
@@ -105,6 +106,7 @@ class Pipeline:
             max_ambiguous_creates=settings.max_ambiguous_creates,
             warn=warn,
             outage_seconds=settings.outage_seconds,
+            window_from=window_from,
         )
         self._rubric: pl.DataFrame | None = None
 

@@ -21,7 +21,10 @@ from .events import (
     CallSent,
     CallsStopped,
     CancelRequested,
+    Candidates,
     Collected,
+    Created,
+    CreateStarted,
     Event,
     Plan,
     Redo,
@@ -110,6 +113,9 @@ class RunState:
     # (unknown: never sent again blind), and answered (id → the output line).
     calls_open: set[str] = field(default_factory=set)
     calls_done: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Since when creates have been tried without one being made (or found): the outage
+    # window of a create that keeps failing, across invocations (cron ticks included).
+    create_failing_since: float | None = None
     # stage → provider, base URL, account (None: not recorded, before 0.3)
     services: dict[Stage, tuple[ProviderName, str, Account | None]] = field(default_factory=dict)
     cancelled: bool = False
@@ -196,6 +202,10 @@ class RunState:
         if run_level is not None:
             run_level(self, event)
             return
+        if isinstance(event, CreateStarted):
+            self.create_failing_since = self.create_failing_since or event.t
+        elif isinstance(event, (Created, Candidates)):
+            self.create_failing_since = None
         sub = self.subs.get(getattr(event, "sub", ""))
         if sub is None:
             return

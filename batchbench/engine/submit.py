@@ -92,6 +92,7 @@ class Submitter:
         max_ambiguous_creates: int = 8,
         warn: Callable[[str], None] | None = None,
         outage_seconds: float = 600.0,
+        window_from: float | None = None,
     ) -> None:
         self.run = run
         self.config = config
@@ -100,8 +101,11 @@ class Submitter:
         self.clock = clock
         self.max_ambiguous_creates = max_ambiguous_creates
         self._ambiguous_creates = 0
-        self._failing_since: float | None = None  # creates failing since, without a break
         self.outage_seconds = outage_seconds
+        # A failing create's outage window runs from the first create of the journal's
+        # that made nothing; a plain invocation (the user's own) starts a fresh one.
+        self.window_from = window_from
+        self.state = state
         self.warn = warn or (lambda _: None)
         self.owed = Owed(record, clock, self.warn)  # results the service says it has
         self.calls = CallRunner(run, config.run_id, record, state, clock, self.warn)
@@ -151,6 +155,7 @@ class Submitter:
             return
         if self.look(sub, known):
             return
+        self._check_window(sub, None)
         client = self.providers[sub.stage].client
         tag = self.tag(sub)
         self.record(CreateStarted(sub=sub.id, file_id=sub.file_id))
@@ -160,25 +165,35 @@ class Submitter:
             # Ambiguous (the batch may exist: look for it first), or the file not
             # yet visible right after its upload: create again, a little later — for
             # as long as a service may be down (the outage window), not longer.
-            now = self.clock.time()
-            self._failing_since = self._failing_since or now
             self._ambiguous_creates += 1
-            if now - self._failing_since >= self.outage_seconds:
-                raise ApiError(
-                    f"creating the batch of {sub.id} has failed for"
-                    f" {(now - self._failing_since) / 60:.0f} minutes ({self._ambiguous_creates}"
-                    f" tries; last: {exc}): stopped, nothing more bought; run again later (the"
-                    " service is looked at before any new create)"
-                ) from None
+            self._check_window(sub, exc)
             if self._ambiguous_creates >= self.max_ambiguous_creates:
                 raise
             self.clock.sleep(min(0.1 * 2**self._ambiguous_creates, 10.0))
             return
         self._ambiguous_creates = 0
-        self._failing_since = None
         _failpoints.hit("created")
         self.record(Created(sub=sub.id, batch_id=view.id))
         self.record_batch(sub, view)
+
+    def _check_window(self, sub: Submission, last: Exception | None) -> None:
+        """Stop once creates have failed for the outage window: from the first create of
+        the journal that made nothing (so cron ticks, each a new process, share one
+        window), or from this invocation's start for a plain run. Nothing more is tried."""
+        since = self.state().create_failing_since
+        if since is None:
+            return
+        if self.window_from is not None:
+            since = max(since, self.window_from)
+        now = self.clock.time()
+        if now - since < self.outage_seconds:
+            return
+        said = f"; last: {last}" if last is not None else ""
+        raise ApiError(
+            f"creating the batch of {sub.id} has failed for {(now - since) / 60:.0f} minutes"
+            f"{said}: stopped, nothing more bought; run the command again (without --no-wait)"
+            " when the service is back — it is looked at before any new create"
+        )
 
     def _send_calls(self, sub: Submission, kind: CallKind) -> None:
         calls = self.providers[sub.stage].client.calls(kind, self.config.model(sub.stage))
