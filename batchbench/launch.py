@@ -27,6 +27,7 @@ from .engine.pipeline import Pipeline
 from .engine.runconfig import RunConfig, Selection, check_name, default_name
 from .engine.rundir import Run
 from .engine.services import connect_all, new_services, run_services, stage_bundle
+from .engine.settle import settle_owed
 from .engine.state import fold
 from .errors import ConfigError, RunLockedError
 from .kinds import Stage
@@ -207,6 +208,8 @@ def execute_group(
                 results.append(RunResult(run, None, True, note=_finished(pipeline)))
                 continue
             _reopen(pipeline, options, say)
+            if options.settle_owed:
+                settle_owed(pipeline, pricing, say)
             members.append((Member(pipeline), run, config))
         Group(
             [m for m, _, _ in members],

@@ -152,3 +152,43 @@ def test_cron_ticks_share_one_outage_window_for_a_create_that_hangs(
     emu.hub.faults.refused_creates[provider] = 0  # the service is back
     plain = run_cli(*args[:-1], env=rig.env(emu))
     assert plain.returncode == 0, plain.stderr
+
+
+def test_owed_results_are_settled_when_the_user_asks(batch_emulator_factory, tmp_path, fixture_dir):
+    """#45.10: a Gemini job short of lines stops its stage after the wait; `--settle-owed`
+    keeps what arrived and sends only the missing requests, once, saying first how many
+    and their cost at the batch price (the arrived replies' tokens, on average, priced
+    here by hand); the run then finishes, every request id paid once."""
+    rig = RIGS["gemini"]
+    emu = batch_emulator_factory(latency=1.0, anomalies={"missing-lines": 0.5})
+    args = rig.args(emu, tmp_path, fixture_dir, "--limit", "6", cap=6)
+    proc = run_cli(*args, env=rig.env(emu))
+    assert proc.returncode == 5, proc.stderr
+    run_dir = tmp_path / "jobs" / rig.name()
+    [raw] = [p for p in (run_dir / "raw").iterdir() if "batch" in p.name]
+    arrived = [json.loads(x) for x in raw.read_text().splitlines()]
+    assert 0 < len(arrived) < 6
+    table = tmp_path / "prices.json"
+    table.write_text(
+        json.dumps(
+            {"batch_discount": 0.5, "models": {rig.resolved: {"input": 2.0, "output": 10.0}}}
+        )
+    )
+    usage = [a["response"]["usageMetadata"] for a in arrived]
+    missing = 6 - len(arrived)
+    prompt = round(sum(u["promptTokenCount"] for u in usage) / len(usage) * missing)
+    out = round(sum(u["candidatesTokenCount"] for u in usage) / len(usage) * missing)
+    expected = round((prompt * 2.0 + out * 10.0) / 1e6 / 2, 6)
+    emu.store.settings.anomalies = {}
+    proc = run_cli(*args, "--settle-owed", "--pricing", str(table), env=rig.env(emu))
+    assert proc.returncode == 0, proc.stderr
+    said = " ".join(proc.stdout.split())
+    assert f"keeping the {len(arrived)} result(s) that arrived, sending the {missing}" in said
+    assert "missing request(s) again once — about $" in said and "at the batch price" in said
+    events = [json.loads(x) for x in (run_dir / "journal.jsonl").read_text().splitlines()]
+    [settled] = [e for e in events if e["ev"] == "settled"]
+    assert (settled["kept"], settled["missing"]) == (len(arrived), missing)
+    assert settled["usd"] == pytest.approx(expected)
+    rows = rows_of(run_dir / "results.jsonl")
+    assert len(rows) == 6 and all("error" not in r for r in rows)
+    _once(emu)

@@ -272,6 +272,19 @@ TailFlexOpt = Annotated[
     ),
 ]
 
+SettleOwedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--settle-owed",
+        rich_help_panel=ADVANCED,
+        help="Stop waiting for the results a service says a batch has and does not give"
+        " (a file short of what ran, an empty one, a named file that answers 404): keep"
+        " what arrived and send only the missing requests again, once — said, with its"
+        " cost at the batch price, before anything is sent.",
+        metavar="",
+    ),
+]
+
 ResendUnknownOpt = Annotated[
     bool,
     typer.Option(

@@ -37,6 +37,7 @@ from .run_options import (
     ResendUnknownOpt,
     ResubmitAfterOpt,
     RunNameOpt,
+    SettleOwedOpt,
     SmokeOpt,
     TailFlexOpt,
     TokenLimitWaitOpt,
@@ -77,6 +78,7 @@ def run(
     on_demand_remainder: OnDemandRemainderOpt = False,
     tail_flex: TailFlexOpt = None,
     resend_unknown: ResendUnknownOpt = False,
+    settle_owed: SettleOwedOpt = False,
     account_settings: dict[str, str] | None = None,  # the registry's flags (--s3-uri…)
 ) -> None:
     """Start or resume a run: submit, poll, judge, collect and score, surviving restarts.
@@ -129,6 +131,7 @@ def run(
         settings=pacing,
         no_wait=no_wait,
         resend_unknown=resend_unknown,
+        settle_owed=settle_owed,
         clock=clock_of(ctx),
     ).check()
     models = list(dict.fromkeys(answer_model))

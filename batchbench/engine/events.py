@@ -260,6 +260,18 @@ class CallsStopped(Event, tag="calls_stopped"):
     detail: str
 
 
+class Settled(Event, tag="settled", omit_defaults=True):
+    """The user settled a batch's owed results (``run --settle-owed``): what arrived is
+    kept, and the ``missing`` requests are sent again, once (``usd``: what that was
+    said to cost, at the batch price; None: unpriced)."""
+
+    sub: str
+    batch_id: str
+    kept: int
+    missing: int
+    usd: float | None = None
+
+
 class ServiceSet(Event, tag="service"):
     """Where a stage's batches live from now on (a run made before 0.2 recorded
     none in its config; ``run --move-service`` points a run at another base URL)."""
@@ -302,6 +314,7 @@ AnyEvent = (
     | CallSent
     | CallAnswered
     | CallsStopped
+    | Settled
     | ServiceSet
     | CancelRequested
     | Resumed

@@ -71,6 +71,8 @@ class RunOptions:
     no_wait: bool = False
     # Redo the cases whose call's outcome was unknown (they may have been billed already).
     resend_unknown: bool = False
+    # Settle the batches whose results the service owes: keep what arrived, send the rest.
+    settle_owed: bool = False
     clock: Clock = SYSTEM  # what the run reads and waits on (tests: the emulator's fake one)
 
     def check(self) -> RunOptions:

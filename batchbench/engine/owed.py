@@ -71,7 +71,8 @@ class Owed:
         if waited >= RESULTS_WAIT:
             stop = (
                 f"{detail}, for {waited / 60:.0f} minutes now: nothing was bought again;"
-                " run again once the service has its results"
+                " run again once the service has its results, or with --settle-owed to keep"
+                " what arrived and send only what is missing"
             )
             self.record(Contradicted(sub=sub.id, batch_id=batch_id, detail=stop))
             raise ApiError(stop, batch_id=batch_id)

@@ -168,7 +168,7 @@ class Pipeline:
         for sub in st.subs.values():
             if sub.terminal and not sub.collected and not self.submitter.owed.later(sub):
                 missing = [f for f in sub.result_files() if f not in sub.downloaded]
-                if missing:
+                if missing and not sub.settled:  # settled: what arrived is what counts
                     self.submitter.download(sub, missing[0])
                     return True
                 self._collect(sub)
@@ -323,10 +323,12 @@ class Pipeline:
     def _collect(self, sub: Submission) -> None:
         wire = self.providers[sub.stage].wire
         files = sub.result_files()
+        if sub.settled:  # the user settled its owed results: what arrived counts
+            files = [f for f in files if f in sub.downloaded]
         frame = None
         if files or sub.view is None or sub.view.ending != "failed":
             frame = self.run.read_results(wire, files)
-            short = short_of(sub, frame)
+            short = None if sub.settled else short_of(sub, frame)
             if short is not None:  # owed: waited for, bounded (never bought again)
                 self.submitter.owed.owe(sub, sub.batch_id or "", short)
                 return

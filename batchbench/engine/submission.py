@@ -23,6 +23,7 @@ from .events import (
     Downloaded,
     Line,
     RemoteDeleted,
+    Settled,
     Uploaded,
 )
 
@@ -59,6 +60,7 @@ class Submission:
     stalled: bool = False  # never started in time: told to stop, its requests sent again
     tailed: bool = False  # a small tail left late: told to stop, the rest sent on flex
     flex: bool = False  # its requests go one call at a time on the flex tier
+    settled: bool = False  # its owed results settled by the user: what arrived is kept
     downloaded: set[str] = field(default_factory=set)
     collected: bool = False
     remote_deleted: bool = False
@@ -127,6 +129,10 @@ def _contradicted(sub: Submission, event: Contradicted) -> None:
     sub.downloaded.clear()  # fetched afresh next time
 
 
+def _settled(sub: Submission, _: Settled) -> None:
+    sub.settled, sub.contradiction = True, None
+
+
 def _deleted(sub: Submission, _: RemoteDeleted) -> None:
     sub.remote_deleted = True
 
@@ -160,4 +166,5 @@ SUB_EVENTS: dict[type, Callable[[Submission, Any], None]] = {
     Disowned: _disowned,
     Candidates: _candidates,
     Contradicted: _contradicted,
+    Settled: _settled,
 }
