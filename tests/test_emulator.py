@@ -702,3 +702,28 @@ def test_the_embeddings_input_limit(batch_emulator):
     b = c.batches.create(input_file_id=f.id, endpoint="/v1/embeddings", completion_window="24h")
     done = finish(batch_emulator, c, b.id)
     assert done.status == "failed" and done.errors.data[0].code == "too_many_inputs"
+
+
+def test_faults_and_bad_days_aimed_at_nothing_are_refused(batch_emulator):
+    """#45.12: a fault aimed at a face the emulator does not have, or a bad day it does not
+    have, injected nothing while the test stayed green: each is refused, naming the ones
+    there are."""
+    from batchbench.emulator import Emulator
+
+    with pytest.raises(ValueError, match="no face 'vertex-gemini'.*vertex"):
+        batch_emulator.lose_creates("vertex-gemini")
+    with pytest.raises(ValueError, match="no face 'gemeni'"):
+        batch_emulator.refuse_creates("gemeni")
+    with pytest.raises(ValueError, match="unknown anomaly 'misfiling'"):
+        Emulator(anomalies={"misfiling": 1.0})
+    request = urllib.request.Request(
+        f"{batch_emulator.url}/_emulator/config",
+        data=json.dumps({"anomalies": {"wrong-key": 1.0}}).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request)
+    assert refused.value.code == 400 and b"unknown anomaly" in refused.value.read()
+    batch_emulator.lose_creates("vertex")  # the face that serves both Vertex records
+    assert batch_emulator.hub.faults.lost_creates["vertex"] == 1

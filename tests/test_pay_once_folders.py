@@ -164,7 +164,7 @@ def test_the_services_faults_pay_nothing_twice(
     args = [*rig.args(emu, tmp_path, fixture_dir, "--limit", "4", cap=4), "--poll-interval", "5"]
     folder = tmp_path / "jobs" / rig.name()
     if fault.startswith("lost create"):
-        emu.lose_creates(rig.provider)
+        emu.lose_creates(rig.face_name)
     if fault.endswith("empty result"):
         # an untagged service's candidate whose results read empty is owed, not disowned
         emu.store.settings.anomalies = {"empty-results": 1.0}
@@ -176,5 +176,7 @@ def test_the_services_faults_pay_nothing_twice(
     proc = run_cli(*args, env=rig.env(emu))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert len(rows_of(folder / "results.jsonl")) == 4
+    if fault.startswith("lost create"):  # the fault was injected, not aimed at no face
+        assert emu.ledger()["faults"]["lost create"] == 1
     emu.flush()
     _once(emu)

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .anomalies import parse_anomaly
 from .core import ApiFailure, Store
 from .face import Exchange, Face, FaultKind, Reply, Route, Tampers, match
 from .model import tokenizer_name
@@ -211,6 +212,8 @@ class Hub:
             raise ApiFailure(400, "config must be a JSON object")
         with self.store.lock:
             for key, value in payload.items():
+                if key == "anomalies":  # each a bad day the emulator has, at a rate
+                    value = _anomalies(value)
                 if key in _SETTINGS:
                     setattr(self.store.settings, key, value)
                 elif key in _FAULTS:
@@ -236,6 +239,20 @@ class Hub:
                         raise
                     return Reply({"ok": True})
         raise ApiFailure(404, f"no face has a batch {batch_id}")
+
+
+def _anomalies(value: Any) -> dict[str, float]:
+    """``{name: rate}``, each name a bad day of :data:`.anomalies.ANOMALIES` (a name it
+    does not have would switch nothing on: refused, naming the known ones)."""
+    if not isinstance(value, dict):
+        raise ApiFailure(400, "anomalies must be an object of name: rate")
+    out = {}
+    for name, rate in value.items():
+        try:
+            out[name] = parse_anomaly(f"{name}={rate}")[1]
+        except ValueError as exc:
+            raise ApiFailure(400, str(exc)) from None
+    return out
 
 
 def _colleagues(x: Exchange) -> Exchange:

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from .anomalies import ANOMALIES
 from .catalogue import Catalogue
 from .clock import Clock, SystemClock
 from .core import Mangle, Settings, Store
@@ -56,6 +57,9 @@ class Emulator:
         self.clock: Clock = clock or SystemClock()
         settings = Settings(latency, completion_window, enqueued_token_limit, paused)
         settings.unknown_models = list(unknown_models)
+        unknown = sorted(set(anomalies or {}) - set(ANOMALIES))
+        if unknown:
+            raise ValueError(f"unknown anomaly {unknown[0]!r} (known: {', '.join(ANOMALIES)})")
         settings.anomalies = dict(anomalies or {})
         settings.judge_noise = judge_noise
         self.store = Store(
@@ -91,7 +95,13 @@ class Emulator:
         return found
 
     def face(self, name: str) -> Face:
-        return self.hub.face(name)
+        """The face of that name; a name no face has is a ValueError naming the faces (a
+        fault aimed at no face would inject nothing, and a test would pass unharmed)."""
+        try:
+            return self.hub.face(name)
+        except KeyError:
+            faces = ", ".join(f.name for f in self.hub.faces)
+            raise ValueError(f"the emulator has no face {name!r} (its faces: {faces})") from None
 
     def start(self) -> Emulator:
         thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
@@ -150,6 +160,7 @@ class Emulator:
         """The next ``count`` batch creates on ``face`` take effect, then answer 500: the
         caller cannot tell that its batch exists (a lost create). With ``colleague``, a
         batch of the same size (other request ids) is created right after each."""
+        self.face(face)
         with self.hub.store.lock:
             self.hub.faults.lost_creates[face] = self.hub.faults.lost_creates.get(face, 0) + count
             if colleague:
@@ -158,6 +169,7 @@ class Emulator:
     def refuse_creates(self, face: str, count: int = 1, after: float = 0.0) -> None:
         """The next ``count`` batch creates on ``face`` fail (overloaded) and make nothing,
         each ``after`` seconds (the emulator's clock) of hanging first."""
+        self.face(face)
         with self.hub.store.lock:
             self.hub.faults.refusal_delay = after
             self.hub.faults.refused_creates[face] = (

@@ -48,7 +48,11 @@ def settle_owed(pipeline: Pipeline, pricing: Pricing, say: Callable[[str], None]
         )["batch_usd"]
         pipeline.record(
             Settled(
-                sub=sub.id, batch_id=sub.batch_id, kept=frame.height, missing=len(missing), usd=cost
+                sub=sub.id,
+                batch_id=sub.batch_id or "",
+                kept=frame.height,
+                missing=len(missing),
+                usd=cost,
             )
         )
         priced = usd(cost) if cost is not None else f"unpriced ({model} has no price)"

@@ -76,6 +76,11 @@ class Rig:
     env_of: Callable[[Rig, Any], dict[str, str]] | None = None
     face: str = ""  # the emulator's face that serves it, when not named as the provider
 
+    @property
+    def face_name(self) -> str:
+        """The emulator's face that serves this provider (what its faults are aimed at)."""
+        return self.face or self.provider
+
     def env(self, emu: Any) -> dict[str, str]:
         urls = emu.base_urls
         base = urls[self.face or self.provider]
