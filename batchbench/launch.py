@@ -20,10 +20,10 @@ from .bench.dataset import Case, load_dataset, select_cases
 from .bench.results import rows_in_registry_order
 from .costs.pricing import Pricing, load_pricing
 from .engine.dryrun import DryRun, MaxCost, plan
-from .engine.events import Redo, Resumed
 from .engine.group import Group, Member
 from .engine.options import GroupOptions, RunOptions
 from .engine.pipeline import Pipeline
+from .engine.resume import finished_note, reopen
 from .engine.runconfig import RunConfig, Selection, check_name, default_name
 from .engine.rundir import Run
 from .engine.services import connect_all, new_services, run_services, stage_bundle
@@ -124,6 +124,17 @@ def execute_group(
     warn = warn or say
     shared = GroupOptions.of(group)
     prepared = [prepare(options) for options in group]
+    if shared.no_wait:  # a cron tick of a group that has finished asks no service
+        states = [run.state(c.case_ids) if run.exists() else None for run, c, _ in prepared]
+        pairs = list(zip(states, prepared))
+        if all(s is not None and s.finished(c.judge_passes) for s, (_, c, _) in pairs) and not any(
+            _busy(run) for run, _, _ in prepared
+        ):
+            return [
+                RunResult(run, None, True, note=finished_note(run, config, state))
+                for (run, config, _), state in zip(prepared, states)
+                if state is not None
+            ]
     pricing = load_pricing(shared.pricing)
     if shared.max_cost is not None:
         _check_cost(group, prepared, pricing, shared.max_cost)
@@ -205,9 +216,10 @@ def execute_group(
             for change in changes:
                 pipeline.record(change)
             if options.no_wait and pipeline.done():
-                results.append(RunResult(run, None, True, note=_finished(pipeline)))
+                note = finished_note(run, config, pipeline.state)
+                results.append(RunResult(run, None, True, note=note))
                 continue
-            _reopen(pipeline, options, say)
+            reopen(pipeline, options, say)
             if options.settle_owed:
                 settle_owed(pipeline, pricing, say)
             members.append((Member(pipeline), run, config))
@@ -272,53 +284,13 @@ def _check_answer_model(clients: dict[Service, Any], service: Service, model: st
     clients[service].check_models([resolve(model)])
 
 
-def _finished(pipeline: Pipeline) -> str:
-    """What a cron tick says of a run that had already finished."""
-    cases = pipeline.state.cases.values()
-    scored = sum(1 for c in cases if c.final == "scored")
-    failed = sum(1 for c in cases if c.final == "error")
-    redo = "; run it without --no-wait to redo the failed cases" if failed else ""
-    return (
-        f"run {pipeline.config.name!r} is complete: {scored} scored, {failed} failed"
-        f" ({pipeline.run.results_path.resolve()}){redo}"
-    )
-
-
-def _reopen(pipeline: Pipeline, options: RunOptions, say: Callable[[str], None]) -> None:
-    """A resumed run takes new work again; a plain invocation redoes its failed cases.
-
-    A --no-wait invocation (cron, every few minutes) only resumes: redoing there
-    would pay for a case that fails for good again and again, and taking a
-    cancelled run up again would undo the user's cancel at the next tick.
-    """
-    config = pipeline.config
-    if pipeline.state.cancelled:
-        if options.no_wait:
-            say(
-                f"{config.name!r} was cancelled: collecting what finished, submitting nothing"
-                " (run it without --no-wait to take it up again)"
-            )
-            return
-        pipeline.record(Resumed())
-    failed = [c for c in config.case_ids if pipeline.state.cases[c].final == "error"]
-    if not failed or options.no_wait:
-        return
-    unknown = [c for c in failed if pipeline.state.cases[c].unknown]
-    if unknown and options.resend_unknown:
-        say(
-            f"sending again {len(unknown)} case(s) of {config.name!r} whose call was sent but"
-            " never answered, as --resend-unknown asks: each may be paid twice"
-        )
-    elif unknown:
-        say(
-            f"{len(unknown)} case(s) of {config.name!r} ended with a call sent but never"
-            " answered (it may have run and been billed): left as they are;"
-            " --resend-unknown sends them again"
-        )
-        failed = [c for c in failed if c not in unknown]
-    if failed:
-        pipeline.record(Redo(cases=failed))
-        say(f"redoing {len(failed)} case(s) of {config.name!r} that ended in an error")
+def _busy(run: Run) -> bool:
+    """Whether another process is advancing the run (it may be redoing its errors)."""
+    try:
+        with run.lock():
+            return False
+    except RunLockedError:
+        return True
 
 
 def _check_cost(

@@ -201,6 +201,27 @@ def test_the_demo_rehearses_a_group_of_an_azure_and_a_bedrock_model(tmp_path):
         )
 
 
+@pytest.mark.parametrize(
+    "location,said",
+    [
+        ("", "--s3-uri s3://BUCKET/PREFIX"),
+        ("s3://batchbench/runs?x=1", "'s3://batchbench/runs?x=1', not s3://BUCKET/PREFIX"),
+        ("s3://batchbench/my runs", "'s3://batchbench/my runs', not s3://BUCKET/PREFIX"),
+        ("s3://no-such-bucket/x", "s3://no-such-bucket, which does not exist"),
+    ],
+)
+def test_an_s3_location_gone_wrong_is_one_line_before_anything_is_made(
+    location, said, batch_emulator, tmp_path, fixture_dir
+):
+    """#45.11: a query or a space in BATCHBENCH_S3_URI passed the pre-flight and failed at
+    the create; an unset one said '(got None)'."""
+    emu = batch_emulator
+    env = {**BEDROCK.env(emu), "BATCHBENCH_S3_URI": location}
+    proc = run_cli(*BEDROCK.args(emu, tmp_path, fixture_dir, "--limit", "2"), env=env)
+    assert_one_line_error(proc, said)
+    assert "None" not in proc.stderr and not emu.ledger()["batches"]
+
+
 def test_the_role_and_the_s3_location_may_be_given_as_options(
     batch_emulator, tmp_path, fixture_dir
 ):

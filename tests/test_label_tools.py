@@ -281,3 +281,20 @@ def test_a_healthbench_line_without_its_physician_names_the_field(
     proc = run_cli("calibrate", "ans-model", "--labels", str(path), *jobs)
     assert_one_line_error(proc, f"{path}: line 1", "'anonymized_physician_ids'")
     assert "completed_by" not in proc.stderr
+
+
+def test_a_sheet_with_a_very_long_answer_reads_back(batch_emulator, tmp_path, fixture_dir):
+    """#45.11: the sheet writes an answer whole; one of 131,073 characters (past the csv
+    module's default cell limit) is read back, not refused as 'not CSV'."""
+    jobs, judged = graded(batch_emulator, tmp_path, fixture_dir)
+    note, rows = sheet(jobs, tmp_path / "s.csv", cases=10)
+    labelled = label(rows, judged, ["dr_a"], 0.2)
+    labelled[0]["answer"] = "x" * 131_073
+    path = tmp_path / "long.csv"
+    with path.open("w", newline="") as fh:
+        fh.write(note + "\n")
+        writer = csv.DictWriter(fh, fieldnames=list(labelled[0]))
+        writer.writeheader()
+        writer.writerows(labelled)
+    verdicts = {(r["case_id"], r["item_id"], r["rater"]): r["verdict"] for r in labelled}
+    assert _figures(jobs, path) == _figures(jobs, _as_sheet(tmp_path / "plain.csv", verdicts))

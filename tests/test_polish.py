@@ -448,3 +448,9 @@ def test_a_warning_never_lands_on_the_live_line_and_a_log_names_every_run():
         _Pipeline("a", _State(started=990.0, ended=1290.0), done=True)
     )
     assert "· 5m00s" in done.getvalue()  # start to last collection, not to now
+
+
+def test_export_help_names_the_inspect_extra():
+    """#45.11: rich read `[inspect]` as markup and dropped it from `export --help`."""
+    text = run_cli("export", "--help").stdout
+    assert "[inspect] extra" in " ".join(text.replace("│", " ").split())

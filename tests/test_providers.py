@@ -357,6 +357,35 @@ def test_a_result_line_that_is_not_utf8_is_one_line_naming_it(
     assert proc.returncode == 4
 
 
+@pytest.mark.parametrize("damage", ["an HTML page", "a half file"])
+@pytest.mark.parametrize("rig", ALL, ids=ids)
+def test_a_result_file_that_is_a_page_or_cut_short_is_said_as_what_it_is(
+    rig, damage, batch_emulator_factory, tmp_path, fixture_dir
+):
+    """#45.11: an HTML page (a proxy's error page) in place of the results, and a file cut
+    off mid-line at every download, were both 'three downloads were all truncated'."""
+
+    def mangle(kind, lines):
+        if kind not in ("output", "results", "responses") or not lines:
+            return lines
+        return ["<!DOCTYPE html><html><body><h1>502 Bad Gateway</h1></body></html>"]
+
+    page = damage == "an HTML page"
+    emu = batch_emulator_factory(mangle=mangle if page else None)
+    if not page:
+        emu.hub.faults.truncate_rate = 1.0  # every download cut off part way
+    argv = rig.args(emu, tmp_path, fixture_dir, "--limit", "3", cap=3)
+    proc = run_cli(*argv, env=rig.env(emu))
+    if page:
+        assert_one_line_error(proc, "not JSON lines", "'<!DOCTYPE html>", "an HTML page")
+        assert proc.returncode == 4
+    else:  # a transfer cut off every time: tried again, then said once as the service's
+        assert_one_line_error(proc, "download")
+        assert proc.returncode == 5, proc.stderr
+        assert ".part" not in proc.stderr and "('" not in proc.stderr
+    assert "truncated" not in proc.stderr and "internal error" not in proc.stderr
+
+
 @pytest.mark.parametrize("rig", [r for r in ALL if r.provider in ENDINGS], ids=ids)
 def test_a_base_url_with_the_version_the_sdk_adds_is_named_at_once(
     rig, batch_emulator, tmp_path, fixture_dir

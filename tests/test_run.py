@@ -341,3 +341,15 @@ def test_run_needs_a_dataset_and_never_falls_back_to_the_sample(tmp_path, fixtur
         list(fixture_dir.glob("data/*/cases/*.json"))
     )
     assert not (tmp_path / "j").exists()
+
+
+def test_a_finished_runs_tick_asks_no_service(batch_emulator_factory, tmp_path, fixture_dir):
+    """#45.11: a cron tick of a finished run, with the service down, exited 5: it says the
+    run is complete, and exits 0, without a call."""
+    emu = batch_emulator_factory()
+    argv = run_args(emu, tmp_path, fixture_dir, "--limit", "4")
+    assert run_cli(*argv, env=env()).returncode == 0
+    emu.stop()  # the service is down
+    proc = run_cli(*argv, "--no-wait", env=env())
+    assert proc.returncode == 0, proc.stderr
+    assert "run 'ans-model' is complete: 4 scored, 0 failed" in " ".join(proc.stdout.split())

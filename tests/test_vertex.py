@@ -12,6 +12,9 @@ submission, four Claude jobs at a time, partly run jobs, settings named in error
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from support.cli import assert_one_line_error, run_cli
@@ -209,6 +212,9 @@ def test_a_job_that_failed_for_good_fails_at_once(batch_emulator, tmp_path, fixt
     [
         ({"GOOGLE_CLOUD_PROJECT": ""}, ["GOOGLE_CLOUD_PROJECT"]),
         ({"BATCHBENCH_GCS_URI": "s3://wrong"}, ["BATCHBENCH_GCS_URI", "--gcs-uri", "gs://"]),
+        ({"BATCHBENCH_GCS_URI": ""}, ["--gcs-uri gs://BUCKET/PREFIX", "BATCHBENCH_GCS_URI"]),
+        ({"BATCHBENCH_GCS_URI": "gs://batchbench/runs?x=1"}, ["'gs://batchbench/runs?x=1'"]),
+        ({"BATCHBENCH_GCS_URI": "gs://batchbench/my runs"}, ["'gs://batchbench/my runs'"]),
         ({"BATCHBENCH_GCS_URI": "gs://no-such-bucket/x"}, ["gs://no-such-bucket"]),
         (
             {"GOOGLE_APPLICATION_CREDENTIALS": "/nonexistent/key.json"},
@@ -223,6 +229,7 @@ def test_settings_gone_wrong_are_one_line_naming_them(
     env = {**GEMINI.env(emu), **change}
     proc = run_cli(*GEMINI.args(emu, tmp_path, fixture_dir, "--smoke"), env=env)
     assert_one_line_error(proc, *fragments)
+    assert "None" not in proc.stderr
     assert emu.ledger()["batches"] == []
 
 
@@ -269,3 +276,44 @@ def test_the_demo_rehearses_vertex_gemini_and_claude_models(tmp_path):
     for run in runs:
         rows = rows_of(run / "results.jsonl")
         assert len(rows) == 12 and all("score" in r for r in rows)
+
+
+def test_a_job_state_the_sdk_does_not_know_is_one_line(batch_emulator, tmp_path, fixture_dir):
+    """#45.11: google-genai warns (with its site-packages path and source line) about a
+    state it does not know, before batchbench's one line: said as one line too."""
+    emu = batch_emulator
+    emu.store.settings.paused = True
+    argv = GEMINI.args(emu, tmp_path, fixture_dir, "--limit", "2", cap=2)
+    assert run_cli(*argv, "--no-wait", env=GEMINI.env(emu)).returncode == 3
+    [job] = _jobs(emu)
+    emu.face("vertex").tamper(job["id"].rsplit("/", 1)[-1], {"state": "JOB_STATE_WEIRD"})
+    # The real command, in a process of its own: pytest would catch the warning itself.
+    env = {**os.environ, **{k: v for k, v in GEMINI.env(emu).items() if v is not None}}
+    proc = subprocess.run(
+        [sys.executable, "-m", "batchbench", *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert_one_line_error(proc, "unknown state 'JOB_STATE_WEIRD'")
+    assert "site-packages" not in proc.stderr and ".py:" not in proc.stderr
+
+
+@pytest.mark.parametrize("kind", ["a folder", "not JSON", "a key without its fields"])
+def test_a_credentials_file_gone_wrong_is_one_line_naming_the_variable(
+    kind, batch_emulator, tmp_path, fixture_dir
+):
+    """#45.11: a malformed key file was said as google-auth's Python repr, and a folder
+    as an internal error naming no variable."""
+    target = tmp_path / "key.json"
+    if kind == "a folder":
+        target.mkdir()
+    else:
+        target.write_text("{not json" if kind == "not JSON" else '{"type": "service_account"}')
+    emu = batch_emulator
+    env = {**GEMINI.env(emu), "GOOGLE_APPLICATION_CREDENTIALS": str(target)}
+    proc = run_cli(*GEMINI.args(emu, tmp_path, fixture_dir, "--smoke"), env=env)
+    assert_one_line_error(proc, f"GOOGLE_APPLICATION_CREDENTIALS names {target}")
+    assert proc.returncode == 2 and "('" not in proc.stderr and "Error(" not in proc.stderr
+    assert emu.ledger()["batches"] == []

@@ -15,6 +15,9 @@ def csv_records(
 ) -> list[tuple[int, list[str]]]:
     """Every record of ``text`` with its first line's number; a file that is not CSV is
     ``error`` naming the file and the line."""
+    # A cell as long as the text (an answer of any length: the sheet writes them whole),
+    # not the csv module's 131,072-character default.
+    csv.field_size_limit(max(csv.field_size_limit(), len(text) + 1))
     reader = csv.reader(io.StringIO(text.lstrip("\ufeff"), newline=""))
     records: list[tuple[int, list[str]]] = []
     start = 1

@@ -65,7 +65,12 @@ def corrected(y: Values, f_labelled: Values, f_unlabelled: Values) -> Corrected:
         cov = float(np.cov(Y, f, ddof=1)[0, 1])
         lam = min(1.0, max(0.0, cov / ((1 + n / N) * var_f)))
     residual = Y - lam * f
-    estimate = lam * float(fu.mean()) + float(residual.mean()) if N else float(residual.mean())
+    if n == 0:  # nothing labelled: no estimate (numpy's mean of nothing warns)
+        estimate = math.nan
+    elif N:
+        estimate = lam * float(fu.mean()) + float(residual.mean())
+    else:
+        estimate = float(residual.mean())
     variance = math.nan
     if n > 1:
         variance = (lam**2 * _var(fu) / N if lam > 0 else 0.0) + _var(residual) / n

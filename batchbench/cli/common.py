@@ -6,6 +6,7 @@ import functools
 import os
 import sys
 import traceback
+import warnings
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -59,6 +60,13 @@ def warn(line: str) -> None:
     typer.echo(line, err=True)
 
 
+def _one_line(message: Warning | str, category: type[Warning], *_: object, **__: object) -> None:
+    """A library's warning (google-genai on a value it does not know, numpy on an empty
+    slice) as one line on stderr, without the library's file and source line."""
+    text = str(message).splitlines()[0] if str(message) else category.__name__
+    typer.echo(f"warning: {text}", err=True)
+
+
 def friendly(fn: F) -> F:
     """Turn a BatchbenchError into one line on stderr and a non-zero exit; anything
     unforeseen into one "internal error" line (exit 70), with its traceback only when
@@ -67,7 +75,9 @@ def friendly(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
+            with warnings.catch_warnings():
+                warnings.showwarning = _one_line
+                return fn(*args, **kwargs)
         except BrokenPipeError:
             # The reader went away (`batchbench demo | head`): not an error. Point
             # stdout at /dev/null so no later write or the last flush complains.

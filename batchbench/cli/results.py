@@ -144,7 +144,7 @@ def export(
             help="parquet or csv (default: from -o's suffix); eee: Every Eval Ever records"
             " (schema 0.3.0) of each run, under -o as the datastore lays them out; inspect:"
             " an Inspect log that `inspect view` opens (-o FILE.eval; a folder for several"
-            " runs), written by inspect_ai (the [inspect] extra).",
+            " runs), written by inspect_ai (the \\[inspect] extra).",
             metavar="FORMAT",
         ),
     ] = None,

@@ -130,9 +130,7 @@ class Pipeline:
 
     # decisions --------------------------------------------------------------
     def done(self) -> bool:
-        return all(c.final for c in self.state.cases.values()) and self.state.passes_settled(
-            self.config.judge_passes
-        )
+        return self.state.finished(self.config.judge_passes)
 
     def step(self) -> bool:
         """Do the next action that needs no waiting; False when only waiting remains."""

@@ -147,6 +147,10 @@ class RunState:
                 out.append(case_id)
         return out
 
+    def finished(self, judge_passes: int) -> bool:
+        """Every case has its final row, and every extra judge pass has ended."""
+        return all(c.final for c in self.cases.values()) and self.passes_settled(judge_passes)
+
     def passes_settled(self, judge_passes: int) -> bool:
         """Every extra judge pass of every judged case has ended (ok or failed)."""
         cases = [c for c in self.cases.values() if c.answers.status == "ok"]

@@ -362,7 +362,10 @@ class Submitter:
                 except TruncatedFileError:
                     if attempt == 3:
                         raise BatchFileError(
-                            f"{where}: three downloads were all truncated"
+                            f"{where}: downloaded three times, each cut off before its end"
+                            " (its last line unfinished): the service, or something between"
+                            " it and you, ends the file early; nothing was kept — run again"
+                            " later"
                         ) from None
                 except BatchFileError as exc:  # named by the service's file, not ours
                     raise type(exc)(str(exc).replace(str(staging), where)) from None

@@ -62,5 +62,6 @@ def aws_errors(what: str, batch_id: str | None = None) -> Iterator[None]:
     except (
         botocore.exceptions.ConnectionClosedError,
         botocore.exceptions.HTTPClientError,
+        botocore.exceptions.IncompleteReadError,  # a body cut off: fetched again
     ) as exc:
         raise Transient(f"{what}: {one_line(exc)}", batch_id=batch_id) from None

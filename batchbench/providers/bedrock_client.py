@@ -69,7 +69,10 @@ PHASES: dict[str, tuple[Phase, Ending | None]] = {
     "Failed": ("ended", "failed"),
 }
 PROFILE = re.compile(r"^(us|eu|apac|global|us-gov|jp|au)\.")  # a cross-region profile
-S3_URI = re.compile(r"^s3://([a-z0-9][-.a-z0-9]{1,61}[a-z0-9])(/.*)?$")
+# A bucket as S3 names one, and a prefix of the characters AWS calls safe in a key
+# (docs.aws.amazon.com AmazonS3 "object-keys": 0-9 a-z A-Z ! - _ . * ' ( ), and "/"):
+# a query (?x=1) or a space would pass a look and fail at the create.
+S3_URI = re.compile(r"^s3://([a-z0-9][-.a-z0-9]{1,61}[a-z0-9])(/[A-Za-z0-9!_.*'()/-]*)?$")
 
 
 def region(env: dict[str, str] | os._Environ[str] = os.environ) -> str | None:
@@ -134,10 +137,15 @@ class BedrockClient:
                 "Bedrock jobs run as a service role: set BEDROCK_ROLE_ARN or --bedrock-role"
             )
         found = S3_URI.match(location or "")
+        if not location:
+            raise ConfigError(
+                "Bedrock reads and writes its records in S3: give the run --s3-uri"
+                " s3://BUCKET/PREFIX (or set BATCHBENCH_S3_URI)"
+            )
         if not found:
             raise ConfigError(
-                "Bedrock reads and writes its records in S3: set BATCHBENCH_S3_URI (or --s3-uri) to"
-                f" s3://BUCKET/PREFIX (got {location!r})"
+                f"the run's S3 location (--s3-uri, or BATCHBENCH_S3_URI) is {location!r}, not"
+                " s3://BUCKET/PREFIX (a prefix of letters, digits and ! - _ . * ' ( ) /)"
             )
         self.role = role
         self.bucket, self.prefix = found.group(1), (found.group(2) or "").strip("/")
@@ -222,8 +230,9 @@ class BedrockClient:
         except ApiError as exc:
             if exc.status == 404:
                 raise ConfigError(
-                    f"BATCHBENCH_S3_URI names s3://{self.bucket}, which does not exist (or"
-                    " is not visible to these credentials)"
+                    f"the run's S3 location (--s3-uri, or BATCHBENCH_S3_URI) names"
+                    f" s3://{self.bucket}, which does not exist (or is not visible to these"
+                    " credentials)"
                 ) from None
             raise
 

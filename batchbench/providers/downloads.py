@@ -46,11 +46,15 @@ def verbatim(dest: Path, fill: Callable[[Sink], None]) -> int:
             # A run folder copied by a tool that drops empty folders (git) has no raw/.
             dest.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "wb") as fh:
-                sink = Sink(fh)
-                fill(sink)
+        with os.fdopen(fd, "wb") as fh:
+            sink = Sink(fh)
+            # The network's failures are the client's to type (some SDKs' derive from
+            # OSError: a dropped connection is not a disk that cannot be written).
+            fill(sink)
+            with storage(tmp):
                 fh.flush()
                 os.fsync(fh.fileno())
+        with storage(tmp):
             durable_replace(tmp, dest)
         return sink.size
     finally:

@@ -56,7 +56,17 @@ FRAME_SCHEMA: dict[str, Any] = {
 
 
 def check_tail(data: bytes | mmap.mmap, path: Path) -> None:
-    """A file that ends in the middle of a line was cut off: download it again."""
+    """A file that ends in the middle of a line was cut off: download it again. One that
+    is not JSON lines at all (an HTML page a proxy or the service answered with) is not
+    a cut file: said as what it is."""
+    head = bytes(data[:256]).lstrip()
+    if head and head[:1] != b"{":
+        shown = head[:60].decode("utf-8", "replace").replace("\n", " ")
+        page = head[:15].lower().startswith((b"<!doctype html", b"<html"))
+        what = " an HTML page (a proxy's or the service's error page)," if page else ""
+        raise BatchFileError(
+            f"{path}: not JSON lines — it starts with {shown!r}:{what} not the batch's results"
+        )
     if not len(data) or data[-1:] == b"\n":
         return
     last = data[data.rfind(b"\n") + 1 :]

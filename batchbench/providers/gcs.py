@@ -12,6 +12,7 @@ goes under batchbench's one policy (:mod:`.retry`).
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,7 +29,10 @@ from .downloads import Sink
 from .http_errors import one_line, status_error
 
 SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]
-GS_URI = re.compile(r"^gs://([a-z0-9][-_.a-z0-9]{1,220}[a-z0-9])(/.*)?$")
+# A bucket as Cloud Storage names one, and a prefix without a query, a fragment, a space
+# or a control character (Cloud Storage's object naming rules, and what passes a look but
+# not a job's create).
+GS_URI = re.compile(r"^gs://([a-z0-9][-_.a-z0-9]{1,220}[a-z0-9])(/[^?#\s\x00-\x1f\x7f]*)?$")
 KEY_HINT = "the Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS)"
 TIMEOUT = 60.0
 
@@ -36,9 +40,23 @@ TIMEOUT = 60.0
 def credentials() -> Any:
     """Application Default Credentials for Google Cloud, or one line saying how to set
     them (the file a variable names is never echoed beyond its path)."""
+    named = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS")
+    if named and not os.path.isfile(named):
+        what = "a folder" if os.path.isdir(named) else "no file"
+        raise ConfigError(
+            f"GOOGLE_APPLICATION_CREDENTIALS names {named}, which is {what}: set it to a"
+            " service account's key file (JSON)"
+        )
     try:
         found, _ = google.auth.default(scopes=SCOPES)
     except google.auth.exceptions.DefaultCredentialsError as exc:
+        if named:  # google-auth says why as a tuple: its first part is the sentence
+            why = exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
+            raise ConfigError(
+                f"GOOGLE_APPLICATION_CREDENTIALS names {named}, which is not a key file"
+                f" google-auth reads ({one_line(why, limit=160)}): set it to a service"
+                " account's key file (JSON)"
+            ) from None
         raise ConfigError(
             "Vertex AI needs Application Default Credentials: set"
             " GOOGLE_APPLICATION_CREDENTIALS to a service account's key file, or run"
@@ -72,6 +90,10 @@ def google_errors(what: str, batch_id: str | None = None) -> Iterator[None]:
         names = {c.__name__ for c in type(exc).__mro__}
         if "DataCorruption" in names:  # a checksum that does not match: fetch again
             raise Transient(f"{what}: the download arrived damaged", batch_id=batch_id) from None
+        if "ChunkedEncodingError" in names or "IncompleteRead" in names:
+            raise Transient(
+                f"{what}: the connection closed before the whole file came", batch_id=batch_id
+            ) from None
         if "InvalidResponse" in names:
             status = int(getattr(getattr(exc, "response", None), "status_code", 500) or 500)
             raise status_error(
@@ -91,10 +113,15 @@ class Bucket:
 
     def __init__(self, uri: str | None, project: str, creds: Any) -> None:
         found = GS_URI.match(uri or "")
+        if not uri:
+            raise ConfigError(
+                "Vertex AI reads and writes its records in Cloud Storage: give the run"
+                " --gcs-uri gs://BUCKET/PREFIX (or set BATCHBENCH_GCS_URI)"
+            )
         if not found:
             raise ConfigError(
-                "Vertex AI reads and writes its records in Cloud Storage: set"
-                f" BATCHBENCH_GCS_URI (or --gcs-uri) to gs://BUCKET/PREFIX (got {uri!r})"
+                f"the run's Cloud Storage location (--gcs-uri, or BATCHBENCH_GCS_URI) is"
+                f" {uri!r}, not gs://BUCKET/PREFIX"
             )
         self.name, self.prefix = found.group(1), (found.group(2) or "").strip("/")
         with google_errors("Cloud Storage's settings"):
@@ -110,8 +137,9 @@ class Bucket:
             exists = self.bucket.exists(timeout=TIMEOUT, retry=None)
         if not exists:
             raise ConfigError(
-                f"BATCHBENCH_GCS_URI names gs://{self.name}, which does not exist (or is not"
-                " visible to these credentials)"
+                f"the run's Cloud Storage location (--gcs-uri, or BATCHBENCH_GCS_URI) names"
+                f" gs://{self.name}, which does not exist (or is not visible to these"
+                " credentials)"
             )
 
     def put(self, path: Path, uri: str) -> None:

@@ -1,0 +1,64 @@
+"""What a new invocation does with a run it finds: a finished run is said to be complete
+(a cron tick asks no service), a cancelled one is taken up again only by the user, and
+the cases that ended in an error are redone — but not one whose call's outcome is
+unknown (it may have been billed), unless the user asks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .events import Redo, Resumed
+from .options import RunOptions
+from .pipeline import Pipeline
+from .runconfig import RunConfig
+from .rundir import Run
+from .state import RunState
+
+
+def finished_note(run: Run, config: RunConfig, state: RunState) -> str:
+    """What a cron tick says of a run that had already finished."""
+    cases = state.cases.values()
+    scored = sum(1 for c in cases if c.final == "scored")
+    failed = sum(1 for c in cases if c.final == "error")
+    redo = "; run it without --no-wait to redo the failed cases" if failed else ""
+    return (
+        f"run {config.name!r} is complete: {scored} scored, {failed} failed"
+        f" ({run.results_path.resolve()}){redo}"
+    )
+
+
+def reopen(pipeline: Pipeline, options: RunOptions, say: Callable[[str], None]) -> None:
+    """A resumed run takes new work again; a plain invocation redoes its failed cases.
+
+    A --no-wait invocation (cron, every few minutes) only resumes: redoing there
+    would pay for a case that fails for good again and again, and taking a
+    cancelled run up again would undo the user's cancel at the next tick.
+    """
+    config = pipeline.config
+    if pipeline.state.cancelled:
+        if options.no_wait:
+            say(
+                f"{config.name!r} was cancelled: collecting what finished, submitting nothing"
+                " (run it without --no-wait to take it up again)"
+            )
+            return
+        pipeline.record(Resumed())
+    failed = [c for c in config.case_ids if pipeline.state.cases[c].final == "error"]
+    if not failed or options.no_wait:
+        return
+    unknown = [c for c in failed if pipeline.state.cases[c].unknown]
+    if unknown and options.resend_unknown:
+        say(
+            f"sending again {len(unknown)} case(s) of {config.name!r} whose call was sent but"
+            " never answered, as --resend-unknown asks: each may be paid twice"
+        )
+    elif unknown:
+        say(
+            f"{len(unknown)} case(s) of {config.name!r} ended with a call sent but never"
+            " answered (it may have run and been billed): left as they are;"
+            " --resend-unknown sends them again"
+        )
+        failed = [c for c in failed if c not in unknown]
+    if failed:
+        pipeline.record(Redo(cases=failed))
+        say(f"redoing {len(failed)} case(s) of {config.name!r} that ended in an error")
