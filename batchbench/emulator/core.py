@@ -71,6 +71,8 @@ class Settings:
     flex_busy: float = 0.2
     flex_busy_tries: int = 0  # and each flex call's first tries refused so, every time
     flex_seconds: float = 0.01
+    # Vertex AI: access tokens given before this time (the emulator's clock) have expired.
+    expired_tokens: float = 0.0
 
 
 class Decider:

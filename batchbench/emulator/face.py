@@ -151,6 +151,14 @@ class Tampers(Protocol):
     def tamper(self, batch_id: str, change: Mapping[str, Any]) -> None: ...
 
 
+@runtime_checkable
+class Closes(Protocol):
+    """A face that leaves something behind while it runs (Vertex's credentials file):
+    removed when the emulator stops, however it is stopped."""
+
+    def close(self) -> None: ...
+
+
 def match(routes: Sequence[Route], method: str, path: str) -> tuple[Route, tuple[str, ...]] | None:
     for r in routes:
         if r.method == method:

@@ -44,6 +44,7 @@ _SETTINGS = (
     "bedrock_min_records",
     "flex_busy",
     "flex_busy_tries",
+    "expired_tokens",
     "flex_seconds",
 )
 _FAULTS = {

@@ -8,6 +8,7 @@ services are exactly where that client's own waits have put them.
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -17,7 +18,7 @@ from .anomalies import ANOMALIES
 from .catalogue import Catalogue
 from .clock import Clock, SystemClock
 from .core import Mangle, Settings, Store
-from .face import Face, FaceFactory
+from .face import Closes, Face, FaceFactory
 from .faces import FACES
 from .hub import Faults, Hub
 from .model import Model, Responder
@@ -115,6 +116,9 @@ class Emulator:
         self._server.server_close()
         for thread in self._threads:
             thread.join(timeout=5)
+        for face in self.hub.faces:
+            if isinstance(face, Closes):
+                face.close()
 
     def __enter__(self) -> Emulator:
         return self.start()
@@ -198,6 +202,13 @@ class Emulator:
 
 def serve(emulator: Emulator, announce: Callable[[str], None] = print) -> None:
     """Run until interrupted (the ``batchbench emulator`` command)."""
+
+    # SIGTERM (a service manager, `kill`) stops it as Ctrl-C does: what its faces left
+    # behind (Vertex's credentials file, a private key) is removed on the way out.
+    def terminate(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, terminate)
     emulator.start()
     announce(f"Batch API emulator listening on {emulator.url}")
     announce("Point a client at it with (every provider's face; any key is taken):")

@@ -61,10 +61,13 @@ class GeminiFace(GeminiBook):
 
     # the face ---------------------------------------------------------------
     def claims(self, x: Exchange) -> bool:
+        """A call with Google's key, or on the Gemini API's own paths (``/v1beta/``, the
+        SDK's version) even without one: it is answered in Google's envelope (403 for a
+        missing key), never as another service's unknown URL."""
         return (
             bool(x.header("x-goog-api-key"))
             or "key" in x.query
-            or x.path.startswith(("/upload/", "/download/"))
+            or x.path.startswith(("/upload/", "/download/", "/v1beta/"))
         )
 
     def authorise(self, x: Exchange, api_key: str | None) -> ApiFailure | None:

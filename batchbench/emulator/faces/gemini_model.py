@@ -6,6 +6,7 @@ envelope."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from ..core import Store
@@ -64,6 +65,34 @@ def _error(status: int, message: str) -> dict[str, Any]:
     return {
         "error": {"code": status, "message": message, "status": STATUS_NAMES.get(status, "UNKNOWN")}
     }
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+
+
+def protobuf_names(request: dict[str, Any]) -> dict[str, Any]:
+    """A request read as protobuf's JSON reads it: a field by its lowerCamelCase JSON name
+    or by its own (snake_case) name — Vertex AI's documented batch line uses
+    ``generationConfig`` (docs.cloud.google.com vertex-ai generative-ai
+    batch-prediction-from-cloud-storage), litellm's and Curator's write it too."""
+    out = {_snake(k) if k in _CAMEL_TOP else k: v for k, v in request.items()}
+    config = out.get("generation_config")
+    if isinstance(config, dict):
+        config = {_snake(k): v for k, v in config.items()}
+        if isinstance(config.get("thinking_config"), dict):
+            config["thinking_config"] = {_snake(k): v for k, v in config["thinking_config"].items()}
+        out["generation_config"] = config
+    return out
+
+
+_CAMEL_TOP = {
+    "generationConfig",
+    "systemInstruction",
+    "safetySettings",
+    "toolConfig",
+    "cachedContent",
+}
 
 
 def check_request(request: Any, snake_case: bool) -> str | None:

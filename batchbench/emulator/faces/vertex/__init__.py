@@ -6,32 +6,43 @@ names the emulator (``/v1/projects/P/locations/L/batchPredictionJobs…`` and th
 publisher models), what google-cloud-storage sends when ``STORAGE_EMULATOR_HOST``
 does (``/storage/v1/b/…``, ``/upload/storage/v1/b/…``, ``/download/storage/v1/b/…``),
 and what google-auth sends to refresh the credentials of the file
-``GOOGLE_APPLICATION_CREDENTIALS`` names (``POST /token``). Calls to Vertex carry
-``Authorization: Bearer``; a call without one is 401 UNAUTHENTICATED, as Google
-answers it. Errors are Google's ``{"error": {code, message, status}}``.
+``GOOGLE_APPLICATION_CREDENTIALS`` names (``POST /token``). Both API versions are
+served, ``v1`` and google-genai's default ``v1beta1``.
+
+Calls to Vertex carry ``Authorization: Bearer`` and a token the token endpoint gave:
+a call without one, or with one it never gave or that has expired (the emulator's
+``expired_tokens`` setting, to rehearse it), is 401 UNAUTHENTICATED; a call on a
+project other than the service account's own (the ``@PROJECT.iam`` of the JWT its
+client signed) is 403 PERMISSION_DENIED, as Google answers a project the credentials
+cannot see. Errors are Google's ``{"error": {code, message, status}}``.
 """
 
 from __future__ import annotations
 
 import atexit
+import base64
 import json
+import os
+import re
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import parse_qs, unquote
 
 from ...core import HEX, ApiFailure, Store
 from ...face import Exchange, FaultKind, Reply, Route, bearer, route
 from ..gemini_model import STATUS_NAMES
 from .gcs import DEFAULT_BUCKET, Storage, StorageRoutes
-from .jobs import Jobs
+from .jobs import Jobs, publisher_of
 
 PROJECT = "batchbench-demo"
 LOCATION = "us-central1"
-PARENT = r"^/v1/(projects/[^/]+/locations/[^/]+)"
-_PATHS = ("/v1/projects/", "/v1/publishers/", "/storage/", "/upload/storage/", "/download/storage/")
+PARENT = r"^/v1(?:beta1)?/(projects/[^/]+/locations/[^/]+)"
+_VERSIONED = ("/v1/projects/", "/v1/publishers/", "/v1beta1/projects/", "/v1beta1/publishers/")
+_PROJECT = re.compile(r"^/v1(?:beta1)?/projects/([^/]+)/")
+_SERVICE_ACCOUNT = re.compile(r"^[^@]+@([a-z][-a-z0-9]{4,28}[a-z0-9])\.iam\.gserviceaccount\.com$")
 
 
 class VertexFace:
@@ -44,17 +55,21 @@ class VertexFace:
         self.gcs = StorageRoutes(self.storage, store.now)
         self._adc: Path | None = None
         self._pem = ""
+        self.tokens: dict[str, tuple[float, str]] = {}  # token → (issued at, its project)
         self.routes: Sequence[Route] = [
             route("POST", "^/token$", self.token),
             route("POST", PARENT + "/batchPredictionJobs$", self.create, creates=True),
             route("GET", PARENT + "/batchPredictionJobs$", self.list),
             route("GET", PARENT + "/batchPredictionJobs/([0-9]+)$", self.get),
             route("POST", PARENT + "/batchPredictionJobs/([0-9]+):cancel$", self.cancel, True),
+            route("DELETE", PARENT + "/batchPredictionJobs/([0-9]+)$", self.delete, True),
             route("GET", PARENT + "/publishers/([^/]+)/models/([^/:]+)$", self.model),
-            route("GET", "^/v1/publishers/([^/]+)/models/([^/:]+)$", self.global_model),
+            route("GET", "^/v1(?:beta1)?/publishers/([^/]+)/models/([^/:]+)$", self.global_model),
             route("POST", r"^/upload/storage/v1/b/([^/]+)/o$", self.gcs.upload, writes=True),
             route("PUT", r"^/upload/storage/v1/b/([^/]+)/o$", self.gcs.resume, writes=True),
             route("GET", r"^/storage/v1/b/([^/]+)$", self.gcs.get_bucket),
+            route("POST", r"^/storage/v1/b$", self.gcs.create_bucket, writes=True),
+            route("DELETE", r"^/storage/v1/b/([^/]+)/o/(.+)$", self.gcs.delete, writes=True),
             route("GET", r"^/storage/v1/b/([^/]+)/o$", self.gcs.list),
             route("GET", r"^/storage/v1/b/([^/]+)/o/(.+)$", self.gcs.get),
             route("GET", r"^/download/storage/v1/b/([^/]+)/o/(.+)$", self.gcs.get),
@@ -63,13 +78,7 @@ class VertexFace:
     # the face ---------------------------------------------------------------
     def claims(self, x: Exchange) -> bool:
         return x.path == "/token" or x.path.startswith(
-            (
-                "/v1/projects/",
-                "/v1/publishers/",
-                "/storage/v1/",
-                "/upload/storage/",
-                "/download/storage/",
-            )
+            (*_VERSIONED, "/storage/v1/", "/upload/storage/", "/download/storage/")
         )
 
     def authorise(self, x: Exchange, api_key: str | None) -> ApiFailure | None:
@@ -77,11 +86,30 @@ class VertexFace:
             return None  # the token endpoint takes the refresh token; a session is its URL
         if x.path.startswith(("/storage/", "/upload/", "/download/")):
             return None  # Cloud Storage's emulators take anonymous calls
-        if not bearer(x):
+        token = bearer(x)
+        if not token:
             return ApiFailure(
                 401,
                 "Request is missing required authentication credential. Expected OAuth 2"
                 " access token, login cookie or other valid authentication credential.",
+            )
+        issued = self.tokens.get(token)
+        if issued is None or issued[0] < self.store.settings.expired_tokens:
+            return ApiFailure(
+                401,
+                "Request had invalid authentication credentials. Expected OAuth 2 access"
+                " token, login cookie or other valid authentication credential.",
+                code="UNAUTHENTICATED",
+            )
+        found = _PROJECT.match(x.path)
+        if found and found.group(1) != issued[1]:
+            verb = {"GET": "get", "POST": "create", "DELETE": "delete"}.get(x.method, "get")
+            return ApiFailure(
+                403,
+                f"Permission 'aiplatform.batchPredictionJobs.{verb}' denied on resource"
+                f" '//aiplatform.googleapis.com/projects/{found.group(1)}' (or it may not"
+                " exist).",
+                code="PERMISSION_DENIED",
             )
         return None
 
@@ -151,7 +179,8 @@ class VertexFace:
                 serialization.PrivateFormat.PKCS8,
                 serialization.NoEncryption(),
             ).decode()
-            folder = Path(tempfile.mkdtemp(prefix="batchbench-emulator-adc-"))
+            _sweep()
+            folder = Path(tempfile.mkdtemp(prefix=f"{ADC_PREFIX}{os.getpid()}-"))
             atexit.register(shutil.rmtree, folder, ignore_errors=True)  # gone with the process
             self._adc = folder / "service-account.json"
             self._pem = pem
@@ -167,9 +196,18 @@ class VertexFace:
         self._adc.write_text(json.dumps(info))
         return self._adc
 
+    def close(self) -> None:
+        """The credentials folder (its private key) removed: the emulator has stopped."""
+        if self._adc is not None:
+            shutil.rmtree(self._adc.parent, ignore_errors=True)
+            self._adc = None
+
     # the routes -------------------------------------------------------------
     def token(self, x: Exchange) -> Reply:
+        """An access token for the service account whose key signed the JWT the client
+        sends (``assertion``, RFC 7523): its project is the one the token may use."""
         token = "ya29.emulator-" + self.store.decide.token(HEX, 24)
+        self.tokens[token] = (self.store.now(), _project_of(x.body))
         return Reply({"access_token": token, "expires_in": 3599, "token_type": "Bearer"})
 
     def create(self, x: Exchange, parent: str) -> Reply:
@@ -184,14 +222,21 @@ class VertexFace:
     def cancel(self, x: Exchange, parent: str, ident: str) -> Reply:
         return Reply(self.jobs.cancel(ident))
 
+    def delete(self, x: Exchange, parent: str, ident: str) -> Reply:
+        return Reply(self.jobs.delete(parent, ident))
+
     def model(self, x: Exchange, parent: str, publisher: str, model: str) -> Reply:
         return self.global_model(x, publisher, model)
 
     def global_model(self, x: Exchange, publisher: str, model: str) -> Reply:
         model = unquote(model)
-        if publisher not in ("google", "anthropic") or not self.store.known_model(
-            model.split("@", 1)[0]
-        ):
+        name = model.split("@", 1)[0]
+        family = publisher_of(name)
+        if publisher not in ("google", "anthropic") or family not in (None, publisher):
+            raise ApiFailure(
+                404, f"Publisher Model `publishers/{publisher}/models/{model}` not found."
+            )
+        if not self.store.known_model(name):
             raise ApiFailure(
                 404, f"Publisher Model `publishers/{publisher}/models/{model}` not found."
             )
@@ -202,6 +247,42 @@ class VertexFace:
                 "launchStage": "GA",
             }
         )
+
+
+ADC_PREFIX = "batchbench-emulator-adc-"
+
+
+def _sweep() -> None:
+    """Credentials folders an emulator killed outright (SIGKILL) left behind: removed, never
+    taken up (each emulator makes its own, named by its process)."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{ADC_PREFIX}*"):
+        pid = folder.name.removeprefix(ADC_PREFIX).split("-", 1)[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _project_of(body: bytes) -> str:
+    """The project of the service account whose JWT a token request carries (its
+    ``iss``, ``NAME@PROJECT.iam.gserviceaccount.com``); the demo's when it does not say."""
+    form = parse_qs(body.decode("utf-8", "replace"))
+    assertion = (form.get("assertion") or [""])[0]
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(assertion.split(".")[1] + "=="))
+    except (IndexError, ValueError):
+        return PROJECT
+    found = _SERVICE_ACCOUNT.match(str(claims.get("iss", "")))
+    return found.group(1) if found else PROJECT
 
 
 def make(store: Store) -> VertexFace:

@@ -1,6 +1,7 @@
 """The Cloud Storage JSON API calls a batch prediction client makes, emulated: objects
-uploaded (multipart, or resumable past 8 MiB as google-cloud-storage sends them),
-listed under a prefix, read (metadata, or ``alt=media``), and buckets looked up.
+uploaded (multipart, or resumable past 8 MiB as google-cloud-storage sends them, their
+content type kept), listed under a prefix, read (metadata, or ``alt=media``) and
+deleted, and buckets looked up and created (cloud.google.com/storage/docs/json_api).
 
 As the service answers: a bucket must exist (the emulator starts with
 ``batchbench``), object names are URL-encoded in paths, listings come in name
@@ -14,6 +15,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +25,7 @@ from ...core import ApiFailure, rfc3339
 from ...face import Exchange, Reply
 
 DEFAULT_BUCKET = "batchbench"
+BUCKET_NAME = re.compile(r"^[a-z0-9][-_.a-z0-9]{1,220}[a-z0-9]$")
 
 
 @dataclass
@@ -31,6 +34,7 @@ class Blob:
     updated: float
     generation: int
     withheld: Callable[[], bool] | None = None  # reads empty now (a bad day)
+    content_type: str = "application/octet-stream"
 
     def view(self) -> bytes:
         return b"" if self.withheld is not None and self.withheld() else self.data
@@ -42,6 +46,7 @@ class Storage:
 
     buckets: dict[str, dict[str, Blob]] = field(default_factory=lambda: {DEFAULT_BUCKET: {}})
     uploads: dict[str, tuple[str, str, bytearray]] = field(default_factory=dict)
+    types: dict[str, str | None] = field(default_factory=dict)  # an upload's content type
     generation: int = 1_700_000_000_000_000
 
     def bucket(self, name: str) -> dict[str, Blob]:
@@ -57,9 +62,12 @@ class Storage:
         data: bytes,
         now: float,
         withheld: Callable[[], bool] | None = None,
+        content_type: str | None = None,
     ) -> Blob:
         self.generation += 1
-        made = Blob(data, now, self.generation, withheld)
+        made = Blob(
+            data, now, self.generation, withheld, content_type or "application/octet-stream"
+        )
         self.bucket(bucket)[name] = made
         return made
 
@@ -101,7 +109,7 @@ def resource(bucket: str, name: str, blob: Blob) -> dict[str, Any]:
         "bucket": bucket,
         "generation": str(blob.generation),
         "metageneration": "1",
-        "contentType": "application/octet-stream",
+        "contentType": blob.content_type,
         "size": str(len(data)),
         "md5Hash": md5,
         **({"crc32c": crc} if crc else {}),
@@ -117,19 +125,30 @@ def _related(content_type: str, body: bytes) -> tuple[dict[str, Any], bytes]:
     if not content_type.startswith("multipart/related") or marker not in content_type:
         raise ApiFailure(400, "Expected a multipart/related body", code="invalid")
     boundary = content_type.split(marker, 1)[1].split(";")[0].strip().strip('"').encode()
-    parts = []
+    parts, kinds = [], []
     for chunk in body.split(b"--" + boundary)[1:]:
         if chunk.startswith(b"--"):
             break
-        _, _, content = chunk.partition(b"\r\n\r\n")
+        head, _, content = chunk.partition(b"\r\n\r\n")
         parts.append(content[:-2] if content.endswith(b"\r\n") else content)
+        kinds.append(_header(head, "content-type"))
     if len(parts) != 2:
         raise ApiFailure(400, "A multipart upload has a metadata part and a media part")
     try:
         metadata = json.loads(parts[0] or b"{}")
     except json.JSONDecodeError:
         raise ApiFailure(400, "The metadata part is not JSON", code="invalid") from None
+    if kinds[1] and "contentType" not in metadata:  # the media part's own type
+        metadata["contentType"] = kinds[1]
     return metadata, parts[1]
+
+
+def _header(head: bytes, name: str) -> str | None:
+    for line in head.decode("latin-1").splitlines():
+        key, _, value = line.partition(":")
+        if key.strip().lower() == name:
+            return value.strip()
+    return None
 
 
 class StorageRoutes:
@@ -151,13 +170,18 @@ class StorageRoutes:
         if kind == "multipart":
             metadata, data = _related(x.header("Content-Type"), x.body)
             name = self._name(x, metadata)
-            made = self.storage.put(bucket, name, data, self.now())
+            made = self.storage.put(
+                bucket, name, data, self.now(), None, metadata.get("contentType")
+            )
             return Reply(resource(bucket, name, made))
         if kind == "resumable":
             metadata = x.json() if x.body else {}
             name = self._name(x, metadata or {})
             upload_id = f"u{len(self.storage.uploads) + 1}-{abs(hash((bucket, name))) % 10**8}"
             self.storage.uploads[upload_id] = (bucket, name, bytearray())
+            self.storage.types[upload_id] = (metadata or {}).get("contentType") or x.header(
+                "X-Upload-Content-Type"
+            )
             where = (
                 f"{x.base}/upload/storage/v1/b/{quote(bucket)}/o?uploadType=resumable"
                 f"&upload_id={upload_id}"
@@ -165,7 +189,9 @@ class StorageRoutes:
             return Reply({}, 200, {"Location": where})
         if kind == "media":
             name = self._name(x, {})
-            return Reply(resource(bucket, name, self.storage.put(bucket, name, x.body, self.now())))
+            given = x.header("Content-Type") or None
+            made = self.storage.put(bucket, name, x.body, self.now(), None, given)
+            return Reply(resource(bucket, name, made))
         raise ApiFailure(400, f"Invalid upload type {kind!r}", code="invalid")
 
     def resume(self, x: Exchange, bucket: str) -> Reply:
@@ -179,8 +205,32 @@ class StorageRoutes:
         if total == "*" or (total.isdigit() and len(buffer) < int(total)):
             return Reply(b"", 308, {"Range": f"bytes=0-{len(buffer) - 1}"} if buffer else {})
         del self.storage.uploads[upload_id]
-        made = self.storage.put(bucket, name, bytes(buffer), self.now())
+        kind = self.storage.types.pop(upload_id, None)
+        made = self.storage.put(bucket, name, bytes(buffer), self.now(), None, kind)
         return Reply(resource(bucket, name, made))
+
+    def create_bucket(self, x: Exchange) -> Reply:
+        """``buckets.insert`` (``?project=P``, ``{"name"}``): 409 when the name is taken."""
+        body = x.json() if x.body else {}
+        name = body.get("name") if isinstance(body, dict) else None
+        if not isinstance(name, str) or not BUCKET_NAME.match(name):
+            raise ApiFailure(400, "Invalid bucket name", code="invalid")
+        if name in self.storage.buckets:
+            raise ApiFailure(
+                409,
+                "Your previous request to create the named bucket succeeded and you already"
+                " own it.",
+                code="conflict",
+            )
+        self.storage.buckets[name] = {}
+        return Reply({"kind": "storage#bucket", "id": name, "name": name, "location": "US"})
+
+    def delete(self, x: Exchange, bucket: str, name: str) -> Reply:
+        """``objects.delete``: 204, or 404 for an object that is not there."""
+        name = unquote(name)
+        self.storage.get(bucket, name)
+        del self.storage.bucket(bucket)[name]
+        return Reply(b"", 204)
 
     def get_bucket(self, x: Exchange, bucket: str) -> Reply:
         self.storage.bucket(bucket)

@@ -24,105 +24,33 @@ import functools
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
 from ...anomalies import misfiled, missing_lines
 from ...core import DIGITS, ApiFailure, Store, due_lines, last_line, rfc3339
 from .gcs import Storage, split_uri
+from .job import ENDED, Job
 from .lines import LABEL_KEY, LABEL_VALUE, line_id, run_claude, run_gemini
 
 MAX_LINES = 200_000
 MAX_BYTES = 1024**3
 CLAUDE_JOBS = 4  # concurrent Claude batch jobs per project, by default
 MODEL = re.compile(r"^publishers/(google|anthropic)/models/([^/]+)$")
-ENDED = (
-    "JOB_STATE_SUCCEEDED",
-    "JOB_STATE_PARTIALLY_SUCCEEDED",
-    "JOB_STATE_FAILED",
-    "JOB_STATE_CANCELLED",
-    "JOB_STATE_EXPIRED",
-)
+
+
+def publisher_of(model: str) -> str | None:
+    """Whose model a name is: Claude's are Anthropic's, Gemini's Google's (a Claude model
+    named under publishers/google is not found there)."""
+    if model.startswith("claude"):
+        return "anthropic"
+    if model.startswith("gemini"):
+        return "google"
+    return None  # another family (a simulated or added model): either publisher's
 
 
 def invalid(message: str) -> ApiFailure:
     return ApiFailure(400, message, code="INVALID_ARGUMENT")
-
-
-@dataclass
-class Job:
-    id: str
-    parent: str  # projects/P/locations/L
-    display_name: str
-    publisher: str  # google or anthropic
-    model: str
-    input_uri: str
-    output_prefix: str
-    labels: dict[str, str]
-    created: float
-    state: str = "JOB_STATE_QUEUED"
-    error: dict[str, Any] | None = None
-    lines: list[dict[str, Any]] = field(default_factory=list)
-    order: list[int] = field(default_factory=list)
-    results: dict[int, dict[str, Any]] = field(default_factory=dict)
-    executed: int = 0
-    stamps: dict[str, float] = field(default_factory=dict)
-    output_dir: str | None = None
-    overrides: dict[str, Any] = field(default_factory=dict)
-    # The failed-while-running bad day: reads that still say FAILED, and until when.
-    failed_reads: int = 0
-    failed_until: float = 0.0
-
-    @property
-    def name(self) -> str:
-        return f"{self.parent}/batchPredictionJobs/{self.id}"
-
-    def obj(self, now: float = 0.0) -> dict[str, Any]:
-        if self.state == "JOB_STATE_RUNNING" and (self.failed_reads > 0 or now < self.failed_until):
-            self.failed_reads -= 1
-            return self._reads_failed()
-        return self._obj()
-
-    def _obj(self) -> dict[str, Any]:
-        ok = sum(1 for r in self.results.values() if not r.get("status"))
-        out: dict[str, Any] = {
-            "name": self.name,
-            "displayName": self.display_name,
-            "model": f"publishers/{self.publisher}/models/{self.model}",
-            "inputConfig": {"instancesFormat": "jsonl", "gcsSource": {"uris": [self.input_uri]}},
-            "outputConfig": {
-                "predictionsFormat": "jsonl",
-                "gcsDestination": {"outputUriPrefix": self.output_prefix},
-            },
-            "state": self.state,
-            "createTime": rfc3339(self.created),
-            "updateTime": rfc3339(max([self.created, *self.stamps.values()])),
-            "labels": dict(self.labels),
-        }
-        if "started" in self.stamps:
-            out["startTime"] = rfc3339(self.stamps["started"])
-        if self.state in ENDED:
-            out["endTime"] = rfc3339(self.stamps.get("ended", self.created))
-            out["completionStats"] = {
-                "successfulCount": str(ok),
-                "failedCount": str(len(self.results) - ok),
-                "incompleteCount": str(len(self.lines) - len(self.results)),
-            }
-        if self.output_dir is not None:
-            out["outputInfo"] = {"gcsOutputDirectory": self.output_dir}
-        if self.error is not None:
-            out["error"] = self.error
-        return out | self.overrides
-
-    def _reads_failed(self) -> dict[str, Any]:
-        """A running job read as failed (an internal error, nothing written yet), as the
-        failed-while-running bad day has it: it runs on and ends as it would have."""
-        out = {k: v for k, v in self._obj().items() if k not in ("outputInfo",)}
-        out["state"] = "JOB_STATE_FAILED"
-        out["error"] = {"code": 13, "message": "Internal error encountered."}
-        out["endTime"] = out["updateTime"] = rfc3339(self.stamps["started"])
-        return out
 
 
 class Jobs:
@@ -143,7 +71,8 @@ class Jobs:
         if found is None:
             raise invalid(f"Invalid model name {payload.get('model')!r}.")
         publisher, model = found.groups()
-        if not self.store.known_model(model.split("@", 1)[0]):
+        bare = model.split("@", 1)[0]
+        if publisher_of(bare) not in (None, publisher) or not self.store.known_model(bare):
             raise ApiFailure(
                 404,
                 f"Publisher Model `{parent}/publishers/{publisher}/models/{model}` not found.",
@@ -157,6 +86,14 @@ class Jobs:
             raise invalid("inputConfig.gcsSource.uris must name one gs:// object.")
         if not isinstance(prefix, str) or not prefix.startswith("gs://"):
             raise invalid("outputConfig.gcsDestination.outputUriPrefix must be a gs:// URI.")
+        try:  # the input is looked up at create, as the service does
+            self.storage.get(*split_uri(str(source[0])))
+        except ApiFailure:
+            raise ApiFailure(
+                400,
+                f"Failed to read the input {source[0]}: the object does not exist.",
+                code="FAILED_PRECONDITION",
+            ) from None
         labels = payload.get("labels") or {}
         if not isinstance(labels, dict) or len(labels) > 64:
             raise invalid("labels must be a map of at most 64 entries.")
@@ -191,6 +128,28 @@ class Jobs:
         if found is None:
             raise ApiFailure(404, f"BatchPredictionJob {ident} not found.", code="NOT_FOUND")
         return found
+
+    def delete(self, parent: str, ident: str) -> dict[str, Any]:
+        """Delete an ended job (googleapis aiplatform v1 ``batchPredictionJobs.delete``:
+        "Can only be called on jobs that already finished"), as a done operation."""
+        job = self.get(ident)
+        if job.state not in ENDED:
+            raise ApiFailure(
+                400,
+                f"BatchPredictionJob {job.name} is in state {job.state}; only a finished job"
+                " can be deleted.",
+                code="FAILED_PRECONDITION",
+            )
+        del self.jobs[ident]
+        return {
+            "name": f"{parent}/operations/{self.store.decide.token(DIGITS, 19)}",
+            "metadata": {
+                "@type": "type.googleapis.com/google.cloud.aiplatform.v1.DeleteOperationMetadata",
+                "genericMetadata": {"createTime": rfc3339(self.store.now())},
+            },
+            "done": True,
+            "response": {"@type": "type.googleapis.com/google.protobuf.Empty"},
+        }
 
     def cancel(self, ident: str) -> dict[str, Any]:
         job = self.get(ident)
@@ -287,7 +246,13 @@ class Jobs:
         where = f"{job.id}/{index}"
         if job.publisher == "google":
             code, out = run_gemini(self.store, job.model, request, where)
-            out = {"status": out.pop("status"), "processed_time": rfc3339(self.store.now()), **out}
+            # A line's other keys (Curator's custom_id, say) ride along into its prediction,
+            # as Google documents for a table's other columns ("ignored for content
+            # generation, but included in the output table": vertex-ai generative-ai
+            # batch-prediction-from-bigquery); the same job runs a file's lines.
+            carried = {k: v for k, v in line.items() if k != "request"}
+            stamp = rfc3339(self.store.now())
+            out = {**carried, "status": out.pop("status"), "processed_time": stamp, **out}
         else:
             code, out = run_claude(self.store, job.model, request, where)
             out = {"custom_id": line.get("custom_id"), "request": request, **out}
@@ -302,9 +267,13 @@ class Jobs:
             results = job.results
             if job.publisher == "google":  # replies moved to other lines' requests
                 order = sorted(results)
-                bare = [{k: v for k, v in results[i].items() if k != "request"} for i in order]
+                reply = ("status", "processed_time", "response")
+                bare = [{k: v for k, v in results[i].items() if k in reply} for i in order]
                 moved = misfiled(store, job.id, bare)
-                results = {i: {**m, "request": results[i]["request"]} for i, m in zip(order, moved)}
+                results = {
+                    i: {**{k: v for k, v in results[i].items() if k not in reply}, **m}
+                    for i, m in zip(order, moved)
+                }
             ok = [str(i) for i, r in results.items() if not r.get("status")]
             gone = missing_lines(store, job.id, ok)
             lines = [json.dumps(r) for i, r in results.items() if str(i) not in gone]

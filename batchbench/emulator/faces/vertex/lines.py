@@ -14,7 +14,7 @@ from typing import Any
 from ...core import BASE58, Store
 from ..anthropic_book import message
 from ..bedrock.invoke import problem
-from ..gemini_model import run_request
+from ..gemini_model import protobuf_names, run_request
 
 CLAUDE_VERSION = "vertex-2023-10-16"
 LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
@@ -31,8 +31,8 @@ def run_gemini(
     ):
         error = {"code": 400, "message": "Invalid labels.", "status": "INVALID_ARGUMENT"}
         result: dict[str, Any] = {"error": error}
-    else:
-        bare = {k: v for k, v in request.items() if k != "labels"}
+    else:  # either spelling, as protobuf's JSON reads it; checked as its field names
+        bare = protobuf_names({k: v for k, v in request.items() if k != "labels"})
         result = run_request(store, bare, f"models/{model}", True, where)
     if "response" in result:
         return 200, {"status": "", "request": request, "response": result["response"]}

@@ -1,0 +1,210 @@
+"""#46.1, 2, 4, 5: the emulator's Vertex and Gemini faces as the services are, for clients
+nobody here wrote — google-genai with its default API version, google-cloud-storage —
+neither stricter nor more forgiving."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from support.providers import RIGS
+
+genai = pytest.importorskip("google.genai")
+storage = pytest.importorskip("google.cloud.storage")
+
+GEMINI = RIGS["vertex-gemini"]
+PROJECT = "batchbench-test"  # the test service account's own (its client_email's)
+
+
+def _clients(emu, monkeypatch, *, project=PROJECT, version=None):
+    """The official clients from the environment, as a user's code makes them; google-genai
+    at its default API version (v1beta1) unless told."""
+    import google.auth
+    from google.genai import types
+
+    for name, value in GEMINI.env(emu).items():
+        monkeypatch.setenv(name, value)
+    creds, _ = google.auth.default(scopes=["https://www.googleapis.com/auth/cloud-platform"])
+    gcs = storage.Client(project=project, credentials=creds)
+    options = types.HttpOptions(base_url=emu.base_urls["vertex"])
+    if version:
+        options.api_version = version
+    client = genai.Client(
+        vertexai=True,
+        project=project,
+        location="us-central1",
+        credentials=creds,
+        http_options=options,
+    )
+    return gcs, client
+
+
+def _line(i: int, camel: bool = False, **more) -> dict:
+    config = {"maxOutputTokens": 64, "temperature": 1} if camel else {"max_output_tokens": 64}
+    request = {
+        "contents": [{"role": "user", "parts": [{"text": f"question {i}"}]}],
+        ("generationConfig" if camel else "generation_config"): config,
+    }
+    return {"request": request, **more}
+
+
+def _job(client, gcs, lines, model="gemini-2.5-flash", path="in/a.jsonl"):
+    from google.genai import types
+
+    gcs.bucket("batchbench").blob(path).upload_from_string(
+        "".join(json.dumps(x) + "\n" for x in lines), content_type="application/jsonl"
+    )
+    return client.batches.create(
+        model=model,
+        src=f"gs://batchbench/{path}",
+        config=types.CreateBatchJobConfig(dest="gs://batchbench/out/" + path.replace("/", "-")),
+    )
+
+
+def _predictions(gcs, job) -> list[dict]:
+    folder = job.output_info.gcs_output_directory.removeprefix("gs://batchbench/")
+    [blob] = list(gcs.list_blobs("batchbench", prefix=folder + "/"))
+    return [json.loads(x) for x in blob.download_as_bytes().splitlines()]
+
+
+def test_the_sdks_default_version_camel_case_lines_and_other_keys(batch_emulator, monkeypatch):
+    """google-genai's default v1beta1 is served; a line written with Google's own
+    documented camelCase generationConfig runs (protobuf JSON reads both spellings); a
+    line's other keys (Curator's custom_id) ride into its prediction, as Google documents
+    for a table's other columns; Google's own sample model is there."""
+    emu = batch_emulator
+    gcs, client = _clients(emu, monkeypatch)
+    lines = [_line(0, camel=True, custom_id="c-0"), _line(1, custom_id="c-1")]
+    job = _job(client, gcs, lines)
+    emu.flush()
+    done = client.batches.get(name=job.name)
+    assert done.state.value == "JOB_STATE_SUCCEEDED", done.error
+    predictions = _predictions(gcs, done)
+    assert sorted(p["custom_id"] for p in predictions) == ["c-0", "c-1"]
+    assert all(p["status"] == "" and p["response"]["candidates"] for p in predictions)
+    assert client.models.get(model="gemini-2.5-flash").name.endswith("gemini-2.5-flash")
+    client.batches.delete(name=job.name)  # a finished job can be deleted
+    with pytest.raises(genai.errors.ClientError) as gone:
+        client.batches.get(name=job.name)
+    assert gone.value.code == 404
+
+
+def test_vertex_refuses_what_vertex_refuses(batch_emulator, monkeypatch):
+    """A Claude model under publishers/google is not found; a job whose input object is
+    not there is refused at create; a running job cannot be deleted."""
+    from google.genai import errors
+
+    emu = batch_emulator
+    emu.store.settings.paused = True
+    gcs, client = _clients(emu, monkeypatch)
+    with pytest.raises(errors.ClientError) as wrong:
+        _job(client, gcs, [_line(0)], model="publishers/google/models/claude-opus-5")
+    assert wrong.value.code == 404 and "claude-opus-5" in str(wrong.value)
+    from google.genai import types
+
+    with pytest.raises(errors.ClientError) as missing:
+        client.batches.create(
+            model="gemini-2.5-flash",
+            src="gs://batchbench/in/nothing-here.jsonl",
+            config=types.CreateBatchJobConfig(dest="gs://batchbench/out/x"),
+        )
+    assert missing.value.code == 400 and "nothing-here.jsonl" in str(missing.value)
+    running = _job(client, gcs, [_line(0)])
+    with pytest.raises(errors.ClientError) as busy:
+        client.batches.delete(name=running.name)
+    assert busy.value.code == 400
+    assert [b["name"] for b in emu.ledger()["batches"]] == [running.display_name]
+
+
+def test_credentials_are_checked_as_google_checks_them(batch_emulator, monkeypatch):
+    """A project the service account cannot see is 403 PERMISSION_DENIED; a token the
+    service never gave, or one that has expired, is 401 UNAUTHENTICATED — in Google's
+    envelope."""
+    from google.genai import errors
+
+    emu = batch_emulator
+    _, other = _clients(emu, monkeypatch, project="someone-elses-project")
+    with pytest.raises(errors.ClientError) as denied:
+        list(other.batches.list())
+    assert denied.value.code == 403 and denied.value.status == "PERMISSION_DENIED"
+    url = (
+        f"{emu.base_urls['vertex']}/v1/projects/{PROJECT}/locations/us-central1/batchPredictionJobs"
+    )
+    request = urllib.request.Request(url, headers={"Authorization": "Bearer ya29.made-up"})
+    with pytest.raises(urllib.error.HTTPError) as made_up:
+        urllib.request.urlopen(request)
+    body = json.loads(made_up.value.read())
+    assert made_up.value.code == 401 and body["error"]["status"] == "UNAUTHENTICATED"
+    _, client = _clients(emu, monkeypatch)
+    list(client.batches.list())  # a token it gave: taken
+    emu.store.settings.expired_tokens = emu.store.now() + 1  # every token so far expired
+    with pytest.raises(errors.ClientError) as expired:
+        list(client.batches.list())
+    assert expired.value.code == 401 and expired.value.status == "UNAUTHENTICATED"
+
+
+def test_cloud_storage_keeps_types_deletes_and_makes_buckets(batch_emulator, monkeypatch):
+    from google.api_core import exceptions
+
+    gcs, _ = _clients(batch_emulator, monkeypatch)
+    blob = gcs.bucket("batchbench").blob("notes/a.jsonl")
+    blob.upload_from_string(b'{"a": 1}\n', content_type="application/jsonl")
+    assert gcs.bucket("batchbench").get_blob("notes/a.jsonl").content_type == "application/jsonl"
+    blob.delete()
+    assert gcs.bucket("batchbench").get_blob("notes/a.jsonl") is None
+    with pytest.raises(exceptions.NotFound):
+        blob.delete()
+    made = gcs.create_bucket("team-bucket")
+    assert made.name == "team-bucket" and gcs.bucket("team-bucket").exists()
+    with pytest.raises(exceptions.Conflict):
+        gcs.create_bucket("team-bucket")
+
+
+def test_a_gemini_call_without_a_key_is_googles_403(batch_emulator):
+    """#46.4: with no key header the call fell through to the OpenAI face's 404."""
+    url = f"{batch_emulator.base_urls['gemini']}/v1beta/models/gemini-2.5-flash"
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(url)
+    body = json.loads(refused.value.read())
+    assert refused.value.code == 403 and body["error"]["status"] == "PERMISSION_DENIED"
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_the_emulators_key_file_goes_with_it(how):
+    """#46.5: the service-account key the emulator prints is removed when it is stopped
+    by SIGTERM or SIGINT (not only at a normal exit); one a killed emulator left behind
+    is removed by the next, never taken up."""
+    pytest.importorskip("cryptography")
+    import tempfile
+
+    stale = Path(tempfile.mkdtemp(prefix="batchbench-emulator-adc-999999999-"))
+    (stale / "service-account.json").write_text("{}")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "batchbench", "emulator", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        key = None
+        deadline = time.monotonic() + 60
+        while key is None and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if "GOOGLE_APPLICATION_CREDENTIALS=" in line:
+                key = Path(line.split("=", 1)[1].strip())
+        assert key is not None and key.is_file()
+        assert not stale.exists()  # a dead emulator's folder: swept, not reused
+        os.kill(proc.pid, how)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert not key.parent.exists()
