@@ -132,6 +132,8 @@ class Handler(BaseHTTPRequestHandler):
         for key, value in reply.headers.items():
             self.send_header(key, value)
         self.end_headers()
+        if self.command == "HEAD":  # the headers a GET would have, no body (RFC 9110 §9.3.2)
+            return
         if cut and len(data) > 1:
             # The whole length was promised: half is sent and the connection dropped.
             self.wfile.write(data[: len(data) // 2])

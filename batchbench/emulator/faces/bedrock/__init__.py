@@ -11,12 +11,13 @@ call without one is refused as AWS refuses it.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote
 
 from ...core import HEX, ApiFailure, Store
-from ...face import Exchange, FaultKind, Reply, Route, route
+from ...face import Exchange, FaultKind, Handle, Reply, Route, route
 from . import s3
 from .invoke import invoke
 from .jobs import ACCOUNT, REGION, Jobs
@@ -45,17 +46,28 @@ class BedrockFace:
             route("GET", r"^/model-invocation-job/(.+?)$", self.get),
             route("POST", r"^/model-invocation-job/(.+)/stop$", self.stop, writes=True),
             route("POST", r"^/model/(.+)/invoke$", self.invoke, writes=True),
+            route("GET", r"^/foundation-models$", self.foundation_models),
             route("GET", r"^/foundation-models/(.+)$", self.foundation_model),
             route("GET", r"^/inference-profiles/(.+)$", self.inference_profile),
-            route("PUT", r"^/([^/]+)/?$", self.s3.create_bucket, writes=True),
-            route("PUT", r"^/([^/]+)/(.+)$", self.s3.put, writes=True),
-            route("GET", r"^/([^/]+)/?$", self.s3.list),
-            route("GET", r"^/([^/]+)/(.+)$", self.s3.get),
+            # S3's, answered only to a call signed for S3 (a Bedrock call no route above
+            # takes is Bedrock's UnknownOperation, never S3's reading of its path)
+            route("GET", r"^/$", _s3(self.s3.list_buckets)),
+            route("PUT", r"^/([^/]+)/?$", _s3(self.s3.create_bucket), writes=True),
+            route("HEAD", r"^/([^/]+)/?$", _s3(self.s3.head_bucket)),
+            route("GET", r"^/([^/]+)/?$", _s3(self.s3.list)),
+            route("PUT", r"^/([^/]+)/(.+)$", _s3(self.s3.put), writes=True),
+            route("POST", r"^/([^/]+)/(.+)$", _s3(self.s3.post), writes=True),
+            route("HEAD", r"^/([^/]+)/(.+)$", _s3(self.s3.head)),
+            route("GET", r"^/([^/]+)/(.+)$", _s3(self.s3.get)),
+            route("DELETE", r"^/([^/]+)/(.+)$", _s3(self.s3.delete), writes=True),
         ]
 
     # the face ---------------------------------------------------------------
     def claims(self, x: Exchange) -> bool:
-        return _service(x) in ("bedrock", "s3") or x.path.startswith(_CONTROL)
+        mine = _service(x) in ("bedrock", "s3") or x.path.startswith(_CONTROL)
+        if mine:  # which service the call is for: S3's errors are XML, Bedrock's JSON
+            _CALL.s3 = _service(x) == "s3"
+        return mine
 
     def authorise(self, x: Exchange, api_key: str | None) -> ApiFailure | None:
         auth = x.header("Authorization")
@@ -70,8 +82,8 @@ class BedrockFace:
 
     def error(self, failure: ApiFailure) -> Reply:
         request_id = self._request_id()
-        if failure.code in S3_CODES or (failure.code is None and failure.status == 404):
-            return s3.error_reply(failure, request_id)
+        if getattr(_CALL, "s3", False) or failure.code in S3_CODES:
+            return s3.error_reply(_as_s3(failure), request_id)
         code = failure.code or (
             "ThrottlingException"
             if failure.status == 429
@@ -139,15 +151,20 @@ class BedrockFace:
     def stop(self, x: Exchange, ident: str) -> Reply:
         return self._reply(self.jobs.stop(ident))
 
-    def foundation_model(self, x: Exchange, model_id: str) -> Reply:
-        model_id = unquote(model_id)
-        if PROFILE.match(model_id) or not self.jobs.knows(model_id):
-            raise ApiFailure(
-                404, f"The model {model_id} does not exist", code="ResourceNotFoundException"
-            )
-        arn = f"arn:aws:bedrock:{REGION}::foundation-model/{model_id}"
-        details = {
-            "modelArn": arn,
+    def foundation_models(self, x: Exchange) -> Reply:
+        """ListFoundationModels (``byProvider``, ``byInferenceType`` filters): the Claude
+        models the catalogue knows, as Bedrock names them."""
+        provider = x.query.get("byProvider", "").lower()
+        summaries = [
+            self._model_details(model_id)
+            for model_id in self.jobs.model_ids()
+            if not provider or model_id.split(".", 1)[0] == provider
+        ]
+        return self._reply({"modelSummaries": summaries})
+
+    def _model_details(self, model_id: str) -> dict[str, Any]:
+        return {
+            "modelArn": f"arn:aws:bedrock:{REGION}::foundation-model/{model_id}",
             "modelId": model_id,
             "modelName": model_id.split(".", 1)[-1],
             "providerName": model_id.split(".", 1)[0].capitalize(),
@@ -157,7 +174,14 @@ class BedrockFace:
             "inferenceTypesSupported": ["ON_DEMAND", "INFERENCE_PROFILE"],
             "modelLifecycle": {"status": "ACTIVE"},
         }
-        return self._reply({"modelDetails": details})
+
+    def foundation_model(self, x: Exchange, model_id: str) -> Reply:
+        model_id = unquote(model_id)
+        if PROFILE.match(model_id) or not self.jobs.knows(model_id):
+            raise ApiFailure(
+                404, f"The model {model_id} does not exist", code="ResourceNotFoundException"
+            )
+        return self._reply({"modelDetails": self._model_details(model_id)})
 
     def inference_profile(self, x: Exchange, profile_id: str) -> Reply:
         profile_id = unquote(profile_id).rsplit("/", 1)[-1]
@@ -204,8 +228,50 @@ class BedrockFace:
 
 
 S3_CODES = frozenset(
-    {"NoSuchKey", "NoSuchBucket", "BucketAlreadyOwnedByYou", "NotImplemented", "AccessDenied"}
+    {
+        "NoSuchKey",
+        "NoSuchBucket",
+        "NoSuchUpload",
+        "InvalidPart",
+        "InvalidRange",
+        "BucketAlreadyOwnedByYou",
+        "NotImplemented",
+        "AccessDenied",
+    }
 )
+# S3's codes for what a fault or another route raised in Bedrock's words.
+_S3_BY_STATUS = {
+    403: "AccessDenied",
+    404: "NoSuchKey",
+    429: "SlowDown",
+    500: "InternalError",
+    503: "SlowDown",
+}
+_CALL = threading.local()  # the call being answered on this thread: S3's or Bedrock's
+
+
+def _as_s3(failure: ApiFailure) -> ApiFailure:
+    """A failure said in S3's words (its XML codes: 503 SlowDown, 500 InternalError)."""
+    if failure.code in S3_CODES:
+        return failure
+    code = _S3_BY_STATUS.get(failure.status, "InvalidRequest")
+    status = 503 if code == "SlowDown" else failure.status
+    return ApiFailure(status, failure.message, code=code, headers=failure.headers)
+
+
+def _s3(handle: Handle) -> Handle:
+    """An S3 route's handler, for a call signed for S3 only."""
+
+    def only_s3(x: Exchange, *groups: str) -> Reply:
+        if _service(x) != "s3":
+            raise ApiFailure(
+                404,
+                f"The operation {x.method} {x.path} is not known to Amazon Bedrock",
+                code="UnknownOperationException",
+            )
+        return handle(x, *groups)
+
+    return only_s3
 
 
 def make(store: Store) -> BedrockFace:

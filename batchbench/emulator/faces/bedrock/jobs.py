@@ -125,6 +125,11 @@ class Jobs:
             raise validation("timeoutDurationInHours must be between 24 and 168")
         if not isinstance(model_id, str) or not self.knows(model_id):
             raise validation("The provided model identifier is invalid.")
+        for uri, what in ((in_uri, "input"), (out_uri, "output")):
+            if split_uri(uri)[0] not in self.buckets.objects:  # looked up at create
+                raise validation(
+                    f"The provided S3 {what} bucket {split_uri(uri)[0]} does not exist."
+                )
         if any(job.name == name for job in self.jobs.values()):
             raise ApiFailure(
                 409, f"A job with the name {name} already exists", code="ConflictException"
@@ -149,6 +154,11 @@ class Jobs:
         vendor, _, name = base.partition(".")
         name = re.sub(r"-v\d+(:\d+)?$", "", name)
         return bool(vendor and name) and self.store.known_model(name)
+
+    def model_ids(self) -> list[str]:
+        """The Claude models the catalogue lists, as Bedrock's foundation model ids."""
+        names = self.store.catalogue.listed("claude-")
+        return [f"anthropic.{name}-v1:0" for name in names]
 
     def get(self, ident: str) -> Job:
         found = self.jobs.get(unquote(ident).rsplit("/", 1)[-1])
@@ -274,11 +284,16 @@ class Jobs:
         folder = f"{prefix}/{job.id}/" if prefix else f"{job.id}/"
         name = split_uri(job.input_uri)[1].rsplit("/", 1)[-1]
         data = "".join(line + "\n" for line in lines).encode("utf-8", "surrogateescape")
-        manifest = {
+        usage = [
+            r["modelOutput"].get("usage") or {} for r in job.results.values() if "modelOutput" in r
+        ]
+        manifest = {  # docs.aws.amazon.com bedrock userguide batch-inference-results
             "totalRecordCount": len(job.records),
             "processedRecordCount": len(job.results),
             "successRecordCount": len(ok),
             "errorRecordCount": len(job.results) - len(ok),
+            "inputTokenCount": sum(int(u.get("input_tokens", 0)) for u in usage),
+            "outputTokenCount": sum(int(u.get("output_tokens", 0)) for u in usage),
         }
         try:
             self.buckets.put(

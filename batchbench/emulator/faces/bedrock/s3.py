@@ -1,6 +1,9 @@
-"""The S3 calls a batch inference client needs, emulated: buckets, PutObject, GetObject,
-ListObjectsV2 (``../shared/spec/provider-batch-apis.md`` §5.6), path-style as botocore
-addresses a custom endpoint, errors in S3's XML.
+"""The S3 calls a batch inference client, and boto3's own transfer helpers
+(``upload_file``, ``download_file``), make, emulated: buckets (create, head, list),
+objects (put, get with a ``Range``, head, delete), multipart uploads (create, upload a
+part, complete, abort: ``upload_file`` goes multipart from 8 MiB), ListObjectsV2
+(docs.aws.amazon.com AmazonS3 API reference; ``../shared/spec/provider-batch-apis.md``
+§5.6), path-style as botocore addresses a custom endpoint, every error in S3's XML.
 
 A bucket must exist before an object is put in it (``NoSuchBucket`` otherwise), as
 on S3: the emulator starts with one, ``batchbench``, and ``CreateBucket`` (``PUT
@@ -11,6 +14,7 @@ checksum) are decoded.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import unquote
@@ -109,12 +113,88 @@ def _decoded(x: Exchange) -> bytes:
     return b"".join(out)
 
 
+def _xml(body: str, status: int = 200, headers: dict[str, str] | None = None) -> Reply:
+    data = f'<?xml version="1.0" encoding="UTF-8"?>\n{body}'.encode()
+    return Reply(data, status, headers or {}, content_type="application/xml")
+
+
+@dataclass
+class Upload:
+    bucket: str
+    key: str
+    parts: dict[int, bytes] = field(default_factory=dict)
+
+
 class S3Routes:
     """The routes' handlers, over one :class:`Buckets`."""
 
     def __init__(self, buckets: Buckets, now: Callable[[], float]) -> None:
         self.buckets = buckets
         self.now = now
+        self.uploads: dict[str, Upload] = {}
+
+    def list_buckets(self, x: Exchange) -> Reply:
+        names = "".join(
+            f"<Bucket><Name>{escape(b)}</Name><CreationDate>{iso8601(0)}</CreationDate></Bucket>"
+            for b in sorted(self.buckets.objects)
+        )
+        return _xml(
+            f'<ListAllMyBucketsResult xmlns="{XMLNS}"><Owner><ID>emulator</ID></Owner>'
+            f"<Buckets>{names}</Buckets></ListAllMyBucketsResult>"
+        )
+
+    def head_bucket(self, x: Exchange, bucket: str) -> Reply:
+        if bucket not in self.buckets.objects:
+            raise no_such_bucket(bucket)
+        return Reply(b"", 200, {"x-amz-bucket-region": "us-east-1"})
+
+    def head(self, x: Exchange, bucket: str, key: str) -> Reply:
+        """HeadObject: GetObject's headers, no body (the server sends none for HEAD)."""
+        return self.get(x, bucket, key)
+
+    def delete(self, x: Exchange, bucket: str, key: str) -> Reply:
+        """DeleteObject (204, there or not), or AbortMultipartUpload with ``uploadId``."""
+        if "uploadId" in x.query:
+            if self.uploads.pop(x.query["uploadId"], None) is None:
+                raise ApiFailure(404, "The specified upload does not exist.", code="NoSuchUpload")
+            return Reply(b"", 204)
+        if bucket not in self.buckets.objects:
+            raise no_such_bucket(bucket)
+        self.buckets.objects[bucket].pop(unquote(key), None)
+        return Reply(b"", 204)
+
+    def post(self, x: Exchange, bucket: str, key: str) -> Reply:
+        """CreateMultipartUpload (``?uploads``) or CompleteMultipartUpload (``?uploadId``)."""
+        key = unquote(key)
+        if "uploads" in x.query:
+            if bucket not in self.buckets.objects:
+                raise no_such_bucket(bucket)
+            upload_id = hashlib.sha256(f"{bucket}/{key}/{len(self.uploads)}/{self.now()}".encode())
+            ident = upload_id.hexdigest()[:32]
+            self.uploads[ident] = Upload(bucket, key)
+            return _xml(
+                f'<InitiateMultipartUploadResult xmlns="{XMLNS}"><Bucket>{escape(bucket)}'
+                f"</Bucket><Key>{escape(key)}</Key><UploadId>{ident}</UploadId>"
+                "</InitiateMultipartUploadResult>"
+            )
+        upload = self.uploads.get(x.query.get("uploadId", ""))
+        if upload is None:
+            raise ApiFailure(404, "The specified upload does not exist.", code="NoSuchUpload")
+        numbers = [int(n) for n in re.findall(rb"<PartNumber>(\d+)</PartNumber>", x.body)]
+        if not numbers or any(n not in upload.parts for n in numbers):
+            raise ApiFailure(
+                400,
+                "One or more of the specified parts could not be found.",
+                code="InvalidPart",
+            )
+        data = b"".join(upload.parts[n] for n in sorted(numbers))
+        del self.uploads[x.query["uploadId"]]
+        made = self.buckets.put(bucket, key, data, self.now())
+        return _xml(
+            f'<CompleteMultipartUploadResult xmlns="{XMLNS}"><Bucket>{escape(bucket)}</Bucket>'
+            f"<Key>{escape(key)}</Key><ETag>{escape(made.etag)}</ETag>"
+            "</CompleteMultipartUploadResult>"
+        )
 
     def create_bucket(self, x: Exchange, bucket: str) -> Reply:
         if bucket in self.buckets.objects:
@@ -128,19 +208,43 @@ class S3Routes:
         return Reply(b"", 200, {"Location": f"/{bucket}"})
 
     def put(self, x: Exchange, bucket: str, key: str) -> Reply:
+        """PutObject, or UploadPart (``?partNumber&uploadId``)."""
+        if "uploadId" in x.query:
+            upload = self.uploads.get(x.query["uploadId"])
+            if upload is None:
+                raise ApiFailure(404, "The specified upload does not exist.", code="NoSuchUpload")
+            data = _decoded(x)
+            upload.parts[int(x.query.get("partNumber", "0"))] = data
+            return Reply(b"", 200, {"ETag": '"' + hashlib.md5(data).hexdigest() + '"'})
         made = self.buckets.put(bucket, unquote(key), _decoded(x), self.now())
         return Reply(b"", 200, {"ETag": made.etag})
 
     def get(self, x: Exchange, bucket: str, key: str) -> Reply:
+        """GetObject; a ``Range: bytes=a-b`` is 206 with that slice (download_file reads a
+        large object so, a part at a time)."""
         found = self.buckets.get(bucket, unquote(key))
         empty = found.withheld is not None and found.withheld()
-        return Reply(
-            b"" if empty else found.data,
-            200,
-            {"ETag": found.etag, "Last-Modified": _http_date(found.modified)},
-            file=True,
-            content_type="application/octet-stream",
-        )
+        data = b"" if empty else found.data
+        headers = {
+            "ETag": found.etag,
+            "Last-Modified": _http_date(found.modified),
+            "Accept-Ranges": "bytes",
+        }
+        wanted = re.fullmatch(r"bytes=(\d*)-(\d*)", x.header("Range").strip())
+        if wanted and data:
+            first = int(wanted.group(1) or 0)
+            last = min(int(wanted.group(2) or len(data) - 1), len(data) - 1)
+            if first > last:
+                raise ApiFailure(416, "The requested range is not satisfiable", code="InvalidRange")
+            headers["Content-Range"] = f"bytes {first}-{last}/{len(data)}"
+            return Reply(
+                data[first : last + 1],
+                206,
+                headers,
+                file=True,
+                content_type="application/octet-stream",
+            )
+        return Reply(data, 200, headers, file=True, content_type="application/octet-stream")
 
     def list(self, x: Exchange, bucket: str) -> Reply:
         if x.query.get("list-type") != "2":
