@@ -160,14 +160,7 @@ def execute_group(
     members: list[tuple[Member, Run, RunConfig]] = []
     with contextlib.ExitStack() as stack:
         for options, (run, config, cases), (stages, changes) in zip(group, prepared, services):
-            fresh = "RESUMING" if run.exists() else "NEW"
-            say(f"{fresh} run {config.name!r} in {run.root.resolve()}")
-            inside = where_requests_go(stages)
-            if inside:
-                say(inside)
-            if options.settings.tail_flex is not None:
-                say(flex_note(stages))
-            try:
+            try:  # before a word of a new run: a misspelt model is not one
                 _check_answer_model(clients, stages["answers"], config.answer_model)
             except ConfigError as exc:
                 if len(group) == 1:
@@ -175,6 +168,13 @@ def execute_group(
                 say(f"error: run {config.name!r} not started: {exc}")
                 results.append(RunResult(run, None, False, str(exc)))
                 continue
+            fresh = "RESUMING" if run.exists() else "NEW"
+            say(f"{fresh} run {config.name!r} in {run.root.resolve()}")
+            inside = where_requests_go(stages)
+            if inside:
+                say(inside)
+            if options.settings.tail_flex is not None:
+                say(flex_note(stages))
             run.make_folder()
             try:
                 stack.enter_context(run.lock())

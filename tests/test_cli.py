@@ -222,7 +222,7 @@ def test_cancel_works_while_another_process_advances_the_run(
     proc = run_cli(*args, env=env())
     assert cancels and cancels[0].returncode == 0, cancels
     assert proc.returncode == 3, proc.stderr
-    assert "cancelled: run it again (without --no-wait) to take it up again" in proc.stdout
+    assert "cancelled: `run … --resume-cancelled` takes it up again" in proc.stdout
     lines = journal.read_text().splitlines()
     cut = next(i for i, x in enumerate(lines) if '"cancel_requested"' in x)
     assert not any('"ev":"created"' in x for x in lines[cut:])  # nothing submitted after it

@@ -321,3 +321,41 @@ def test_too_few_resamples_are_refused(tmp_path, samples):
         "compare", str(a), str(b), "--dataset", str(DATASET), "--bootstrap-samples", samples
     )
     assert_one_line_error(proc, f"--bootstrap-samples {samples}", "at least 200")
+
+
+def test_a_groups_cancelled_member_stays_cancelled_and_its_name_is_not_a_new_run(
+    batch_emulator_factory, tmp_path
+):
+    """#47.2: one model of a named group cancelled, then the group's command run again to
+    finish the others: the cancelled one is left as it is (one line says so), nothing of
+    it bought again; the group's name given with one of its models is that member, with
+    another model it is refused — never a new run, paid from nothing."""
+    from support.cli import assert_one_line_error
+    from support.runs import env
+
+    emu = batch_emulator_factory(latency=5.0)
+    args = _group_args(emu, tmp_path, "--limit", "8", "--run", "day2")
+    assert run_cli(*args, "--no-wait", env=env()).returncode == 3
+    jobs = ["--jobs-dir", str(tmp_path / "jobs")]
+    assert (
+        run_cli("cancel", "day2-model-b", *jobs, "--base-url", emu.base_url, env=env()).returncode
+        == 0
+    )
+    bought = len(emu.ledger()["batches"])
+    proc = run_cli(*args, env=env())
+    assert proc.returncode == 3, proc.stderr
+    said = " ".join(proc.stdout.split())
+    assert "'day2-model-b' was cancelled: collecting what finished, submitting nothing" in said
+    b_batches = [
+        b for b in emu.ledger()["batches"] if b["metadata"].get("batchbench_run") == "day2-model-b"
+    ]
+    assert len(b_batches) == 2 and len(emu.ledger()["batches"]) > bought  # a's judges, not b's
+    # the group's name with one of its models: that member
+    one = [*args[:3], *args[5:]]
+    assert one[1:3] == ["--answer-model", "model-a"] and "model-b" not in one
+    proc = run_cli(*one, env=env())
+    assert proc.returncode == 0 and "RESUMING run 'day2-model-a'" in proc.stdout
+    other = [one[0], one[1], "model-c", *one[3:]]
+    proc = run_cli(*other, env=env())
+    assert_one_line_error(proc, "--run 'day2' names a group of runs", "day2-model-a")
+    assert not (tmp_path / "jobs" / "day2").exists()

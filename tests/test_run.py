@@ -247,8 +247,13 @@ def test_cancel_then_resume(batch_emulator_factory, tmp_path, fixture_dir):
     assert status["status"] == "cancelled"
     http_config(emu, latency=0.05)
     args.remove("--no-wait")
-    proc = run_cli(*args, env=env())
+    proc = run_cli(*args, env=env())  # a plain run leaves a cancelled run as it is (#47.2)
+    assert proc.returncode == 3, proc.stderr
+    assert "was cancelled: collecting what finished, submitting nothing" in proc.stdout
+    assert "--resume-cancelled" in proc.stdout
+    proc = run_cli(*args, "--resume-cancelled", env=env())
     assert proc.returncode == 0, proc.stderr
+    assert "taking 'ans-model' up again after its cancel" in proc.stdout
     rows = rows_of(tmp_path / "jobs" / "ans-model" / "results.jsonl")
     assert len(rows) == 30 and all("score" in r for r in rows)
     assert_no_duplicates(emu)

@@ -76,7 +76,7 @@ def finish_run(
     if not complete:
         see = f"see `batchbench status {run.name}`"
         if status["status"] == "cancelled":
-            typer.echo(f"cancelled: run it again (without --no-wait) to take it up again; {see}")
+            typer.echo(f"cancelled: `run … --resume-cancelled` takes it up again; {see}")
         elif status["status"] == "cancel pending":
             typer.echo(f"cancel pending: run `batchbench cancel {run.name}` again; {see}")
         else:

@@ -272,6 +272,17 @@ TailFlexOpt = Annotated[
     ),
 ]
 
+ResumeCancelledOpt = Annotated[
+    bool,
+    typer.Option(
+        "--resume-cancelled",
+        rich_help_panel=ADVANCED,
+        help="Take a cancelled run up again; without it a cancelled run stays cancelled"
+        " (collecting what finished), whichever command or tick runs it.",
+        metavar="",
+    ),
+]
+
 SettleOwedOpt = Annotated[
     bool,
     typer.Option(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import glob
 from pathlib import Path
 
 import typer
@@ -36,6 +37,7 @@ from .run_options import (
     ReasoningEffortOpt,
     ResendUnknownOpt,
     ResubmitAfterOpt,
+    ResumeCancelledOpt,
     RunNameOpt,
     SettleOwedOpt,
     SmokeOpt,
@@ -79,6 +81,7 @@ def run(
     tail_flex: TailFlexOpt = None,
     resend_unknown: ResendUnknownOpt = False,
     settle_owed: SettleOwedOpt = False,
+    resume_cancelled: ResumeCancelledOpt = False,
     account_settings: dict[str, str] | None = None,  # the registry's flags (--s3-uri…)
 ) -> None:
     """Start or resume a run: submit, poll, judge, collect and score, surviving restarts.
@@ -132,12 +135,15 @@ def run(
         no_wait=no_wait,
         resend_unknown=resend_unknown,
         settle_owed=settle_owed,
+        resume_cancelled=resume_cancelled,
         clock=clock_of(ctx),
     ).check()
     models = list(dict.fromkeys(answer_model))
     group = [
         dataclasses.replace(
-            options, answer_model=model, run=group_run_name(run_name, model, smoke, models)
+            options,
+            answer_model=model,
+            run=group_run_name(run_name, model, smoke, models, jobs_dir),
         ).check()
         for model in models
     ]
@@ -157,8 +163,28 @@ def run(
     raise typer.Exit(3 if 3 in codes else max(codes))
 
 
-def group_run_name(given: str | None, model: str, smoke: bool, models: list[str]) -> str | None:
-    """One model: the name given; several: the name given as a prefix (or the default)."""
-    if len(models) == 1:
+def group_run_name(
+    given: str | None, model: str, smoke: bool, models: list[str], jobs_dir: Path | None = None
+) -> str | None:
+    """One model: the name given; several: the name given as a prefix (or the default).
+    One model under the name of a group run before (``--run day2`` then held
+    ``day2-<model>`` for each): its member's name, or refused when the group has none
+    for this model — never a new, paid run beside the group."""
+    if len(models) > 1:
+        return f"{given}-{default_name(model, smoke)}" if given else None
+    if given is None or jobs_dir is None or (jobs_dir / given / "run.json").is_file():
         return given
-    return f"{given}-{default_name(model, smoke)}" if given else None
+    members = sorted(
+        p.name for p in jobs_dir.glob(f"{glob.escape(given)}-*") if (p / "run.json").is_file()
+    )
+    if not members:
+        return given
+    mine = f"{given}-{default_name(model, smoke)}"
+    if mine in members:
+        return mine
+    from ..errors import ConfigError
+
+    raise ConfigError(
+        f"--run {given!r} names a group of runs ({', '.join(members)}), none of them"
+        f" {model!r}'s: give the group's models, or another --run name for a new run"
+    )

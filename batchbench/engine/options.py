@@ -73,6 +73,8 @@ class RunOptions:
     resend_unknown: bool = False
     # Settle the batches whose results the service owes: keep what arrived, send the rest.
     settle_owed: bool = False
+    # Take a cancelled run up again (else it stays cancelled, whatever command runs it).
+    resume_cancelled: bool = False
     clock: Clock = SYSTEM  # what the run reads and waits on (tests: the emulator's fake one)
 
     def check(self) -> RunOptions:

@@ -31,18 +31,20 @@ def reopen(pipeline: Pipeline, options: RunOptions, say: Callable[[str], None]) 
     """A resumed run takes new work again; a plain invocation redoes its failed cases.
 
     A --no-wait invocation (cron, every few minutes) only resumes: redoing there
-    would pay for a case that fails for good again and again, and taking a
-    cancelled run up again would undo the user's cancel at the next tick.
+    would pay for a case that fails for good again and again. A cancelled run stays
+    cancelled until the user asks for it again (``--resume-cancelled``): a group's
+    command re-run for its other models, or a cron tick, would undo the cancel.
     """
     config = pipeline.config
     if pipeline.state.cancelled:
-        if options.no_wait:
+        if not options.resume_cancelled:  # a group's command, a cron tick: not the user's say
             say(
                 f"{config.name!r} was cancelled: collecting what finished, submitting nothing"
-                " (run it without --no-wait to take it up again)"
+                " (`run … --resume-cancelled` takes it up again)"
             )
             return
         pipeline.record(Resumed())
+        say(f"taking {config.name!r} up again after its cancel, as --resume-cancelled asks")
     failed = [c for c in config.case_ids if pipeline.state.cases[c].final == "error"]
     if not failed or options.no_wait:
         return
