@@ -312,6 +312,19 @@ def test_a_run_whose_cases_all_failed_is_not_called_complete(
     assert cells["status"] == "failed" and cells["scored/failed/total"] == "0/3/3"
     assert cells["mean"] == "-" and "complete" not in listing
 
+    # Every --json is strict JSON (RFC 8259 has no NaN): a figure that cannot be given is null.
+    def strict(text: str) -> object:
+        def refuse(constant: str) -> object:
+            raise AssertionError(f"{constant} is not JSON")
+
+        return json.loads(text, parse_constant=refuse)
+
+    jobs = ("--jobs-dir", str(jobs_of(tmp_path)))
+    listed = strict(run_cli("list", *jobs, "--json").stdout)
+    assert listed[0]["overall_macro_mean"] is None
+    status = strict(run_cli("status", "ans-model", *jobs, "--json").stdout)
+    assert status["run"] == "ans-model"
+
 
 def test_help_version_and_the_order_of_commands():
     top = run_cli("-h").stdout

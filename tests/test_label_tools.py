@@ -298,3 +298,33 @@ def test_a_sheet_with_a_very_long_answer_reads_back(batch_emulator, tmp_path, fi
         writer.writerows(labelled)
     verdicts = {(r["case_id"], r["item_id"], r["rater"]): r["verdict"] for r in labelled}
     assert _figures(jobs, path) == _figures(jobs, _as_sheet(tmp_path / "plain.csv", verdicts))
+
+
+def test_several_label_files_after_one_labels(batch_emulator, tmp_path, fixture_dir):
+    """#47.3: the README's `--labels export.csv dictionary.csv` for calibrate and report
+    (one run before it): both files read, as with --labels given twice."""
+    jobs, judged = graded(batch_emulator, tmp_path, fixture_dir)
+    path, fields = _dictionary(jobs, tmp_path)
+    _, rows = sheet(jobs, tmp_path / "s.csv", cases=10)
+    labelled = label(rows, judged, ["dr_a"], 0.3)
+    records: dict[tuple[str, str], dict[str, str]] = {}
+    for r in labelled:
+        records.setdefault((r["case_id"], r["rater"]), {})[r["item_id"]] = r["verdict"]
+    export = tmp_path / "export.csv"
+    _export(export, fields, records, labels=False)
+    twice = _figures(jobs, export, path)
+    proc = run_cli("calibrate", "ans-model", "--labels", str(export), str(path), "--json", *jobs)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == twice
+    page = run_cli(
+        "report",
+        "ans-model",
+        "--labels",
+        str(export),
+        str(path),
+        "-o",
+        str(tmp_path / "r.html"),
+        *jobs,
+    )
+    assert page.returncode == 0, page.stderr
+    assert "PPI" in (tmp_path / "r.html").read_text()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, cast
 
@@ -12,7 +11,7 @@ import typer
 if TYPE_CHECKING:
     from ..calibration.formats import LabelsFormat
 
-from .common import JobsDirOpt, JsonOpt, friendly, warn
+from .common import JobsDirOpt, JsonOpt, finite, friendly, warn
 
 
 @friendly
@@ -29,10 +28,11 @@ def calibrate(
         list[Path] | None,
         typer.Option(
             "--labels",
-            metavar="FILE",
+            metavar="FILE...",
             help="Physicians' verdicts: a filled sheet, a Label Studio JSON export,"
             " Prodigy JSONL, HealthBench meta-eval JSONL, or a REDCap CSV export (with"
-            " its data dictionary as another --labels), told apart by content"
+            " its data dictionary beside it), told apart by content; several files after one"
+            " --labels"
             " (--labels-format to name it).",
         ),
     ] = None,
@@ -185,18 +185,7 @@ def json_text(found: object) -> str:
     """Valid JSON: a figure these labels cannot give (NaN, ±∞) is null, and the
     ``not_computable`` list names each such field."""
     missing: list[str] = []
-
-    def clean(value: object, where: str) -> object:
-        if isinstance(value, float) and not math.isfinite(value):
-            missing.append(where)
-            return None
-        if isinstance(value, dict):
-            return {k: clean(v, f"{where}.{k}" if where else str(k)) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [clean(v, f"{where}[{i}]") for i, v in enumerate(value)]
-        return value
-
-    cleaned = clean(found, "")
+    cleaned = finite(found, missing)
     if missing and isinstance(cleaned, dict):
         cleaned["not_computable"] = [
             f"{where}: not computable from these labels (too few, or no variation)"

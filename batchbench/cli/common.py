@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import json
+import math
 import os
 import sys
 import traceback
@@ -27,8 +29,45 @@ SAMPLE_DATASET = Path(str(resources.files("batchbench").joinpath("sample")))
 TRACEBACK_VARIABLE = "BATCHBENCH_TRACEBACK"
 
 
+# Options that take several values after one flag (`--labels a.csv b.csv`), as the
+# README and `--help` show them: each value that follows is given the flag again.
+GREEDY = ("--labels",)
+_LABEL_SUFFIXES = (".csv", ".json", ".jsonl", ".tsv")
+
+
+def spread(args: list[str]) -> list[str]:
+    """``--labels a.csv b.csv`` → ``--labels a.csv --labels b.csv``: what follows a greedy
+    option and looks like its value (a file there, or a labels file's name) is one."""
+    out: list[str] = []
+    taking: str | None = None
+    expect_value = False
+    for arg in args:
+        if expect_value:
+            out.append(arg)
+            expect_value = False
+            continue
+        flag = arg.split("=", 1)[0]
+        if flag in GREEDY:
+            out.append(arg)
+            taking, expect_value = flag, "=" not in arg
+            continue
+        looks = not arg.startswith("-") and (
+            os.path.exists(arg) or arg.lower().endswith(_LABEL_SUFFIXES)
+        )
+        if taking is not None and looks:
+            out += [taking, arg]
+            continue
+        taking = None
+        out.append(arg)
+    return out
+
+
 class Command(TyperCommand):
-    """A command whose help shows no ``<bool>`` beside ``--help``."""
+    """A command whose help shows no ``<bool>`` beside ``--help``, whose greedy options
+    take several values (:func:`spread`)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, spread(list(args)))  # type: ignore[no-any-return]
 
     def get_help_option(self, ctx: Any) -> Any:
         option = super().get_help_option(ctx)
@@ -45,6 +84,27 @@ class Group(TyperGroup):
         if option is not None:
             option.metavar = ""
         return option
+
+
+def finite(value: object, missing: list[str] | None = None, where: str = "") -> object:
+    """``value`` with every figure that is no number (NaN, ±∞) as None (JSON's null),
+    each such place noted in ``missing``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        if missing is not None:
+            missing.append(where)
+        return None
+    if isinstance(value, dict):
+        return {
+            k: finite(v, missing, f"{where}.{k}" if where else str(k)) for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [finite(v, missing, f"{where}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+def strict_json(value: object) -> str:
+    """What every --json prints: strict JSON (a figure that cannot be given is null)."""
+    return json.dumps(finite(value), indent=2, allow_nan=False)
 
 
 def clock_of(ctx: typer.Context | None) -> Clock:

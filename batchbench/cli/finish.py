@@ -8,17 +8,17 @@ from typing import Any
 import typer
 
 from ..engine.rundir import Run
+from .common import strict_json
 
 
 def print_dry_run(group: list[Any], as_json: bool) -> None:
-    import json
 
     from ..engine.dryrun import grand_total, plan_text
     from ..launch import dry_run as make_dry_run
 
     plans = [make_dry_run(o) for o in group]
     if as_json:
-        typer.echo(json.dumps(plans[0] if len(plans) == 1 else plans, indent=2))
+        typer.echo(strict_json(plans[0] if len(plans) == 1 else plans))
         return
     typer.echo("\n\n".join(plan_text(p) for p in plans))
     if len(plans) > 1:

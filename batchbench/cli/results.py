@@ -21,6 +21,7 @@ from .common import (
     SmokeOpt,
     SourcesArg,
     friendly,
+    strict_json,
     warn,
 )
 
@@ -161,7 +162,7 @@ def export(
         list[Path] | None,
         typer.Option(
             "--labels",
-            metavar="FILE",
+            metavar="FILE...",
             help="eee: physicians' labels of the run; each benchmark's PPI++ corrected"
             " score is then a second result (formats as `calibrate` reads them).",
         ),
@@ -230,7 +231,6 @@ def compare(
 
     Example: batchbench compare gpt-5.4-mini gpt-5.5 --baseline gpt-5.4-mini
     """
-    import json
 
     from ..bench.dataset import load_dataset
     from ..scores.compare import compare as make_comparison
@@ -248,7 +248,7 @@ def compare(
         margin=margin,
         allow_partial=allow_partial,
     )
-    typer.echo(json.dumps(result, indent=2) if as_json else compare_text(result))
+    typer.echo(strict_json(result) if as_json else compare_text(result))
 
 
 @friendly
@@ -270,7 +270,7 @@ def report(
         list[Path] | None,
         typer.Option(
             "--labels",
-            metavar="FILE",
+            metavar="FILE...",
             help="Physicians' verdicts (a filled `calibrate sheet`): adds each labelled"
             " run's calibration against them.",
         ),
@@ -342,7 +342,6 @@ def plan(
 
     Example: batchbench plan gpt-5.4-mini-smoke gpt-5.5-smoke --mde 0.02
     """
-    import json
 
     from ..bench.dataset import load_dataset
     from ..errors import ConfigError
@@ -358,4 +357,4 @@ def plan(
     named = resolve_all(runs, jobs_dir, label or ())
     a, b = ((n, load_side(n, ds, warn)) for n in named)
     result = make_plan((a, b), mde, power, alpha, allow_partial=allow_partial)
-    typer.echo(json.dumps(result, indent=2) if as_json else plan_text(result))
+    typer.echo(strict_json(result) if as_json else plan_text(result))

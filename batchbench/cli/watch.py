@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .common import JobsDirOpt, clock_of, friendly, warn
+from .common import JobsDirOpt, clock_of, friendly, strict_json, warn
 
 
 @friendly
@@ -42,7 +42,6 @@ def status(
 
     Examples: batchbench status gpt-5.4-mini; batchbench status gpt-5.4-mini --refresh
     """
-    import json
 
     from ..costs.pricing import load_pricing
     from ..engine.rundir import existing_run, list_runs
@@ -67,7 +66,7 @@ def status(
     statuses = [run_status(r, prices) for r in runs]
     if as_json:
         one = names is not None and len(names) == 1
-        typer.echo(json.dumps(statuses[0] if one else statuses, indent=2))
+        typer.echo(strict_json(statuses[0] if one else statuses))
     elif not statuses:
         typer.echo(f"no runs in {jobs_dir.resolve()}")
     else:
@@ -84,7 +83,6 @@ def list_command(
 
     Example: batchbench list --jobs-dir ~/bedside-runs --json
     """
-    import json
 
     from ..costs.pricing import load_pricing
     from ..engine.rundir import list_runs
@@ -93,7 +91,7 @@ def list_command(
     pricing = load_pricing(None)
     listing = [run_listing(r, pricing) for r in list_runs(jobs_dir)]
     if as_json:
-        typer.echo(json.dumps([for_json(r) for r in listing], indent=2))
+        typer.echo(strict_json([for_json(r) for r in listing]))
     elif not listing:
         typer.echo(f"no runs in {jobs_dir.resolve()}")
     else:
