@@ -9,6 +9,7 @@ verdicts) are left out and counted.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
@@ -28,6 +29,7 @@ from .ppi import (
     agreement,
     corrected,
     labels_needed,
+    narrowest,
     overall,
     rogan_gladen,
 )
@@ -262,11 +264,16 @@ def plan_labels(
     for name in sorted({c["benchmark"] for c in cases.values() if c["case_id"] in judged}):
         mine = [c for c, r in judged.items() if r["benchmark"] == name]
         with_y = [c for c in mine if c in labelled]
-        needed = labels_needed(
-            [labelled[c] for c in with_y],
-            [float(judged[c]["score"]) for c in with_y],
-            [float(judged[c]["score"]) for c in mine],
-            width,
-        )
-        out[name] = {"pilot": len(with_y), "cases": len(mine), "needed": needed}
+        y = [labelled[c] for c in with_y]
+        f = [float(judged[c]["score"]) for c in with_y]
+        f_all = [float(judged[c]["score"]) for c in mine]
+        needed = labels_needed(y, f, f_all, width)
+        plan: dict[str, Any] = {"pilot": len(with_y), "cases": len(mine), "needed": needed}
+        best = narrowest(y, f, f_all)
+        if best is not None and (needed is None or needed > len(mine)):
+            # out of reach here: what is within it, and what a reachable width takes
+            wider = math.ceil(best * 100 - 1e-9) / 100
+            plan["narrowest"] = best
+            plan["wider"] = {"width": wider, "needed": labels_needed(y, f, f_all, wider)}
+        out[name] = plan
     return {"width": width, "benchmarks": out}

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import TypedDict
+from typing import Literal, TypedDict
 
 import numpy as np
 
@@ -39,6 +39,7 @@ class Corrected(TypedDict):
     estimate: float
     se: float | None  # None: too few labelled cases to estimate it
     ci95: list[float] | None
+    unlabelled_var: float  # var's first term, λ²·Var_N(f)/N: what no label narrows
     rho2: float | None
     effective_n: float | None
     small_n: bool
@@ -91,6 +92,7 @@ def corrected(y: Values, f_labelled: Values, f_unlabelled: Values) -> Corrected:
         "estimate": estimate,
         "se": se,
         "ci95": None if se is None else [estimate - Z95 * se, estimate + Z95 * se],
+        "unlabelled_var": lam**2 * _var(fu) / N if lam > 0 else 0.0,
         "rho2": rho2,
         "effective_n": effective,
         "small_n": n < SMALL_N,
@@ -133,22 +135,40 @@ def _cohen(tp: int, fn: int, tn: int, fp: int) -> float | None:
     return None if expected == 1 else (observed - expected) / (1 - expected)
 
 
+def _plan_terms(y: Values, f_labelled: Values, f_all: Values) -> tuple[float, float] | None:
+    """The pilot's two variance terms for a plan: ``Var(Y − λf)`` (divided by n) and the
+    floor ``λ² Var(f)/N`` over the run's cases; None when the pilot has fewer than 2."""
+    Y, f, fa = (np.asarray(v, dtype=float) for v in (y, f_labelled, f_all))
+    if Y.size < 2:
+        return None
+    lam = corrected(Y, f, fa)["lam"]
+    floor = lam**2 * _var(fa) / fa.size if lam > 0 else 0.0
+    return _var(Y - lam * f), floor
+
+
 def labels_needed(y: Values, f_labelled: Values, f_all: Values, width: float) -> int | None:
     """Labelled cases for a corrected interval of half-width ``width``, by the pilot's
     moments (its λ, Var(Y − λf), Var(f) over the run): the smallest n with
     ``Z95 · sqrt(λ² Var(f)/N + Var(Y − λf)/n) ≤ width``; None when no n reaches it (the
     unlabelled cases' own term is already wider) or the pilot cannot say (n < 2)."""
-    Y, f, fa = (np.asarray(v, dtype=float) for v in (y, f_labelled, f_all))
-    if Y.size < 2:
+    terms = _plan_terms(y, f_labelled, f_all)
+    if terms is None:
         return None
-    found = corrected(Y, f, fa)
-    lam = found["lam"]
-    spread = _var(Y - lam * f)
-    floor = lam**2 * _var(fa) / fa.size if lam > 0 else 0.0
+    spread, floor = terms
     room = (width / Z95) ** 2 - floor
     if room <= 0:
         return None
     return max(2, math.ceil(spread / room)) if spread > 0 else 2
+
+
+def narrowest(y: Values, f_labelled: Values, f_all: Values) -> float | None:
+    """The half-width the plan's formula gives with every one of the run's cases of this
+    benchmark labelled (n = N): the narrowest these cases can reach."""
+    terms = _plan_terms(y, f_labelled, f_all)
+    if terms is None:
+        return None
+    spread, floor = terms
+    return Z95 * math.sqrt(floor + spread / len(f_all))
 
 
 class RoganGladen(TypedDict):
@@ -158,6 +178,7 @@ class RoganGladen(TypedDict):
     items: int  # items the judge ruled on, over the benchmark's judged cases
     apparent: float  # the share the judge said met
     estimate: float | None  # corrected, clipped to [0, 1]; None: Se + Sp ≤ 1 or unknown
+    cut: Literal["at 0", "at 1"] | None  # the formula fell outside [0, 1] and was clipped
     se: float | None
     ci95: list[float] | None
 
@@ -174,6 +195,7 @@ def rogan_gladen(met: int, items: int, pairs: Sequence[tuple[bool, bool]]) -> Ro
         "items": items,
         "apparent": apparent,
         "estimate": None,
+        "cut": None,
         "se": None,
         "ci95": None,
     }
@@ -184,7 +206,9 @@ def rogan_gladen(met: int, items: int, pairs: Sequence[tuple[bool, bool]]) -> Ro
     youden = se_ + sp - 1
     if youden <= 0:
         return out  # the judge tells met from not met no better than chance
-    pi = min(1.0, max(0.0, (apparent + sp - 1) / youden))
+    raw = (apparent + sp - 1) / youden
+    pi = min(1.0, max(0.0, raw))
+    out["cut"] = "at 0" if raw < 0 else "at 1" if raw > 1 else None
     variance = (
         apparent * (1 - apparent) / items
         + pi**2 * se_ * (1 - se_) / len(positives)

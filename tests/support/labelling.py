@@ -62,3 +62,29 @@ def write_sheet(path, note, rows):
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
+
+
+def grown(fixture_dir, root, per):
+    """The fixture dataset with every benchmark grown to ``per`` cases (copies of its own
+    cases under new ids, prompts and item ids), for calibrations on 20+ labelled cases."""
+    import hashlib as _hashlib
+    import shutil
+
+    shutil.copytree(fixture_dir, root)
+    registry = json.loads((root / "registry.json").read_text())
+    for panel in registry["panels"]:
+        folder = root / panel["path"]
+        manifest = json.loads((folder / "manifest.json").read_text())
+        originals = sorted((folder / "cases").glob("*.json"))
+        for k in range(per - len(originals)):
+            case = json.loads(originals[k % len(originals)].read_text())
+            case["prompt"] += f" (copy {k})"
+            case["case_id"] = _hashlib.md5(case["prompt"].encode()).hexdigest()
+            for i, item in enumerate(case["rubric_items"]):
+                item["item_id"] = f"{case['case_id']}_{i}"
+            (folder / "cases" / f"{case['case_id']}.json").write_text(json.dumps(case))
+            manifest["case_ids"].append(case["case_id"])
+        manifest["case_count"] = panel["n"] = len(manifest["case_ids"])
+        (folder / "manifest.json").write_text(json.dumps(manifest))
+    (root / "registry.json").write_text(json.dumps(registry))
+    return root

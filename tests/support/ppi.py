@@ -64,3 +64,15 @@ def rogan_gladen(met, items, tp, fn, tn, fp):
         + (1 - pi) ** 2 * spec * (1 - spec) / (tn + fp)
     ) / j**2
     return pi, var**0.5
+
+
+def half_width(y, f, f_all, n):
+    """The plan's corrected half-width with ``n`` labelled cases (the pilot's moments)."""
+    unlabelled = len(f_all)
+    lam = 0.0
+    if len(y) > 1 and unlabelled > 1 and statistics.variance(f) > 0:
+        lam = statistics.covariance(y, f) / ((1 + len(y) / unlabelled) * statistics.variance(f))
+        lam = min(1.0, max(0.0, lam))
+    spread = statistics.variance([a - lam * b for a, b in zip(y, f)])
+    floor = lam**2 * statistics.variance(f_all) / unlabelled if lam > 0 else 0.0
+    return Z * math.sqrt(floor + spread / n)
