@@ -340,6 +340,7 @@ def test_help_version_and_the_order_of_commands():
         "calibrate",
         "export",
         "cancel",
+        "remove",
         "summarize",
         "validate",
         "emulator",

@@ -91,7 +91,7 @@ def test_a_lost_create_beside_a_colleagues_batch_adopts_only_its_own(
     assert "none is cancelled" in cancel.stderr and all(b["id"] in cancel.stderr for b in made)
     statuses = {b["id"]: b["status"] for b in emu.ledger()["batches"]}
     assert all(statuses[b["id"]] != "canceling" for b in made)
-    proc = run_cli(*args, env=rig.env(emu))
+    proc = run_cli(*args, "--resume-cancelled", env=rig.env(emu))  # cancelled: taken up again
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert len(rows_of(_run_dir(rig, tmp_path) / "results.jsonl")) == 4
     _each_request_once(emu)

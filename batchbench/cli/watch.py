@@ -125,6 +125,34 @@ def cancel(
             typer.echo(f"error: {name}: {exc}", err=True)
             failed = exc
             continue
-        typer.echo(f"{name}: cancelled {len(cancelled)} batch(es): {' '.join(cancelled) or '-'}")
+        told = f"{len(cancelled)} batch(es): {' '.join(cancelled)}" if cancelled else "(no batch"
+        typer.echo(
+            f"{name}: cancelled {told}{' was in flight)' if not cancelled else ''}; nothing"
+            " more is submitted (`run … --resume-cancelled` takes it up again)"
+        )
     if failed is not None:
         raise typer.Exit(failed.exit_code)
+
+
+@friendly
+def remove(
+    names: Annotated[list[str], typer.Argument(metavar="RUN...", help="Run names.")],
+    jobs_dir: JobsDirOpt = Path("jobs"),
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            metavar="",
+            help="Remove a run with batches in flight too (they run on, and are billed).",
+        ),
+    ] = False,
+) -> None:
+    """Delete runs from the jobs folder: a refused or finished attempt, a rehearsal.
+    A run with batches in flight is refused (cancel it first).
+
+    Example: batchbench remove gpt-5.4-mini-smoke --jobs-dir ~/bedside-runs
+    """
+    from ..engine.control import remove_run
+
+    for name in names:
+        typer.echo(remove_run(jobs_dir, name, force=force))

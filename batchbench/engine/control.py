@@ -10,13 +10,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..clock import SYSTEM, Clock
-from ..errors import BatchbenchError, RunLockedError
+from ..errors import BatchbenchError, RunLockedError, RunStateError
 from ..kinds import Stage
 from ..providers.base import Provider, Service
 from .calls import call_kind
 from .events import BatchSeen, CancelRequested, Event
 from .runconfig import RunConfig
-from .rundir import Run, existing_run
+from .rundir import REMOVING, Run, existing_run, list_runs, token_file
 from .services import connect_all, run_services, stage_bundle
 from .state import RunState
 from .submission import Submission
@@ -56,6 +56,12 @@ def cancel_run(
     run = existing_run(jobs_dir, name)
     config = run.load_config()
     state = run.state(config.case_ids)
+    if state.finished(config.judge_passes) and not state.in_flight():
+        scored = sum(1 for c in state.cases.values() if c.final == "scored")
+        raise RunStateError(
+            f"run {name!r} has finished ({scored} of {len(state.cases)} cases scored):"
+            " nothing to cancel"
+        )
     providers = _providers(run, config, state, base_url, warn, clock)
     run.record(CancelRequested(), clock.time())
 
@@ -155,3 +161,38 @@ def candidates_text(sub: Submission, service: Service) -> str:
         " their results' ids tell the run's own from another's, so none is cancelled"
         " (cancel the right one yourself, or let them end)"
     )
+
+
+def remove_run(jobs_dir: Path, name: str, *, force: bool = False) -> str:
+    """Delete a run's folder, once nothing of it runs on a service unwatched: a batch in
+    flight would run on, billed, with no folder left to collect it (``force`` forgets
+    it all the same). Under the run's lock (a process advancing it refuses this), the
+    folder is first renamed aside, so a crash midway leaves no half-run that ``list``
+    shows or a command resumes. Returns what was removed, in a sentence."""
+    import os
+    import shutil
+
+    run = existing_run(jobs_dir, name)
+    config = run.load_config()
+    with run.lock():
+        state = run.state(config.case_ids)
+        # A batch told to stop ends on its own; one still running would run on unwatched.
+        flying = [
+            s.batch_id or f"{s.id} (create unconfirmed)"
+            for s in state.in_flight()
+            if s.view is None or s.view.phase != "cancelling"
+        ]
+        if flying and not force:
+            raise RunStateError(
+                f"run {name!r} has {len(flying)} batch(es) in flight ({', '.join(flying)}):"
+                f" they run on, and are billed, whether or not the run is kept; `batchbench"
+                f" cancel {name}` first, or --force to forget them"
+            )
+        aside = run.root.with_name(f"{REMOVING}{run.root.name}-{os.getpid()}")
+        os.replace(run.root, aside)
+    shutil.rmtree(aside)
+    if not any(config.run_id in r.config_path.read_text() for r in list_runs(Path(jobs_dir))):
+        token_file(jobs_dir, config.run_id).unlink(missing_ok=True)  # no folder holds that run
+    scored = sum(1 for c in state.cases.values() if c.final == "scored")
+    forgotten = f"; {len(flying)} batch(es) in flight forgotten" if flying else ""
+    return f"removed run {name!r} ({scored} of {len(state.cases)} cases scored){forgotten}"

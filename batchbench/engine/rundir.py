@@ -222,7 +222,7 @@ class Run:
         backup: one run token in their run.json). One at a time, each looks on the
         service before it buys, so the second adopts what the first bought."""
         me = f"{os.getpid()} {self.root.resolve()}"
-        with _exclusive(self.root.parent / f".run-{run_id}.lock", me) as holder:
+        with _exclusive(token_file(self.root.parent, run_id), me) as holder:
             if holder is not None:
                 pid, _, folder = holder.partition(" ")
                 raise RunLockedError(
@@ -232,6 +232,11 @@ class Run:
                     " one bought"
                 )
             yield
+
+
+def token_file(jobs_dir: Path, run_id: str) -> Path:
+    """The lock every folder holding one run (one run token) takes to advance it."""
+    return Path(jobs_dir) / f".run-{run_id}.lock"
 
 
 @contextlib.contextmanager
@@ -265,11 +270,19 @@ def existing_run(jobs_dir: Path, name: str) -> Run:
     return run
 
 
+# A run folder `remove` has renamed aside before deleting it: no longer a run.
+REMOVING = ".removing-"
+
+
 def list_runs(jobs_dir: Path) -> list[Run]:
     jobs_dir = Path(jobs_dir)
     if not jobs_dir.is_dir():
         return []
-    return [Run(p) for p in sorted(jobs_dir.iterdir()) if (p / CONFIG_FILE).is_file()]
+    return [
+        Run(p)
+        for p in sorted(jobs_dir.iterdir())
+        if (p / CONFIG_FILE).is_file() and not p.name.startswith(REMOVING)
+    ]
 
 
 def batches_elsewhere(run: Run, run_id: str) -> set[str]:
