@@ -10,6 +10,7 @@ What only one provider does is in its own file (``test_<provider>_runs.py``).
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -212,8 +213,24 @@ def test_a_group_names_every_missing_sdk_at_once(batch_emulator, tmp_path, fixtu
         [sys.executable, "-c", code, *argv], capture_output=True, text=True, env=env
     )
     fragments = [f"'{r.sdk}'" for r in (anthropic, gemini, fireworks)]
-    assert_one_line_error(proc, *fragments, f"[{anthropic.extra}]", f"[{fireworks.extra}]")
+    # run from this checkout (an editable install): the extras go into the checkout
+    root = Path(__file__).resolve().parents[1]
+    assert_one_line_error(proc, *fragments, f"pip install -e '{root}[{anthropic.extra}]'")
     assert emu.ledger()["batches"] == []
+
+    # installed from the index or a wheel (no checkout around the package): no -e, the
+    # distribution's own name
+    site = tmp_path / "site"
+    shutil.copytree(root / "batchbench", site / "batchbench")
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *argv],
+        capture_output=True,
+        text=True,
+        env={**env, "PYTHONPATH": str(site)},
+        cwd=tmp_path,
+    )
+    assert_one_line_error(proc, f"pip install 'bedside-batchbench[{fireworks.extra}]'")
+    assert " -e " not in proc.stderr
 
 
 @pytest.mark.parametrize("rig", OTHERS, ids=ids)

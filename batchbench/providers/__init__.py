@@ -84,8 +84,19 @@ def missing_sdks(names: list[str]) -> list[str]:
         try:
             importlib.import_module(found.sdk)
         except ImportError:
-            missing.append(f"{found.sdk!r} (pip install -e '.[{found.extra}]')")
+            missing.append(f"{found.sdk!r} ({install_hint(found.extra)})")
     return missing
+
+
+def install_hint(extra: str) -> str:
+    """How to add an extra to this installation: into the checkout it runs from (an
+    editable install, whose folder holds pyproject.toml), else the installed distribution."""
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    if (root / "pyproject.toml").is_file() and (root / "batchbench").is_dir():
+        return f"pip install -e '{root}[{extra}]'"
+    return f"pip install 'bedside-batchbench[{extra}]'"
 
 
 def connect(

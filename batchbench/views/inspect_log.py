@@ -62,9 +62,10 @@ def write(
         )
         from inspect_ai.scorer import Score
     except ImportError:
+        from ..providers import install_hint
+
         raise ProviderUnavailable(
-            "--format inspect writes with inspect_ai's own log writer: pip install"
-            " 'bedside-batchbench[inspect]'"
+            f"--format inspect writes with inspect_ai's own log writer: {install_hint('inspect')}"
         ) from None
     from inspect_ai.log import EvalError
 
