@@ -38,6 +38,8 @@ def good_day(tmp_path_factory, fixture_dir):
         ("expired-500", {"anomalies": {"expired-500": 1.0}, "completion_window": 0.12}, "expired"),
         ("lagging-counts", {"anomalies": {"lagging-counts": 0.8}}, None),
         ("missing-lines", {"anomalies": {"missing-lines": 0.3}}, "executions"),
+        # without --tail-flex a stuck tail waits for the window's end, and is sent again
+        ("stuck-tail", {"anomalies": {"stuck-tail": 0.05}, "completion_window": 0.5}, "expired"),
     ],
 )
 def test_a_bad_day_still_ends_in_a_correct_run(

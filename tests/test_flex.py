@@ -12,9 +12,10 @@ call whose outcome a crash lost is never sent blind again.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
-from support.cli import run_cli
+from support.cli import assert_one_line_error, run_cli
 from support.providers import RIGS
 from support.runs import assert_no_duplicates, normalised, rows_of
 
@@ -36,12 +37,13 @@ def _events(run_dir) -> list[dict]:
 
 
 def test_the_rule_is_a_small_share_of_a_running_batch():
-    """At most 5% of the lines (at least one, at most 500) unfinished, while it runs and
-    says how far it got: the rule as --help states it, re-derived here by hand."""
+    """At most 5% of the lines or one line, whichever is more (at most 500), unfinished,
+    while it runs and says how far it got: the rule as --help states it, by hand."""
     running = dict(id="b", status="in_progress", phase="running")
     assert small_tail(BatchView(**running, total=40, completed=38)) == 2
     assert small_tail(BatchView(**running, total=40, completed=37)) == 0  # 3 > 5% of 40
-    assert small_tail(BatchView(**running, total=10, completed=9)) == 1  # at least one
+    assert small_tail(BatchView(**running, total=10, completed=9)) == 1  # one line
+    assert small_tail(BatchView(**running, total=7, completed=5)) == 0  # two of seven
     assert small_tail(BatchView(**running, total=20_000, completed=19_400)) == 0  # 600 > 500
     assert small_tail(BatchView(**running, total=20_000, completed=19_500)) == 500
     assert small_tail(BatchView(**running, total=40, completed=40)) == 0  # nothing left
@@ -137,3 +139,79 @@ def test_the_run_names_services_without_a_flex_tier(batch_emulator, tmp_path, fi
     said = " ".join((proc.stdout + proc.stderr).split())
     assert "answers on Anthropic, no flex tail: its batches run to their end" in said
     assert "judges on OpenAI, its tail on flex" in said
+
+
+def _stuck(total: int, rate: float) -> int:
+    """The stuck-tail anomaly's lines as its description states them: that share of a
+    batch's lines, at least one (none of a batch of one line)."""
+    return 0 if total < 2 else max(1, int(total * rate + 1e-9))
+
+
+def test_a_stuck_tail_is_cut_said_in_seconds_and_counted_once(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    """#47.6: with the emulator's stuck-tail bad day, a batch's last lines never run; the
+    run cuts them at --tail-flex, says after how long and by what rule, shows the cancel
+    (no ETA while the service ends it), and counts the tail as flex, not as lost."""
+    good = batch_emulator_factory()
+    argv = OPENAI.args(good, tmp_path / "ref", fixture_dir, "--limit", "40", cap=40)
+    assert run_cli(*argv, env=OPENAI.env(good)).returncode == 0
+    emu = batch_emulator_factory(latency=SLOW, seed=3)
+    emu.store.settings.anomalies = {"stuck-tail": 0.05}
+    emu.store.settings.flex_busy = 0.0
+    proc = run_cli(*_flex_run(emu, tmp_path, fixture_dir), env=OPENAI.env(emu))
+    assert proc.returncode == 0, proc.stderr
+    run_dir = tmp_path / "jobs" / OPENAI.name()
+    assert normalised(run_dir) == normalised(tmp_path / "ref" / "jobs" / OPENAI.name())
+    assert_no_duplicates(emu)
+
+    said = re.findall(
+        r"has run (\d+)s \(--tail-flex 300s\) with (\d+) of its (\d+) lines unfinished"
+        r" \((\d+)%; the rule: 5% of its lines or one, whichever is more\): cancelled",
+        " ".join(proc.stderr.split()),
+    )
+    tailed = [e for e in _events(run_dir) if e["ev"] == "tailed"]
+    assert len(said) == len(tailed) >= 2  # the answers' batch and a judges' one
+    for (ran, left, total, share), event in zip(said, tailed):
+        assert int(ran) >= 300 and int(left) == event["remaining"]
+        assert int(left) == _stuck(int(total), 0.05)  # exactly the lines that stuck
+        assert int(share) == round(100 * int(left) / int(total))
+    cancelling = [x for x in proc.stderr.splitlines() if "cancelling)" in x]
+    assert cancelling and not [x for x in cancelling if "ETA" in x]
+
+    on_flex = [e for e in emu.ledger()["executions"] if e["batch_id"] == "flex"]
+    assert len(on_flex) == sum(e["remaining"] for e in tailed)
+    jobs = ["--jobs-dir", str(tmp_path / "jobs")]
+    status = json.loads(run_cli("status", OPENAI.name(), *jobs, "--json").stdout)
+    assert not any(status["losses"].values())  # the tail went to flex: nothing was lost
+    assert status["flex"]["sent"] == status["flex"]["finished"] == len(on_flex)
+    assert "lost by the service" not in run_cli("status", OPENAI.name(), *jobs).stdout
+
+
+def test_a_tail_too_large_to_cut_is_said_and_left_to_run(
+    batch_emulator_factory, tmp_path, fixture_dir, clock
+):
+    emu = batch_emulator_factory(latency=SLOW, seed=3)
+    emu.store.settings.anomalies = {"stuck-tail": 0.2}  # 8 of 40: more than 5%
+    argv = [*_flex_run(emu, tmp_path, fixture_dir), "--no-wait"]
+    assert run_cli(*argv, env=OPENAI.env(emu)).returncode == 3  # submitted, not done
+    clock.advance(3 * SLOW)  # validated, run through all it will run, past --tail-flex
+    proc = run_cli(*argv, env=OPENAI.env(emu))
+    assert proc.returncode == 3, proc.stderr
+    said = " ".join(proc.stderr.split())
+    assert "with 8 of its 40 lines unfinished; more than the 2 the rule takes" in said
+    assert [b["status"] for b in emu.ledger()["batches"]] == ["in_progress"]  # left to run
+    status = run_cli("status", OPENAI.name(), "--jobs-dir", str(tmp_path / "jobs")).stdout
+    assert "answers-0001 running: 32/40 lines done" in status
+
+
+def test_the_demo_rehearses_a_tail_finished_on_flex(tmp_path):
+    """The README's one-command rehearsal: the bundled sample, a stuck tail, --tail-flex."""
+    argv = ["demo", "--anomaly", "stuck-tail", "--tail-flex", "3", "--jobs-dir", str(tmp_path)]
+    proc = run_cli(*argv)
+    assert proc.returncode == 0, proc.stderr
+    said = " ".join(proc.stderr.split())
+    assert said.count("(--tail-flex 3s) with 1 of its") == 2  # the answers' and judges' tail
+    assert "flex: 2 of the 2 line(s) sent on the flex tier" in proc.stdout
+    wrong = run_cli("demo", "--anomaly", "no-such-day", "--jobs-dir", str(tmp_path / "x"))
+    assert_one_line_error(wrong, "--anomaly: unknown anomaly 'no-such-day'")

@@ -11,9 +11,11 @@ from typing import Annotated
 import typer
 
 from ..engine.rundir import Run
+from ..errors import ConfigError
 from ..kinds import Stage
 from .common import SAMPLE_DATASET, DatasetOpt, clock_of, friendly
 from .finish import finish_run
+from .run_options import TailFlexOpt
 from .start import group_run_name
 
 
@@ -35,11 +37,26 @@ def demo(
             " Bedrock's, vertex/gemini-sim and vertex/claude-sim through Vertex AI's.",
         ),
     ] = None,
+    anomaly: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="NAME[=RATE]",
+            help="One of the emulator's bad days (as `batchbench emulator --anomaly`):"
+            " stuck-tail with --tail-flex shows a tail finished on flex in seconds.",
+        ),
+    ] = None,
+    tail_flex: TailFlexOpt = None,
 ) -> None:
     """Run the bundled sample end to end against the in-process emulator.
 
     Example: batchbench demo --jobs-dir /tmp/demo-run --answer-model claude-sim
     """
+    from ..emulator.anomalies import parse_anomaly
+
+    try:
+        anomalies = dict(parse_anomaly(spec) for spec in anomaly or ())
+    except ValueError as exc:
+        raise ConfigError(f"--anomaly: {exc}") from None
     import tempfile
 
     from ..emulator import Emulator
@@ -53,7 +70,7 @@ def demo(
     clock = clock_of(ctx)
     with (
         tempfile.TemporaryDirectory() as tmp,
-        Emulator(latency=0.3, clock=clock) as emu,
+        Emulator(latency=0.3, clock=clock, anomalies=anomalies) as emu,
         # the emulator's faces and accounts, while it lives
         _defaults({**emu.environment(), "BATCHBENCH_BEDROCK_MIN_RECORDS": "1"}),
     ):
@@ -70,7 +87,13 @@ def demo(
             run="demo",
             jobs_dir=jobs_dir or Path(tmp),
             services=services,
-            settings=Settings(max_requests_per_batch=5, poll_interval=0.2),
+            # Batches of five show several at once; a flex tail needs a batch of 20 lines
+            # or more (5% of fewer is none), so with --tail-flex each stage is one batch.
+            settings=Settings(
+                max_requests_per_batch=5 if tail_flex is None else 1000,
+                poll_interval=0.2,
+                tail_flex=tail_flex,
+            ),
             clock=clock,
         )
         group = [

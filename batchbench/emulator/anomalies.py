@@ -70,6 +70,12 @@ ANOMALIES: dict[str, tuple[str, float]] = {
         "Bedrock: a job that ran ends Failed, the output of the records it ran written (a share)",
         1.0,
     ),
+    "stuck-tail": (
+        "OpenAI and Azure: a batch's last lines (this share of them, at least one) do not run"
+        " while it is in progress: they wait for a cancel or the window's end, the"
+        " lingering tail --tail-flex is for",
+        0.05,
+    ),
     "empty-results": (
         "a batch ends with its counts saying every line succeeded, but its results file is"
         " empty (a share of batches)",
@@ -90,6 +96,16 @@ SERVER_ERROR: dict[str, Any] = {
         }
     },
 }
+
+
+def stuck_tail(store: Store, total: int) -> int:
+    """How many of a batch's ``total`` lines the stuck-tail anomaly holds back (the last
+    in its running order): its share of them, at least one (none of a batch of one line);
+    0 when it is off."""
+    rate = store.settings.anomalies.get("stuck-tail")
+    if rate is None or total < 2:
+        return 0
+    return max(1, int(total * rate + 1e-9))
 
 
 def missing_lines(store: Store, batch_id: str, ids: list[str]) -> set[str]:

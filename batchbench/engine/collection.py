@@ -320,7 +320,11 @@ def collect(
         if retried and not result.free_retry and st.transients + 1 >= limits.max_retries:
             detail = protocol.gave_up(wire.rules.label, st.transients + 1, o.detail or "")
             o = Outcome(o.case_id, "failed", detail)
-        elif o.kind == "lost" and st.losses + 1 >= LOSSES_PER_RETRY * limits.max_retries:
+        elif (
+            o.kind == "lost"
+            and not sub.tailed  # a tail cut short goes to flex: not the service's loss
+            and st.losses + 1 >= LOSSES_PER_RETRY * limits.max_retries
+        ):
             detail = protocol.error_text(
                 f"the batch service lost this request {st.losses + 1} times (last: {o.detail})",
                 "RuntimeError",

@@ -7,16 +7,32 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..providers.base import BatchView
+from ..providers.registry import BY_NAME
+from .events import Stalled, Tailed
 from .state import RunState
 from .submission import Submission
 
+if TYPE_CHECKING:
+    from .submit import Submitter
+
 # The flex tail's rule: a batch running longer than --tail-flex seconds whose unfinished
-# lines are at most this share of it (at least one, at most TAIL_MOST) is cut short.
+# lines are at most this share of it, or one line, whichever is more (and at most
+# TAIL_MOST), is cut short. The one line is said wherever the share is: a batch of fewer
+# than 20 lines has a tail of one.
 TAIL_SHARE = 0.05
 TAIL_MOST = 500
-TAIL_RULE = f"at most {TAIL_SHARE:.0%} of its lines (and no more than {TAIL_MOST}) still unfinished"
+TAIL_RULE = (
+    f"at most {TAIL_SHARE:.0%} of its lines or one line, whichever is more (no more than"
+    f" {TAIL_MOST}), still unfinished"
+)
+
+
+def tail_allowed(total: int) -> int:
+    """The most unfinished lines of a batch of ``total`` the flex tail takes."""
+    return min(TAIL_MOST, max(1, math.floor(total * TAIL_SHARE + 1e-9)))
 
 
 def small_tail(view: BatchView) -> int:
@@ -25,25 +41,46 @@ def small_tail(view: BatchView) -> int:
     if view.phase != "running" or view.total <= 0 or view.awaiting:
         return 0
     remaining = view.total - view.done
-    most = min(TAIL_MOST, max(1, math.floor(view.total * TAIL_SHARE)))
-    return remaining if 0 < remaining <= most else 0
+    return remaining if 0 < remaining <= tail_allowed(view.total) else 0
 
 
 def tail_due(
-    state: RunState, now: float, after: float, flexible: Callable[[Submission], bool]
-) -> tuple[Submission, int] | None:
+    state: RunState,
+    now: float,
+    after: float,
+    flexible: Callable[[Submission], bool],
+    said: set[str],
+    warn: Callable[[str], None],
+) -> tuple[Submission, int, float] | None:
     """A batch of a service with a flex tier that has run ``after`` seconds with a small
-    tail (:func:`small_tail`) left, and how many lines: once per batch, never a flex one."""
+    tail (:func:`small_tail`) left, how many lines and how long it has run: once per
+    batch, never a flex one. A batch past ``after`` whose tail is not small is said once
+    (an invocation), with why: the rule is never silent about a batch it leaves."""
     if state.cancelled:
         return None
     for sub in state.in_flight():
         if sub.view is None or sub.tailed or sub.flex or not flexible(sub):
             continue
-        if now - (sub.create_started or sub.planned_at) < after:
+        ran = now - (sub.create_started or sub.planned_at)
+        if ran < after:
             continue
         remaining = small_tail(sub.view)
         if remaining:
-            return sub, remaining
+            return sub, remaining, ran
+        view = sub.view
+        left = view.total - view.done
+        if view.phase != "running" or view.awaiting or left <= 0 or sub.id in said:
+            continue
+        said.add(sub.id)
+        most = tail_allowed(view.total)
+        why = (
+            f"more than the {most} the rule takes ({TAIL_SHARE:.0%} of its lines or one,"
+            " whichever is more): it runs on until its tail is that small"
+        )
+        warn(
+            f"note: batch {sub.batch_id} ({sub.id}) has run {ran:.0f}s (--tail-flex"
+            f" {after:g}s) with {left} of its {view.total} lines unfinished; {why}"
+        )
     return None
 
 
@@ -76,3 +113,73 @@ def stuck(
             continue
         return sub
     return None
+
+
+class Late:
+    """What a run does about its late batches, one step at a time: a batch never started
+    is cancelled and sent again (``--resubmit-after``), a lingering tail is cut short and
+    finished on flex (``--tail-flex``, when given). Each is journaled before the cancel
+    that acts on it."""
+
+    def __init__(
+        self,
+        submitter: Submitter,
+        resubmit_after: float,
+        tail_flex: float | None,
+        warn: Callable[[str], None],
+    ) -> None:
+        self.submitter, self.warn = submitter, warn
+        self.resubmit_after, self.tail_flex = resubmit_after, tail_flex
+        self.said_waiting: set[str] = set()  # resubmitted batches said to be waited for
+        self.said_tail: set[str] = set()  # batches past --tail-flex said to run on
+
+    def flexible(self, sub: Submission) -> bool:
+        """Whether the submission's service has a flex tier (the registry says)."""
+        return BY_NAME[self.submitter.providers[sub.stage].wire.name].flex
+
+    def act(self, state: RunState, now: float) -> bool:
+        """One late batch dealt with (True), or none is due."""
+        waited = stuck(state, now, self.resubmit_after, self.said_waiting, self.warn)
+        if waited is not None:
+            self._stall(waited)
+            return True
+        if self.tail_flex is None:
+            return False
+        due = tail_due(state, now, self.tail_flex, self.flexible, self.said_tail, self.warn)
+        if due is None:
+            return False
+        self._cut(*due)
+        return True
+
+    def _stall(self, sub: Submission) -> None:
+        """Tell a batch that never started to stop; its requests go out again once it has
+        ended (as the lines a cancel cuts short always do)."""
+        batch_id = sub.batch_id or ""
+        view = self.submitter.providers[sub.stage].client.cancel(batch_id)
+        self.submitter.record(Stalled(sub=sub.id, batch_id=batch_id, seconds=self.resubmit_after))
+        if view is not None:
+            self.submitter.record_batch(sub, view)
+        self.warn(
+            f"warning: batch {batch_id} ({sub.id}) has not started {self.resubmit_after:g}s"
+            f" after it was created: cancelled, and its {len(sub.lines)} requests will be"
+            " sent again"
+        )
+
+    def _cut(self, sub: Submission, remaining: int, ran: float) -> None:
+        """Cut a batch's lingering tail short: journaled first, then told to stop; what it
+        returned is kept, the rest goes out on the flex tier once it ends (as the lines a
+        cancel cuts short always do, in a flex submission)."""
+        batch_id = sub.batch_id or ""
+        self.submitter.record(Tailed(sub=sub.id, batch_id=batch_id, remaining=remaining))
+        view = self.submitter.providers[sub.stage].client.cancel(batch_id)
+        if view is not None:
+            self.submitter.record_batch(sub, view)
+        total = sub.view.total if sub.view is not None else len(sub.lines)
+        self.warn(
+            f"note: batch {batch_id} ({sub.id}) has run {ran:.0f}s (--tail-flex"
+            f" {self.tail_flex:g}s) with {remaining} of its {total} lines unfinished"
+            f" ({remaining / total:.0%}; the rule: {TAIL_SHARE:.0%} of its lines or one,"
+            " whichever is more): cancelled; what it returned is kept, and once the"
+            " service has ended it the rest goes out one call at a time on the flex tier, at"
+            " the batch price"
+        )

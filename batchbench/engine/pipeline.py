@@ -95,7 +95,6 @@ class Pipeline:
         self.limits = Limits(settings.max_retries, settings.max_attempts, settings.hold_seconds)
         self._answers: dict[str, dict[str, str]] = {}
         self._rows_on_disk: Counter[str] | None = None
-        self._said_waiting: set[str] = set()  # resubmitted batches said to be waited for
         self.submitter = Submitter(
             run,
             config,
@@ -108,6 +107,7 @@ class Pipeline:
             outage_seconds=settings.outage_seconds,
             window_from=window_from,
         )
+        self.late = late.Late(self.submitter, settings.resubmit_after, settings.tail_flex, warn)
         self._rubric: pl.DataFrame | None = None
 
     @property
@@ -171,26 +171,14 @@ class Pipeline:
                     return True
                 self._collect(sub)
                 return True
-        now = self.clock.time()
-        waited = late.stuck(st, now, self.settings.resubmit_after, self._said_waiting, self.warn)
-        if waited is not None:
-            self.submitter.stall(waited, self.settings.resubmit_after, self.warn)
+        if self.late.act(st, self.clock.time()):
             return True
-        if self.settings.tail_flex is not None:
-            due = late.tail_due(st, now, self.settings.tail_flex, self._flexible)
-            if due is not None:
-                self.submitter.tail(*due, self.warn)
-                return True
         if self.settings.delete_remote_files:
             for sub in st.subs.values():
                 if sub.collected and not sub.remote_deleted:
                     self.submitter.delete_remote(sub)
                     return True
         return False
-
-    def _flexible(self, sub: Submission) -> bool:
-        """Whether the submission's service has a flex tier (the registry says)."""
-        return BY_NAME[self.providers[sub.stage].wire.name].flex
 
     def model(self, stage: Stage) -> str:
         """The model id the stage's service is asked for (an answer model's alias resolved)."""

@@ -276,7 +276,7 @@ class RunState:
                     st.invalid += 1
                 elif kind == "transient" and not event.free_retry:
                     st.transients += 1
-                elif kind == "lost":
+                elif kind == "lost" and not sub.tailed:  # a tail cut short is sent on flex
                     st.losses += 1
                     self.losses[stage] = self.losses.get(stage, 0) + 1
         if event.hold_until:
@@ -322,7 +322,7 @@ def _tailed(state: RunState, event: Tailed) -> None:
     sub = state.subs.get(event.sub)
     if sub is None:
         return
-    sub.tailed = True
+    sub.tailed = max(1, event.remaining)
     state.flex_cases.update((sub.stage, line.case_id) for line in sub.lines)
 
 

@@ -58,7 +58,7 @@ class Submission:
     contradicted_at: float | None = None
     seen_at: float | None = None  # when the service last said something new of its batch
     stalled: bool = False  # never started in time: told to stop, its requests sent again
-    tailed: bool = False  # a small tail left late: told to stop, the rest sent on flex
+    tailed: int = 0  # a small tail left late (its lines): told to stop, the rest on flex
     flex: bool = False  # its requests go one call at a time on the flex tier
     settled: bool = False  # its owed results settled by the user: what arrived is kept
     downloaded: set[str] = field(default_factory=set)

@@ -44,8 +44,6 @@ from .events import (
     Downloaded,
     Event,
     RemoteDeleted,
-    Stalled,
-    Tailed,
     Uploaded,
 )
 from .owed import Owed
@@ -384,36 +382,6 @@ class Submitter:
             if staging.exists():
                 os.unlink(staging)
         self.record(Downloaded(sub=sub.id, file_id=file_id))
-
-    def stall(self, sub: Submission, seconds: float, warn: Callable[[str], None]) -> None:
-        """Tell a batch that never started to stop; its requests go out again once it has
-        ended (as the lines a cancel cuts short always do)."""
-        batch_id = sub.batch_id or ""
-        view = self.providers[sub.stage].client.cancel(batch_id)
-        self.record(Stalled(sub=sub.id, batch_id=batch_id, seconds=seconds))
-        if view is not None:
-            self.record_batch(sub, view)
-        told = (
-            f"warning: batch {batch_id} ({sub.id}) has not started {seconds:g}s after it was"
-            f" created: cancelled, and its {len(sub.lines)} requests will be sent again"
-        )
-        warn(told)
-
-    def tail(self, sub: Submission, remaining: int, warn: Callable[[str], None]) -> None:
-        """Cut a batch's lingering tail short (--tail-flex): journaled first, then told to
-        stop; what it returned is kept, the rest goes out on the flex tier once it ends
-        (as the lines a cancel cuts short always do, in a flex submission)."""
-        batch_id = sub.batch_id or ""
-        self.record(Tailed(sub=sub.id, batch_id=batch_id, remaining=remaining))
-        view = self.providers[sub.stage].client.cancel(batch_id)
-        if view is not None:
-            self.record_batch(sub, view)
-        total = sub.view.total if sub.view is not None else len(sub.lines)
-        warn(
-            f"note: batch {batch_id} ({sub.id}) has {remaining} of its {total} lines still"
-            " unfinished after --tail-flex: cancelled; what it returned is kept, and the"
-            " rest goes out one call at a time on the flex tier, at the batch price"
-        )
 
     def delete_remote(self, sub: Submission) -> None:
         """Free the service's storage: the raw copies on disk are the source of truth."""

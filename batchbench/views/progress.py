@@ -38,7 +38,10 @@ def _duration(seconds: float) -> str:
 
 
 def eta(state: RunState, now: float) -> float | None:
-    """Seconds until the slowest batch in flight is through its lines, at its pace so far."""
+    """Seconds until the slowest batch in flight is through its lines, at its pace so far
+    (None while one is being cancelled: the service ends a cancel when it will)."""
+    if any(s.view is not None and s.view.phase == "cancelling" for s in state.in_flight()):
+        return None
     waits = []
     for sub in state.in_flight():
         if sub.view is None:
@@ -57,6 +60,8 @@ def progress_line(state: RunState, now: float, done: bool = False) -> str:
     for stage in STAGES:
         progress = state.progress(stage)
         views = [s.view for s in state.in_flight() if s.stage == stage and s.view is not None]
+        cancelling = sum(1 for v in views if v.phase == "cancelling")
+        views = [v for v in views if v.phase != "cancelling"]
         running = [v for v in views if v.processing is None]
         lines = sum(v.done for v in running)
         size = sum(v.total for v in running)
@@ -64,6 +69,7 @@ def progress_line(state: RunState, now: float, done: bool = False) -> str:
         # A service that reports only what is not yet done (Anthropic, until the end).
         processing = sum(v.processing or 0 for v in views if v.processing is not None)
         extra += f" ({processing} processing)" if processing else ""
+        extra += f" ({cancelling} cancelling)" if cancelling else ""
         parts.append(f"{stage} {progress.done}/{progress.total}{extra}")
     failed = sum(1 for c in state.cases.values() if c.final == "error")
     if failed:

@@ -98,6 +98,14 @@ def stage_status(state: RunState, stage: Stage) -> StageStatus:
             since = time.strftime("%Y-%m-%d %H:%M", time.gmtime(sub.create_started or 0))
             again = " (its requests were sent again once)" if sub.stalled else ""
             running.append(f"{sub.id} queued since {since} UTC, not started{again}")
+        elif sub.in_flight and sub.tailed:
+            running.append(
+                f"{sub.id} {sub.word} (--tail-flex): its {sub.tailed}-line tail goes on flex"
+                " once the service has ended it"
+            )
+        elif sub.in_flight and sub.flex:
+            answered = sum(1 for rid in sub.ids() if rid in state.calls_done)
+            running.append(f"{sub.id} on flex: {answered}/{len(sub.lines)} lines answered")
         elif sub.in_flight and view is not None and view.total:
             running.append(f"{sub.id} {sub.word}: {view.lines_text}")
         elif sub.batch_id is None and sub.candidates:

@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ...anomalies import SERVER_ERROR, damage_results
+from ...anomalies import SERVER_ERROR, damage_results, stuck_tail
 from ...core import ALNUM, HEX, ApiFailure, Store, due_lines, last_line
 from ...endpoints import check_body
 from .lines import reply
@@ -189,7 +189,7 @@ class OpenAIBook:
             start = batch.stamps["in_progress"]
             total = len(batch.lines)
             t = min(now, deadline)
-            due = due_lines(total, start, t, lat, flush)
+            due = min(due_lines(total, start, t, lat, flush), total - stuck_tail(self.store, total))
             while batch.executed < due:
                 self._execute(batch, batch.order[batch.executed], t)
                 batch.executed += 1
