@@ -83,6 +83,25 @@ def test_a_batch_naming_an_unknown_deployment_fails_validation_unpaid(batch_emul
     assert emu.ledger()["executions"] == []
 
 
+def test_a_misspelt_deployment_stops_the_run_in_one_line_naming_it_and_the_endpoint(
+    batch_emulator, tmp_path, fixture_dir
+):
+    """#47.8: Azure has no call that names a deployment before a run, so the first batch's
+    validation (model_not_found, as Azure's docs list it) is where a typo shows: one line
+    naming the deployment and the endpoint, not a run of failed cases."""
+    emu = batch_emulator
+    argv = AZURE.args(emu, tmp_path, fixture_dir, "--limit", "4", model="azure/ans-modle")
+    proc = run_cli(*argv, env=AZURE.env(emu))
+    assert_one_line_error(
+        proc,
+        f"Azure OpenAI at {emu.base_urls['azure']} refused batch",
+        "for azure/ans-modle: model_not_found",
+        "no Global Batch deployment of that name",
+    )
+    assert emu.ledger()["executions"] == []
+    assert len(emu.ledger()["batches"]) == 1  # stopped at the first refusal
+
+
 def test_one_command_grades_openai_and_azure_models_with_judges_inside_azure(
     batch_emulator, tmp_path, fixture_dir
 ):

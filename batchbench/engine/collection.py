@@ -68,6 +68,7 @@ class Collection:
     cap: int | None = None
     hold_until: float | None = None
     notice: str | None = None  # what the user should be told
+    stop: str | None = None  # why the run cannot go on as asked (BatchFailure.stop)
 
     def event(self, sub: Submission) -> Collected:
         return Collected(
@@ -258,7 +259,11 @@ def _failed_batch(sub: Submission, failure: BatchFailure, hold: float, now: floa
     expected = expected_lines(sub)
     if failure.kind == "fail":
         return Collection(
-            {cid: Outcome(sent.case_id, "failed", failure.detail) for cid, sent in expected.items()}
+            {
+                cid: Outcome(sent.case_id, "failed", failure.detail)
+                for cid, sent in expected.items()
+            },
+            stop=failure.stop and f"{failure.code}: {failure.stop}",
         )
     free = failure.kind == "resubmit" or len(sub.lines) > 1  # one request still too big: its own
     cap = max(1, len(sub.lines) // 2) if failure.kind != "resubmit" else None

@@ -5,10 +5,9 @@ journals the intent, does it, and journals the outcome. After a crash the loop
 repeats at most one action, and every action is safe to repeat: an upload is
 merely orphaned, a create is preceded by a look for the batch it may have
 made, a download rewrites the same bytes, and a case's rows are written once
-(the journal counts them). Each stage speaks to its own provider (answers may
-be Anthropic's while judges are OpenAI's); what a collected batch means is
-decided by :mod:`batchbench.engine.collection`, rows are built by
-:mod:`batchbench.engine.rows`, and :class:`batchbench.engine.group.Group` runs the loop.
+(the journal counts them). Each stage speaks to its own provider; what a collected
+batch means is decided by :mod:`.collection`, rows are built by :mod:`.rows`, and
+:class:`.group.Group` runs the loop.
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ from ..bench.results import append_rows, row_counts
 from ..bench.scoring import rubric_frame
 from ..clock import SYSTEM, Clock
 from ..costs.pricing import prompt_tokens, token_counter
-from ..errors import BatchFileError, BelowMinimum, InvariantError
+from ..errors import BatchFileError, BelowMinimum, ConfigError, InvariantError
 from ..kinds import STAGES, Stage
 from ..providers.base import Provider
 from ..providers.ids import claim
@@ -64,9 +63,7 @@ class Settings:
     # Requests too few for the service's minimum batch (Bedrock's records per job) are
     # sent on demand, at the full price, only when the user says so.
     on_demand_remainder: bool = False
-    # A batch running longer than this (seconds) with a small tail left finishes it on
-    # its service's flex tier (:mod:`.late`); None: never.
-    tail_flex: float | None = None
+    tail_flex: float | None = None  # seconds before a small tail goes on flex (:mod:`.late`)
 
 
 class Pipeline:
@@ -351,6 +348,13 @@ class Pipeline:
             )
         _failpoints.hit("rows_written")
         self.record(result.event(sub))
+        if result.stop:  # the run cannot go on as asked: one line, nothing more is sent
+            provider = self.providers[sub.stage]
+            raise ConfigError(
+                f"{BY_NAME[provider.wire.name].label} at {provider.client.service.base_url}"
+                f" refused batch {sub.batch_id} for {self.model(sub.stage)}: {result.stop};"
+                " nothing of it ran or was billed"
+            )
 
     # results -------------------------------------------------------------------
     def answer_text(self, case_id: str) -> str:

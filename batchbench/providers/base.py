@@ -199,12 +199,15 @@ class BatchFailure:
 
     ``resubmit``: not their fault, send them again; ``smaller``: in smaller
     batches; ``later_smaller``: smaller and after a wait; ``fail``: the
-    requests themselves are refused (``detail`` is each one's error).
+    requests themselves are refused (``detail`` is each one's error). ``stop``: why
+    the run cannot go on as asked (a model the service does not have): said in one
+    line, and nothing more is sent.
     """
 
     kind: FailureKind
     code: str | None
     detail: str
+    stop: str | None = None
 
 
 class Wire(Protocol):
