@@ -38,3 +38,13 @@ def interval(ci: Sequence[Any], form: str = ".3f", width: int = 0, missing: str 
 def count(n: int, thing: str, plural: str | None = None) -> str:
     """``1 case``, ``2 cases``, ``1,250 cases``."""
     return f"{n:,} {thing if n == 1 else plural or thing + 's'}"
+
+
+def duration(seconds: float) -> str:
+    """``45s``, ``4m10s``, ``3h05m``: a wait as a person reads it."""
+    seconds = int(max(0, seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"

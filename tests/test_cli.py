@@ -157,6 +157,72 @@ def test_progress_counts_running_lines_and_fits_100_columns():
     assert line.startswith("answers 0/40 (+10/40 running) · judges 0/40 · 3m20s")
     assert line.endswith("ETA 10m00s")  # 30 lines to go at 10 lines per 200 s
     assert len(progress_line(state, now=1e9)) <= WIDTH
+    # A terminal narrower than the line: the running details go, the ETA stays.
+    narrow = progress_line(state, now=1200.0, width=48)
+    assert narrow == "answers 0/40 · judges 0/40 · 3m20s · ETA 10m00s"
+    tiny = progress_line(state, now=1200.0, width=30)
+    assert len(tiny) <= 30 and tiny.endswith(" · ETA 10m00s") and "…" in tiny
+    # Two lines of forty after 3 minutes (queueing in it) tell no end: no wild ETA.
+    early = fold(
+        [f"c{i}" for i in range(40)],
+        [
+            *events[:2],
+            BatchSeen(
+                sub="answers-0001",
+                batch_id="b1",
+                status="in_progress",
+                t=1100.0,
+                counts={"total": 40, "completed": 2, "failed": 0},
+            ),
+        ],
+    )
+    assert "ETA" not in progress_line(early, now=1200.0)
+
+
+def test_status_gives_an_eta_and_a_projected_cost_while_a_run_is_in_flight(
+    batch_emulator_factory, clock, tmp_path, fixture_dir
+):
+    """#47.9: from the journal alone, the ETA at the pace of the batches in flight (their
+    counts read here with the openai SDK) and each stage's cost when done, at its cost
+    per request so far."""
+    import openai
+
+    emu = batch_emulator_factory(latency=100.0)
+    table = tmp_path / "prices.json"
+    models = {
+        "ans-model": {"input": 1.0, "output": 4.0},
+        "judge-model": {"input": 2.0, "output": 8.0},
+    }
+    table.write_text(json.dumps({"batch_discount": 0.5, "models": models}))
+    jobs = ["--jobs-dir", str(jobs_of(tmp_path)), "--pricing", str(table)]
+    args = run_args(emu, tmp_path, fixture_dir, "--limit", "8", "--no-wait", cap=4)
+    started = clock.time()
+    assert run_cli(*args, env=env()).returncode == 3  # two answer batches made
+    clock.advance(150)  # validated at 100 s, their lines running until 200 s
+    assert run_cli(*args, env=env()).returncode == 3
+    sdk = openai.OpenAI(base_url=emu.base_url, api_key="k", max_retries=0)
+    paces = []
+    for batch in sdk.batches.list():
+        done, total = batch.request_counts.completed, batch.request_counts.total
+        paces.append((total - done) * (clock.time() - started) / done)
+    status = json.loads(run_cli("status", "ans-model", *jobs, "--json").stdout)
+    assert status["eta_seconds"] == pytest.approx(max(paces), abs=1.0)
+    assert "projected_batch_usd" not in status  # nothing collected: nothing to go by
+    text = run_cli("status", "ans-model", *jobs).stdout
+    assert f"ETA {int(status['eta_seconds'])}s (as of " in text
+
+    clock.advance(150)  # the answers are done; this tick collects them, sends the judges
+    assert run_cli(*args, env=env()).returncode == 3
+    status = json.loads(run_cli("status", "ans-model", *jobs, "--json").stdout)
+    answers = status["cost"]["stages"]["answers"]
+    assert answers["requests"] == 8
+    assert status["projected_batch_usd"] == {
+        "answers": pytest.approx(answers["batch_usd"]),  # all 8 in: what they cost
+        "judges": None,
+        "total": None,
+    }
+    text = " ".join(run_cli("status", "ans-model", *jobs).stdout.split())
+    assert "judges ? (no priced results yet)" in text
 
 
 def test_progress_in_a_log_is_a_heartbeat_not_a_line_per_step():
@@ -181,10 +247,10 @@ def test_progress_in_a_log_is_a_heartbeat_not_a_line_per_step():
         progress(Fake(step % 2 == 0))
         if out.tell() != before:
             printed.append(clock.time())
-    # A line when something changed and 3 minutes have passed since the last: the
-    # state at 180 s is the one printed at 0 s, so the next line comes at 190 s.
-    assert printed == [0.0, 190.0, 380.0, 570.0, 760.0, 950.0]
-    assert len(out.getvalue().splitlines()) == 6
+    # A line when something changed and a minute has passed since the last: the state
+    # at 60 s is the one printed at 0 s, so the next line comes at 70 s.
+    assert printed == [float(t) for t in range(0, 1000, 70)]
+    assert len(out.getvalue().splitlines()) == len(printed)
 
 
 @pytest.mark.parametrize(

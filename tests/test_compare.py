@@ -228,6 +228,22 @@ def test_two_models_in_one_command_each_run_as_the_reference_would(
     compared = run_cli("compare", "model-a", "model-b", "--jobs-dir", str(tmp_path / "jobs"))
     assert compared.returncode == 0 and "model-b - model-a: 8 paired cases" in compared.stdout
 
+    # the command ends with both side by side, best overall macro mean first (each run's
+    # summary file is the witness), and the command that compares them paired
+    board = proc.stdout.split("leaderboard (overall macro mean)\n")[1].splitlines()
+    means = {
+        name: json.loads((tmp_path / "jobs" / name / "results.summary.json").read_text())
+        for name in ("model-a", "model-b")
+    }
+    ranked = sorted(means, key=lambda n: -means[n]["overall_macro_mean"])
+    listed = [line.split()[1] for line in board[1:3]]
+    assert listed == ranked
+    for line in board[1:3]:
+        s = means[line.split()[1]]
+        low, high = s["overall_ci95"]
+        assert f"{s['overall_macro_mean']:.3f}  [{low:.3f}, {high:.3f}]  8/8" in line
+    assert board[3] == f"paired differences: batchbench compare {' '.join(ranked)}"
+
 
 def test_one_models_failure_does_not_stop_the_other(batch_emulator_factory, tmp_path):
     from support.runs import env

@@ -14,7 +14,7 @@ from ..engine.rundir import Run
 from ..errors import ConfigError
 from ..kinds import Stage
 from .common import SAMPLE_DATASET, DatasetOpt, clock_of, friendly
-from .finish import finish_run
+from .finish import finish_run, print_leaderboard
 from .run_options import TailFlexOpt
 from .start import group_run_name
 
@@ -118,6 +118,7 @@ def demo(
             )
             for r in results
         ]
+        print_leaderboard([r.run for r in results], kept=jobs_dir is not None)
         raise typer.Exit(3 if 3 in codes else max(codes))
 
 

@@ -83,3 +83,14 @@ def finish_run(
             typer.echo(f"in progress: advance it again with the same command, or {see}")
         return 3
     return 1 if status["cases"]["errors"] or summary is None else 0
+
+
+def print_leaderboard(runs: list[Run], kept: bool = True) -> None:
+    """After a command that advanced several runs: them side by side, best first
+    (``kept``: the runs stay, so `compare` can be pointed at them)."""
+    from ..costs.pricing import load_pricing
+    from ..views.listing import leaderboard_text
+
+    started = [r for r in runs if r.exists()]
+    if len(started) > 1:
+        typer.echo("\n" + leaderboard_text(started, load_pricing(), hint=kept))

@@ -10,7 +10,7 @@ import typer
 
 from ..engine.runconfig import default_name
 from .common import clock_of, friendly
-from .finish import finish_run, print_dry_run
+from .finish import finish_run, print_dry_run, print_leaderboard
 from .run_options import (
     AnswerModelOpt,
     AsJsonOpt,
@@ -160,6 +160,7 @@ def run(
         )
         for r in results
     ]
+    print_leaderboard([r.run for r in results])
     raise typer.Exit(3 if 3 in codes else max(codes))
 
 

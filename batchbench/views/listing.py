@@ -93,3 +93,46 @@ def listing_table(rows: list[dict[str, Any]]) -> str:
     widths = [max(len(row[i]) for row in cells) for i in range(len(COLUMNS))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
     return "\n".join(lines + notes)
+
+
+def leaderboard_text(runs: list[Run], pricing: Pricing, hint: bool = True) -> str:
+    """The runs of one command side by side, best overall macro mean first: what a
+    group's N summary tables leave the reader to assemble. Unscored runs come last; the
+    intervals are each run's own (``compare`` gives paired differences)."""
+    rows = [run_listing(r, pricing) for r in runs]
+    scored = [r for r in rows if isinstance(r.get("overall_macro_mean"), float)]
+    scored = [r for r in scored if math.isfinite(r["overall_macro_mean"])]
+    scored.sort(key=lambda r: -r["overall_macro_mean"])
+    cis = {r.name: _ci(r) for r in runs}
+    cells = [["#", "run", "answer model", "mean", "95% CI", "scored/total", "cost"]]
+    for rank, r in enumerate(scored, 1):
+        cells.append(
+            [
+                str(rank),
+                r["run"],
+                str(r["answer_model"]),
+                f"{r['overall_macro_mean']:.3f}",
+                cis[r["run"]],
+                f"{r['scored']}/{r['total']}",
+                r[COST],
+            ]
+        )
+    for r in rows:
+        if r not in scored:
+            cells.append(
+                ["-", r["run"], str(r.get("answer_model", "-")), "-", "-", r["status"], "-"]
+            )
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
+    names = " ".join(r["run"] for r in scored)
+    compare = f"paired differences: batchbench compare {names}" if len(scored) > 1 else ""
+    compare = compare if hint else ""
+    return "\n".join(["leaderboard (overall macro mean)", *lines, *([compare] if compare else [])])
+
+
+def _ci(run: Run) -> str:
+    try:
+        low, high = run_status(run)["overall_ci95"]  # type: ignore[typeddict-item]
+    except (BatchbenchError, KeyError):
+        return "-"
+    return f"[{low:.3f}, {high:.3f}]"

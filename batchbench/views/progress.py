@@ -10,6 +10,7 @@ from how fast the batches in flight have been getting through their lines.
 
 from __future__ import annotations
 
+import shutil
 import sys
 from typing import TYPE_CHECKING, TextIO
 
@@ -19,22 +20,15 @@ from rich.text import Text
 
 from ..clock import SYSTEM, Clock
 from ..engine.state import RunState
+from ..formats import duration
 from ..kinds import STAGES
 
 if TYPE_CHECKING:
     from ..engine.pipeline import Pipeline
 
 WIDTH = 100
-HEARTBEAT = 180.0  # seconds between lines in a log
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(max(0, seconds))
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+HEARTBEAT = 60.0  # seconds between lines in a log (when something changed)
+SETTLED = 0.1  # a batch's pace tells its end once this share of its lines is done
 
 
 def eta(state: RunState, now: float) -> float | None:
@@ -48,14 +42,31 @@ def eta(state: RunState, now: float) -> float | None:
             continue
         total, done = sub.view.total, sub.view.done
         since = now - (sub.create_started or sub.planned_at)
-        if total and done and since > 0:
-            waits.append((total - done) * since / done)
+        if not total or since <= 0 or done >= total:
+            continue
+        if done < max(1, SETTLED * total):
+            return None  # a pace from its first few lines (queue time in it) says nothing
+        waits.append((total - done) * since / done)
     return max(waits) if waits else None
 
 
-def progress_line(state: RunState, now: float, done: bool = False) -> str:
+def progress_line(state: RunState, now: float, done: bool = False, width: int = WIDTH) -> str:
     """``answers 120/250 (+30/40 running) · judges 80/250 · 3 failed · 5m12s · ETA 4m10s``
-    (a finished run's time is from its start to its last collection, not to now)."""
+    (a finished run's time is from its start to its last collection, not to now), in
+    ``width`` columns: the running details go first, the ETA stays."""
+    full = _line(state, now, done, details=True)
+    if len(full) <= width:
+        return full
+    short = _line(state, now, done, details=False)
+    if len(short) <= width:
+        return short
+    head, eta_part = (short.rsplit(" · ETA ", 1) + [""])[:2]
+    tail = f" · ETA {eta_part}" if eta_part else ""
+    room = max(1, width - len(tail) - 1)
+    return (head[:room] + "…" + tail)[:width] if len(head) > room else head + tail
+
+
+def _line(state: RunState, now: float, done: bool, details: bool) -> str:
     parts = []
     for stage in STAGES:
         progress = state.progress(stage)
@@ -65,21 +76,21 @@ def progress_line(state: RunState, now: float, done: bool = False) -> str:
         running = [v for v in views if v.processing is None]
         lines = sum(v.done for v in running)
         size = sum(v.total for v in running)
-        extra = f" (+{lines}/{size} running)" if size else ""
+        extra = f" (+{lines}/{size} running)" if size and details else ""
         # A service that reports only what is not yet done (Anthropic, until the end).
         processing = sum(v.processing or 0 for v in views if v.processing is not None)
-        extra += f" ({processing} processing)" if processing else ""
-        extra += f" ({cancelling} cancelling)" if cancelling else ""
+        extra += f" ({processing} processing)" if processing and details else ""
+        extra += f" ({cancelling} cancelling)" if cancelling and details else ""
         parts.append(f"{stage} {progress.done}/{progress.total}{extra}")
     failed = sum(1 for c in state.cases.values() if c.final == "error")
     if failed:
         parts.append(f"{failed} failed")
     end = state.ended if done and state.ended is not None else now
-    parts.append(_duration(end - state.started) if state.started else "0s")
+    parts.append(duration(end - state.started) if state.started else "0s")
     left = eta(state, now)
     if left is not None:
-        parts.append(f"ETA {_duration(left)}")
-    return " · ".join(parts)[:WIDTH]
+        parts.append(f"ETA {duration(left)}")
+    return " · ".join(parts)
 
 
 class Progress:
@@ -121,7 +132,10 @@ class Progress:
     def __call__(self, pipeline: Pipeline) -> None:
         now = self.clock.time()
         name = pipeline.config.name
-        line = progress_line(pipeline.state, now, pipeline.done())
+        # A terminal's line fits its width beside the names; a log's is whole.
+        names = max(len(n) for n in [*self.lines, name]) + 2
+        width = shutil.get_terminal_size((WIDTH, 24)).columns - names if self.tty else 10**4
+        line = progress_line(pipeline.state, now, pipeline.done(), max(20, width))
         self.lines[name] = line
         if self.tty:
             self._draw(now, pipeline.done())

@@ -13,11 +13,12 @@ from ..costs.rollup import RunCost, run_cost, stage_price_text, total_text, usag
 from ..engine.runconfig import RunConfig
 from ..engine.rundir import Run
 from ..engine.state import RunState
-from ..formats import interval, num, usd
+from ..formats import duration, interval, num, usd
 from ..kinds import STAGES, RunStatus, Stage
 from ..scores.noise import JudgeNoise, load_noise, noise_text
 from ..scores.summary_file import read_summary
 from .causes import error_cause, errors_line
+from .progress import eta
 
 
 class CaseCounts(TypedDict):
@@ -66,6 +67,8 @@ class RunStatusRecord(_RunStatus, total=False):
     """Everything ``batchbench status`` shows (``--json`` prints it as is)."""
 
     flex: FlexRecord
+    eta_seconds: float  # at the pace of the batches in flight, as of ``as_of``
+    projected_batch_usd: dict[str, float | None]  # stage and "total" → USD when done
     overall_macro_mean: float
     overall_ci95: list[float]
     judge_noise: JudgeNoise  # a run graded with --judge-passes K > 1, once done
@@ -146,6 +149,27 @@ def flex_record(state: RunState, config: RunConfig, pricing: Pricing) -> FlexRec
     return {"sent": sent, "finished": finished, "batch_usd": cost}
 
 
+def projected_cost(
+    state: RunState, cost: RunCost, judge_passes: int
+) -> dict[str, float | None] | None:
+    """What each stage will have cost when done, at its cost per request so far (None
+    for a stage with no priced request yet), and the total once every stage has one;
+    None when no stage has anything to go by."""
+    out: dict[str, float | None] = {}
+    for stage in STAGES:
+        spent = cost["stages"][stage]
+        requests, usd_ = spent.get("requests", 0), spent["batch_usd"]
+        expected = state.progress(stage).total * (judge_passes if stage == "judges" else 1)
+        out[stage] = (
+            None if not requests or usd_ is None else usd_ / requests * max(requests, expected)
+        )
+    known = [v for v in out.values() if v is not None]
+    if not known:
+        return None
+    out["total"] = sum(known) if len(known) == len(STAGES) else None
+    return out
+
+
 def flex_text(flex: FlexRecord) -> str:
     price = usd(flex["batch_usd"]) if flex["batch_usd"] is not None else "unpriced"
     return (
@@ -221,6 +245,13 @@ def run_status(run: Run, pricing: Pricing | None = None) -> RunStatusRecord:
     flex = flex_record(state, config, pricing)
     if flex is not None:
         out["flex"] = flex
+    if status == "in progress":
+        left = eta(state, state.last_event or 0.0)
+        if left is not None:
+            out["eta_seconds"] = left
+        projected = projected_cost(state, out["cost"], config.judge_passes)
+        if projected is not None:
+            out["projected_batch_usd"] = projected
     noise, problem = load_noise(run)
     if noise is not None:
         out["judge_noise"] = noise
@@ -259,6 +290,23 @@ def status_text(status: RunStatusRecord, now: float | None = None) -> str:
             f"  {stage}: {s['done']}/{s['total']} done, {s['failed']} failed; batches: {batches}"
         )
         lines.extend(f"    {r}" for r in s["running"])
+    if "eta_seconds" in status:
+        when = _age(status["as_of"], now or time.time())
+        lines.append(
+            f"  ETA {duration(status['eta_seconds'])} ({when}; at the pace of the batches in"
+            " flight)"
+        )
+    if "projected_batch_usd" in status:
+        proj = status["projected_batch_usd"]
+        unknown = "? (no priced results yet)"
+        each = ", ".join(
+            f"{stage} {unknown if proj[stage] is None else usd(proj[stage])}" for stage in STAGES
+        )
+        whole = f"{usd(proj['total'])}: " if proj["total"] is not None else ""
+        lines.append(
+            f"  projected cost when done {whole}{each} at batch price (at each stage's cost"
+            " per request so far)"
+        )
     if "overall_macro_mean" in status:
         lo, hi = status["overall_ci95"]
         lines.append(
