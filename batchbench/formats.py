@@ -48,3 +48,9 @@ def duration(seconds: float) -> str:
     if seconds < 3600:
         return f"{seconds // 60}m{seconds % 60:02d}s"
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def article(word: str) -> str:
+    """``a Gemini``, ``an Anthropic``: by the first letter, which for every name said
+    here (providers, publishers) is its first sound."""
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"

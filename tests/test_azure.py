@@ -102,6 +102,22 @@ def test_a_misspelt_deployment_stops_the_run_in_one_line_naming_it_and_the_endpo
     assert len(emu.ledger()["batches"]) == 1  # stopped at the first refusal
 
 
+def test_a_dated_openai_api_version_in_the_environment_is_said_and_the_v1_api_used(
+    batch_emulator, tmp_path, fixture_dir
+):
+    """#47.10: Azure users often have OPENAI_API_VERSION=2024-10-21 (the dated API's);
+    on the v1 API's paths the service refuses it (the SDK's own client is refused here
+    too), so the run says so once and speaks the v1 API as api-version v1."""
+    emu = batch_emulator
+    with pytest.raises(openai.BadRequestError, match="v1"):
+        _client(emu, version="2024-10-21").models.list()
+    env = {**AZURE.env(emu), "OPENAI_API_VERSION": "2024-10-21"}
+    proc = run_cli(*AZURE.args(emu, tmp_path, fixture_dir, "--limit", "2"), env=env)
+    assert proc.returncode == 0, proc.stderr
+    said = " ".join(proc.stderr.split())
+    assert "OPENAI_API_VERSION=2024-10-21 is for Azure OpenAI's dated API" in said
+
+
 def test_one_command_grades_openai_and_azure_models_with_judges_inside_azure(
     batch_emulator, tmp_path, fixture_dir
 ):

@@ -418,6 +418,27 @@ def test_help_version_and_the_order_of_commands():
     for command in order:
         text = run_cli(command, "--help").stdout
         assert "Example" in text and "<bool>" not in text, command
+        # #47.10: no typer type beside an argument, no braces in the usage, and every
+        # paragraph wrapped to the terminal (a docstring's own line breaks are not kept:
+        # with room to spare, a paragraph's line never ends mid-sentence before a word
+        # that continues it)
+        wide = run_cli(command, "--help", env={"COLUMNS": "250"}).stdout
+        assert "<list[" not in wide and "{" not in wide.split("Usage:")[1].splitlines()[0]
+        prose = wide.split("╭")[0].splitlines()[3:]
+        for line, after in zip(prose, prose[1:]):
+            if line.strip() and after.strip():
+                assert len(line.rstrip()) > 150 or line.rstrip()[-1] in ".:)", (command, line)
+    # Shell completion, as bash asks the installed command for it
+    import subprocess
+    import sys
+
+    command = Path(sys.executable).with_name("batchbench")
+    script = subprocess.run([command, "--show-completion", "bash"], capture_output=True, text=True)
+    assert "complete -o default -F _batchbench_completion batchbench" in script.stdout
+    asked = {"COMP_WORDS": "batchbench ca", "COMP_CWORD": "1"}
+    asked |= {"_BATCHBENCH_COMPLETE": "complete_bash", "PATH": "/usr/bin"}
+    words = subprocess.run([command], capture_output=True, text=True, env=asked).stdout.split()
+    assert words == ["calibrate", "cancel"]
 
 
 def test_the_demo_suggests_keeping_its_folder_and_prints_paths_that_exist(tmp_path):

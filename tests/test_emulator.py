@@ -540,11 +540,18 @@ def test_cli_emulator_with_file_responder(tmp_path):
         assert proc.stdout.readline().startswith("Point a client at it")
         base_url = f"{url}/v1"
         wanted = {f"export AZURE_OPENAI_ENDPOINT={url}", f"export OPENAI_BASE_URL={base_url}"}
+        # and the keys the SDKs read (a newcomer pastes the lines and has a full environment)
+        keys = {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "FIREWORKS_API_KEY"}
         variables: list[str] = []
-        while not wanted <= set(variables) and len(variables) < 30:
+        printed: dict[str, str] = {}
+        while not (wanted <= set(variables) and keys <= set(printed)) and len(variables) < 40:
             variables.append(proc.stdout.readline().strip())
-        assert wanted <= set(variables), variables
-        c = OpenAI(api_key="k", base_url=base_url, max_retries=0)
+            name, _, value = variables[-1].removeprefix("export ").partition("=")
+            printed[name] = value
+        assert wanted <= set(variables) and keys <= set(printed), variables
+        c = OpenAI(
+            api_key=printed["OPENAI_API_KEY"], base_url=printed["OPENAI_BASE_URL"], max_retries=0
+        )
         f = upload(c, [line(1)])
         b = c.batches.create(input_file_id=f.id, endpoint=EP, completion_window="24h")
         done = wait(c, b.id)

@@ -309,7 +309,7 @@ def test_broken_output_files_stop_with_the_culprit(
         # The reference judges on OpenAI: a Claude judge is refused before anything runs.
         (
             ["--judge-model", "claude-sonnet-4-5"],
-            ["--judge-model 'claude-sonnet-4-5'", "Anthropic model", "judges are OpenAI"],
+            ["--judge-model 'claude-sonnet-4-5' is an Anthropic model", "judges are OpenAI"],
         ),
     ],
 )

@@ -18,7 +18,7 @@ from .watch import cancel, list_command, remove, status
 
 app = typer.Typer(
     cls=Group,
-    add_completion=False,
+    add_completion=True,  # --install-completion, --show-completion (bash, zsh, fish, pwsh)
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode="rich",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import math
 import os
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from typer.core import TyperCommand, TyperGroup
+from typer.core import TyperArgument, TyperCommand, TyperGroup
 
 from ..clock import SYSTEM, Clock
 from ..errors import BatchbenchError, InvariantError, StorageError
@@ -62,9 +63,36 @@ def spread(args: list[str]) -> list[str]:
     return out
 
 
+def reflow(text: str | None) -> str | None:
+    """A docstring's paragraphs each on one line: the help wraps them to the terminal
+    (typer keeps a later paragraph's line breaks, cutting sentences mid-line)."""
+    if text is None:
+        return None
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(" ".join(line.strip() for line in p.splitlines()) for p in paragraphs)
+
+
 class Command(TyperCommand):
-    """A command whose help shows no ``<bool>`` beside ``--help``, whose greedy options
-    take several values (:func:`spread`)."""
+    """A command whose help shows no ``<bool>`` beside ``--help``, whose paragraphs wrap
+    to the terminal (:func:`reflow`), whose greedy options take several values
+    (:func:`spread`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.help = reflow(self.help)
+        for param in self.params:  # an argument's metavar says it all: no <list[str]>
+            if isinstance(param, TyperArgument):
+                param.display_type_rich = lambda ctx: None  # type: ignore[method-assign]
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        """``[OPTIONS] RUN...``: each argument as its metavar writes it (typer would
+        print ``{RUN...}...``)."""
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if isinstance(param, TyperArgument):
+                more = "..." if param.nargs != 1 else ""
+                pieces.append(param.metavar or f"{(param.name or '').upper()}{more}")
+        return pieces
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         return super().parse_args(ctx, spread(list(args)))  # type: ignore[no-any-return]
@@ -77,7 +105,14 @@ class Command(TyperCommand):
 
 
 class Group(TyperGroup):
-    """The command group, likewise."""
+    """The command group, likewise (its completion flags too)."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        params = super().get_params(ctx)
+        for param in params:
+            if param.name in ("install_completion", "show_completion"):
+                param.metavar = ""
+        return params  # type: ignore[no-any-return]
 
     def get_help_option(self, ctx: Any) -> Any:
         option = super().get_help_option(ctx)

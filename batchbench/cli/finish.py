@@ -69,8 +69,10 @@ def finish_run(
         typer.echo(f"{run.name}: stopped: {error}")
     if temporary:
         typer.echo("(the demo ran in a temporary folder, now deleted; --jobs-dir DIR keeps it)")
-    else:
+    elif run.results_path.exists():
         typer.echo(f"results: {run.results_path.resolve()}")
+    else:  # a tick before any case has its row
+        typer.echo(f"results: none yet (they go to {run.results_path.resolve()})")
     if error is not None:
         return 1
     if not complete:

@@ -107,7 +107,7 @@ def cancel(
         str | None, typer.Option(help="OpenAI's base URL (default: the run's).", metavar="URL")
     ] = None,
 ) -> None:
-    """Cancel a run's in-flight batches and submit nothing more (until `run` resumes it);
+    """Cancel a run's in-flight batches and submit nothing more (until `run … --resume-cancelled`);
     works while another process is advancing the run.
 
     Example: batchbench cancel gpt-5.4-mini

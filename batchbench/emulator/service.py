@@ -211,8 +211,15 @@ def serve(emulator: Emulator, announce: Callable[[str], None] = print) -> None:
     signal.signal(signal.SIGTERM, terminate)
     emulator.start()
     announce(f"Batch API emulator listening on {emulator.url}")
-    announce("Point a client at it with (every provider's face; any key is taken):")
-    for name, value in emulator.environment().items():
+    key = emulator.hub.api_key
+    taken = f"the key {key!r} only" if key else "any key is taken"
+    announce(f"Point a client at it with (every provider's face; {taken}):")
+    keys: dict[str, str] = {}
+    for face in emulator.hub.faces:  # the faces whose SDK reads a key from a variable
+        variable = getattr(face, "key_variable", None)
+        if isinstance(variable, str):
+            keys[variable] = key or "rehearsal-not-secret"
+    for name, value in {**emulator.environment(), **keys}.items():
         announce(f"  export {name}={value}")
     try:
         while True:

@@ -283,9 +283,11 @@ def plan_text(p: DryRun) -> str:
         below = s.get("below_minimum")
         if below is not None:
             lines.append(
-                f"{name}: {s['requests']} requests, fewer than the {below['minimum']} a"
-                f" {s['provider']} batch job needs: refused as a job; --on-demand-remainder"
-                f" sends them on demand for {usd(below['on_demand_usd'])} (the full price)"
+                f"warning: {name}: {s['requests']} requests, fewer than the"
+                f" {below['minimum']} a {s['provider']} batch job needs: the live run would"
+                " stop before sending them (the service refuses such a job);"
+                f" --on-demand-remainder sends them on demand for {usd(below['on_demand_usd'])}"
+                " (the full price)"
             )
     if p["total"]["unpriced"]:
         total = p["total"]

@@ -17,6 +17,7 @@ from urllib.parse import urlparse
 
 from ..clock import SYSTEM, Clock
 from ..errors import ConfigError, ProviderUnavailable
+from ..formats import article
 from .base import Account, Client, Service, Wire
 from .registry import ALIASES, BY_NAME, PROVIDERS, ProviderSpec
 
@@ -51,7 +52,7 @@ def judge_provider(model: str) -> str:
     if not BY_NAME[name].judges:
         able = " or ".join(p.label for p in reversed(PROVIDERS) if p.judges)
         raise ConfigError(
-            f"--judge-model {model!r} is a {BY_NAME[name].label} model, and judges are"
+            f"--judge-model {model!r} is {article(BY_NAME[name].label)} model, and judges are"
             f" {able} models (the reference runner judges on OpenAI)"
         )
     return name

@@ -2,7 +2,8 @@
 
 The client is :class:`openai.AzureOpenAI` on the resource's v1 API
 (``{AZURE_OPENAI_ENDPOINT}/openai/v1``), the key in the ``api-key`` header, and
-``api-version`` from ``OPENAI_API_VERSION`` (``v1`` when unset, the v1 API's own).
+``api-version`` from ``OPENAI_API_VERSION`` (``v1``, the v1 API's own, when it is unset
+or names a dated version, which is for the dated API's paths).
 The batch is created for ``/v1/chat/completions`` (the SDK's type allows only that
 spelling; Azure takes it as the lines' ``/chat/completions``). Everything else —
 files, batches, metadata tags, the list walk that finds a batch whose create was
@@ -17,10 +18,11 @@ first batch's validation in the service's own words.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import openai
 
+from ..clock import SYSTEM, Clock
 from ..errors import ApiNotFoundError, ConfigError
 from . import tls
 from .base import Service
@@ -32,9 +34,33 @@ V1_PATH = "/openai/v1"
 API_VERSION = "v1"  # the v1 API's api-version when none is named
 
 
+V1_VERSIONS = ("v1", "preview", "latest")  # what the v1 API takes as api-version
+
+
+def api_version() -> tuple[str, str | None]:
+    """The v1 API's api-version, from ``OPENAI_API_VERSION`` when it names one of the v1
+    API's; a dated one (``2024-10-21``, common in Azure users' environments, for the
+    dated API) is the v1 API's own instead, with a note saying so."""
+    given = os.environ.get("OPENAI_API_VERSION") or API_VERSION
+    if given in V1_VERSIONS:
+        return given, None
+    return API_VERSION, (
+        f"note: OPENAI_API_VERSION={given} is for Azure OpenAI's dated API; batchbench"
+        f" speaks its v1 API ({V1_PATH}), as api-version {API_VERSION}"
+    )
+
+
 class AzureClient(OpenAIClient):
     display = "Azure OpenAI"
     key_hint = "AZURE_OPENAI_API_KEY"
+
+    def __init__(
+        self, service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock = SYSTEM
+    ) -> None:
+        super().__init__(service, api_key, warn=warn, clock=clock)
+        note = api_version()[1]
+        if note is not None:
+            warn(note)
 
     def calls(self, kind: CallKind, model: str) -> Calls | None:
         """None: Azure OpenAI has no flex tier."""
@@ -44,7 +70,7 @@ class AzureClient(OpenAIClient):
         return openai.AzureOpenAI(
             api_key=api_key,
             base_url=f"{service.base_url}{V1_PATH}",
-            api_version=os.environ.get("OPENAI_API_VERSION") or API_VERSION,
+            api_version=api_version()[0],
             max_retries=0,
             timeout=timeout(openai),
             http_client=tls.http_client(openai),

@@ -36,6 +36,7 @@ from google.genai import types
 
 from ..clock import SYSTEM, Clock
 from ..errors import ApiError, ApiNotFoundError, ConfigError, InvariantError
+from ..formats import article
 from ..kinds import Ending
 from . import gcs, retry, tls
 from .base import BatchError, BatchView, Marks, Service, Tag, cancel_unless_ended
@@ -145,7 +146,7 @@ class VertexClient:
         quick = types.HttpOptions(timeout=int(retry.PREFLIGHT_TIMEOUT * 1000))
         for model in dict.fromkeys(models):
             if family(model) != self.publisher:
-                raise ConfigError(f"model {model!r} is not a {self.publisher} model")
+                raise ConfigError(f"model {model!r} is not {article(self.publisher)} model")
             look_up = functools.partial(
                 self.sdk.models.get,
                 model=self._model(model),

@@ -39,6 +39,7 @@ class AnthropicFace(AnthropicBook):
     """The Message Batches the emulated service holds, and the routes that reach them."""
 
     name = "anthropic"
+    key_variable = "ANTHROPIC_API_KEY"  # what its SDK reads (any value is taken)
 
     def __init__(self, store: Store) -> None:
         super().__init__(store)

@@ -47,6 +47,7 @@ WRONG_KEY = (
 
 class AzureFace(OpenAIFace):
     name = "azure"
+    key_variable = "AZURE_OPENAI_API_KEY"
 
     def __init__(self, store: Store) -> None:
         super().__init__(store, prefix="/openai/v1", limits=AZURE_LIMITS, provider="azure")

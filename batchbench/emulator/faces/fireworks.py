@@ -45,6 +45,7 @@ class FireworksFace(FireworksBook):
     """The datasets and batch inference jobs the emulated service holds, and its routes."""
 
     name = "fireworks"
+    key_variable = "FIREWORKS_API_KEY"
 
     def __init__(self, store: Store) -> None:
         super().__init__(store)

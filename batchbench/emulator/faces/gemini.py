@@ -33,6 +33,7 @@ class GeminiFace(GeminiBook):
     """The files and batch jobs the emulated Gemini service holds, and its routes."""
 
     name = "gemini"
+    key_variable = "GEMINI_API_KEY"
 
     def __init__(self, store: Store) -> None:
         super().__init__(store)

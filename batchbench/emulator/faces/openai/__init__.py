@@ -43,6 +43,7 @@ OPENAI_LIMITS = Limits(
 
 class OpenAIFace:
     name = "openai"
+    key_variable = "OPENAI_API_KEY"  # what its SDK reads (any value is taken)
 
     def __init__(
         self,
