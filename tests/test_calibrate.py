@@ -219,8 +219,16 @@ def test_the_html_form_saves_the_same_csv_in_a_real_browser(batch_emulator, tmp_
         chrome.evaluate(
             "URL.createObjectURL = () => 'blob:x'; HTMLAnchorElement.prototype.click = () => {}"
         )
-        chrome.evaluate("document.getElementById('save').click()")
-        assert chrome.evaluate("document.getElementById('said').textContent") == "saved labels.csv"
+        # the button at the foot of the page saves as the one at the top, named by rater
+        chrome.evaluate("document.querySelectorAll('button.save')[1].click()")
+        said = chrome.evaluate("document.getElementById('said').textContent")
+        assert said == "saved labels-dr_form.csv"
+        # each failure mode (negative points) says that "met" means the harm happened
+        harms = chrome.evaluate(
+            "[...document.querySelectorAll('tbody tr')].map(tr => tr.classList.contains('harm')"
+            " && tr.cells[0].textContent.includes('met means the answer does this harm'))"
+        )
+        assert harms == [float(r["points"].lstrip("'")) < 0 for r in rows] and any(harms)
     got = list(csv.DictReader(io.StringIO(saved)))
     assert [(r["case_id"], r["item_id"]) for r in got] == [
         (r["case_id"], r["item_id"]) for r in rows
@@ -344,8 +352,11 @@ def test_hostile_answers_keep_the_forms_save_button_in_a_real_browser(
             "URL.createObjectURL = () => 'blob:x'; HTMLAnchorElement.prototype.click = () => {}"
         )
         chrome.evaluate("document.getElementById('save').click()")
-        assert chrome.evaluate("document.getElementById('said').textContent") == "saved labels.csv"
+        said = chrome.evaluate("document.getElementById('said').textContent")
         saved = chrome.evaluate("csvText()")
+    sheet_text = (tmp_path / "sheet.csv").read_text()
+    items = len(list(csv.reader(io.StringIO(sheet_text, newline="")))) - 2  # note, header
+    assert said == f"saved labels-dr_form.csv ({items} items not yet labelled)"
     form = list(csv.reader(io.StringIO(saved, newline="")))
     sheet = list(csv.reader(io.StringIO((tmp_path / "sheet.csv").read_text(), newline="")))[1:]
     header = sheet[0]

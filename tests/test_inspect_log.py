@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from support import reference
 from support.cli import assert_one_line_error, run_cli
-from support.runs import run_args
+from support.runs import parse_id, run_args
 
 from batchbench.bench.dataset import load_dataset
 from batchbench.emulator.model import default_content
@@ -49,9 +49,21 @@ def test_the_log_reads_back_with_the_runs_cases_answers_and_scores(
     by_case = {r["case_id"]: r for r in rows}
     assert sorted(s.id for s in log.samples) == sorted(by_case)
     by_id = {c["case_id"]: c for c in cases}
+    # each answer's tokens, as the raw batch output says them (read here line by line)
+    answered = {}
+    for raw in (tmp_path / "jobs" / "ans-model" / "raw").glob("*.jsonl"):
+        for text in raw.read_text().splitlines():
+            line = json.loads(text)
+            found = parse_id(line["custom_id"])
+            body = (line.get("response") or {}).get("body") or {}
+            if found.stage == "answers" and body.get("usage"):
+                answered[found.case_id] = body["usage"]
     for sample in log.samples:
         row = by_case[sample.id]
-        assert sample.input[-1].content == by_id[sample.id]["prompt"]
+        # what a viewer lists is the case; the messages keep the system prompt before it
+        assert sample.input == by_id[sample.id]["prompt"]
+        assert sample.messages[0].role == "system"
+        assert sample.messages[1].content == by_id[sample.id]["prompt"]
         if "error" in row:
             assert sample.error is not None and sample.error.message == row["error"]
             assert "HTTP 400" in row["error"]
@@ -59,6 +71,12 @@ def test_the_log_reads_back_with_the_runs_cases_answers_and_scores(
         score = sample.scores["rubric"]
         assert score.value == row["score"] and sample.output.completion == row["answer"]
         assert score.metadata["decisions"] == row["decisions"]
+        used, raw = sample.model_usage["openai/ans-model"], answered[sample.id]
+        assert used.input_tokens + (used.input_tokens_cache_read or 0) == raw["prompt_tokens"]
+        assert used.output_tokens == raw["completion_tokens"] and sample.output.usage == used
+    total = log.stats.model_usage["openai/ans-model"]
+    scored = [c for c in answered if "error" not in by_case[c]]
+    assert total.output_tokens == sum(answered[c]["completion_tokens"] for c in scored)
     summary = reference.summarize(rows)
     metrics = log.results.scores[0].metrics
     assert metrics["overall"].value == pytest.approx(summary["overall_macro_mean"], rel=1e-12)

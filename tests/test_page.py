@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from html.parser import HTMLParser
 
@@ -105,6 +106,17 @@ def test_the_page_of_a_comparison_shows_the_summaries_numbers_and_escapes_conten
             per_benchmark.setdefault(bench, []).extend([v["mean"], *v["ci95"]])
     for bench, values in per_benchmark.items():
         assert page.rows[bench] == values
+    # ... closed by the overall macro row, the same figures as the leaderboard's
+    assert page.rows["overall (macro)"] == page.rows["first"] + page.rows["second"]
+    # A verdict is green where it is good for the answer: a failure mode (negative
+    # points) met is a harm that happened, red. This judge says every item is met.
+    marks = re.findall(
+        r"<td class='n'>([+-][\d.]+)</td><td>.*?</td><td class='(yes|no)'[^>]*>([^<]*)<", text
+    )
+    assert marks and {p[0] for p, *_ in marks} == {"+", "-"}
+    for points, colour, mark in marks:
+        harm = float(points) < 0
+        assert colour == ("no" if harm else "yes") and mark == ("✓ harm" if harm else "✓")
     # The failures are grouped by cause, with the judge reply that failed.
     second = [json.loads(x) for x in (jobs / "second" / "results.jsonl").read_text().splitlines()]
     failed = [r for r in second if "error" in r]

@@ -129,6 +129,12 @@ def test_compare_reports_se_mde_p_holm_margin_and_small_n(tmp_path):
     ).stdout
     assert "non-inferiority at margin 0.05" in text and "not to be trusted" in text
     assert "MDE80" in text and "Holm" in text
+    # a verdict the interval does not give is "not demonstrated" (never "not shown",
+    # which reads as a figure left off the screen)
+    far = next(c for c in got["comparisons"] if c["a"] == "far")
+    assert far["overall"]["non_inferior"] is False  # "far" is the fixture's worse model
+    assert "far is NOT demonstrated to be within 0.05 of" in " ".join(text.split())
+    assert "not shown" not in text
 
 
 def test_the_report_shows_se_mde_p_holm_and_the_verdicts_of_each_comparison(tmp_path):
@@ -151,7 +157,7 @@ def test_the_report_shows_se_mde_p_holm_and_the_verdicts_of_each_comparison(tmp_
         shown = {}
         for label, cells in re.findall(r"<tr><td>(.*?)</td>(.*?)</tr>", section):
             values = [float(v) for v in re.findall(r'data-value="([^"]+)"', cells)]
-            verdict = re.findall(r"<td>(yes|not shown|no verdict \(small n\))</td>", cells)
+            verdict = re.findall(r"<td>(yes|not demonstrated|no verdict \(small n\))</td>", cells)
             shown[label.split(" <span")[0]] = (values, verdict)
         expected = {**want["benchmarks"], "overall (macro)": {**want["overall"], "p": p_holm}}
         assert set(shown) == set(expected)
@@ -159,7 +165,7 @@ def test_the_report_shows_se_mde_p_holm_and_the_verdicts_of_each_comparison(tmp_
             p = v.get("p", v["p_value"])
             share = [] if v["share_a_better"] is None else [v["share_a_better"]]
             numbers = [v["diff"], *v["ci95"], *share, v["se_diff"], v["mde80"], p]
-            said = "yes" if v["ci95"][0] > -0.05 else "not shown"
+            said = "yes" if v["ci95"][0] > -0.05 else "not demonstrated"
             assert shown[label] == (numbers, ["no verdict (small n)" if v["small_n"] else said])
             assert ("not to be trusted" in section) is any(
                 x["n"] < 20 for x in want["benchmarks"].values()

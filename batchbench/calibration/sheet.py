@@ -139,8 +139,11 @@ def write_html(path: Path, note: str, rows: Sequence[Mapping[str, Any]]) -> None
                 "<table><thead><tr><th>item</th><th>points</th><th>met</th><th>not met</th>"
                 "</tr></thead><tbody>"
             )
+        harm = _is_harm(row["points"])
         blocks.append(
-            f"<tr><td>{escape(str(row['item']))}</td><td>{escape(str(row['points']))}</td>"
+            f"<tr{' class=harm' if harm else ''}><td>{escape(str(row['item']))}"
+            + (f"<br><small>{HARM_HINT}</small>" if harm else "")
+            + f"</td><td>{escape(str(row['points']))}</td>"
             f'<td><input type="radio" name="v{n}" value="1"></td>'
             f'<td><input type="radio" name="v{n}" value="0"></td></tr>'
         )
@@ -157,16 +160,33 @@ def write_html(path: Path, note: str, rows: Sequence[Mapping[str, Any]]) -> None
     atomic_write_text(path, page, mode=0o644)
 
 
+# A failure mode (negative points) is "met" when the harm is in the answer: the reverse
+# of a criterion's sense, said beside each such item so no rater reads it as "avoided".
+HARM_HINT = "a failure mode: <b>met</b> means the answer does this harm (it costs points)"
+
+
+def _is_harm(points: object) -> bool:
+    try:
+        return float(str(points)) < 0
+    except ValueError:
+        return False
+
+
 _PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>BedsideBench labelling sheet</title>
 <style>body{{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}}
 pre{{white-space:pre-wrap;background:#f6f6f6;padding:.5rem}}table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:.25rem .5rem;vertical-align:top}}</style></head>
-<body><h1>Labelling sheet</h1><p>{note}</p>
-<p>For each rubric item: is it met by the answer? The judge's verdicts are not shown.</p>
-<p><label>Rater <input id="rater" required></label>
-<button id="save">Save CSV</button> <span id="said"></span></p>
+td,th{{border:1px solid #ccc;padding:.25rem .5rem;vertical-align:top}}
+tr.harm td:first-child{{border-left:4px solid #b00}}
+#bar{{position:sticky;top:0;background:#fff;padding:.5rem 0;border-bottom:1px solid #ccc}}</style>
+</head><body><h1>Labelling sheet</h1><p>{note}</p>
+<p>For each rubric item: is it met by the answer? The judge's verdicts are not shown. An
+item with negative points is a failure mode: mark it <b>met</b> when the answer does the
+harm it names (a red edge marks each).</p>
+<p id="bar"><label>Rater <input id="rater" required></label>
+<button id="save" class="save">Save CSV</button> <span id="said"></span></p>
 {body}
+<p><button class="save">Save CSV</button></p>
 <script>
 const ROWS = {data};
 const COLUMNS = {columns};
@@ -186,16 +206,23 @@ function csvText() {{
   }});
   return lines.join("\\n") + "\\n";
 }}
-document.getElementById("save").addEventListener("click", () => {{
+function fileName() {{
+  const rater = document.getElementById("rater").value.trim();
+  return "labels-" + (rater.replace(/[^A-Za-z0-9._-]+/g, "_") || "rater") + ".csv";
+}}
+function save() {{
   const said = document.getElementById("said");
   if (!document.getElementById("rater").value.trim()) {{
     said.textContent = "name the rater first";
+    document.getElementById("rater").focus();
     return;
   }}
   const blob = new Blob([csvText()], {{type: "text/csv"}});
   const a = document.createElement("a");
-  a.href = URL.createObjectURL(blob); a.download = "labels.csv"; a.click();
-  said.textContent = "saved labels.csv";
-}});
+  a.href = URL.createObjectURL(blob); a.download = fileName(); a.click();
+  const left = ROWS.length - document.querySelectorAll("input[type=radio]:checked").length;
+  said.textContent = "saved " + a.download + (left ? " (" + left + " items not yet labelled)" : "");
+}}
+document.querySelectorAll("button.save").forEach(b => b.addEventListener("click", save));
 </script></body></html>
 """

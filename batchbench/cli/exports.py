@@ -42,6 +42,7 @@ def export_eee(named: Named, out: Path, labels: list[Path], dataset: Path | None
 def export_inspect(named: Named, path: Path, dataset: Path | None) -> Path:
     """One run as an Inspect log at ``path`` (:mod:`..views.inspect_log`)."""
     from ..calibration import load_run
+    from ..engine.rows import answer_usage
     from ..errors import ConfigError
     from ..views import inspect_log
 
@@ -51,6 +52,12 @@ def export_inspect(named: Named, path: Path, dataset: Path | None) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     config = named.run.load_config()
     inspect_log.write(
-        path, graded.rows, graded.summary, graded.cases, run_name=named.name, run_id=config.run_id
+        path,
+        graded.rows,
+        graded.summary,
+        graded.cases,
+        run_name=named.name,
+        run_id=config.run_id,
+        usage=answer_usage(named.run),
     )
     return path

@@ -204,3 +204,27 @@ def append_pass_rows(run: Run, rows: Sequence[dict[str, Any]]) -> None:
     if rows:
         data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
         append_bytes(run.passes_path, data, "rows_half_written")
+
+
+def answer_usage(run: Run) -> dict[str, dict[str, int]]:
+    """Each answered case's tokens, from the raw file its answer came from (the rows,
+    the reference's format, carry none)."""
+    from ..providers import route, wire
+    from ..providers.frames import USAGE_COLUMNS
+
+    config = run.load_config()
+    state = run.state(config.case_ids)
+    recorded = state.services.get("answers")
+    answers_wire = wire(recorded[0] if recorded else route(config.answer_model))
+    wanted: dict[str, dict[str, str]] = {}  # raw file → custom id → case
+    for case_id, case in state.cases.items():
+        st = case.answers
+        if st.status == "ok" and st.source and st.custom_id:
+            wanted.setdefault(st.source, {})[st.custom_id] = case_id
+    out: dict[str, dict[str, int]] = {}
+    for source, ids in wanted.items():
+        frame = run.read_results(answers_wire, [source])
+        frame = frame.filter(pl.col("custom_id").is_in(list(ids)))
+        for line in frame.select("custom_id", *USAGE_COLUMNS).iter_rows(named=True):
+            out[ids[line["custom_id"]]] = {k: int(line[k] or 0) for k in USAGE_COLUMNS}
+    return out

@@ -115,7 +115,7 @@ def _non_inferiority(c: Pairwise, margin: float) -> str:
     if overall["non_inferior"] is None:
         head += f"no verdict overall (small n: {overall['n']} paired cases)"
     else:
-        verdict = "is" if overall["non_inferior"] else "is NOT shown to be"
+        verdict = "is" if overall["non_inferior"] else "is NOT demonstrated to be"
         head += (
             f"{c['a']} {verdict} within {margin:g} of {c['b']} overall"
             f" (95% CI low {overall['ci95'][0]:+.3f} vs {-margin:+g})"
@@ -126,9 +126,11 @@ def _non_inferiority(c: Pairwise, margin: float) -> str:
     none = [n for n, v in benchmarks if v["non_inferior"] is None]
     parts = []
     if not_shown:
-        parts.append(f"not shown (interval reaches below -{margin:g}) for {', '.join(not_shown)}")
+        parts.append(
+            f"not demonstrated (interval reaches below -{margin:g}) for {', '.join(not_shown)}"
+        )
     elif shown:
-        parts.append("shown for every benchmark with a verdict")
+        parts.append("demonstrated for every benchmark with a verdict")
     if none:
         parts.append(f"no verdict (small n) for {', '.join(none)}")
     return head + "".join(f"; {part}" for part in parts)

@@ -32,6 +32,17 @@ def _inspect_model(model: str) -> str:
     return f"{providers.route(model)}/{model}"
 
 
+def _total(samples: Sequence[Any], model: str) -> dict[str, Any]:
+    """The answer model's tokens over every sample that has them (Inspect's stats)."""
+    used = [s.model_usage[model] for s in samples if model in s.model_usage]
+    if not used:
+        return {}
+    total = used[0]
+    for more in used[1:]:
+        total = total + more
+    return {model: total}
+
+
 def write(
     path: Path,
     rows: Sequence[dict[str, Any]],
@@ -40,7 +51,11 @@ def write(
     *,
     run_name: str,
     run_id: str,
+    usage: Mapping[str, Mapping[str, int]] | None = None,
 ) -> None:
+    """One run as an Inspect log: a sample per case (its input the case's prompt, its
+    messages what the model was sent and said, its tokens from the raw answer when
+    ``usage`` has them), the rubric score, the summary's figures as metrics."""
     try:
         from inspect_ai.log import (
             EvalConfig,
@@ -59,6 +74,7 @@ def write(
             ChatMessageSystem,
             ChatMessageUser,
             ModelOutput,
+            ModelUsage,
         )
         from inspect_ai.scorer import Score
     except ImportError:
@@ -71,6 +87,23 @@ def write(
 
     last, _ = last_rows(rows)
     answer_model = str(summary["answer_model"])
+    model_name = _inspect_model(answer_model)
+
+    def tokens(case_id: str) -> ModelUsage | None:
+        """Inspect's reading of a reply's usage (as its OpenAI provider reads one): input
+        without the cached part, which is its own figure."""
+        used = (usage or {}).get(case_id)
+        if used is None:
+            return None
+        prompt, cached = used["prompt_tokens"], used["cached_tokens"]
+        return ModelUsage(
+            input_tokens=prompt - cached,
+            output_tokens=used["completion_tokens"],
+            total_tokens=prompt + used["completion_tokens"],
+            input_tokens_cache_read=cached or None,
+            reasoning_tokens=used["reasoning_tokens"] or None,
+        )
+
     samples = []
     for case_id in sorted(last):
         row, case = last[case_id], cases[case_id]
@@ -83,8 +116,9 @@ def write(
                 EvalSample(
                     id=case_id,
                     epoch=1,
-                    input=[system, user],
+                    input=case["prompt"],
                     target=target,
+                    messages=[system, user],
                     metadata=metadata,
                     error=EvalError(message=str(row["error"]), traceback="", traceback_ansi=""),
                 )
@@ -106,16 +140,20 @@ def write(
                 "judge_model": row.get("judge_model"),
             },
         )
+        output = ModelOutput.from_content(answer_model, answer)
+        used = tokens(case_id)
+        output.usage = used
         samples.append(
             EvalSample(
                 id=case_id,
                 epoch=1,
-                input=[system, user],
+                input=case["prompt"],  # what a viewer lists: the case, not the system prompt
                 target=target,
                 messages=[system, user, ChatMessageAssistant(content=answer, model=answer_model)],
-                output=ModelOutput.from_content(answer_model, answer),
+                output=output,
                 scores={"rubric": score},
                 metadata=metadata,
+                model_usage={} if used is None else {model_name: used},
             )
         )
     metrics = {
@@ -142,7 +180,7 @@ def write(
             dataset=EvalDataset(
                 name="BedsideBench", samples=len(samples), sample_ids=[s.id for s in samples]
             ),
-            model=_inspect_model(answer_model),
+            model=model_name,
             config=EvalConfig(),
             metadata={
                 "protocol_version": str(summary["protocol_version"]),
@@ -166,7 +204,9 @@ def write(
                 )
             ],
         ),
-        stats=EvalStats(started_at=started, completed_at=finished),
+        stats=EvalStats(
+            started_at=started, completed_at=finished, model_usage=_total(samples, model_name)
+        ),
         samples=samples,
     )
     # inspect_ai's writer writes where it is told: into a temporary file beside the

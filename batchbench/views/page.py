@@ -31,6 +31,7 @@ from ..scores.sources import resolve_all, run_dataset
 from ..scores.summary import Summary, last_rows
 from . import figures
 from .causes import error_cause, readable_error
+from .page_assets import SCRIPT, STYLE
 from .status import run_status
 
 ANSWER_LIMIT = 4000  # characters of an answer shown per model; the rest is elided
@@ -100,30 +101,6 @@ def _num(value: Any, digits: int = 3, signed: bool = False) -> str:
 
 def _ci(ci: list[Any], signed: bool = False) -> str:
     return _num(ci[0], signed=signed) + _num(ci[1], signed=signed)
-
-
-STYLE = """
-body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}
-h1{font-size:1.5em}h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}
-table{border-collapse:collapse;margin:.5em 0}td,th{padding:.2em .6em;border-bottom:1px solid #eee;
-text-align:left;vertical-align:top}td.n{text-align:right;font-variant-numeric:tabular-nums}
-dl{display:grid;grid-template-columns:max-content auto;gap:.1em 1em}dt{color:#666}
-details{border:1px solid #e4e4e4;border-radius:4px;margin:.4em 0;padding:.3em .6em}
-summary{cursor:pointer}pre{white-space:pre-wrap;background:#f7f7f7;padding:.5em;max-height:24em;
-overflow:auto}.yes{color:#11772d}.no{color:#b3261e}.disagree{background:#fff4d6}
-figure{margin:1em 0}figure svg{max-width:100%;height:auto}.failed{color:#b3261e}
-.small{color:#8a6d00}
-"""
-
-SCRIPT = """
-document.getElementById('filter').addEventListener('input', function () {
-  var b = document.getElementById('bench').value, d = document.getElementById('dis').checked;
-  document.querySelectorAll('#case-list details.case').forEach(function (el) {
-    var ok = (!b || el.dataset.benchmark === b) && (!d || el.dataset.disagree === '1');
-    el.style.display = ok ? '' : 'none';
-  });
-});
-"""
 
 
 def render(
@@ -230,6 +207,11 @@ def _benchmarks(sources: list[Source]) -> str:
             b = s.side.summary["benchmarks"].get(name)
             cells += _num(b["mean"]) + _ci(b["ci95"]) if b else "<td></td><td></td><td></td>"
         body += f"<tr data-benchmark='{_e(name)}'><td>{_e(name)}</td>{cells}</tr>"
+    overall = "".join(
+        _num(s.side.summary["overall_macro_mean"]) + _ci(s.side.summary["overall_ci95"])
+        for s in sources
+    )
+    body += f"<tr data-benchmark='overall (macro)'><th>overall (macro)</th>{overall}</tr>"
     return (
         "<h2 id='benchmarks'>Per benchmark</h2><p>mean, then its 95% interval</p>"
         f"<table><tr><th rowspan=2>benchmark</th>{head}</tr><tr>{sub_heads}</tr>{body}</table>"
@@ -250,7 +232,7 @@ def _comparisons(result: Comparison) -> str:
             small = " <span class='small'>(n &lt; 20: not to be trusted)</span>" * v["small_n"]
             verdict = ""
             if margin is not None:
-                said = {True: "yes", False: "not shown", None: "no verdict (small n)"}
+                said = {True: "yes", False: "not demonstrated", None: "no verdict (small n)"}
                 verdict = f"<td>{said[v['non_inferior']]}</td>"
             share = v["share_a_better"]
             rows.append(
@@ -322,7 +304,7 @@ def _cases(sources: list[Source], ds: Dataset) -> str:
         rubric = "".join(
             f"<tr{' class=disagree' if len({v.get(it['item_id']) for v in verdicts}) > 1 else ''}>"
             f"<td class='n'>{it['points']:+g}</td><td>{_e(it['text'])}</td>"
-            + "".join(_mark(v.get(it["item_id"])) for v in verdicts)
+            + "".join(_mark(v.get(it["item_id"]), it["points"]) for v in verdicts)
             + "</tr>"
             for it in case["rubric_items"]
         )
@@ -352,10 +334,16 @@ def _first_words(text: str) -> str:
     return " ".join(words[:PROMPT_WORDS]) + (" …" if len(words) > PROMPT_WORDS else "")
 
 
-def _mark(matched: Any) -> str:
+def _mark(matched: Any, points: float) -> str:
+    """✓ met, ✗ not met; green where the verdict is good for the answer, red where not:
+    a failure mode (negative points) met is a harm that happened, drawn red."""
     if matched is None:
         return "<td>–</td>"
-    return "<td class='yes'>✓</td>" if matched else "<td class='no'>✗</td>"
+    harm = points < 0
+    good = bool(matched) != harm
+    said = ("met" if matched else "not met") + (" (a failure mode: the harm)" if harm else "")
+    mark = ("✓" if matched else "✗") + (" harm" if harm and matched else "")
+    return f"<td class='{'yes' if good else 'no'}' title='{said}'>{mark}</td>"
 
 
 def _failures(sources: list[Source], ds: Dataset) -> str:
