@@ -43,6 +43,9 @@ TEST_MODELS = (
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # No project file a developer keeps above the checkout reaches the tests (the tests
+    # of the project file itself take this away).
+    os.environ["BATCHBENCH_PROJECT_FILE"] = "none"
     config.addinivalue_line(
         "markers",
         "soak: long, seeded runs (kills at random moments, big"

@@ -105,7 +105,23 @@ class Command(TyperCommand):
 
 
 class Group(TyperGroup):
-    """The command group, likewise (its completion flags too)."""
+    """The command group, likewise (its completion flags too); its commands' defaults
+    are the project file's where it gives one (:mod:`.project`)."""
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any
+    ) -> Any:
+        from . import project
+
+        if "default_map" not in extra:
+            try:
+                found = project.find()
+                if found is not None:
+                    extra["default_map"] = project.default_map(project.load(found), self.commands)
+            except BatchbenchError as exc:
+                typer.echo(f"error: {exc}", err=True)
+                raise typer.Exit(exc.exit_code) from None
+        return super().make_context(info_name, args, parent, **extra)
 
     def get_params(self, ctx: Any) -> list[Any]:
         params = super().get_params(ctx)

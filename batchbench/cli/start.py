@@ -11,6 +11,7 @@ import typer
 from ..engine.runconfig import default_name
 from .common import clock_of, friendly
 from .finish import finish_run, print_dry_run, print_leaderboard
+from .project import current_project
 from .run_options import (
     AnswerModelOpt,
     AsJsonOpt,
@@ -101,9 +102,12 @@ def run(
 
     if dataset is None:
         raise ConfigError(
-            "run needs --dataset DIR (or BATCHBENCH_DATASET): a BedsideBench checkout;"
-            " `batchbench demo` runs the bundled sample"
+            "run needs --dataset DIR (or BATCHBENCH_DATASET, or dataset in a batchbench.toml):"
+            " a BedsideBench checkout; `batchbench demo` runs the bundled sample"
         )
+    read = current_project()
+    if read is not None and not as_json:  # where the defaults not given here came from
+        typer.echo(f"({read.said()})")
     if as_json and not dry_run:
         raise ConfigError("--json goes with --dry-run (use `batchbench status --json`)")
     cases = Cases(dataset, smoke, limit, tuple(benchmark or ()))

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from .common import JobsDirOpt, clock_of, friendly, strict_json, warn
+from .project import current_project
 
 
 @friendly
@@ -64,10 +65,16 @@ def status(
                 typer.echo(f"({run.name} is being advanced by another process; it journals this)")
     prices = load_pricing(pricing)
     statuses = [run_status(r, prices) for r in runs]
+    read = current_project()
     if as_json:
+        for one_status in statuses:  # where the defaults of this command came from
+            one_status["project_file"] = str(read.path) if read else None
         one = names is not None and len(names) == 1
         typer.echo(strict_json(statuses[0] if one else statuses))
-    elif not statuses:
+        return
+    if read is not None:
+        typer.echo(f"({read.said()})")
+    if not statuses:
         typer.echo(f"no runs in {jobs_dir.resolve()}")
     else:
         now = clock_of(ctx).time()

@@ -74,6 +74,7 @@ class RunStatusRecord(_RunStatus, total=False):
     judge_noise: JudgeNoise  # a run graded with --judge-passes K > 1, once done
     judge_noise_problem: str  # why judge_noise.json is not shown as fact
     summary_problem: str  # why the summary's figures are not shown
+    project_file: str | None  # the project file the command's defaults came from
 
 
 class StageStatus(TypedDict):

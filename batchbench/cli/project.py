@@ -1,0 +1,117 @@
+"""The project file: the flags a team repeats on every command (the judge, the dataset,
+the jobs folder, the prices), written once.
+
+It is found as uv and ruff find theirs: from the working folder upward, the first
+``batchbench.toml``, or ``pyproject.toml`` with a ``[tool.batchbench]`` table (one
+without it is passed over); ``BATCHBENCH_PROJECT_FILE`` names one instead, or ``none``
+for none. A relative path in it is relative to its folder. Flags and environment
+variables win over it: its values are click's ``default_map``, which sits below both.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+OWN_FILE = "batchbench.toml"
+VARIABLE = "BATCHBENCH_PROJECT_FILE"
+# key (as the flag is spelt) → the commands' parameter it gives a default to
+KEYS = {
+    "judge-model": "judge_model",
+    "dataset": "dataset",
+    "jobs-dir": "jobs_dir",
+    "pricing": "pricing",
+}
+PATHS = frozenset({"dataset", "jobs-dir", "pricing"})
+# The demo rehearses the bundled sample in a folder of its own, whatever the project says.
+UNTOUCHED = frozenset({"demo"})
+
+
+@dataclass(frozen=True)
+class Project:
+    path: Path
+    values: dict[str, str]  # key → value (a path made absolute)
+
+    def said(self) -> str:
+        """``project file /x/batchbench.toml (judge-model, dataset)``: where defaults came from."""
+        return f"project file {self.path} ({', '.join(self.values) or 'empty'})"
+
+
+def find(start: Path | None = None) -> Path | None:
+    """The project file for a command run in ``start`` (the working folder), or None."""
+    named = os.environ.get(VARIABLE, "").strip()
+    if named:
+        return None if named.lower() == "none" else Path(named).expanduser()
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        own = folder / OWN_FILE
+        if own.is_file():
+            return own
+        shared = folder / "pyproject.toml"
+        if shared.is_file() and _table(shared) is not None:
+            return shared
+    return None
+
+
+def load(path: Path) -> Project:
+    """The file's values, checked: one line naming the file (and key or line) when not."""
+    table = _table(path) if path.name == "pyproject.toml" else _read(path)
+    where = f"{path} [tool.batchbench]" if path.name == "pyproject.toml" else str(path)
+    values: dict[str, str] = {}
+    for key, value in (table or {}).items():
+        if key not in KEYS:
+            raise ConfigError(f"{where}: unknown key {key!r} (known: {', '.join(KEYS)})")
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f"{where}: {key} must be a non-empty string")
+        if key in PATHS:
+            value = str((path.parent / Path(value).expanduser()).resolve())
+        values[key] = value
+    return Project(path.resolve(), values)
+
+
+def current_project() -> Project | None:
+    """The project file this command read (checked when the command began)."""
+    found = find()
+    return None if found is None else load(found)
+
+
+def default_map(project: Project, commands: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """For each command with such an option, the project's value as its default."""
+    out: dict[str, dict[str, str]] = {}
+    for name, command in commands.items():
+        if name in UNTOUCHED:
+            continue
+        params = {p.name for p in command.params}
+        given = {KEYS[k]: v for k, v in project.values.items() if KEYS[k] in params}
+        if given:
+            out[name] = given
+    return out
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not TOML ({exc})") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+
+
+def _table(pyproject: Path) -> dict[str, Any] | None:
+    """``[tool.batchbench]`` of a pyproject.toml, or None when it has none."""
+    found = _read(pyproject).get("tool", {}).get("batchbench")
+    if found is not None and not isinstance(found, dict):
+        raise ConfigError(f"{pyproject}: tool.batchbench must be a table")
+    return found
