@@ -2,7 +2,9 @@
 
 ``BATCHBENCH_FAILPOINT=name:n`` kills the process the n-th time ``hit(name)``
 runs; ``name:n:raise`` raises :class:`Crash` there instead (a test running the CLI in
-its own process: nothing after the point runs, as if killed, bar ``finally`` blocks).
+its own process: nothing after the point runs, as if killed, bar ``finally`` blocks);
+``name:n:stop`` stops the process there (SIGSTOP), so a test that waits for the stop
+can act on it at exactly that point, then let it go on (SIGCONT), on no clock.
 Unset (always, outside tests) it costs one dictionary lookup. The points
 sit exactly where a crash is most dangerous: after a billable call returned but
 before its outcome is journaled, and in the middle of a file write.
@@ -39,4 +41,7 @@ def hit(name: str) -> None:
         if how == "raise":
             _counts[name] = 0
             raise Crash(f"failpoint {name}")
+        if how == "stop":
+            os.kill(os.getpid(), signal.SIGSTOP)
+            return
         os.kill(os.getpid(), signal.SIGKILL)

@@ -9,7 +9,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -204,7 +203,6 @@ def test_a6_malformed_rows_of_an_outside_file_are_refused_by_export_and_report(
 def test_a7_compare_bootstrap_samples_are_bounded(fixture_dir, fixture_golden_dir, tmp_path):
     a = shutil.copy(fixture_golden_dir / "full.jsonl", tmp_path / "a.jsonl")
     b = shutil.copy(fixture_golden_dir / "uneven.jsonl", tmp_path / "b.jsonl")
-    start = time.monotonic()
     proc = run_cli(
         "compare",
         str(a),
@@ -215,8 +213,8 @@ def test_a7_compare_bootstrap_samples_are_bounded(fixture_dir, fixture_golden_di
         "1000000000",
         "--allow-partial",
     )
+    # refused before a sample is drawn (a billion would take hours): the words say so
     assert_one_line_error(proc, "--bootstrap-samples 1000000000", "are drawn here")
-    assert time.monotonic() - start < 30
 
 
 def test_a8_names_are_drawn_as_text_not_as_math(fixture_dir, fixture_golden_dir, tmp_path):

@@ -15,7 +15,7 @@ import urllib.request
 import openai
 import pytest
 from openai import OpenAI
-from support.cli import run_cli
+from support.cli import read_lines, run_cli
 
 from batchbench.emulator import SystemClock
 
@@ -534,20 +534,17 @@ def test_cli_emulator_with_file_responder(tmp_path):
         text=True,
     )
     try:
-        first = proc.stdout.readline()
+        first, second = read_lines(proc.stdout, 2)
         url = first.strip().rsplit(" ", 1)[-1]
         assert url.startswith("http://127.0.0.1:")
-        assert proc.stdout.readline().startswith("Point a client at it")
+        assert second.startswith("Point a client at it")
         base_url = f"{url}/v1"
         wanted = {f"export AZURE_OPENAI_ENDPOINT={url}", f"export OPENAI_BASE_URL={base_url}"}
         # and the keys the SDKs read (a newcomer pastes the lines and has a full environment)
         keys = {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "FIREWORKS_API_KEY"}
-        variables: list[str] = []
-        printed: dict[str, str] = {}
-        while not (wanted <= set(variables) and keys <= set(printed)) and len(variables) < 40:
-            variables.append(proc.stdout.readline().strip())
-            name, _, value = variables[-1].removeprefix("export ").partition("=")
-            printed[name] = value
+        last = "export OPENAI_API_KEY="  # the last line it prints
+        variables = [x.strip() for x in read_lines(proc.stdout, 60, until=lambda x: last in x)]
+        printed = dict(x.removeprefix("export ").partition("=")[::2] for x in variables)
         assert wanted <= set(variables) and keys <= set(printed), variables
         c = OpenAI(
             api_key=printed["OPENAI_API_KEY"], base_url=printed["OPENAI_BASE_URL"], max_retries=0

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import tomllib
-from support.cli import REPO, assert_one_line_error, run_cli
+from support.cli import REPO, assert_one_line_error, read_lines, run_cli
 from support.runs import env, parse_id, rows_of, run_args
 
 from batchbench.costs.pricing import load_pricing
@@ -260,7 +260,7 @@ def test_cron_ticks_on_a_finished_or_busy_run_say_one_line_and_exit_0(
         text=True,
     )
     try:
-        assert holder.stdout.readline().strip() == "held"
+        assert read_lines(holder.stdout, 1) == ["held\n"]
         tick = run_cli(*args, env=env())
     finally:
         holder.kill()

@@ -6,7 +6,7 @@ fails here, by name.
 from __future__ import annotations
 
 import pytest
-from support.cli import run_cli
+from support.cli import read_lines, run_cli
 from support.providers import ENDINGS, NO_PREFLIGHT, RIGS, TYPOS
 
 from batchbench.emulator import Emulator
@@ -44,13 +44,8 @@ def test_the_emulator_command_prints_every_providers_variables(emulator_environm
         text=True,
     )
     try:
-        lines = []
         assert proc.stdout is not None
-        while len(lines) < 2 + len(emulator_environment):
-            line = proc.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
+        lines = read_lines(proc.stdout, 2 + len(emulator_environment))
     finally:
         proc.terminate()
         proc.wait(timeout=30)

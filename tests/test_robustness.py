@@ -12,7 +12,7 @@ from pathlib import Path
 
 import openai
 import pytest
-from support.cli import REPO, assert_one_line_error, run_cli, spawn
+from support.cli import REPO, assert_one_line_error, read_lines, run_cli, spawn
 from support.crash import FAILPOINTS, last_stage
 from support.runs import (
     KEY,
@@ -400,7 +400,7 @@ def _holder(lock: Path) -> subprocess.Popen:
         stdout=subprocess.PIPE,
         text=True,
     )
-    assert holder.stdout.readline().strip() == "held"
+    assert read_lines(holder.stdout, 1) == ["held\n"]
     return holder
 
 

@@ -10,7 +10,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 
 import pytest
@@ -294,24 +293,26 @@ def test_key_variables(batch_emulator_factory, tmp_path, fixture_dir, variable):
 
 
 def test_ctrl_c_is_a_clean_exit(batch_emulator_factory, tmp_path, fixture_dir):
-    """A real process and a real SIGINT, whenever it lands (nothing finishes in 30 s)."""
+    """A real process and a real SIGINT, landing at the worst moment: its first batch
+    made, not yet journaled (the process stops itself there, the interrupt is sent
+    while it is stopped). It exits cleanly, and the batch is found again on resume
+    (test_pay_once covers the finding)."""
     emu = batch_emulator_factory(latency=30, clock=SystemClock())
     proc = subprocess.Popen(
         [sys.executable, "-m", "batchbench", *run_args(emu, tmp_path, fixture_dir, "--smoke")],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, **env()},
+        env={**os.environ, **env(), "BATCHBENCH_FAILPOINT": "created:1:stop"},
         cwd=REPO,
     )
-    journal_path = tmp_path / "jobs" / "ans-model" / "journal.jsonl"
-    deadline = time.time() + 30
-    while time.time() < deadline and not (
-        journal_path.exists() and '"created"' in journal_path.read_text()
-    ):
-        time.sleep(0.02)
+    _, status = os.waitpid(proc.pid, os.WUNTRACED)  # until it has stopped itself
+    assert os.WIFSTOPPED(status)
+    assert '"create_started"' in (tmp_path / "jobs" / "ans-model" / "journal.jsonl").read_text()
+    assert len(emu.ledger()["batches"]) == 1
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
+    os.kill(proc.pid, signal.SIGCONT)
+    out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130
     assert "Traceback" not in err and "run the same command to resume" in err
 

@@ -9,12 +9,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
+from support.cli import read_lines
 from support.providers import RIGS
 
 genai = pytest.importorskip("google.genai")
@@ -194,13 +194,11 @@ def test_the_emulators_key_file_goes_with_it(how):
         text=True,
     )
     try:
-        key = None
-        deadline = time.monotonic() + 60
-        while key is None and time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if "GOOGLE_APPLICATION_CREDENTIALS=" in line:
-                key = Path(line.split("=", 1)[1].strip())
-        assert key is not None and key.is_file()
+        wanted = "GOOGLE_APPLICATION_CREDENTIALS="
+        said = read_lines(proc.stdout, 100, until=lambda line: wanted in line)
+        assert said and wanted in said[-1], said
+        key = Path(said[-1].split("=", 1)[1].strip())
+        assert key.is_file()
         assert not stale.exists()  # a dead emulator's folder: swept, not reused
         os.kill(proc.pid, how)
         proc.wait(timeout=30)

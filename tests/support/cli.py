@@ -99,3 +99,36 @@ def assert_one_line_error(proc: subprocess.CompletedProcess, *fragments: str) ->
     assert len(errors) == 1 and lines[-1] == errors[0], proc.stderr
     for fragment in fragments:
         assert fragment in errors[0], errors[0]
+
+
+def read_lines(stream: Any, count: int, timeout: float = 60, until: Any = None) -> list[str]:
+    """Up to ``count`` lines of a child's output (or up to the first that ``until``
+    accepts), failing the test (never hanging it) when the child falls silent for
+    ``timeout`` seconds; fewer at its end."""
+    import queue
+    import threading
+
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        for _ in range(count):
+            line = stream.readline()
+            lines.put(line)
+            if not line:
+                return
+
+    threading.Thread(target=pump, daemon=True).start()
+    out: list[str] = []
+    while len(out) < count:
+        try:
+            line = lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(
+                f"the process printed nothing for {timeout:g}s after {out}"
+            ) from None
+        if not line:
+            break
+        out.append(line)
+        if until is not None and until(line):
+            break
+    return out
