@@ -138,3 +138,37 @@ def test_the_log_is_written_as_every_o_is(batch_emulator, tmp_path, fixture_dir)
         assert proc.returncode == 0, proc.stderr
         assert len(log_module.read_eval_log(str(out)).samples) == 3
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".bb-")] == []
+
+
+# Inspect's own names for a model on each service (its providers page: an Azure OpenAI
+# deployment is openai/azure/…, Claude on Vertex anthropic/vertex/…, Gemini on Vertex
+# google/vertex/…, a Bedrock model bedrock/…), written out here.
+INSPECT_NAMES = {
+    "gpt-5.4-mini": "openai/gpt-5.4-mini",
+    "azure/gpt-4o-batch": "openai/azure/gpt-4o-batch",
+    "claude-opus-5": "anthropic/claude-opus-5",
+    "gemini-3.1-pro-preview": "google/gemini-3.1-pro-preview",
+    "accounts/fireworks/models/glm-5p3": "fireworks/accounts/fireworks/models/glm-5p3",
+    "bedrock/anthropic.claude-sonnet-4-5-20250929-v1:0": (
+        "bedrock/anthropic.claude-sonnet-4-5-20250929-v1:0"
+    ),
+    "vertex/claude-sonnet-4-5": "anthropic/vertex/claude-sonnet-4-5",
+    "vertex/gemini-2.5-pro": "google/vertex/gemini-2.5-pro",
+}
+
+
+@pytest.mark.parametrize("model", sorted(INSPECT_NAMES))
+def test_each_services_model_has_inspects_own_name(model):
+    """#48.3: the log's model is what `inspect view` and Inspect's own providers call it;
+    its first part is a model API Inspect registers."""
+    import inspect_ai.model._providers.providers  # noqa: F401  (registers them)
+    from inspect_ai._util.registry import registry_find, registry_info
+
+    from batchbench.views.inspect_log import inspect_model_name
+
+    apis = {
+        registry_info(o).name.split("/")[-1] for o in registry_find(lambda i: i.type == "modelapi")
+    }
+    named = inspect_model_name(model)
+    assert named == INSPECT_NAMES[model]
+    assert named.split("/")[0] in apis

@@ -11,7 +11,7 @@ modules, a record here, its prices, its emulator face and its tests.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .spec import VERTEX_LOCATION
 from .spec import ClientFactory as ClientFactory
@@ -154,6 +154,7 @@ ANTHROPIC = ProviderSpec(
     refused_endings=("/v1",),
     aliases={"opus-5": "claude-opus-5", "claude-opus-5": "claude-opus-5"},
     developer="anthropic",
+    inspect_prefix="anthropic/",
 )
 GEMINI = ProviderSpec(
     name="gemini",
@@ -171,6 +172,7 @@ GEMINI = ProviderSpec(
     refused_endings=("/v1", "/v1beta"),
     aliases={"gemini-3.1-pro": "gemini-3.1-pro-preview"},
     developer="google",
+    inspect_prefix="google/",
 )
 FIREWORKS = ProviderSpec(
     name="fireworks",
@@ -193,6 +195,7 @@ FIREWORKS = ProviderSpec(
         "glm-5.3": "accounts/fireworks/models/glm-5p3",
         "glm-5p3": "accounts/fireworks/models/glm-5p3",
     },
+    inspect_prefix="fireworks/",
 )
 OPENAI = ProviderSpec(
     name="openai",
@@ -211,6 +214,7 @@ OPENAI = ProviderSpec(
     base_url_flag=True,
     flex=True,
     developer="openai",
+    inspect_prefix="openai/",
 )
 
 
@@ -237,6 +241,7 @@ AZURE = ProviderSpec(
     priced_as=lambda model: model.removeprefix("azure/"),
     cloud=True,
     developer="openai",
+    inspect_prefix="openai/",  # Inspect's Azure OpenAI: openai/azure/DEPLOYMENT
 )
 
 BEDROCK = ProviderSpec(
@@ -286,12 +291,27 @@ def _vertex_url(env: Mapping[str, str]) -> str:
     return f"https://{location}-aiplatform.googleapis.com"
 
 
-def _vertex(name: str, label: str, claims: Callable[[str], bool], **halves: Any) -> ProviderSpec:
+def _vertex(
+    name: str,
+    label: str,
+    claims: Callable[[str], bool],
+    *,
+    wire: Callable[[], Wire],
+    client: ClientFactory,
+    developer: str,
+    inspect_prefix: str,
+    priced_as: Callable[[str], str] | None = None,
+) -> ProviderSpec:
     """Vertex AI, for one publisher's models: the same settings, each its own wire."""
     return ProviderSpec(
         name=name,
         label=label,
         claims=claims,
+        wire=wire,
+        client=client,
+        developer=developer,
+        inspect_prefix=inspect_prefix,
+        priced_as=priced_as,
         sdk="google.cloud.storage",
         extra="vertex",
         key_variables=(),  # Application Default Credentials, read by google-auth
@@ -311,7 +331,6 @@ def _vertex(name: str, label: str, claims: Callable[[str], bool], **halves: Any)
         ),
         region_url=_vertex_url,
         cloud=True,
-        **halves,
     )
 
 
@@ -324,6 +343,7 @@ VERTEX_CLAUDE = _vertex(
     wire=_vertex_claude_wire,
     client=_vertex_claude_client,
     developer="anthropic",
+    inspect_prefix="anthropic/",  # anthropic/vertex/claude-…
 )
 VERTEX_GEMINI = _vertex(
     "vertex-gemini",
@@ -333,6 +353,7 @@ VERTEX_GEMINI = _vertex(
     client=_vertex_gemini_client,
     priced_as=lambda model: model.removeprefix("vertex/"),  # Vertex's batch price is Gemini's
     developer="google",
+    inspect_prefix="google/",  # google/vertex/gemini-…
 )
 
 # In routing order: a model is the first one's that claims it (OpenAI's, last, claims all).

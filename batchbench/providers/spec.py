@@ -77,6 +77,14 @@ class ProviderSpec:
     # Who makes the models it serves, for results other tools read (Every Eval Ever's
     # developer; "" when the model's name does not say: a Fireworks account's models).
     developer: str = ""
+    # Inspect's provider before a model name as given here (Inspect's own names: an Azure
+    # deployment is openai/azure/…, Claude on Vertex anthropic/vertex/…, a Bedrock model
+    # bedrock/…, which the name as given already starts with).
+    inspect_prefix: str = ""
+
+    def inspect_model(self, model: str) -> str:
+        """The model's name as Inspect writes it in a log."""
+        return f"{self.inspect_prefix}{model}"
 
     def where(self) -> str:
         """How its base URL is set, and what one looks like (for a message)."""

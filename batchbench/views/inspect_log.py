@@ -27,9 +27,9 @@ from ..scores.summary import Summary, last_rows
 SCORER = "bedside_bench_rubric"
 
 
-def _inspect_model(model: str) -> str:
-    """Inspect names a model ``provider/model``."""
-    return f"{providers.route(model)}/{model}"
+def inspect_model_name(model: str) -> str:
+    """The model's name as Inspect writes it (its provider's record says)."""
+    return providers.spec(providers.route(model)).inspect_model(model)
 
 
 def _total(samples: Sequence[Any], model: str) -> dict[str, Any]:
@@ -87,7 +87,7 @@ def write(
 
     last, _ = last_rows(rows)
     answer_model = str(summary["answer_model"])
-    model_name = _inspect_model(answer_model)
+    model_name = inspect_model_name(answer_model)
 
     def tokens(case_id: str) -> ModelUsage | None:
         """Inspect's reading of a reply's usage (as its OpenAI provider reads one): input
