@@ -19,7 +19,7 @@ from ..clock import SYSTEM, Clock
 from ..errors import ConfigError, ProviderUnavailable
 from ..formats import article
 from .base import Account, Client, Service, Wire
-from .registry import ALIASES, BY_NAME, PROVIDERS, ProviderSpec
+from .registry import ALIASES, BY_NAME, PROVIDERS, ClientContext, ProviderSpec
 
 __all__ = [
     "ALIASES",
@@ -126,7 +126,7 @@ def connect(
             " the API key would cross the network unencrypted"
         )
     key = api_key or key_from_env(service.provider)
-    return found.client(service, key, warn=warn, clock=clock)
+    return found.client(service, key, warn=warn, clock=clock, context=ClientContext.of(found))
 
 
 def key_from_env(name: str, env: Mapping[str, str] = os.environ) -> str:

@@ -36,6 +36,7 @@ from .base import (
     walk_list,
 )
 from .one_by_one import CallKind, Calls
+from .spec import ClientContext
 from .stainless import SdkCalls, timeout
 
 PHASES: dict[str, Phase] = {"in_progress": "running", "canceling": "cancelling", "ended": "ended"}
@@ -94,10 +95,10 @@ class AnthropicClient:
         *,
         warn: Callable[[str], None],
         clock: Clock = SYSTEM,
-        where: str = "its base URL",
+        context: ClientContext,
     ) -> None:
         self.service = service
-        self.where = where  # how its base URL is set, for a message (the registry's words)
+        self.where = context.where  # how its base URL is set, for a message
         self.sdk = anthropic.Anthropic(
             api_key=api_key,
             base_url=service.base_url,
@@ -109,8 +110,8 @@ class AnthropicClient:
             anthropic,
             service,
             api_key,
-            display="Anthropic",
-            key_hint="ANTHROPIC_API_KEY",
+            display=context.label,
+            key_hint=context.key_hint,
             warn=warn,
             clock=clock,
         )

@@ -28,6 +28,7 @@ from . import tls
 from .base import Service
 from .one_by_one import CallKind, Calls
 from .openai_client import OpenAIClient
+from .spec import ClientContext
 from .stainless import timeout
 
 V1_PATH = "/openai/v1"
@@ -51,13 +52,16 @@ def api_version() -> tuple[str, str | None]:
 
 
 class AzureClient(OpenAIClient):
-    display = "Azure OpenAI"
-    key_hint = "AZURE_OPENAI_API_KEY"
-
     def __init__(
-        self, service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock = SYSTEM
+        self,
+        service: Service,
+        api_key: str,
+        *,
+        warn: Callable[[str], None],
+        clock: Clock = SYSTEM,
+        context: ClientContext,
     ) -> None:
-        super().__init__(service, api_key, warn=warn, clock=clock)
+        super().__init__(service, api_key, warn=warn, clock=clock, context=context)
         note = api_version()[1]
         if note is not None:
             warn(note)

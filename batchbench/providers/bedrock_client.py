@@ -53,6 +53,7 @@ from .bedrock_wire import claude, model_id
 from .downloads import Sink, verbatim
 from .one_by_one import CallKind, Calls
 from .retry import Retrier
+from .spec import ClientContext
 
 T = TypeVar("T")
 PHASES: dict[str, tuple[Phase, Ending | None]] = {
@@ -125,9 +126,16 @@ class BedrockClient:
     marks: Marks = "tag"  # the job's name and token name the run and submission
 
     def __init__(
-        self, service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock = SYSTEM
+        self,
+        service: Service,
+        api_key: str,
+        *,
+        warn: Callable[[str], None],
+        clock: Clock = SYSTEM,
+        context: ClientContext,
     ) -> None:
         self.service = service
+        self.context = context
         self.clock = clock
         self.retry = Retrier(warn, clock=clock)
         self.warn = warn

@@ -44,6 +44,7 @@ from .base import (
 )
 from .http_errors import status_error
 from .one_by_one import CallKind, Calls
+from .spec import ClientContext
 from .stainless import SdkCalls, timeout
 
 PHASES: dict[str, Phase] = {
@@ -95,10 +96,11 @@ class FireworksClient:
         *,
         warn: Callable[[str], None],
         clock: Clock = SYSTEM,
-        where: str = "its base URL",
+        context: ClientContext,
     ) -> None:
         self.service = service
-        self.where = where  # how its base URL is set, for a message (the registry's words)
+        self.context = context
+        self.where = context.where  # how its base URL is set, for a message
         self.account = service.setting("FIREWORKS_ACCOUNT_ID") or ""  # the run's
         if not self.account:
             raise ConfigError("grading Fireworks models needs FIREWORKS_ACCOUNT_ID (your account)")
@@ -116,8 +118,8 @@ class FireworksClient:
             fireworks,
             service,
             api_key,
-            display="Fireworks",
-            key_hint="FIREWORKS_API_KEY",
+            display=context.label,
+            key_hint=context.key_hint,
             warn=warn,
             clock=clock,
         )
@@ -322,7 +324,7 @@ class FireworksClient:
                         f"download {ref}",
                         resp.status_code,
                         resp.read().decode()[:300],
-                        key_hint="FIREWORKS_API_KEY",
+                        key_hint=self.context.key_hint,
                         batch_id=batch_id,
                     )
                 yield resp

@@ -35,6 +35,7 @@ from .downloads import verbatim
 from .google_errors import genai_errors
 from .one_by_one import CallKind, Calls
 from .retry import Retrier
+from .spec import ClientContext
 
 T = TypeVar("T")
 TIMEOUT_MS = 60_000
@@ -103,10 +104,11 @@ class GeminiClient:
         *,
         warn: Callable[[str], None],
         clock: Clock = SYSTEM,
-        where: str = "its base URL",
+        context: ClientContext,
     ) -> None:
         self.service = service
-        self.where = where  # how its base URL is set, for a message (the registry's words)
+        self.context = context
+        self.where = context.where  # how its base URL is set, for a message
         self.clock = clock
         self._marked: Marked[types.BatchJob] = Marked()
         self.retry = Retrier(warn, clock=clock)
@@ -123,7 +125,9 @@ class GeminiClient:
     def _errors(
         self, what: str, batch_id: str | None = None
     ) -> contextlib.AbstractContextManager[None]:
-        return genai_errors(what, self.service.base_url, self._secret, "GEMINI_API_KEY", batch_id)
+        return genai_errors(
+            what, self.service.base_url, self._secret, self.context.key_hint, batch_id
+        )
 
     def _call(self, what: str, fn: Callable[[], T], batch_id: str | None = None) -> T:
         def attempt() -> T:
@@ -143,7 +147,7 @@ class GeminiClient:
                     return fn()
 
             url = self.service.base_url
-            return self.retry.preflight(what, url, "GOOGLE_GEMINI_BASE_URL", call)
+            return self.retry.preflight(what, url, self.context.base_url_variable, call)
 
         for model in dict.fromkeys(models):
             try:

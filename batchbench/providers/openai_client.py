@@ -40,6 +40,7 @@ from .http_errors import one_line
 from .one_by_one import CallKind, Calls
 from .openai_flex import flex_calls
 from .openai_wire import ENDPOINT
+from .spec import ClientContext
 from .stainless import SdkCalls, timeout
 
 ENDINGS: dict[str, Ending] = {
@@ -105,13 +106,18 @@ class OpenAIClient:
     """Batch API calls, SDK errors turned into batchbench's typed errors."""
 
     marks: Marks = "tag"  # batch metadata names the run and submission
-    display = "OpenAI"
-    key_hint = "OPENAI_API_KEY"
 
     def __init__(
-        self, service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock = SYSTEM
+        self,
+        service: Service,
+        api_key: str,
+        *,
+        warn: Callable[[str], None],
+        clock: Clock = SYSTEM,
+        context: ClientContext,
     ) -> None:
         self.service = service
+        self.context = context
         self.clock = clock
         self._marked: Marked[dict[str, Any]] = Marked()
         self.sdk = self.make_sdk(service, api_key)
@@ -119,8 +125,8 @@ class OpenAIClient:
             openai,
             service,
             api_key,
-            display=self.display,
-            key_hint=self.key_hint,
+            display=context.label,
+            key_hint=context.key_hint,
             warn=warn,
             refine=_file_not_visible,
             clock=clock,
@@ -143,7 +149,7 @@ class OpenAIClient:
             models,
             self.sdk.models.retrieve,
             self.sdk.models.list,
-            "--base-url or OPENAI_BASE_URL (does it end in /v1?)",
+            self.context.where,
         )
 
     def calls(self, kind: CallKind, model: str) -> Calls | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from .spec import VERTEX_LOCATION
+from .spec import ClientContext as ClientContext
 from .spec import ClientFactory as ClientFactory
 from .spec import Flag as Flag
 from .spec import ProviderSpec as ProviderSpec
@@ -31,12 +31,16 @@ def _anthropic_wire() -> Wire:
 
 
 def _anthropic_client(
-    service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock
+    service: Service,
+    api_key: str,
+    *,
+    warn: Callable[[str], None],
+    clock: Clock,
+    context: ClientContext,
 ) -> Client:
     from .anthropic_client import AnthropicClient
 
-    made = AnthropicClient
-    return made(service, api_key, warn=warn, clock=clock, where=BY_NAME["anthropic"].where())
+    return AnthropicClient(service, api_key, warn=warn, clock=clock, context=context)
 
 
 def _gemini_wire() -> Wire:
@@ -46,12 +50,16 @@ def _gemini_wire() -> Wire:
 
 
 def _gemini_client(
-    service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock
+    service: Service,
+    api_key: str,
+    *,
+    warn: Callable[[str], None],
+    clock: Clock,
+    context: ClientContext,
 ) -> Client:
     from .gemini_client import GeminiClient
 
-    made = GeminiClient
-    return made(service, api_key, warn=warn, clock=clock, where=BY_NAME["gemini"].where())
+    return GeminiClient(service, api_key, warn=warn, clock=clock, context=context)
 
 
 def _fireworks_wire() -> Wire:
@@ -61,12 +69,16 @@ def _fireworks_wire() -> Wire:
 
 
 def _fireworks_client(
-    service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock
+    service: Service,
+    api_key: str,
+    *,
+    warn: Callable[[str], None],
+    clock: Clock,
+    context: ClientContext,
 ) -> Client:
     from .fireworks_client import FireworksClient
 
-    made = FireworksClient
-    return made(service, api_key, warn=warn, clock=clock, where=BY_NAME["fireworks"].where())
+    return FireworksClient(service, api_key, warn=warn, clock=clock, context=context)
 
 
 def _openai_wire() -> Wire:
@@ -76,11 +88,16 @@ def _openai_wire() -> Wire:
 
 
 def _openai_client(
-    service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock
+    service: Service,
+    api_key: str,
+    *,
+    warn: Callable[[str], None],
+    clock: Clock,
+    context: ClientContext,
 ) -> Client:
     from .openai_client import OpenAIClient
 
-    return OpenAIClient(service, api_key, warn=warn, clock=clock)
+    return OpenAIClient(service, api_key, warn=warn, clock=clock, context=context)
 
 
 def _azure_wire() -> Wire:
@@ -90,11 +107,16 @@ def _azure_wire() -> Wire:
 
 
 def _azure_client(
-    service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock
+    service: Service,
+    api_key: str,
+    *,
+    warn: Callable[[str], None],
+    clock: Clock,
+    context: ClientContext,
 ) -> Client:
     from .azure_client import AzureClient
 
-    return AzureClient(service, api_key, warn=warn, clock=clock)
+    return AzureClient(service, api_key, warn=warn, clock=clock, context=context)
 
 
 def _bedrock_wire() -> Wire:
@@ -104,11 +126,16 @@ def _bedrock_wire() -> Wire:
 
 
 def _bedrock_client(
-    service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock
+    service: Service,
+    api_key: str,
+    *,
+    warn: Callable[[str], None],
+    clock: Clock,
+    context: ClientContext,
 ) -> Client:
     from .bedrock_client import BedrockClient
 
-    return BedrockClient(service, api_key, warn=warn, clock=clock)
+    return BedrockClient(service, api_key, warn=warn, clock=clock, context=context)
 
 
 def _vertex_gemini_wire() -> Wire:
@@ -124,19 +151,34 @@ def _vertex_claude_wire() -> Wire:
 
 
 def _vertex_gemini_client(
-    service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock
+    service: Service,
+    api_key: str,
+    *,
+    warn: Callable[[str], None],
+    clock: Clock,
+    context: ClientContext,
 ) -> Client:
     from .vertex_client import VertexClient
 
-    return VertexClient(service, api_key, warn=warn, clock=clock, publisher="google")
+    made = VertexClient(
+        service, api_key, warn=warn, clock=clock, context=context, publisher="google"
+    )
+    return made
 
 
 def _vertex_claude_client(
-    service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock
+    service: Service,
+    api_key: str,
+    *,
+    warn: Callable[[str], None],
+    clock: Clock,
+    context: ClientContext,
 ) -> Client:
     from .vertex_client import VertexClient
 
-    return VertexClient(service, api_key, warn=warn, clock=clock, publisher="anthropic")
+    return VertexClient(
+        service, api_key, warn=warn, clock=clock, context=context, publisher="anthropic"
+    )
 
 
 ANTHROPIC = ProviderSpec(
@@ -283,6 +325,11 @@ BEDROCK = ProviderSpec(
 )
 
 
+# Where Vertex AI's jobs run when GOOGLE_CLOUD_LOCATION is unset (the records' default
+# location, which their base URL and their client both read).
+VERTEX_LOCATION = "us-central1"
+
+
 def _vertex_url(env: Mapping[str, str]) -> str:
     """The API's endpoint for the environment's location (``us-central1`` when unset)."""
     location = env.get("GOOGLE_CLOUD_LOCATION") or VERTEX_LOCATION
@@ -331,6 +378,7 @@ def _vertex(
         ),
         region_url=_vertex_url,
         cloud=True,
+        default_location=VERTEX_LOCATION,
     )
 
 

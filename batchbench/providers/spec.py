@@ -7,20 +7,47 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-# Where Vertex AI's jobs run when GOOGLE_CLOUD_LOCATION is unset (the record's base URL
-# and the client's location both read it).
-VERTEX_LOCATION = "us-central1"
-
 if TYPE_CHECKING:  # the protocols only: loading a provider's halves waits for first use
     from ..clock import Clock
     from .base import Client, Service, Wire
+
+
+@dataclass(frozen=True)
+class ClientContext:
+    """What a client says of its service, from its record: one home for the words every
+    message of the client uses."""
+
+    label: str  # the service's name, for people
+    key_hint: str  # the variable its key is read from ("" for a credential chain)
+    base_url_variable: str  # the SDK's own variable for another base URL
+    where: str  # how its base URL is set, and what one looks like
+    default_location: str  # where its jobs run when the account names none ("": n/a)
+
+    @classmethod
+    def of(cls, spec: ProviderSpec) -> ClientContext:
+        return cls(
+            label=spec.label,
+            key_hint=next(
+                (v for v in spec.key_variables if v.endswith("_API_KEY")),
+                spec.key_variables[0] if spec.key_variables else "",
+            ),
+            base_url_variable=spec.base_url_variable,
+            where=spec.where(),
+            default_location=spec.default_location,
+        )
 
 
 class ClientFactory(Protocol):
     """How a provider's SDK half is made (each provider's client class fits it)."""
 
     def __call__(
-        self, service: Service, api_key: str, *, warn: Callable[[str], None], clock: Clock
+        self,
+        service: Service,
+        api_key: str,
+        *,
+        warn: Callable[[str], None],
+        clock: Clock,
+        context: ClientContext,
     ) -> Client: ...
 
 
@@ -81,6 +108,8 @@ class ProviderSpec:
     # deployment is openai/azure/…, Claude on Vertex anthropic/vertex/…, a Bedrock model
     # bedrock/…, which the name as given already starts with).
     inspect_prefix: str = ""
+    # Where its jobs run when the account names no location (Vertex AI's region).
+    default_location: str = ""
 
     def inspect_model(self, model: str) -> str:
         """The model's name as Inspect writes it in a log."""
@@ -88,4 +117,5 @@ class ProviderSpec:
 
     def where(self) -> str:
         """How its base URL is set, and what one looks like (for a message)."""
-        return f"{self.base_url_variable} ({self.base_url_hint})"
+        flag = "--base-url or " if self.base_url_flag else ""
+        return f"{flag}{self.base_url_variable} ({self.base_url_hint})"

@@ -46,7 +46,7 @@ from .gemini_client import PHASES
 from .google_errors import genai_errors
 from .one_by_one import CallKind, Calls
 from .retry import Retrier
-from .spec import VERTEX_LOCATION
+from .spec import ClientContext
 from .vertex_wire import family, model_name
 
 T = TypeVar("T")
@@ -87,14 +87,16 @@ class VertexClient:
         *,
         warn: Callable[[str], None],
         clock: Clock = SYSTEM,
+        context: ClientContext,
         publisher: Family,
     ) -> None:
         self.service, self.clock, self.publisher = service, clock, publisher
+        self.context = context
         self.retry = Retrier(warn, clock=clock)
         project = service.setting("GOOGLE_CLOUD_PROJECT")
         if not project:
             raise ConfigError("Vertex AI jobs run in a project: set GOOGLE_CLOUD_PROJECT")
-        self.location = service.setting("GOOGLE_CLOUD_LOCATION") or VERTEX_LOCATION
+        self.location = service.setting("GOOGLE_CLOUD_LOCATION") or context.default_location
         if self.location == "global" and publisher == "anthropic":
             raise ConfigError(
                 "Claude batch jobs on Vertex AI run in a region, not 'global': set"
@@ -166,7 +168,7 @@ class VertexClient:
             with self._errors(what):
                 return fn()
 
-        where = "GOOGLE_VERTEX_BASE_URL and GOOGLE_CLOUD_LOCATION"
+        where = f"{self.context.base_url_variable} and GOOGLE_CLOUD_LOCATION"
         return self.retry.preflight(what, self.service.base_url, where, call)
 
     def _folder(self, tag: Tag) -> str:
