@@ -233,16 +233,16 @@ class CallRunner:
             self.record(CallAnswered(sub=sub.id, rid=rid))  # refused: nothing ran
             if attempt == BUSY_TRIES:
                 detail = (
-                    f"{calls.label} refused request {rid} {BUSY_TRIES} times over"
-                    f" {BUSY_BOUND:g}s for want of capacity ({answer.why}): {sub.id}'s requests"
-                    " not yet answered go back to the batch path"
+                    f"{calls.label} did not take request {rid} in {BUSY_TRIES} tries over"
+                    f" {BUSY_BOUND:g}s ({answer.why}): {sub.id}'s requests not yet answered go"
+                    " back to the batch path"
                 )
                 self.record(CallsStopped(sub=sub.id, detail=detail))
                 self.warn(f"warning: {detail}")
                 return False
             self.warn(
-                f"warning: {calls.label} has no capacity for request {rid} ({answer.why});"
-                f" trying again in {wait:g}s, {attempt} of {BUSY_TRIES}"
+                f"warning: {calls.label} did not take request {rid} ({answer.why}): nothing"
+                f" ran; trying again in {wait:g}s, {attempt} of {BUSY_TRIES}"
             )
             _failpoints.hit("busy_wait")  # crash tests: refused, waiting to try again
             self.clock.sleep(wait)

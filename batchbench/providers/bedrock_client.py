@@ -138,6 +138,10 @@ class BedrockClient:
         self.context = context
         self.clock = clock
         self.retry = Retrier(warn, clock=clock)
+        where = f"{context.base_url_variable} and the region"
+        self.preflight = functools.partial(
+            self.retry.preflight, url=service.base_url, where=where, errors=self.errors
+        )
         self.warn = warn
         role, location = service.setting("BEDROCK_ROLE_ARN"), service.setting("BATCHBENCH_S3_URI")
         if not role:
@@ -221,7 +225,7 @@ class BedrockClient:
                 else functools.partial(self.look.get_foundation_model, modelIdentifier=found)
             )
             try:
-                self._preflight(f"look up model {found!r}", look_up)
+                self.preflight(f"look up model {found!r}", look_up)
             except ApiError as exc:
                 if exc.status in (400, 404):
                     raise ConfigError(
@@ -231,7 +235,7 @@ class BedrockClient:
                     ) from None
                 raise
         try:
-            self._preflight(
+            self.preflight(
                 f"list s3://{self.bucket}/{self.prefix}",
                 lambda: self.s3.list_objects_v2(Bucket=self.bucket, Prefix=self.prefix, MaxKeys=1),
             )
@@ -243,14 +247,6 @@ class BedrockClient:
                     " credentials)"
                 ) from None
             raise
-
-    def _preflight(self, what: str, fn: Callable[[], T]) -> T:
-        def call() -> T:
-            with self.errors(what):
-                return fn()
-
-        where = "AWS_ENDPOINT_URL_BEDROCK and the region"
-        return self.retry.preflight(what, self.service.base_url, where, call)
 
     def _key(self, tag: Tag, name: str) -> str:
         return "/".join(p for p in (self.prefix, f"bb-{tag.run_id[:8]}", name) if p)

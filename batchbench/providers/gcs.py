@@ -25,6 +25,7 @@ from google.cloud import storage
 
 from ..errors import ApiError, ConfigError, NoAnswer, Unreachable
 from ..errors import TransientApiError as Transient
+from . import transport
 from .downloads import Sink
 from .http_errors import one_line, status_error
 
@@ -99,9 +100,10 @@ def google_errors(what: str, batch_id: str | None = None) -> Iterator[None]:
             raise status_error(
                 what, status, one_line(exc), key_hint=KEY_HINT, batch_id=batch_id
             ) from None
-        if "Timeout" in names or "ReadTimeout" in names:
+        found = transport.fault(exc)
+        if found == "timeout":
             raise NoAnswer(f"{what}: no answer in time", batch_id=batch_id) from None
-        if "ConnectionError" in names:
+        if found == "connect":
             raise Unreachable(
                 f"{what}: cannot connect ({one_line(exc)})", batch_id=batch_id
             ) from None

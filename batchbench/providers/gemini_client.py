@@ -141,13 +141,12 @@ class GeminiClient:
         of models too means the base URL is not Gemini's."""
         quick = types.HttpOptions(timeout=int(retry.PREFLIGHT_TIMEOUT * 1000))
 
-        def preflight(what: str, fn: Callable[[], Any]) -> Any:
-            def call() -> Any:
-                with self._errors(what):
-                    return fn()
-
-            url = self.service.base_url
-            return self.retry.preflight(what, url, self.context.base_url_variable, call)
+        preflight = functools.partial(
+            self.retry.preflight,
+            url=self.service.base_url,
+            where=self.context.base_url_variable,
+            errors=self._errors,
+        )
 
         for model in dict.fromkeys(models):
             try:

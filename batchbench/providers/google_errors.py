@@ -11,6 +11,7 @@ from google.genai import errors as genai_errors_module
 
 from ..errors import ApiError, NoAnswer, Unreachable
 from ..errors import TransientApiError as Transient
+from . import transport
 from .http_errors import one_line, retry_after, status_error
 
 
@@ -41,13 +42,14 @@ def genai_errors(
                 f" {first.get('msg', exc)})",
                 batch_id=batch_id,
             ) from None
-        if "TransportError" not in names and "TimeoutException" not in names:
+        found = transport.fault(exc)
+        if found is None:
             raise
         text = one_line(exc, secret) or type(exc).__name__
-        if "ConnectError" in names:
+        if found == "connect":
             unreachable = f"{what}: cannot connect to {url} ({text})"
             raise Unreachable(unreachable, batch_id=batch_id) from None
-        if "TimeoutException" in names:
+        if found == "timeout":
             silent = f"{what}: {url} took the connection but sent no answer in time"
             raise NoAnswer(silent, batch_id=batch_id) from None
         raise Transient(f"{what}: {text} ({url})", batch_id=batch_id) from None

@@ -35,10 +35,9 @@ class Answered:
 
 @dataclass(frozen=True)
 class Busy:
-    """Refused for want of capacity: nothing ran, nothing billed; it may be sent again
-    later. ``line`` is the refusal as an output line, for when the tries run out."""
+    """Not taken — refused for want of capacity, or nothing listening — so nothing ran
+    and nothing is billed; it may be sent again later (``why`` says which)."""
 
-    line: dict[str, Any]
     why: str
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import openai
 
 from .. import _failpoints
+from . import transport
 from .one_by_one import Answered, Busy, Calls, OutcomeUnknown
 
 TIMEOUT = 900.0  # a flex reply may take minutes (the tier's target is 1 to 15)
@@ -24,6 +25,13 @@ TIMEOUT = 900.0  # a flex reply may take minutes (the tier's target is 1 to 15)
 def _line(custom_id: str, status: int, request_id: str | None, body: Any) -> dict[str, Any]:
     response = {"status_code": status, "request_id": request_id, "body": body}
     return {"id": f"flex_{request_id or custom_id}", "custom_id": custom_id, "response": response}
+
+
+def _said(body: Any) -> str | None:
+    """The service's own words in an error body, when it has them."""
+    error = body.get("error") if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return message if isinstance(message, str) else None
 
 
 def _body(text: str) -> Any:
@@ -53,14 +61,13 @@ def flex_calls(sdk: openai.OpenAI) -> Calls:
             request_id = exc.response.headers.get("x-request-id")
             answer = _line(custom_id, exc.status_code, request_id, _body(exc.response.text))
             if exc.status_code == 429:  # refused, not run, not billed
-                return Busy(answer, f"429 {exc.message}"[:200])
+                return Busy(f"429: {_said(answer['response']['body']) or exc.message}"[:200])
             return Answered(answer)
         except openai.APITimeoutError as exc:
             raise OutcomeUnknown(f"no answer in {TIMEOUT:g}s ({exc})") from None
         except openai.APIConnectionError as exc:
-            if type(exc.__cause__).__name__ == "ConnectError":  # never reached: not run
-                message = {"error": {"message": f"cannot connect: {exc}"}}
-                return Answered(_line(custom_id, 503, None, message))
+            if transport.fault(exc) == "connect":  # never reached: not run, not billed
+                return Busy(f"cannot connect ({exc})"[:200])
             raise OutcomeUnknown(str(exc)) from None
         _failpoints.hit("flexed")  # crash tests: paid for, not yet journaled
         return Answered(_line(custom_id, 200, raw.headers.get("x-request-id"), _body(raw.text)))

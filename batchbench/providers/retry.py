@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import TypeVar
 
 from ..clock import SYSTEM, Clock
@@ -57,15 +58,27 @@ class Retrier:
                 self._notice(str(exc.status) if exc.status else "connection error")
                 self.clock.sleep(self.backoff(attempt - 1, exc.retry_after, self.clock.jitter()))
 
-    def preflight(self, what: str, url: str, where: str, call: Callable[[], T]) -> T:
+    def preflight(
+        self,
+        what: str,
+        call: Callable[[], T],
+        *,
+        url: str,
+        where: str,
+        errors: Callable[[str], AbstractContextManager[object]] | None = None,
+    ) -> T:
         """A pre-flight ``call`` under the policy, except that nothing listening at
         ``url``, or a server there that says nothing (one attempt of
         :data:`PREFLIGHT_TIMEOUT`), is said at once, naming ``where`` the base URL is set:
-        before a run, that is a wrong URL, not an outage. Every client's one rule."""
+        before a run, that is a wrong URL, not an outage. Every client's one rule;
+        ``errors(what)`` is the client's map from its SDK's exceptions to batchbench's."""
 
         def attempt() -> T:
             try:
-                return call()
+                if errors is None:
+                    return call()
+                with errors(what):
+                    return call()
             except Unreachable as exc:
                 raise ApiError(str(exc)) from None
             except NoAnswer:

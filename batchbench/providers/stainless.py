@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from ..clock import SYSTEM, Clock
 from ..errors import ApiError, ApiNotFoundError, ConfigError, NoAnswer, Unreachable
 from ..errors import TransientApiError as Transient
-from . import retry
+from . import retry, transport
 from .base import Service
 from .downloads import Sink, verbatim
 from .http_errors import one_line, retry_after, status_error
@@ -47,11 +47,6 @@ TIMEOUT = 60.0
 def timeout(sdk: ModuleType) -> Any:
     """Each attempt bounded: 60 s, 5 s to connect (the SDK's own retries are off)."""
     return sdk.Timeout(TIMEOUT, connect=5.0)
-
-
-def _cannot_connect(exc: BaseException | None) -> bool:
-    """Nothing listening there (whichever httpx the SDK is built on)."""
-    return exc is not None and any(c.__name__ == "ConnectError" for c in type(exc).__mro__)
 
 
 class SdkCalls:
@@ -86,10 +81,11 @@ class SdkCalls:
             cause = exc.__cause__ if isinstance(exc, self.sdk.APIConnectionError) else exc
             text = one_line(cause or exc, self.secret) or type(exc).__name__
             url = self.service.base_url
-            if _cannot_connect(cause):
+            found = transport.fault(exc)
+            if found == "connect":
                 unreachable = f"{what}: cannot connect to {url} ({text})"
                 raise Unreachable(unreachable, batch_id=batch_id) from None
-            if isinstance(exc, self.sdk.APITimeoutError) or "Timeout" in type(cause).__name__:
+            if found == "timeout":
                 silent = f"{what}: {url} took the connection but sent no answer in time"
                 raise NoAnswer(silent, batch_id=batch_id) from None
             raise Transient(f"{what}: {text} ({url})", batch_id=batch_id) from None
@@ -143,9 +139,7 @@ class SdkCalls:
         likelier than an outage."""
         url = self.service.base_url
 
-        def preflight(what: str, fn: Callable[..., Any]) -> Any:
-            return self.preflight(what, fn, where)
-
+        preflight = functools.partial(self.preflight, where=where)
         for model in dict.fromkeys(models):
             what = f"look up model {model!r}"
             try:
@@ -167,10 +161,10 @@ class SdkCalls:
         ``where``: how the base URL is set, to check)."""
 
         def call() -> Any:
-            with self.errors(what):
-                return self.reply(fn(timeout=retry.PREFLIGHT_TIMEOUT))
+            return self.reply(fn(timeout=retry.PREFLIGHT_TIMEOUT))
 
-        return self.retry.preflight(what, self.service.base_url, where, call)
+        url = self.service.base_url
+        return self.retry.preflight(what, call, url=url, where=where, errors=self.errors)
 
     def download(
         self,

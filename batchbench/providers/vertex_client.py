@@ -93,6 +93,10 @@ class VertexClient:
         self.service, self.clock, self.publisher = service, clock, publisher
         self.context = context
         self.retry = Retrier(warn, clock=clock)
+        where = f"{context.base_url_variable} and GOOGLE_CLOUD_LOCATION"
+        self.preflight = functools.partial(
+            self.retry.preflight, url=service.base_url, where=where, errors=self._errors
+        )
         project = service.setting("GOOGLE_CLOUD_PROJECT")
         if not project:
             raise ConfigError("Vertex AI jobs run in a project: set GOOGLE_CLOUD_PROJECT")
@@ -155,21 +159,13 @@ class VertexClient:
                 config=types.GetModelConfig(http_options=quick),
             )
             try:
-                self._preflight(f"look up model {model!r}", look_up)
+                self.preflight(f"look up model {model!r}", look_up)
             except ApiNotFoundError:
                 raise ConfigError(
                     f"model {model!r} is not available on Vertex AI at {self.service.base_url}"
                     f" in {self.location} (HTTP 404); check its name and the location"
                 ) from None
-        self._preflight("look up the Cloud Storage bucket", self.bucket.check)
-
-    def _preflight(self, what: str, fn: Callable[[], T]) -> T:
-        def call() -> T:
-            with self._errors(what):
-                return fn()
-
-        where = f"{self.context.base_url_variable} and GOOGLE_CLOUD_LOCATION"
-        return self.retry.preflight(what, self.service.base_url, where, call)
+        self.preflight("look up the Cloud Storage bucket", self.bucket.check)
 
     def _folder(self, tag: Tag) -> str:
         return f"bb-{tag.run_id[:8]}"
