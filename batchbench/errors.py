@@ -134,6 +134,12 @@ class FileNotYetVisible(ApiError):
     """
 
 
+class NoRoom(ApiError):
+    """A create the service refused for want of room — its quota of jobs running at once
+    is full — definitely: nothing was made. Tried again when a job has ended, never
+    counted as an outage."""
+
+
 class TransientApiError(ApiError):
     """A call that may succeed later (429, 5xx, timeouts, dropped connections),
     still failing once the retry policy is spent."""

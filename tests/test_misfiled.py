@@ -12,6 +12,7 @@ nothing bought twice — on the Gemini API and on Vertex AI.
 
 from __future__ import annotations
 
+import json
 import random
 
 import polars as pl
@@ -149,6 +150,9 @@ def test_a_misfiled_file_is_refused_and_nothing_bought_twice(
     varied = varied_sample(tmp_path)
     proc = run_cli(*rig.args(emu, tmp_path, varied, cap=12), env=rig.env(emu))
     assert_one_line_error(proc, "far from their own requests'", "other requests' keys")
+    journal = (tmp_path / "jobs" / rig.name() / "journal.jsonl").read_text().splitlines()
+    stops = [e for e in map(json.loads, journal) if e["ev"] == "stopped"]
+    assert [e["reason"] for e in stops] == ["replies"]  # journaled, said by status
     results = tmp_path / "jobs" / rig.name() / "results.jsonl"
     assert not results.exists() or not rows_of(results)
     executed = [e["custom_id"] for e in emu.ledger()["executions"]]

@@ -44,10 +44,16 @@ def test_a_batch_completed_without_its_files_is_waited_for_and_never_frozen(
     assert proc.stderr.count("warning: batch") == 1, proc.stderr  # said once, not per poll
     assert clock.time() - start >= RESULTS_WAIT
     folder = tmp_path / "jobs" / rig.name()
-    stops = [e for e in _journal(folder) if e["ev"] == "contradicted"]
-    assert len(stops) == 2 and "nothing was bought again" in stops[-1]["detail"]
-    status = run_cli("status", rig.name(), "--jobs-dir", str(tmp_path / "jobs")).stdout
-    assert "results owed since" in status, status
+    # #48.2: owed, then stopped, each its own typed event
+    owed = [e for e in _journal(folder) if e["ev"] == "owed"]
+    stops = [e for e in _journal(folder) if e["ev"] == "stopped"]
+    assert len(owed) == 1 and len(stops) == 1 and stops[0]["reason"] == "owed"
+    assert "nothing was bought again" in stops[0]["detail"]
+    jobs = ["--jobs-dir", str(tmp_path / "jobs")]
+    status = run_cli("status", rig.name(), *jobs).stdout
+    assert "stopped (results owed past the wait)" in status, status
+    said = json.loads(run_cli("status", rig.name(), *jobs, "--json").stdout)
+    assert [s["reason"] for s in said["stages"]["answers"]["stopped"]] == ["owed"]
     _once(emu)
     emu.store.settings.anomalies = {}  # the service names its files
     proc = run_cli(*args, env=rig.env(emu))

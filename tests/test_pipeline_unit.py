@@ -332,3 +332,21 @@ def test_a_journal_line_naming_an_unknown_case_is_a_run_state_error(made):
     with pytest.raises(RunStateError, match=r"journal.jsonl: event 1 \(Redo\) names case"):
         run.state(config.case_ids)
     assert fold(["x"], []).cases == {"x": fold(["x"], []).cases["x"]}
+
+
+def test_a_journal_of_before_0_4_reads_its_one_stop_event_as_owed_results():
+    """#48.2: 0.3 wrote ``contradicted`` for owed results and for stops alike; read from
+    its journal line as written then, it is owed results (as it then meant), no stop."""
+    from batchbench.engine.events import DECODER
+
+    lines = [
+        '{"ev":"plan","sub":"answers-0001","stage":"answers","seq":1,"path":"answers-0001.jsonl",'
+        '"lines":[["c1",1,true]],"t":100.0}',
+        '{"ev":"created","sub":"answers-0001","batch_id":"b1","t":101.0}',
+        '{"ev":"contradicted","sub":"answers-0001","batch_id":"b1",'
+        '"detail":"batch b1 ended with no results named","t":150.0}',
+    ]
+    state = fold(["c1"], [DECODER.decode(x.encode()) for x in lines])
+    sub = state.subs["answers-0001"]
+    assert sub.contradiction == "batch b1 ended with no results named"
+    assert sub.owed_since == 150.0 and sub.stopped is None

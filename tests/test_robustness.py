@@ -273,6 +273,9 @@ def test_broken_output_files_stop_with_the_culprit(
     run_dir = tmp_path / "jobs" / "ans-model"
     events = [json.loads(x) for x in (run_dir / "journal.jsonl").read_text().splitlines()]
     assert not any(e["ev"] in ("downloaded", "collected") for e in events)
+    # a file naming requests not sent stops the stage through the one journaled path
+    stops = [e["reason"] for e in events if e["ev"] == "stopped"]
+    assert stops == (["ids"] if kind in ("unknown", "duplicate") else [])
     assert list((run_dir / "raw").iterdir()) == []
     assert not (run_dir / "results.jsonl").exists()
     # Running again meets the same file and refuses again: nothing changes, nothing is paid.

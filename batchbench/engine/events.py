@@ -11,7 +11,7 @@ older journal still reads.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -83,6 +83,16 @@ class CreateStarted(Event, tag="create_started"):
 
     sub: str
     file_id: str | None = None  # the uploaded input (none when requests travel inline)
+
+
+class CreateRefused(Event, tag="create_refused"):
+    """The service refused the create, definitely, for want of room (its quota of jobs
+    running at once is full): nothing was made, so nothing is looked for and no outage
+    window is spent. It is tried again from ``hold_until``."""
+
+    sub: str
+    reason: str
+    hold_until: float
 
 
 class Created(Event, tag="created"):
@@ -202,12 +212,38 @@ class Candidates(Event, tag="candidates"):
 
 
 class Contradicted(Event, tag="contradicted"):
-    """The service contradicted itself about a batch (counts that say its lines
-    succeeded, results that hold fewer): nothing is bought again; its files are
-    downloaded afresh when the run is next advanced."""
+    """Before 0.4, one event for owed results (:class:`Owed`) and for a stop
+    (:class:`Stopped`): read as owed results, as it then was."""
 
     sub: str
     batch_id: str
+    detail: str
+
+
+class Owed(Event, tag="owed"):
+    """The service says a batch has results it does not give (yet): ended with none
+    named, a file empty or short of what ran, a named file answering 404. They are
+    waited for, bounded; nothing is bought again (:mod:`.owed`)."""
+
+    sub: str
+    batch_id: str
+    detail: str
+
+
+# Why a stage stopped, nothing bought again: results owed past the wait; a candidate
+# batch whose results mix the run's requests with others'; a result file naming
+# requests the submission never sent (or one twice); replies filed under other
+# requests' ids (a service known to misfile them).
+StopReason = Literal["owed", "mixed", "ids", "replies"]
+
+
+class Stopped(Event, tag="stopped"):
+    """The stage stopped on this batch, for ``reason``, in ``detail``'s words; nothing
+    was bought again. The next run looks again (the service may have mended it)."""
+
+    sub: str
+    batch_id: str
+    reason: StopReason
     detail: str
 
 
@@ -301,6 +337,7 @@ AnyEvent = (
     | UploadStarted
     | Uploaded
     | CreateStarted
+    | CreateRefused
     | Created
     | BatchSeen
     | Downloaded
@@ -309,6 +346,8 @@ AnyEvent = (
     | Disowned
     | Candidates
     | Contradicted
+    | Owed
+    | Stopped
     | Stalled
     | Tailed
     | CallSent

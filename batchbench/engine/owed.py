@@ -4,17 +4,18 @@ A batch said to have ended with no results named, a results file empty (or, wher
 the service counts no lines, short of the requests sent), a named file answering
 404: each service does so for a while. Buying those requests again would pay twice
 for what may yet arrive, so they are waited for, bounded, and then the stage stops —
-one rule for every provider, journaled the same way (``Contradicted``).
+one rule for every provider, journaled the same way (``Owed``, then ``Stopped``).
+:func:`stop_stage` is the one path by which any stage stops.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from ..clock import Clock
-from ..errors import ApiError
-from .events import Contradicted, Event
+from ..errors import ApiError, BatchbenchError
+from .events import Event, Owed, Stopped, StopReason
 from .submission import Submission
 
 if TYPE_CHECKING:
@@ -46,7 +47,22 @@ def short_of(sub: Submission, frame: pl.DataFrame) -> str | None:
     return f"batch {view.id} ({sub.id}) {said}, but its results ({files}) hold {frame.height} lines"
 
 
-class Owed:
+def stop_stage(
+    record: Callable[[Event], None],
+    sub: Submission,
+    batch_id: str,
+    reason: StopReason,
+    detail: str,
+    error: type[BatchbenchError] = ApiError,
+) -> NoReturn:
+    """Every stop of a stage, one path: journaled (``status`` says why without reading
+    the text), then raised as ``error`` with ``detail``; nothing is bought again."""
+    if sub.stopped != reason or sub.contradiction != detail:
+        record(Stopped(sub=sub.id, batch_id=batch_id, reason=reason, detail=detail))
+    raise error(detail) if error is not ApiError else ApiError(detail, batch_id=batch_id)
+
+
+class OwedResults:
     """The run's owed results: when each submission's are asked for again."""
 
     def __init__(
@@ -74,10 +90,9 @@ class Owed:
                 " run again once the service has its results, or with --settle-owed to keep"
                 " what arrived and send only what is missing"
             )
-            self.record(Contradicted(sub=sub.id, batch_id=batch_id, detail=stop))
-            raise ApiError(stop, batch_id=batch_id)
+            stop_stage(self.record, sub, batch_id, "owed", stop)
         if sub.contradiction != detail:  # once, unless the service's word changed
-            self.record(Contradicted(sub=sub.id, batch_id=batch_id, detail=detail))
+            self.record(Owed(sub=sub.id, batch_id=batch_id, detail=detail))
             self.warn(
                 f"warning: {detail}: its results are waited for (the service does so for a"
                 f" while), up to {RESULTS_WAIT / 60:.0f} minutes ({waited / 60:.0f} so far);"

@@ -24,6 +24,7 @@ from .events import (
     Candidates,
     Collected,
     Created,
+    CreateRefused,
     CreateStarted,
     Event,
     Plan,
@@ -208,11 +209,13 @@ class RunState:
             return
         if isinstance(event, CreateStarted):
             self.create_failing_since = self.create_failing_since or event.t
-        elif isinstance(event, (Created, Candidates)):
+        elif isinstance(event, (Created, Candidates, CreateRefused)):
             self.create_failing_since = None
         sub = self.subs.get(getattr(event, "sub", ""))
         if sub is None:
             return
+        if isinstance(event, CreateRefused):  # no room: the stage waits for some
+            self.holds[sub.stage] = max(self.holds.get(sub.stage, 0.0), event.hold_until)
         if isinstance(event, Collected):
             self._apply_collected(sub, event)
             return

@@ -18,12 +18,16 @@ from .events import (
     Candidates,
     Contradicted,
     Created,
+    CreateRefused,
     CreateStarted,
     Disowned,
     Downloaded,
     Line,
+    Owed,
     RemoteDeleted,
     Settled,
+    Stopped,
+    StopReason,
     Uploaded,
 )
 
@@ -52,6 +56,7 @@ class Submission:
     # with what the service last said of each, until their results tell.
     candidates: dict[str, BatchView | None] = field(default_factory=dict)
     contradiction: str | None = None  # the last thing the service contradicted itself on
+    stopped: StopReason | None = None  # why the stage last stopped on it (journaled)
     # When it first did (its results owed since), and last did: a bounded wait from the
     # first (:data:`~.owed.RESULTS_WAIT`), the files asked for again after each.
     owed_since: float | None = None
@@ -122,15 +127,20 @@ def _candidates(sub: Submission, event: Candidates) -> None:
     sub.candidates = {batch_id: None for batch_id in event.batch_ids}
 
 
-def _contradicted(sub: Submission, event: Contradicted) -> None:
+def _owed(sub: Submission, event: Contradicted | Owed | Stopped) -> None:
     sub.contradiction = event.detail
     sub.owed_since = sub.owed_since if sub.owed_since is not None else event.t
+
+
+def _stopped(sub: Submission, event: Stopped) -> None:
+    _owed(sub, event)  # looked at again by the next run, nothing bought meanwhile
+    sub.stopped = event.reason
     sub.contradicted_at = event.t
     sub.downloaded.clear()  # fetched afresh next time
 
 
 def _settled(sub: Submission, _: Settled) -> None:
-    sub.settled, sub.contradiction = True, None
+    sub.settled, sub.contradiction, sub.stopped = True, None, None
 
 
 def _deleted(sub: Submission, _: RemoteDeleted) -> None:
@@ -145,6 +155,10 @@ def _create_started(sub: Submission, event: CreateStarted) -> None:
     sub.create_started = event.t
 
 
+def _create_refused(sub: Submission, event: CreateRefused) -> None:
+    sub.create_started = None  # nothing was made: nothing to look for
+
+
 def _seen(sub: Submission, event: BatchSeen) -> None:
     if event.batch_id in sub.candidates:
         sub.candidates[event.batch_id] = event.view()
@@ -154,17 +168,21 @@ def _seen(sub: Submission, event: BatchSeen) -> None:
 
 def _downloaded(sub: Submission, event: Downloaded) -> None:
     sub.downloaded.add(event.file_id)
+    sub.stopped = None  # what stopped the stage came right
 
 
 SUB_EVENTS: dict[type, Callable[[Submission, Any], None]] = {
     Uploaded: _uploaded,
     CreateStarted: _create_started,
+    CreateRefused: _create_refused,
     Created: _created,
     BatchSeen: _seen,
     Downloaded: _downloaded,
     RemoteDeleted: _deleted,
     Disowned: _disowned,
     Candidates: _candidates,
-    Contradicted: _contradicted,
+    Contradicted: _owed,
+    Owed: _owed,
+    Stopped: _stopped,
     Settled: _settled,
 }

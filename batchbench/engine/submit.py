@@ -23,11 +23,10 @@ from ..clock import SYSTEM, Clock
 from ..errors import (
     ApiError,
     ApiNotFoundError,
-    BatchFileError,
     FileNotYetVisible,
     InvariantError,
+    NoRoom,
     TransientApiError,
-    TruncatedFileError,
 )
 from ..kinds import Stage
 from ..providers.base import CLOCK_SKEW, BatchView, Client, Provider, Tag
@@ -37,8 +36,8 @@ from .collection import check_download
 from .events import (
     BatchSeen,
     Candidates,
-    Contradicted,
     Created,
+    CreateRefused,
     CreateStarted,
     Disowned,
     Downloaded,
@@ -46,7 +45,8 @@ from .events import (
     RemoteDeleted,
     Uploaded,
 )
-from .owed import Owed
+from .fetch import download
+from .owed import OwedResults, stop_stage
 from .runconfig import RunConfig
 from .rundir import Run, batches_elsewhere
 from .state import RunState
@@ -75,6 +75,7 @@ def walk(
 
 # How long after a batch's create or its last change a 404 for it is a passing fault.
 NOT_FOUND_GRACE = 600.0
+ROOM_WAIT = 60.0  # after a create refused for want of room, before the next try
 
 
 class Submitter:
@@ -99,13 +100,14 @@ class Submitter:
         self.clock = clock
         self.max_ambiguous_creates = max_ambiguous_creates
         self._ambiguous_creates = 0
+        self._said_no_room: set[Stage] = set()
         self.outage_seconds = outage_seconds
         # A failing create's outage window runs from the first create of the journal's
         # that made nothing; a plain invocation (the user's own) starts a fresh one.
         self.window_from = window_from
         self.state = state
         self.warn = warn or (lambda _: None)
-        self.owed = Owed(record, clock, self.warn)  # results the service says it has
+        self.owed = OwedResults(record, clock, self.warn)  # results the service says it has
         self.calls = CallRunner(run, config.run_id, record, state, clock, self.warn)
 
     def tag(self, sub: Submission) -> Tag:
@@ -159,6 +161,9 @@ class Submitter:
         self.record(CreateStarted(sub=sub.id, file_id=sub.file_id))
         try:
             view = client.create(tag, sub.file_id, self.run.requests_dir / sub.path)
+        except NoRoom as exc:  # definite, nothing made: wait for a job to end
+            self._no_room(sub, exc)
+            return
         except (TransientApiError, FileNotYetVisible) as exc:
             # Ambiguous (the batch may exist: look for it first), or the file not
             # yet visible right after its upload: create again, a little later — for
@@ -173,6 +178,16 @@ class Submitter:
         _failpoints.hit("created")
         self.record(Created(sub=sub.id, batch_id=view.id))
         self.record_batch(sub, view)
+
+    def _no_room(self, sub: Submission, exc: NoRoom) -> None:
+        until = self.clock.time() + (exc.retry_after or ROOM_WAIT)
+        self.record(CreateRefused(sub=sub.id, reason=str(exc), hold_until=until))
+        if sub.stage not in self._said_no_room:  # once a stage an invocation
+            self._said_no_room.add(sub.stage)
+            self.warn(
+                f"note: {sub.id} waits for room: the service runs as many jobs at once as"
+                f" it takes ({exc})"
+            )
 
     def _check_window(self, sub: Submission, last: Exception | None) -> None:
         """Stop once creates have failed for the outage window: from the first create of
@@ -263,8 +278,7 @@ class Submitter:
                     f" and {len(ids - mine)} others: neither the run's nor another's; it is"
                     " not adopted, and nothing is bought again"
                 )
-                self.record(Contradicted(sub=sub.id, batch_id=batch_id, detail=detail))
-                raise ApiError(detail, batch_id=batch_id)
+                stop_stage(self.record, sub, batch_id, "mixed", detail)
             self.record(Created(sub=sub.id, batch_id=batch_id, adopted=True))
             self.record(BatchSeen.of(sub.id, view))
             earlier: set[str] = set()
@@ -331,57 +345,8 @@ class Submitter:
         )
 
     def download(self, sub: Submission, file_id: str) -> None:
-        """Download to a staging name, check it, and only then keep and journal it.
-
-        A truncated transfer is fetched again; a file that breaks the format or
-        names requests this submission never sent stops the run with the
-        culprit named, leaving the run's state as it was.
-        """
-        provider = self.providers[sub.stage]
-        final = self.run.raw_path(file_id)
-        staging = final.with_name(f".{final.name}.check")
-        where = f"{file_id} (batch {sub.batch_id})"
-        batch_id = sub.batch_id or ""
-        calls = call_kind(sub, provider.wire) is not None
-        try:
-            for attempt in range(1, 4):
-                try:
-                    if calls:  # the answers the journal holds
-                        self.calls.write(sub, list(sub.ids()), staging)
-                    else:
-                        provider.client.download(batch_id, file_id, staging)
-                except ApiNotFoundError:  # named by the batch, not there (yet)
-                    detail = f"batch {batch_id} ({sub.id}) names result file {file_id}"
-                    self.owed.owe(sub, batch_id, f"{detail}, which answers 404")
-                    return
-                try:
-                    frame = provider.wire.read_results([staging])
-                    break
-                except TruncatedFileError:
-                    if attempt == 3:
-                        raise BatchFileError(
-                            f"{where}: downloaded three times, each cut off before its end"
-                            " (its last line unfinished): the service, or something between"
-                            " it and you, ends the file early; nothing was kept — run again"
-                            " later"
-                        ) from None
-                except BatchFileError as exc:  # named by the service's file, not ours
-                    raise type(exc)(str(exc).replace(str(staging), where)) from None
-            ids = set(frame["custom_id"].to_list())
-            if sub.adopted and ids and not ids & set(sub.ids()):
-                self.record(Disowned(sub=sub.id, batch_id=batch_id))
-                return
-            earlier: set[str] = set()
-            for other in sub.downloaded:
-                earlier.update(provider.wire.read_results([self.run.raw_path(other)])["custom_id"])
-            check_download(frame, sub, earlier, where)
-            sent = (self.run.requests_dir / sub.path).read_bytes().splitlines()
-            provider.wire.check_replies(frame, sent, where)
-            durable_replace(staging, final)
-        finally:
-            if staging.exists():
-                os.unlink(staging)
-        self.record(Downloaded(sub=sub.id, file_id=file_id))
+        """One result file, checked before it is kept (:func:`.fetch.download`)."""
+        download(self, sub, file_id)
 
     def delete_remote(self, sub: Submission) -> None:
         """Free the service's storage: the raw copies on disk are the source of truth."""

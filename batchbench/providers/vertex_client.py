@@ -35,7 +35,14 @@ from google import genai
 from google.genai import types
 
 from ..clock import SYSTEM, Clock
-from ..errors import ApiError, ApiNotFoundError, ConfigError, InvariantError
+from ..errors import (
+    ApiError,
+    ApiNotFoundError,
+    ConfigError,
+    InvariantError,
+    NoRoom,
+    TransientApiError,
+)
 from ..formats import article
 from ..kinds import Ending
 from . import gcs, retry, tls
@@ -187,10 +194,17 @@ class VertexClient:
             dest=self.bucket.uri(self._folder(tag), tag.sub, "out"),
             http_options=types.HttpOptions(extra_body={"labels": labels(tag)}),
         )
-        with self._errors(f"create job for {input_ref}"):  # once: never retried blind
-            job = self.sdk.batches.create(
-                model=self._model(tag.model), src=input_ref, config=config
-            )
+        try:
+            with self._errors(f"create job for {input_ref}"):  # once: never retried blind
+                job = self.sdk.batches.create(
+                    model=self._model(tag.model), src=input_ref, config=config
+                )
+        except TransientApiError as exc:
+            # Vertex's quota of concurrent jobs (4 Claude jobs a project): a definite
+            # refusal, 429 RESOURCE_EXHAUSTED naming the quota; nothing was made.
+            if exc.status == 429 and "concurrent" in str(exc):
+                raise NoRoom(str(exc), status=429, retry_after=exc.retry_after) from None
+            raise
         return self._view(job)
 
     def _jobs(self, filter_text: str) -> Iterator[types.BatchJob]:

@@ -86,6 +86,16 @@ class StageStatus(TypedDict):
     batches: dict[str, int]  # batch state (batchbench's word) → how many
     running: list[str]  # "<submission> <state>: <n>/<total> lines done" for batches in flight
     usage: dict[str, int]  # tokens used so far, by kind
+    stopped: list[dict[str, str]]  # submission, reason (StopReason), detail: why it stopped
+
+
+# Why a stage stopped, in words (the journal's StopReason).
+STOP_WORDS = {
+    "owed": "results owed past the wait",
+    "mixed": "a batch mixing the run's requests with others'",
+    "ids": "a result file naming requests not sent",
+    "replies": "replies filed under other requests",
+}
 
 
 def stage_status(state: RunState, stage: Stage) -> StageStatus:
@@ -93,6 +103,7 @@ def stage_status(state: RunState, stage: Stage) -> StageStatus:
     progress = state.progress(stage)
     batches: dict[str, int] = {}
     running: list[str] = []
+    stopped: list[dict[str, str]] = []
     for sub in state.subs.values():
         if sub.stage != stage:
             continue
@@ -117,7 +128,12 @@ def stage_status(state: RunState, stage: Stage) -> StageStatus:
                 f"{sub.id} unconfirmed: one of {', '.join(sub.candidates)} (a lost create;"
                 " the service keeps no tag, so its results will tell)"
             )
-        if sub.contradiction and not sub.collected:
+        if sub.stopped and not sub.collected:
+            stopped.append(
+                {"submission": sub.id, "reason": sub.stopped, "detail": sub.contradiction or ""}
+            )
+            running.append(f"{sub.id} stopped ({STOP_WORDS[sub.stopped]}): {sub.contradiction}")
+        elif sub.contradiction and not sub.collected:
             since = time.strftime("%Y-%m-%d %H:%M", time.gmtime(sub.owed_since or 0))
             running.append(f"{sub.id} results owed since {since} UTC: {sub.contradiction}")
     return StageStatus(
@@ -127,6 +143,7 @@ def stage_status(state: RunState, stage: Stage) -> StageStatus:
         batches=batches,
         running=running,
         usage=dict(state.usage.get(stage, {})),
+        stopped=stopped,
     )
 
 
