@@ -141,6 +141,51 @@ def test_four_claude_jobs_at_a_time(batch_emulator_factory, tmp_path, fixture_di
     assert_no_duplicates(emu)
 
 
+def test_two_claude_models_in_one_group_share_the_projects_four_jobs(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    """#48.1: the quota is the project's: a group of two Claude-on-Vertex models makes
+    four jobs between them, never a fifth the service would refuse."""
+    emu = batch_emulator_factory(paused=True)
+    argv = CLAUDE.args(emu, tmp_path, fixture_dir, "--limit", "12", cap=2)
+    at = argv.index("--answer-model")
+    argv[at : at + 2] = ["--answer-model", CLAUDE.model, "--answer-model", "vertex/claude-sim"]
+    assert run_cli(*argv, "--no-wait", env=CLAUDE.env(emu)).returncode == 3
+    assert len(_jobs(emu)) == 4  # six wanted by each run
+    emu.store.settings.paused = False
+    proc = run_cli(*argv, env=CLAUDE.env(emu))
+    assert proc.returncode == 0, proc.stderr
+    assert len(_jobs(emu)) == 12 and "waits for room" not in proc.stderr
+    assert_no_duplicates(emu)
+
+
+def test_a_project_full_of_another_folders_jobs_waits_for_room(
+    batch_emulator_factory, tmp_path, fixture_dir, clock
+):
+    """A run the jobs folder cannot see (another folder, another machine) holds the four
+    places: the service's refusal (429 RESOURCE_EXHAUSTED) is definite, nothing was
+    made, so the create waits for room — journaled, said once — and no outage window
+    is spent; once a place is free, the run goes on."""
+    emu = batch_emulator_factory(paused=True)
+    theirs = CLAUDE.args(emu, tmp_path / "theirs", fixture_dir, "--limit", "8", cap=2)
+    assert run_cli(*theirs, "--no-wait", env=CLAUDE.env(emu)).returncode == 3
+    ours = CLAUDE.args(emu, tmp_path, fixture_dir, "--limit", "2", cap=2)
+    for _ in range(3):  # cron ticks an hour apart: never an outage, each waits for room
+        proc = run_cli(*ours, "--no-wait", env=CLAUDE.env(emu))
+        assert proc.returncode == 3, proc.stderr
+        assert "waits for room" in proc.stderr
+        clock.advance(3600)
+    assert len(_jobs(emu)) == 4
+    journal = (tmp_path / "jobs" / CLAUDE.name() / "journal.jsonl").read_text()
+    assert '"create_refused"' in journal and '"created"' not in journal
+    emu.store.settings.paused = False
+    assert run_cli(*theirs, env=CLAUDE.env(emu)).returncode == 0
+    proc = run_cli(*ours, env=CLAUDE.env(emu))
+    assert proc.returncode == 0, proc.stderr
+    assert len(rows_of(tmp_path / "jobs" / CLAUDE.name() / "results.jsonl")) == 2
+    assert_no_duplicates(emu)
+
+
 def test_a_job_cut_off_by_the_window_keeps_what_ran_and_sends_the_rest_once(
     batch_emulator_factory, clock, tmp_path, fixture_dir
 ):

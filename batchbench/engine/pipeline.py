@@ -42,6 +42,7 @@ from .requests import Request, build_request, fit_minimum, write_shards
 from .rows import append_pass_rows, pass_rows, rows_for
 from .runconfig import RunConfig
 from .rundir import Run
+from .slots import Slots
 from .state import RunState
 from .submission import Submission
 from .submit import Submitter
@@ -104,6 +105,7 @@ class Pipeline:
             outage_seconds=settings.outage_seconds,
             window_from=window_from,
         )
+        self.slots = Slots(run, lambda: self.state)  # a quota of batches at once
         self.late = late.Late(self.submitter, settings.resubmit_after, settings.tail_flex, warn)
         self._rubric: pl.DataFrame | None = None
 
@@ -186,10 +188,9 @@ class Pipeline:
         takes at once, and the model's estimated in-flight tokens stay in budget."""
         wire = self.providers[sub.stage].wire
         most = wire.limits.max_batches
-        if most is not None:
-            mine = [s for s in self.in_flight() if self.providers[s.stage].wire.name == wire.name]
-            if len(mine) >= most:
-                return False
+        same = lambda s: self.providers[s.stage].wire.name == wire.name  # noqa: E731
+        if most is not None and self.slots.taken(sub.stage, same) >= most:
+            return False
         budget = self.settings.max_enqueued_tokens
         if budget is None:
             return True

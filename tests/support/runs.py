@@ -115,7 +115,11 @@ def duplicates(ledger: dict) -> tuple[list[str], list[str]]:
     An OpenAI batch names its submission in its metadata; an Anthropic one carries
     none, so a request id held by two batches is a submission made twice.
     """
-    subs = Counter(b["metadata"]["batchbench_sub"] for b in ledger["batches"] if b.get("metadata"))
+    subs = Counter(  # a submission is its run's: runs of a group share submission names
+        f"{b['metadata'].get('batchbench_run_id', '')[:8]}/{b['metadata']['batchbench_sub']}"
+        for b in ledger["batches"]
+        if b.get("metadata")
+    )
     held = Counter(cid for b in ledger["batches"] for cid in b.get("custom_ids", ()))
     lines = Counter(e["custom_id"] for e in ledger["executions"])
     made_twice = [s for s, n in subs.items() if n > 1] + [c for c, n in held.items() if n > 1]
