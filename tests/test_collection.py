@@ -7,15 +7,17 @@ import json
 
 import pytest
 
+from batchbench.bench.dataset import Case
 from batchbench.bench.scoring import rubric_frame
 from batchbench.engine.collection import Limits, collect
 from batchbench.engine.events import Line
 from batchbench.engine.state import RunState, fold
 from batchbench.engine.submission import Submission
+from batchbench.kinds import Stage
 from batchbench.providers.base import BatchError, BatchView
 from batchbench.providers.openai_wire import OpenAIWire
 
-CASES = [
+CASES: list[Case] = [
     {
         "case_id": f"c{i}",
         "benchmark": "b",
@@ -45,7 +47,7 @@ def line_error(cid: str, code: str):
     return {"custom_id": cid, "response": None, "error": {"code": code, "message": "m"}}
 
 
-def submission(stage: str, sent_temperature: bool = True, n: int = 4) -> Submission:
+def submission(stage: Stage, sent_temperature: bool = True, n: int = 4) -> Submission:
     lines = [Line(f"c{i}", 1, sent_temperature) for i in range(n)]
     ended = BatchView("b", "completed", "ended", "completed", files=("out",))
     return Submission("s", stage, 1, "s.jsonl", lines, 0.0, view=ended)

@@ -24,6 +24,13 @@ from support.labelling import graded, label, sheet
 TOOLS = FIXTURE / "label-tools"
 
 
+def _bracketed(text: str) -> str:
+    """The ``[item id]`` a field label starts with."""
+    found = re.match(r"\[([^\]]+)\]", text)
+    assert found is not None, text
+    return found.group(1)
+
+
 def _figures(jobs, *paths: Path, fmt: str | None = None) -> dict:
     labels = [x for p in paths for x in ("--labels", str(p))]
     more = ["--labels-format", fmt] if fmt else []
@@ -169,7 +176,7 @@ def _export(path: Path, fields: list[dict[str, str]], records: dict, *, labels: 
     status column last, as REDCap writes them."""
     shown = [f for f in fields if f["Field Type"] != "descriptive"]
     item_of = {
-        f["Variable / Field Name"]: re.match(r"\[([^\]]+)\]", f["Field Label"]).group(1)
+        f["Variable / Field Name"]: _bracketed(f["Field Label"])
         for f in shown
         if f["Field Type"] == "yesno"
     }

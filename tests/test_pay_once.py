@@ -37,7 +37,7 @@ def _run_dir(rig, tmp_path):
 def _each_request_once(emu) -> None:
     """No case was bought twice in a stage (under any id): the run never took a batch of
     its own for lost."""
-    ran = Counter()
+    ran: Counter[tuple[str, str, int]] = Counter()
     for e in emu.ledger()["executions"]:
         if e["custom_id"].startswith("colleague-"):
             continue

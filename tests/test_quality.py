@@ -23,8 +23,13 @@ def _tool(name: str) -> str:
 
 @pytest.mark.parametrize(
     "command",
-    [["ruff", "check", "."], ["ruff", "format", "--check", "."], ["mypy", "batchbench"]],
-    ids=["ruff-check", "ruff-format", "mypy"],
+    [
+        ["ruff", "check", "."],
+        ["ruff", "format", "--check", "."],
+        ["mypy", "batchbench"],  # strict (pyproject.toml)
+        ["mypy", "--config-file", "tests/mypy.ini", "tests"],
+    ],
+    ids=["ruff-check", "ruff-format", "mypy", "mypy-tests"],
 )
 def test_the_code_passes(command):
     proc = subprocess.run(

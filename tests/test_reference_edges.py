@@ -58,7 +58,9 @@ class Script:
     def case_of(self, body: dict) -> tuple[str, dict]:
         user = body["messages"][-1]["content"]
         if body["model"] == JUDGE_MODEL:
-            first_id = re.search(r"^\[([^\]]+)\] points=", user, re.M).group(1)
+            found = re.search(r"^\[([^\]]+)\] points=", user, re.M)
+            assert found is not None, user
+            first_id = found.group(1)
             case = next(c for c in self.cases if c["rubric_items"][0]["item_id"] == first_id)
             return "judge", case
         return "answer", self.by_prompt[user]

@@ -242,24 +242,24 @@ def test_plan_refuses_targets_it_cannot_count_and_takes_labels(tmp_path):
     assert got["cases_per_benchmark"] == 2  # no spread: the fewest cases meet any target
 
 
+CALLS: dict[str, int] = {}  # how often the noisy judge has seen each text
+
+
 def noisy_judge(body):
     """A judge whose verdicts vary from call to call (a seeded coin per item and call)."""
     if not is_judge_request(body):
         return default_content(body)
     text = body["messages"][-1]["content"]
-    noisy_judge.calls[text] = noisy_judge.calls.get(text, 0) + 1
+    CALLS[text] = CALLS.get(text, 0) + 1
     answer = judged_answer(text)
     items = [line.split("]")[0][1:] for line in text.split("RUBRIC ITEMS:\n")[1].splitlines()]
     decisions = []
     for item in items:  # a third of the items vary from call to call, the rest never
         varies = int(hashlib.md5(item.encode()).hexdigest(), 16) % 3 == 0
-        seed = f"{item}|{answer}|{noisy_judge.calls[text] if varies else 0}"
+        seed = f"{item}|{answer}|{CALLS[text] if varies else 0}"
         matched = hashlib.md5(seed.encode()).hexdigest()[0] < "8"
         decisions.append({"item_id": item, "matched": matched})
     return json.dumps({"decisions": decisions})
-
-
-noisy_judge.calls = {}
 
 
 def plain_kappa(verdicts):
@@ -300,7 +300,7 @@ def plain_two_level(scores, samples, seed):
 def test_judge_passes_measure_the_judge_and_keep_the_reference_rows(
     batch_emulator_factory, tmp_path
 ):
-    noisy_judge.calls.clear()
+    CALLS.clear()
     emu = batch_emulator_factory(responder=noisy_judge)
     args = [
         "run",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
 
@@ -50,7 +51,7 @@ def join_verdicts(verdicts: Mapping[str, Mapping[str, bool]], rubric: pl.DataFra
     Each case's verdicts must name exactly its rubric's item ids (the parser
     checks that); this is the one join of decisions against the rubric.
     """
-    columns: dict[str, list] = {"case_id": [], "item_id": [], "matched": []}
+    columns: dict[str, list[Any]] = {"case_id": [], "item_id": [], "matched": []}
     for case_id, found in verdicts.items():
         columns["case_id"].extend([case_id] * len(found))
         columns["item_id"].extend(found)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, cast
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 if TYPE_CHECKING:
-    from ..calibration.formats import LabelsFormat
+    pass
 
 from .common import JobsDirOpt, JsonOpt, finite, friendly, warn
 
@@ -107,8 +107,7 @@ def calibrate(
 
     if labels_format is not None and labels_format not in FORMATS:
         raise ConfigError(f"--labels-format {labels_format!r}: one of {', '.join(FORMATS)}")
-    fmt = cast("LabelsFormat | None", labels_format)
-    found = read_labels(labels, graded.name, graded.cases, fmt)
+    found = read_labels(labels, graded.name, graded.cases, labels_format)
     if plan:
         if width is None or not 0 < width < 1:
             raise ConfigError("--plan needs --width W, a half-width in (0, 1)")

@@ -95,7 +95,8 @@ class Command(TyperCommand):
         return pieces
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        return super().parse_args(ctx, spread(list(args)))  # type: ignore[no-any-return]
+        parsed: list[str] = super().parse_args(ctx, spread(list(args)))
+        return parsed
 
     def get_help_option(self, ctx: Any) -> Any:
         option = super().get_help_option(ctx)
@@ -128,7 +129,7 @@ class Group(TyperGroup):
         for param in params:
             if param.name in ("install_completion", "show_completion"):
                 param.metavar = ""
-        return params  # type: ignore[no-any-return]
+        return list(params)
 
     def get_help_option(self, ctx: Any) -> Any:
         option = super().get_help_option(ctx)

@@ -56,7 +56,7 @@ def run_cost(
         used = dict(usage.get(stage, {}))
         price = pricing.price(model)
         one = StageCost(model=model, **usage_cost(used, price, pricing.batch_discount))  # type: ignore[typeddict-item]
-        one.update(used)  # type: ignore[typeddict-item]
+        one.update(used)
         if price is None:
             one["no_price"] = pricing.why_unpriced(model)
         stages[stage] = one

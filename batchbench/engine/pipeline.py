@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -251,7 +252,7 @@ class Pipeline:
             adjust = self.state.cases[case_id].stage(stage, judge_pass).adjust
             flex = (stage, case_id) in self.state.flex_cases
             by_adjust.setdefault(_key([adjust, flex]), []).append(case_id)
-        groups: dict[str, tuple[dict | None, bool, list[str]]] = {}
+        groups: dict[str, tuple[dict[str, Any] | None, bool, list[str]]] = {}
         for cases in by_adjust.values():
             shared = request(cases[0]).rendered.shared
             flex = (stage, cases[0]) in self.state.flex_cases
@@ -264,7 +265,7 @@ class Pipeline:
         )
         cap = fit_minimum(len(pending), cap, wire.limits.min_lines, wire.limits.max_lines)
         self._check_minimum(stage, len(pending), wire.limits.min_lines)
-        files: list[tuple[Path, list[Line], int, dict | None, bool]] = []
+        files: list[tuple[Path, list[Line], int, dict[str, Any] | None, bool]] = []
         for shared, flex, cases in groups.values():
             made = write_shards(
                 entries(cases, _key(shared)),

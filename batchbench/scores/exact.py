@@ -19,11 +19,13 @@ from ..bench.protocol import PROTOCOL_VERSION
 NAN = float("nan")
 
 
-def last_rows(rows: Iterable[dict[str, Any]]) -> tuple[dict[str, dict], dict[str, dict]]:
+def last_rows(
+    rows: Iterable[dict[str, Any]],
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
     """Last row of each case, and last successful row of each case: the rows that
     count, by the reference's rule (the last successful row wins)."""
-    last: dict[str, dict] = {}
-    last_ok: dict[str, dict] = {}
+    last: dict[str, dict[str, Any]] = {}
+    last_ok: dict[str, dict[str, Any]] = {}
     for row in rows:
         cid = row["case_id"]
         last[cid] = row

@@ -211,7 +211,8 @@ def sequential_means(scores: np.ndarray, picks: np.ndarray) -> np.ndarray:
         for j in range(n):
             acc += picked[j]
         total[r0 : r0 + step] = acc
-    return total / n
+    means: np.ndarray = total / n
+    return means
 
 
 def percentile(values: Sequence[float] | np.ndarray, p: float) -> float:

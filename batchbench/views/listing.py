@@ -132,7 +132,7 @@ def leaderboard_text(runs: list[Run], pricing: Pricing, hint: bool = True) -> st
 
 def _ci(run: Run) -> str:
     try:
-        low, high = run_status(run)["overall_ci95"]  # type: ignore[typeddict-item]
+        low, high = run_status(run)["overall_ci95"]
     except (BatchbenchError, KeyError):
         return "-"
     return f"[{low:.3f}, {high:.3f}]"

@@ -71,7 +71,7 @@ def _in_process(args: tuple[str, ...], env: dict | None, clock: Any) -> subproce
     result = CliRunner().invoke(app, list(args), env=env, obj=obj)
     stderr = result.stderr
     if result.exception is not None and not isinstance(result.exception, SystemExit):
-        stderr += "".join(traceback.format_exception(*result.exc_info))
+        stderr += "".join(traceback.format_exception(result.exception))
     return subprocess.CompletedProcess(list(args), result.exit_code, result.stdout, stderr)
 
 
