@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-MISSING = "n/a"
+MISSING = "—"  # a figure that is not there, printed one way everywhere
 
 
 def present(value: Any) -> bool:

@@ -376,7 +376,7 @@ def test_a_run_whose_cases_all_failed_is_not_called_complete(
     header, row = listing.splitlines()
     cells = dict(zip(re.split(r"\s{2,}", header), re.split(r"\s{2,}", row)))
     assert cells["status"] == "failed" and cells["scored/failed/total"] == "0/3/3"
-    assert cells["mean"] == "-" and "complete" not in listing
+    assert cells["mean"] == "—" and "complete" not in listing
 
     # Every --json is strict JSON (RFC 8259 has no NaN): a figure that cannot be given is null.
     def strict(text: str) -> object:

@@ -9,7 +9,7 @@ import pytest
 
 from batchbench.bench.dataset import Case
 from batchbench.bench.scoring import rubric_frame
-from batchbench.engine.collection import Limits, collect
+from batchbench.engine.collection import RetryLimits, collect
 from batchbench.engine.events import Line
 from batchbench.engine.state import RunState, fold
 from batchbench.engine.submission import Submission
@@ -31,7 +31,7 @@ CASES: list[Case] = [
     }
     for i in range(4)
 ]
-LIMITS = Limits(max_retries=6, max_attempts=3, hold_seconds=60.0)
+LIMITS = RetryLimits(max_retries=6, max_attempts=3, hold_seconds=60.0)
 
 
 def ok(cid: str, content):

@@ -18,11 +18,10 @@ from ..bench.dataset import Case
 from ..bench.decisions import join_verdicts
 from ..bench.results import row_verdicts
 from ..bench.scoring import rubric_frame, score_joined
-from ..scores.stats import balanced_f1, fleiss_kappa, gwet_ac1, krippendorff_alpha
+from ..scores.stats import Z95, balanced_f1, fleiss_kappa, gwet_ac1, krippendorff_alpha
 from ..scores.summary import Summary
 from .labels import Label, LabelsError
 from .ppi import (
-    Z95,
     Agreement,
     Corrected,
     RoganGladen,

@@ -25,8 +25,8 @@ from typing import Literal, TypedDict
 
 import numpy as np
 
-Z95 = 1.959963984540054  # the normal 97.5 % quantile
-SMALL_N = 20  # fewer labelled cases than this: the normal interval undercovers
+from ..scores.stats import SMALL_N, Z95
+
 Values = Sequence[float] | np.ndarray
 
 

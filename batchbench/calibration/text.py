@@ -6,12 +6,13 @@ import math
 from html import escape
 from typing import Any
 
+from ..formats import MISSING
+from ..scores.stats import SMALL_N, Z95
 from .analysis import Calibration
-from .ppi import SMALL_N, Z95
 
 
 def _num(value: float | None, digits: int = 3) -> str:
-    return "—" if value is None or not math.isfinite(value) else f"{value:.{digits}f}"
+    return MISSING if value is None or not math.isfinite(value) else f"{value:.{digits}f}"
 
 
 def _ci(ci: list[float] | None) -> str:
@@ -55,7 +56,7 @@ def _corrected(estimate: float | None, ci: list[float] | None, small: bool) -> s
     the normal interval puts outside is shown cut there and marked ``†``; ``*`` marks one
     on fewer than SMALL_N labelled cases."""
     if estimate is None or not math.isfinite(estimate):
-        return "—"
+        return MISSING
     figures = [estimate, *(ci or [])]
     cut = "†" if any(x < 0 or x > 1 for x in figures) else ""
     shown = [_cut(x) for x in figures]
@@ -71,7 +72,7 @@ def _cells(c: Calibration) -> list[list[str]]:
     for name, b in c["benchmarks"].items():
         a, j, p, k = b["agreement"], b["judge"], b["physicians"], b["corrected"]
         small = k["small_n"] and k["n"] > 0
-        corrected = "—" if not k["n"] else _corrected(k["estimate"], k["ci95"], small)
+        corrected = MISSING if not k["n"] else _corrected(k["estimate"], k["ci95"], small)
         rows.append(
             [
                 name,
@@ -83,8 +84,8 @@ def _cells(c: Calibration) -> list[list[str]]:
                 f"{_num(j['mean'])} {_ci(j['ci95'])}",
                 _num(p["mean"]),
                 corrected,
-                "—" if small else _num(k["rho2"], 2),
-                "—" if small else _num(k["effective_n"], 1),
+                MISSING if small else _num(k["rho2"], 2),
+                MISSING if small else _num(k["effective_n"], 1),
             ]
         )
     o = c["overall"]

@@ -229,21 +229,34 @@ DatasetOpt = Annotated[
         help="BedsideBench checkout (registry.json at its root; or BATCHBENCH_DATASET).",
     ),
 ]
+# Which cases, which runs: one declaration each, for `run` and every other command (the
+# "Selection" panel groups them in `run --help`, beside its many other options).
+SELECTION = "Selection"
 SmokeOpt = Annotated[
-    bool, typer.Option("--smoke", metavar="", help="Only the first case of each benchmark.")
+    bool,
+    typer.Option(
+        "--smoke",
+        metavar="",
+        rich_help_panel=SELECTION,
+        help="Only the first case of each benchmark.",
+    ),
 ]
 LimitOpt = Annotated[
     int | None,
-    typer.Option("--limit", metavar="N", help="Keep the first N cases of the selection."),
+    typer.Option(
+        "--limit",
+        metavar="N",
+        rich_help_panel=SELECTION,
+        help="Keep the first N cases of the selection.",
+    ),
 ]
-
-
 JobsDirOpt = Annotated[
     Path,
     typer.Option(
         "--jobs-dir",
         metavar="DIR",
         envvar="BATCHBENCH_JOBS_DIR",
+        rich_help_panel=SELECTION,
         help="Folder holding one directory per run (or BATCHBENCH_JOBS_DIR).",
     ),
 ]

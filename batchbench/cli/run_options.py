@@ -13,8 +13,9 @@ import typer
 
 from ..engine.late import TAIL_RULE
 from ..providers.registry import PROVIDERS, Flag, provider_labels
+from .common import SELECTION
 
-SELECTION, MODELS, API, BUDGET, ADVANCED = "Selection", "Models", "API", "Budget", "Advanced"
+MODELS, API, BUDGET, ADVANCED = "Models", "API", "Budget", "Advanced"
 JUDGES = " or ".join(spec.label for spec in reversed(PROVIDERS) if spec.judges)
 FLEX = ", ".join(spec.label for spec in reversed(PROVIDERS) if spec.flex)
 
@@ -55,23 +56,6 @@ DatasetOpt = Annotated[
     ),
 ]
 
-SmokeOpt = Annotated[
-    bool,
-    typer.Option(
-        "--smoke",
-        rich_help_panel=SELECTION,
-        help="Only the first case of each benchmark.",
-        metavar="",
-    ),
-]
-
-LimitOpt = Annotated[
-    int | None,
-    typer.Option(
-        metavar="N", rich_help_panel=SELECTION, help="Keep the first N cases of the selection."
-    ),
-]
-
 BenchmarkOpt = Annotated[
     list[str] | None,
     typer.Option(
@@ -90,17 +74,6 @@ RunNameOpt = Annotated[
         rich_help_panel=SELECTION,
         help="Run name, letters, digits and . _ - (default: from the answer model); with"
         " several models, a prefix.",
-    ),
-]
-
-JobsDirOpt = Annotated[
-    Path,
-    typer.Option(
-        "--jobs-dir",
-        metavar="DIR",
-        envvar="BATCHBENCH_JOBS_DIR",
-        rich_help_panel=SELECTION,
-        help="Folder holding one directory per run (or BATCHBENCH_JOBS_DIR).",
     ),
 ]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from ..engine.runconfig import default_name
-from .common import clock_of, friendly
+from .common import JobsDirOpt, LimitOpt, SmokeOpt, clock_of, friendly
 from .finish import finish_run, print_dry_run, print_leaderboard
 from .project import current_project
 from .run_options import (
@@ -21,10 +21,8 @@ from .run_options import (
     DatasetOpt,
     DeleteRemoteFilesOpt,
     DryRunOpt,
-    JobsDirOpt,
     JudgeModelOpt,
     JudgePassesOpt,
-    LimitOpt,
     MaxAttemptsOpt,
     MaxCostOpt,
     MaxEnqueuedTokensOpt,
@@ -41,7 +39,6 @@ from .run_options import (
     ResumeCancelledOpt,
     RunNameOpt,
     SettleOwedOpt,
-    SmokeOpt,
     TailFlexOpt,
     TokenLimitWaitOpt,
     with_account_flags,

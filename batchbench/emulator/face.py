@@ -171,7 +171,3 @@ def match(routes: Sequence[Route], method: str, path: str) -> tuple[Route, tuple
 def bearer(x: Exchange) -> str:
     auth = x.header("Authorization")
     return auth[7:].strip() if auth.startswith("Bearer ") else ""
-
-
-def json_reply(status: int, body: Any, headers: dict[str, str] | None = None) -> Reply:
-    return Reply(body, status, headers or {})

@@ -50,7 +50,7 @@ class Outcome:
 
 
 @dataclass
-class Limits:
+class RetryLimits:
     max_retries: int  # attempts per request for retried replies (the reference's)
     max_attempts: int  # judge replies per answer before an invalid one is an error
     hold_seconds: float  # wait after token_limit_exceeded
@@ -286,7 +286,7 @@ def collect(
     sub: Submission,
     frame: pl.DataFrame | None,
     state: RunState,
-    limits: Limits,
+    limits: RetryLimits,
     rubric: pl.DataFrame,
     item_ids: Mapping[str, Sequence[str]],
     now: float,

@@ -28,7 +28,7 @@ from ..bench.results import append_rows, row_counts
 from ..bench.scoring import rubric_frame
 from ..clock import SYSTEM, Clock
 from ..costs.pricing import prompt_tokens, token_counter
-from ..errors import BatchFileError, BelowMinimum, ConfigError, InvariantError
+from ..errors import BelowMinimum, ConfigError, InvariantError
 from ..kinds import STAGES, Stage
 from ..providers.base import Provider
 from ..providers.ids import claim
@@ -36,11 +36,11 @@ from ..providers.registry import BY_NAME
 from ..reporting import quiet
 from . import late
 from .calls import call_kind, unknown_detail
-from .collection import Collection, Limits, collect
+from .collection import Collection, RetryLimits, collect
 from .events import Event, Line, Plan
 from .owed import short_of
 from .requests import Request, build_request, fit_minimum, write_shards
-from .rows import append_pass_rows, pass_rows, rows_for
+from .rows import Answers, append_pass_rows, pass_rows, rows_for
 from .runconfig import RunConfig
 from .rundir import Run
 from .slots import Slots
@@ -91,8 +91,10 @@ class Pipeline:
         run.repair()  # the caller holds the run's lock
         self.state: RunState = run.state(config.case_ids)
         self._journal_size = run.journal_size()
-        self.limits = Limits(settings.max_retries, settings.max_attempts, settings.hold_seconds)
-        self._answers: dict[str, dict[str, str]] = {}
+        self.limits = RetryLimits(
+            settings.max_retries, settings.max_attempts, settings.hold_seconds
+        )
+        self.answers = Answers(run, providers["answers"].wire, lambda: self.state)
         self._rows_on_disk: Counter[str] | None = None
         self.submitter = Submitter(
             run,
@@ -227,7 +229,7 @@ class Pipeline:
                 self.config.run_id,
                 adjust=st.adjust,
                 reasoning_effort=self.config.reasoning_effort,
-                answer=self.answer_text(case_id) if stage == "judges" else None,
+                answer=self.answers(case_id) if stage == "judges" else None,
                 judge_pass=judge_pass,
             )
 
@@ -359,16 +361,6 @@ class Pipeline:
             )
 
     # results -------------------------------------------------------------------
-    def answer_text(self, case_id: str) -> str:
-        st = self.state.cases[case_id].answers
-        if st.source is None or st.custom_id is None:
-            raise BatchFileError(f"no answer recorded for case {case_id}")
-        if st.source not in self._answers:
-            wire = self.providers["answers"].wire
-            frame = self.run.read_results(wire, [st.source])
-            self._answers[st.source] = dict(zip(frame["custom_id"], frame["content"]))
-        return self._answers[st.source][st.custom_id]
-
     def _write_rows(self, sub: Submission, result: Collection) -> None:
         """Append the rows of the cases this collection ends, each case's rows once."""
         if self._rows_on_disk is None:
@@ -388,7 +380,7 @@ class Pipeline:
             self.config,
             self.providers["answers"].wire.effort(self.config.reasoning_effort),
             self.state,
-            self.answer_text,
+            self.answers,
             self.clock.time(),
         )
         if rows:

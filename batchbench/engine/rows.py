@@ -20,6 +20,7 @@ from .._io import append_bytes
 from ..bench import protocol
 from ..bench.dataset import Case
 from ..bench.scoring import score_joined, score_records
+from ..errors import BatchFileError
 from .runconfig import RunConfig
 from .rundir import Run
 from .state import RunState
@@ -27,6 +28,7 @@ from .submission import Submission
 
 if TYPE_CHECKING:
     from ..bench.decisions import Judged
+    from ..providers.base import Wire
     from .collection import Outcome
 
 
@@ -228,3 +230,20 @@ def answer_usage(run: Run) -> dict[str, dict[str, int]]:
         for line in frame.select("custom_id", *USAGE_COLUMNS).iter_rows(named=True):
             out[ids[line["custom_id"]]] = {k: int(line[k] or 0) for k in USAGE_COLUMNS}
     return out
+
+
+class Answers:
+    """Each case's answer text, read from the raw file it came from (each file once)."""
+
+    def __init__(self, run: Run, wire: Wire, state: Callable[[], RunState]) -> None:
+        self.run, self.wire, self.state = run, wire, state
+        self._files: dict[str, dict[str, str]] = {}  # raw file → custom id → content
+
+    def __call__(self, case_id: str) -> str:
+        st = self.state().cases[case_id].answers
+        if st.source is None or st.custom_id is None:
+            raise BatchFileError(f"no answer recorded for case {case_id}")
+        if st.source not in self._files:
+            frame = self.run.read_results(self.wire, [st.source])
+            self._files[st.source] = dict(zip(frame["custom_id"], frame["content"]))
+        return self._files[st.source][st.custom_id]

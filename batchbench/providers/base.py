@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 from ..bench.protocol import Prompt
 from ..errors import ApiError
 from ..kinds import Ending, Phase, ProviderName, Stage
+from .ids import run_token
 
 if TYPE_CHECKING:
     import polars as pl
@@ -109,6 +110,11 @@ class Tag:
     requests: int
     model: str  # the id the service is asked for (a service that names it per batch)
     shared: dict[str, Any] | None = None  # what its requests share (:attr:`Rendered.shared`)
+
+    @property
+    def token(self) -> str:
+        """The run's short mark (:func:`.ids.run_token`)."""
+        return run_token(self.run_id)
 
 
 @dataclass(frozen=True)

@@ -81,7 +81,7 @@ def region(env: dict[str, str] | os._Environ[str] = os.environ) -> str | None:
 
 
 def job_name(tag: Tag) -> str:
-    return f"bb-{tag.run_id[:8]}-{tag.sub}"[:63]
+    return f"bb-{tag.token}-{tag.sub}"[:63]
 
 
 def request_token(tag: Tag) -> str:
@@ -249,7 +249,7 @@ class BedrockClient:
             raise
 
     def _key(self, tag: Tag, name: str) -> str:
-        return "/".join(p for p in (self.prefix, f"bb-{tag.run_id[:8]}", name) if p)
+        return "/".join(p for p in (self.prefix, f"bb-{tag.token}", name) if p)
 
     def calls(self, kind: CallKind, model: str) -> Calls | None:
         """Records too few for a job, on demand (:mod:`.bedrock_on_demand`)."""

@@ -67,7 +67,7 @@ def credentials() -> Any:
 
 
 @contextlib.contextmanager
-def google_errors(what: str, batch_id: str | None = None) -> Iterator[None]:
+def storage_errors(what: str, batch_id: str | None = None) -> Iterator[None]:
     """Cloud Storage's and google-auth's exceptions → typed errors naming the call."""
     try:
         yield
@@ -126,7 +126,7 @@ class Bucket:
                 f" {uri!r}, not gs://BUCKET/PREFIX"
             )
         self.name, self.prefix = found.group(1), (found.group(2) or "").strip("/")
-        with google_errors("Cloud Storage's settings"):
+        with storage_errors("Cloud Storage's settings"):
             self.client = storage.Client(project=project, credentials=creds)
         self.bucket = self.client.bucket(self.name)
 
@@ -135,7 +135,7 @@ class Bucket:
 
     def check(self) -> None:
         """That the bucket is there for these credentials."""
-        with google_errors(f"look up gs://{self.name}"):
+        with storage_errors(f"look up gs://{self.name}"):
             exists = self.bucket.exists(timeout=TIMEOUT, retry=None)
         if not exists:
             raise ConfigError(
@@ -146,13 +146,13 @@ class Bucket:
 
     def put(self, path: Path, uri: str) -> None:
         name = split(uri)[1]
-        with google_errors(f"upload {path.name}"):
+        with storage_errors(f"upload {path.name}"):
             self.bucket.blob(name).upload_from_filename(str(path), timeout=TIMEOUT, retry=None)
 
     def names(self, prefix_uri: str) -> list[str]:
         """The objects under a ``gs://`` prefix, as ``gs://`` URIs, in name order."""
         bucket, prefix = split(prefix_uri.rstrip("/") + "/")
-        with google_errors(f"list {prefix_uri}"):
+        with storage_errors(f"list {prefix_uri}"):
             blobs = self.client.list_blobs(bucket, prefix=prefix, timeout=TIMEOUT, retry=None)
             return [f"gs://{bucket}/{b.name}" for b in blobs]
 

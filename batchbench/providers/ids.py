@@ -22,6 +22,12 @@ _ALNUM_CASE = re.compile(r"^[a-zA-Z0-9]*$")
 _LABEL_CASE = re.compile(r"^[a-z0-9_-]+$")
 
 
+def run_token(run_id: str) -> str:
+    """The run's mark where a service's names leave little room (request ids, job names,
+    folders): the first 8 characters of its run id, one spelling everywhere."""
+    return run_id[:8]
+
+
 def openai_id(stage: Stage, case_id: str, attempt: int, judge_pass: int = 1) -> str:
     """``answer:<case_id>`` on the first attempt, ``answer:<case_id>:<n>`` after; a judge's
     extra passes (``--judge-passes``) are ``judge<p>:<case_id>[:<n>]``."""
@@ -60,7 +66,7 @@ def safe_id(
         else ("-", "-", "_", _LABEL_CASE if label else _SAFE_CASE)
     )
     most = 63 if label else 64
-    head = f"{run_id[:8]}{gap}{_PREFIX[stage][0]}{attempt}" + (
+    head = f"{run_token(run_id)}{gap}{_PREFIX[stage][0]}{attempt}" + (
         f"p{judge_pass}" if judge_pass > 1 else ""
     )
     plain = f"{head}{plain_mark}{case_id}"

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .ids import run_token
+
 # How a submission's requests go when not as a batch: on OpenAI's flex tier (a batch's
 # tail), or on demand (Bedrock: too few records for a job, sent by the user's choice).
 CallKind = Literal["flex", "ondemand"]
@@ -58,4 +60,4 @@ class Calls:
 
 def batch_id(kind: CallKind, run_id: str, sub: str) -> str:
     """The id a submission sent one call at a time goes by (it is also its output's)."""
-    return f"{kind}-{run_id[:8]}-{sub}"
+    return f"{kind}-{run_token(run_id)}-{sub}"

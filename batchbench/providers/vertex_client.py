@@ -136,7 +136,7 @@ class VertexClient:
     @contextlib.contextmanager
     def _errors(self, what: str, batch_id: str | None = None) -> Iterator[None]:
         with (
-            gcs.google_errors(what, batch_id),
+            gcs.storage_errors(what, batch_id),
             genai_errors(what, self.service.base_url, "", gcs.KEY_HINT, batch_id),
         ):
             yield
@@ -175,7 +175,7 @@ class VertexClient:
         self.preflight("look up the Cloud Storage bucket", self.bucket.check)
 
     def _folder(self, tag: Tag) -> str:
-        return f"bb-{tag.run_id[:8]}"
+        return f"bb-{tag.token}"
 
     def calls(self, kind: CallKind, model: str) -> Calls | None:
         """None: no flex tier, no on-demand remainder."""

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from .._io import atomic_write_text, jsonl_lines
 from ..bench.dataset import Case
 from ..errors import RunStateError
-from ..formats import present
+from ..formats import MISSING, present
 
 if TYPE_CHECKING:
     from ..engine.rundir import Run
@@ -184,10 +184,10 @@ def read_noise(run: Run) -> JudgeNoise | None:
 
 def noise_text(noise: JudgeNoise) -> str:
     def show(value: Any, form: str) -> str:
-        return "-" if value is None else format(value, form)
+        return MISSING if value is None else format(value, form)
 
     ci = noise.get("overall_ci95_with_judge")
-    with_judge = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "-"
+    with_judge = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else MISSING
     return (
         f"judge noise over {noise['passes']} passes ({noise['cases']} cases):"
         f" item agreement {show(noise['item_agreement'], '.1%')},"

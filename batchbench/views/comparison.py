@@ -68,8 +68,8 @@ def _row(name: str, v: Stats) -> list[str]:
         num(v["diff"], "+.3f"),
         interval(v["ci95"], "+.3f"),
         "all tie" if share is None else num(share, ".1%"),
-        num(v["se_diff"], ".3f", missing="-"),
-        num(v["mde80"], ".3f", missing="-"),
+        num(v["se_diff"], ".3f"),
+        num(v["mde80"], ".3f"),
         num(p, ".4f"),
         "*" if v["small_n"] else "",
     ]
@@ -107,6 +107,10 @@ def _pairwise(c: Pairwise, margin: float | None) -> list[str]:
     if margin is not None:
         lines.append(_non_inferiority(c, margin))
     return lines
+
+
+# A non-inferiority verdict in words (the text and the report say the same).
+VERDICT = {True: "yes", False: "not demonstrated", None: "no verdict (small n)"}
 
 
 def _non_inferiority(c: Pairwise, margin: float) -> str:

@@ -15,6 +15,7 @@ from ..costs.pricing import Pricing
 from ..costs.rollup import total_text
 from ..engine.rundir import Run
 from ..errors import BatchbenchError
+from ..formats import MISSING
 from .status import run_status
 
 
@@ -76,7 +77,7 @@ def listing_table(rows: list[dict[str, Any]]) -> str:
             notes.append(f"{r['run']}: {r['problem']}")
             continue
         value = r["overall_macro_mean"]
-        mean = f"{value:.3f}" if isinstance(value, float) and math.isfinite(value) else "-"
+        mean = f"{value:.3f}" if isinstance(value, float) and math.isfinite(value) else MISSING
         cells.append(
             [
                 r["run"] + (f" (copy of {r['copy_of']})" if "copy_of" in r else ""),

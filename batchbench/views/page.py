@@ -31,6 +31,7 @@ from ..scores.sources import resolve_all, run_dataset
 from ..scores.summary import Summary, last_rows
 from . import figures
 from .causes import error_cause, readable_error
+from .comparison import VERDICT
 from .page_assets import SCRIPT, STYLE
 from .status import run_status
 
@@ -232,8 +233,7 @@ def _comparisons(result: Comparison) -> str:
             small = " <span class='small'>(n &lt; 20: not to be trusted)</span>" * v["small_n"]
             verdict = ""
             if margin is not None:
-                said = {True: "yes", False: "not demonstrated", None: "no verdict (small n)"}
-                verdict = f"<td>{said[v['non_inferior']]}</td>"
+                verdict = f"<td>{VERDICT[v['non_inferior']]}</td>"
             share = v["share_a_better"]
             rows.append(
                 f"<tr><td>{_e(name)}{small}</td><td class='n'>{v['n']}</td>"
