@@ -9,30 +9,36 @@ cap) does so before a run folder or a batch exists.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from . import providers
 from .bench import protocol
 from .bench.dataset import Case, load_dataset, select_cases
 from .bench.results import rows_in_registry_order
 from .costs.pricing import Pricing, load_pricing
 from .engine.dryrun import DryRun, MaxCost, plan
+from .engine.events import ServiceSet
 from .engine.group import Group, Member
 from .engine.options import GroupOptions, RunOptions
 from .engine.pipeline import Pipeline
 from .engine.resume import finished_note, reopen
 from .engine.runconfig import RunConfig, Selection, check_name, default_name
 from .engine.rundir import Run
-from .engine.services import connect_all, new_services, run_services, stage_bundle
+from .engine.services import (
+    connect_all,
+    flex_note,
+    new_services,
+    run_services,
+    stage_bundle,
+    where_requests_go,
+)
 from .engine.settle import settle_owed
 from .engine.state import fold
 from .errors import ConfigError, RunLockedError
 from .kinds import Stage
 from .providers import resolve
-from .providers.base import Service
+from .providers.base import Client, Service
 from .reporting import quiet
 from .scores.noise import write_noise
 from .scores.summary import Summary, summarize
@@ -125,32 +131,15 @@ def execute_group(
     shared = GroupOptions.of(group)
     prepared = [prepare(options) for options in group]
     if shared.no_wait:  # a cron tick of a group that has finished asks no service
-        states = [run.state(c.case_ids) if run.exists() else None for run, c, _ in prepared]
-        pairs = list(zip(states, prepared))
-        if all(s is not None and s.finished(c.judge_passes) for s, (_, c, _) in pairs) and not any(
-            _busy(run) for run, _, _ in prepared
-        ):
-            return [
-                RunResult(run, None, True, note=finished_note(run, config, state))
-                for (run, config, _), state in zip(prepared, states)
-                if state is not None
-            ]
+        finished = _finished_tick(prepared)
+        if finished is not None:
+            return finished
     pricing = load_pricing(shared.pricing)
     if shared.max_cost is not None:
         _check_cost(group, prepared, pricing, shared.max_cost)
-    services = []
-    for options, (run, config, _) in zip(group, prepared):
-        state = run.state(config.case_ids) if run.exists() else fold(config.case_ids, [])
-        services.append(
-            run_services(
-                config,
-                state,
-                options.services.base_url,
-                move=options.services.move,
-                given=options.services.base_urls,
-                settings=options.services.account_settings,
-            )
-        )
+    services = [
+        _services(options, run, config) for options, (run, config, _) in zip(group, prepared)
+    ]
     clients = connect_all(
         (s for s, _ in services), warn=warn, credentials=shared.credentials, clock=shared.clock
     )
@@ -159,70 +148,12 @@ def execute_group(
     results: list[RunResult] = []
     members: list[tuple[Member, Run, RunConfig]] = []
     with contextlib.ExitStack() as stack:
-        for options, (run, config, cases), (stages, changes) in zip(group, prepared, services):
-            try:  # before a word of a new run: a misspelt model is not one
-                _check_answer_model(clients, stages["answers"], config.answer_model)
-            except ConfigError as exc:
-                if len(group) == 1:
-                    raise
-                say(f"error: run {config.name!r} not started: {exc}")
-                results.append(RunResult(run, None, False, str(exc)))
-                continue
-            fresh = "RESUMING" if run.exists() else "NEW"
-            say(f"{fresh} run {config.name!r} in {run.root.resolve()}")
-            inside = where_requests_go(stages)
-            if inside:
-                say(inside)
-            if options.settings.tail_flex is not None:
-                say(flex_note(stages))
-            run.make_folder()
-            try:
-                stack.enter_context(run.lock())
-            except RunLockedError as exc:
-                if not options.no_wait:
-                    raise
-                if run.exists():  # another configuration is refused even so
-                    run.create(config)
-                results.append(RunResult(run, None, False, note=f"{exc}: nothing for this tick"))
-                continue
-            config = run.create(config)
-            try:
-                stack.enter_context(run.token_lock(config.run_id))
-            except RunLockedError as exc:
-                if not options.no_wait:
-                    raise
-                results.append(RunResult(run, None, False, note=f"{exc}: nothing for this tick"))
-                continue
-            if run.name != config.name:
-                warn(
-                    f"warning: folder {run.root.resolve()} holds run {config.name!r} (its"
-                    f" run.json): a copy of that run, one run with it: what either buys, the"
-                    " other adopts"
-                )
-            bundle = stage_bundle(stages, clients)
-            # A plain invocation is the user's: a failing create gets a fresh outage
-            # window; a --no-wait tick shares the one its run's journal started.
-            window = None if options.no_wait else options.clock.time()
-            pipeline = Pipeline(
-                run,
-                config,
-                cases,
-                bundle,
-                options.settings,
-                warn=warn,
-                clock=options.clock,
-                window_from=window,
-            )
-            for change in changes:
-                pipeline.record(change)
-            if options.no_wait and pipeline.done():
-                note = finished_note(run, config, pipeline.state)
-                results.append(RunResult(run, None, True, note=note))
-                continue
-            reopen(pipeline, options, say)
-            if options.settle_owed:
-                settle_owed(pipeline, pricing, say)
-            members.append((Member(pipeline), run, config))
+        for options, made, found in zip(group, prepared, services):
+            started = _start(stack, options, made, found, clients, len(group), say, warn, pricing)
+            if isinstance(started, RunResult):
+                results.append(started)
+            else:
+                members.append(started)
         Group(
             [m for m, _, _ in members],
             shared.poll_interval,
@@ -230,57 +161,132 @@ def execute_group(
             clock=shared.clock,
             outage_seconds=shared.outage_seconds,
         ).advance(wait=not shared.no_wait, on_progress=on_progress)
-        for member, run, config in members:
-            summary = write_run_summary(run, config)
-            if member.pipeline.done():
-                collected = member.pipeline.state.judge_passes_collected(config.judge_passes)
-                write_noise(run, config, member.pipeline.cases, collected)
-            write_report(run, member.pipeline.state, config, pricing)
-            results.append(RunResult(run, summary, member.pipeline.done(), member.error))
+        results += [_finish(member, run, config, pricing) for member, run, config in members]
     order = [run.root for run, _, _ in prepared]
     return sorted(results, key=lambda r: order.index(r.run.root))
 
 
-def flex_note(stages: Mapping[Stage, Service]) -> str:
-    """What --tail-flex does for this run: which services finish a tail on flex, and
-    which have no flex tier (their batches run to their end; nothing at full price)."""
-    said = []
-    for stage, service in stages.items():
-        spec = providers.spec(service.provider)
-        tier = "its tail on flex" if spec.flex else "no flex tail: its batches run to their end"
-        said.append(f"{stage} on {spec.label}, {tier}")
-    return "--tail-flex: " + "; ".join(said)
+Prepared = tuple[Run, RunConfig, dict[str, Case]]
 
 
-def where_requests_go(stages: Mapping[Stage, Service]) -> str | None:
-    """For a run whose answers go to a cloud under an agreement (Azure, Bedrock): whether
-    every request stays inside it, or where the judges' go instead."""
-    answers, judges = stages["answers"], stages["judges"]
-    cloud = providers.spec(answers.provider)
-    if not cloud.cloud:
+def _finished_tick(prepared: list[Prepared]) -> list[RunResult] | None:
+    """A --no-wait tick of a group that has finished, and that no process advances: a
+    note per run, no service asked; else None."""
+    states = [run.state(c.case_ids) if run.exists() else None for run, c, _ in prepared]
+    pairs = list(zip(states, prepared))
+    if not all(s is not None and s.finished(c.judge_passes) for s, (_, c, _) in pairs):
         return None
-    if judges == answers or (
-        judges.provider == answers.provider and judges.base_url == answers.base_url
-    ):
-        return f"every request stays inside {cloud.label} ({providers.shown(answers.base_url)})"
-    other = providers.spec(judges.provider)
-    if judges.provider == answers.provider:
-        return (
-            f"note: answers go to {cloud.label} at {providers.shown(answers.base_url)},"
-            f" judges to {providers.shown(judges.base_url)}"
-        )
-    where = f"note: answers stay inside {cloud.label}; judges go to {other.label} at"
-    where += f" {providers.shown(judges.base_url)}"
-    if cloud.judges:
-        return f"{where} (for every request inside {cloud.label}, use --judge-model {cloud.name}/…)"
-    clouds = [p for p in providers.PROVIDERS if p.cloud and p.judges and p is not other]
-    agreed = " or ".join(f"--judge-model {p.name}/…" for p in clouds)
-    return f"{where} ({cloud.label} does not serve judges" + (
-        f"; {agreed} keeps them under an agreement too)" if agreed else ")"
+    if any(_busy(run) for run, _, _ in prepared):
+        return None
+    return [
+        RunResult(run, None, True, note=finished_note(run, config, state))
+        for (run, config, _), state in zip(prepared, states)
+        if state is not None
+    ]
+
+
+def _services(
+    options: RunOptions, run: Run, config: RunConfig
+) -> tuple[dict[Stage, Service], list[ServiceSet]]:
+    """The services the run's stages speak to (those it recorded, when it has), and the
+    journal lines recording any new."""
+    state = run.state(config.case_ids) if run.exists() else fold(config.case_ids, [])
+    return run_services(
+        config,
+        state,
+        options.services.base_url,
+        move=options.services.move,
+        given=options.services.base_urls,
+        settings=options.services.account_settings,
     )
 
 
-def _check_answer_model(clients: dict[Service, Any], service: Service, model: str) -> None:
+def _start(
+    stack: contextlib.ExitStack,
+    options: RunOptions,
+    made: Prepared,
+    found: tuple[dict[Stage, Service], list[ServiceSet]],
+    clients: dict[Service, Client],
+    runs: int,
+    say: Callable[[str], None],
+    warn: Callable[[str], None],
+    pricing: Pricing,
+) -> tuple[Member, Run, RunConfig] | RunResult:
+    """One run of the group, made ready to advance: its model checked, its folder made and
+    locked, its pipeline built; or set aside (a RunResult) — a model its service does not
+    know (when the group has others), a lock another process holds (a --no-wait tick),
+    a tick of a run already done."""
+    run, config, cases = made
+    stages, changes = found
+    try:  # before a word of a new run: a misspelt model is not one
+        _check_answer_model(clients, stages["answers"], config.answer_model)
+    except ConfigError as exc:
+        if runs == 1:
+            raise
+        say(f"error: run {config.name!r} not started: {exc}")
+        return RunResult(run, None, False, str(exc))
+    say(f"{'RESUMING' if run.exists() else 'NEW'} run {config.name!r} in {run.root.resolve()}")
+    inside = where_requests_go(stages)
+    if inside:
+        say(inside)
+    if options.settings.tail_flex is not None:
+        say(flex_note(stages))
+    run.make_folder()
+    try:
+        stack.enter_context(run.lock())
+    except RunLockedError as exc:
+        if not options.no_wait:
+            raise
+        if run.exists():  # another configuration is refused even so
+            run.create(config)
+        return RunResult(run, None, False, note=f"{exc}: nothing for this tick")
+    config = run.create(config)
+    try:
+        stack.enter_context(run.token_lock(config.run_id))
+    except RunLockedError as exc:
+        if not options.no_wait:
+            raise
+        return RunResult(run, None, False, note=f"{exc}: nothing for this tick")
+    if run.name != config.name:
+        warn(
+            f"warning: folder {run.root.resolve()} holds run {config.name!r} (its"
+            f" run.json): a copy of that run, one run with it: what either buys, the"
+            " other adopts"
+        )
+    # A plain invocation is the user's: a failing create gets a fresh outage window; a
+    # --no-wait tick shares the one its run's journal started.
+    window = None if options.no_wait else options.clock.time()
+    pipeline = Pipeline(
+        run,
+        config,
+        cases,
+        stage_bundle(stages, clients),
+        options.settings,
+        warn=warn,
+        clock=options.clock,
+        window_from=window,
+    )
+    for change in changes:
+        pipeline.record(change)
+    if options.no_wait and pipeline.done():
+        return RunResult(run, None, True, note=finished_note(run, config, pipeline.state))
+    reopen(pipeline, options, say)
+    if options.settle_owed:
+        settle_owed(pipeline, pricing, say)
+    return Member(pipeline), run, config
+
+
+def _finish(member: Member, run: Run, config: RunConfig, pricing: Pricing) -> RunResult:
+    """A run the loop advanced: its summary, its judge noise once done, its report."""
+    summary = write_run_summary(run, config)
+    if member.pipeline.done():
+        collected = member.pipeline.state.judge_passes_collected(config.judge_passes)
+        write_noise(run, config, member.pipeline.cases, collected)
+    write_report(run, member.pipeline.state, config, pricing)
+    return RunResult(run, summary, member.pipeline.done(), member.error)
+
+
+def _check_answer_model(clients: dict[Service, Client], service: Service, model: str) -> None:
     clients[service].check_models([resolve(model)])
 
 

@@ -164,7 +164,7 @@ def test_each_services_model_has_inspects_own_name(model):
     import inspect_ai.model._providers.providers  # noqa: F401  (registers them)
     from inspect_ai._util.registry import registry_find, registry_info
 
-    from batchbench.views.inspect_log import inspect_model_name
+    from batchbench.exports.inspect_log import inspect_model_name
 
     apis = {
         registry_info(o).name.split("/")[-1] for o in registry_find(lambda i: i.type == "modelapi")

@@ -174,36 +174,22 @@ def export(
     Example: batchbench export gpt-5.4-mini gpt-5.5 -o scores.parquet;
     batchbench export gpt-5.4-mini --format eee -o eee/
     """
-    from ..bench.dataset import load_dataset
-    from ..errors import ConfigError
-    from ..scores.compare import check_together, load_side
+    from ..exports import export as write
+    from ..exports import format_of
     from ..scores.sources import resolve_all
-    from ..views.show import export_frame, write_export
-    from .exports import export_eee, export_inspect
 
-    fmt = fmt or output.suffix.lstrip(".").lower()
-    if fmt in ("inspect", "eval"):
-        sources = resolve_all(runs, jobs_dir, label or ())
-        for source in sources:
-            path = output / f"{source.name}.eval" if len(sources) > 1 else output
-            typer.echo(f"wrote {export_inspect(source, path, dataset)}")
-        return
-    if fmt == "eee":
-        for source in resolve_all(runs, jobs_dir, label or ()):
-            typer.echo(f"wrote {export_eee(source, output, labels or [], dataset)}")
-        return
-    if labels:
-        raise ConfigError("--labels goes with --format eee")
-    if fmt not in ("parquet", "csv"):
-        raise ConfigError(
-            f"--format must be parquet, csv, eee or inspect, got {fmt or 'nothing'!r}"
-        )
-    ds = load_dataset(dataset) if dataset is not None else None
-    named = resolve_all(runs, jobs_dir, label or ())
-    check_together([load_side(n, ds, warn) for n in named])  # what compare would refuse
-    frame = export_frame([(n.name, n.results) for n in named], decisions)
-    write_export(frame, output, fmt)
-    typer.echo(f"wrote {frame.height} rows to {output}")
+    sources = resolve_all(runs, jobs_dir, label or ())
+    kind = format_of(fmt, output)
+    said = write(
+        sources,
+        output,
+        kind,
+        dataset=dataset,
+        labels=labels or [],
+        decisions=decisions,
+        warn=warn,
+    )
+    typer.echo("\n".join(said))
 
 
 @friendly

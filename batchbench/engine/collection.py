@@ -22,7 +22,7 @@ from ..bench import protocol
 from ..bench.decisions import Judged, judge_decisions
 from ..errors import BatchFileError
 from ..kinds import OutcomeKind
-from ..providers.base import BatchFailure, Wire
+from ..providers.base import BatchFailure, LineRules, Wire
 from ..providers.frames import USAGE_COLUMNS
 from .events import CaseOutcome, Collected
 from .state import RunState
@@ -130,7 +130,6 @@ def classify(
     (:meth:`Wire.fallback`: a temperature, an effort) is ``retry`` with it, any other
     failed reply fails the case with the reference's ``RuntimeError`` text.
     """
-    rules = wire.rules
     exp = pl.DataFrame(
         {"custom_id": list(expected), "case_id": [e.case_id for e in expected.values()]},
         schema={"custom_id": pl.String, "case_id": pl.String},
@@ -143,13 +142,44 @@ def classify(
     dups = counts.filter(pl.col("len") > 1)["custom_id"].sort().to_list()
     anomalies += [f"custom_id {c!r} appears more than once (not used; resubmitted)" for c in dups]
     usable = frame.filter(~pl.col("custom_id").is_in(dups))
-    ok = ~pl.col("has_error") & pl.col("status_code").is_between(200, 299)
-    used = usable.filter(ok)
+    used = usable.filter(_OK)
     usage = {c: int(used[c].sum()) for c in USAGE_COLUMNS}
     usage["requests"] = used.height
-    joined = exp.join(usable, on="custom_id", how="left")
-    # The wire's fallbacks, asked of the failed replies whose status the reference does
-    # not simply retry.
+    joined = _with_fallbacks(exp.join(usable, on="custom_id", how="left"), expected, wire, expired)
+    kind, detail = _verdict(wire.rules, expired, dups)
+    rows = joined.with_columns(kind.alias("kind"), detail.alias("detail")).select(
+        "custom_id",
+        "case_id",
+        "kind",
+        "detail",
+        "content",
+        pl.col("file").alias("source"),
+        "retry_with",
+    )
+    result = {}
+    for cid, case_id, kind_, detail_, content, source, again in rows.iter_rows():
+        good = kind_ == "ok"
+        result[cid] = Outcome(
+            case_id,
+            kind_,
+            detail_,
+            content if good else None,
+            source if good else None,
+            json.loads(again) if kind_ == "retry" else None,
+        )
+    return result, usage, anomalies
+
+
+_OK = ~pl.col("has_error") & pl.col("status_code").is_between(200, 299)
+
+
+def _with_fallbacks(
+    joined: pl.DataFrame, expected: Mapping[str, Sent], wire: Wire, expired: bool
+) -> pl.DataFrame:
+    """Each line with the wire's fallback for it (``retry_with``: asked of the failed
+    replies whose status the reference does not simply retry) and the reference's
+    words for its HTTP error (``http_error``)."""
+    rules = wire.rules
     retry_with: list[str | None] = []
     for cid, status, text, failed, file in joined.select(
         "custom_id", "status_code", "body_text", "has_error", "file"
@@ -162,7 +192,7 @@ def classify(
             adjust = wire.fallback(status, text or "", sent.note, sent.adjust)
         retry_with.append(None if adjust is None else json.dumps(adjust))
     codes, texts = joined["status_code"].to_list(), joined["body_text"].to_list()
-    joined = joined.with_columns(
+    return joined.with_columns(
         pl.Series("retry_with", retry_with, dtype=pl.String),
         pl.Series(
             "http_error",
@@ -170,6 +200,11 @@ def classify(
             dtype=pl.String,
         ),
     )
+
+
+def _verdict(rules: LineRules, expired: bool, dups: list[str]) -> tuple[pl.Expr, pl.Expr]:
+    """Each line's kind of outcome and its detail, as two expressions over the joined
+    lines: the rules of :func:`classify`, in the order they are tried."""
     status = pl.col("status_code")
     empty = pl.col("content").is_null() | (pl.col("content") == "")
     retried = status.is_in(sorted(rules.retried))
@@ -190,9 +225,9 @@ def classify(
         .then(pl.lit("failed"))
         .when(status.is_null())
         .then(pl.lit("transient"))
-        .when(ok & empty)
+        .when(_OK & empty)
         .then(pl.lit("transient"))
-        .when(ok)
+        .when(_OK)
         .then(pl.lit("ok"))
         .when(retried)
         .then(pl.lit("transient"))
@@ -219,9 +254,9 @@ def classify(
         )
         .when(status.is_null())
         .then(pl.lit("no status code"))
-        .when(ok & empty)
+        .when(_OK & empty)
         .then(pl.col("empty_error"))
-        .when(ok)
+        .when(_OK)
         .then(pl.lit(None, dtype=pl.String))
         .when(retried | fallback | lost)
         .then(pl.col("http_error"))
@@ -231,27 +266,7 @@ def classify(
             )
         )
     )
-    rows = joined.with_columns(kind.alias("kind"), detail.alias("detail")).select(
-        "custom_id",
-        "case_id",
-        "kind",
-        "detail",
-        "content",
-        pl.col("file").alias("source"),
-        "retry_with",
-    )
-    result = {}
-    for cid, case_id, kind_, detail_, content, source, again in rows.iter_rows():
-        good = kind_ == "ok"
-        result[cid] = Outcome(
-            case_id,
-            kind_,
-            detail_,
-            content if good else None,
-            source if good else None,
-            json.loads(again) if kind_ == "retry" else None,
-        )
-    return result, usage, anomalies
+    return kind, detail
 
 
 def _failed_batch(sub: Submission, failure: BatchFailure, hold: float, now: float) -> Collection:

@@ -177,3 +177,42 @@ def stage_bundle(
         stage: Provider(providers.wire(services[stage].provider), clients[services[stage]])
         for stage in STAGES
     }
+
+
+def flex_note(stages: Mapping[Stage, Service]) -> str:
+    """What --tail-flex does for this run: which services finish a tail on flex, and
+    which have no flex tier (their batches run to their end; nothing at full price)."""
+    said = []
+    for stage, service in stages.items():
+        spec = providers.spec(service.provider)
+        tier = "its tail on flex" if spec.flex else "no flex tail: its batches run to their end"
+        said.append(f"{stage} on {spec.label}, {tier}")
+    return "--tail-flex: " + "; ".join(said)
+
+
+def where_requests_go(stages: Mapping[Stage, Service]) -> str | None:
+    """For a run whose answers go to a cloud under an agreement (Azure, Bedrock): whether
+    every request stays inside it, or where the judges' go instead."""
+    answers, judges = stages["answers"], stages["judges"]
+    cloud = providers.spec(answers.provider)
+    if not cloud.cloud:
+        return None
+    if judges == answers or (
+        judges.provider == answers.provider and judges.base_url == answers.base_url
+    ):
+        return f"every request stays inside {cloud.label} ({providers.shown(answers.base_url)})"
+    other = providers.spec(judges.provider)
+    if judges.provider == answers.provider:
+        return (
+            f"note: answers go to {cloud.label} at {providers.shown(answers.base_url)},"
+            f" judges to {providers.shown(judges.base_url)}"
+        )
+    where = f"note: answers stay inside {cloud.label}; judges go to {other.label} at"
+    where += f" {providers.shown(judges.base_url)}"
+    if cloud.judges:
+        return f"{where} (for every request inside {cloud.label}, use --judge-model {cloud.name}/…)"
+    clouds = [p for p in providers.PROVIDERS if p.cloud and p.judges and p is not other]
+    agreed = " or ".join(f"--judge-model {p.name}/…" for p in clouds)
+    return f"{where} ({cloud.label} does not serve judges" + (
+        f"; {agreed} keeps them under an agreement too)" if agreed else ")"
+    )

@@ -22,12 +22,12 @@ from typing import Any, TypedDict
 import numpy as np
 
 from ..bench.dataset import Dataset
-from ..bench.results import check_against, read_numbered_rows, registry_order
-from ..errors import ConfigError, NotFinished, ResultsError
+from ..bench.results import check_against, read_numbered_rows
+from ..errors import ConfigError, ResultsError
 from ..reporting import quiet
 from . import stats
 from .noise import JudgeNoise, read_noise
-from .sources import Named, not_finished, run_dataset
+from .sources import Named, load_finished
 from .summary import (
     Summary,
     WordStream,
@@ -40,7 +40,6 @@ from .summary import (
     stratified_means,
 )
 from .summary import summarize as summarize_rows
-from .summary_file import summary_of
 
 
 @dataclass
@@ -68,17 +67,8 @@ def load_side(named: Named, dataset: Dataset | None, warn: Callable[[str], None]
     results file (with ``dataset``)."""
     run, path = named.run, named.results
     if run is not None:
-        config = run.load_config()
-        ds = run_dataset(config, dataset)
-        numbered = read_numbered_rows(path) if path.exists() else []
-        check_against(numbered, path, ds.by_id())
-        rows = [r for _, r in numbered]
-        if not run.summary_path.exists() and not run.summary_path.is_symlink():
-            raise NotFinished(not_finished(run))
-        ordered = registry_order(rows, config.case_ids)
-        summary = summary_of(
-            run.summary_path, ordered, config.case_ids, config.dataset_sha256, warn
-        )
+        found = load_finished(named, dataset, warn)
+        config, ds, rows, summary = found.config, found.dataset, found.rows, found.summary
         name, answer, judge = named.name, config.answer_model, config.judge_model
         protocol, digest = config.protocol_version, config.dataset_sha256
     else:

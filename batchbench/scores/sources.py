@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..bench.dataset import Dataset, load_dataset
 from ..engine.runconfig import NAME_RE, RunConfig
 from ..engine.rundir import Run
-from ..errors import ConfigError, UnknownRun
+from ..errors import ConfigError, NotFinished, UnknownRun
+from ..reporting import quiet
+
+if TYPE_CHECKING:
+    from .summary import Summary
 
 
 @dataclass(frozen=True)
@@ -91,3 +96,40 @@ def resolve_all(items: Sequence[str], jobs_dir: Path, labels: Sequence[str] = ()
                 " --label NAME, once per source in order"
             )
     return named
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A finished run as every reader of one takes it: its configuration, its dataset
+    (digest-checked), its rows in file order (each checked against its case) and its
+    summary (checked against those rows)."""
+
+    config: RunConfig
+    dataset: Dataset
+    rows: list[dict[str, Any]]
+    summary: Summary
+
+
+def load_finished(
+    named: Named,
+    dataset: Dataset | Path | None = None,
+    warn: Callable[[str], None] = quiet,
+) -> Finished:
+    """The one loader of a finished run (compare, report, calibrate, export read runs
+    through it); a run without its summary is :class:`NotFinished`, naming what to do."""
+    from ..bench.results import check_against, read_numbered_rows, registry_order
+    from .summary_file import summary_of
+
+    run = named.run
+    if run is None:
+        raise ConfigError(f"{named.name}: a results file, not a run")
+    config = run.load_config()
+    ds = run_dataset(config, dataset)
+    if not run.summary_path.exists() and not run.summary_path.is_symlink():
+        raise NotFinished(not_finished(run))
+    numbered = read_numbered_rows(named.results) if named.results.exists() else []
+    check_against(numbered, named.results, ds.by_id())
+    rows = [r for _, r in numbered]
+    ordered = registry_order(rows, config.case_ids)
+    summary = summary_of(run.summary_path, ordered, config.case_ids, config.dataset_sha256, warn)
+    return Finished(config, ds, rows, summary)

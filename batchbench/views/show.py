@@ -11,11 +11,7 @@ from __future__ import annotations
 import json
 import unicodedata
 from pathlib import Path
-from typing import Any
 
-import polars as pl
-
-from .._io import replacing
 from ..bench.dataset import Case
 from ..bench.results import read_rows
 from ..engine.events import Collected, Plan
@@ -23,17 +19,6 @@ from ..engine.replies import read_replies
 from ..engine.rundir import Run
 from ..errors import ConfigError, NotFinished, RunStateError
 from ..scores.sources import not_finished, run_dataset
-from ..scores.summary import last_rows
-
-COMPONENTS = (
-    "matched_signed_points",
-    "available_positive_points",
-    "raw_score",
-    "f1_weighted",
-    "precision_weighted",
-    "recall_weighted",
-    "severe_rate",
-)
 
 
 def _case(run: Run, case_id: str, dataset: Path | None) -> Case:
@@ -127,61 +112,3 @@ def show_case(run: Run, case_id: str, dataset: Path | None = None) -> str:
         out.append(f"  [{mark}] {item['points']:+g}  {visible(item['text'])}  ({item['item_id']})")
     out += ["ATTEMPTS", *(_attempts(run, case_id) or ["  none yet"])]
     return "\n".join(out)
-
-
-def export_frame(sources: list[tuple[str, Path]], decisions: bool = False) -> pl.DataFrame:
-    """One row per case (its last row, as the summary counts it) of each source, with
-    model, benchmark, score and components; with ``decisions``, one per rubric item."""
-    records: list[dict[str, Any]] = []
-    for name, path in sources:
-        last, _ = last_rows(read_rows(path))
-        for row in last.values():
-            base = {
-                "run": name,
-                "answer_model": row.get("answer_model"),
-                "judge_model": row.get("judge_model"),
-                "case_id": row["case_id"],
-                "benchmark": row.get("benchmark"),
-                "grading_method": row.get("grading_method"),
-                "score": row.get("score"),
-                "error": row.get("error"),
-            }
-            if not decisions:
-                parts = row.get("score_components")
-                parts = parts if isinstance(parts, dict) else {}
-                records.append({**base, **{c: parts.get(c) for c in COMPONENTS}})
-                continue
-            for d in row.get("decisions") or []:
-                records.append(
-                    {
-                        **base,
-                        "item_id": d["item_id"],
-                        "points": d["points"],
-                        "matched": d["matched"],
-                    }
-                )
-    schema = {
-        "run": pl.String,
-        "answer_model": pl.String,
-        "judge_model": pl.String,
-        "case_id": pl.String,
-        "benchmark": pl.String,
-        "grading_method": pl.String,
-        "score": pl.Float64,
-        "error": pl.String,
-    }
-    extra = (
-        {"item_id": pl.String, "points": pl.Float64, "matched": pl.Boolean}
-        if decisions
-        else {c: pl.Float64 for c in COMPONENTS}
-    )
-    return pl.DataFrame(records, schema={**schema, **extra}, orient="row")
-
-
-def write_export(frame: pl.DataFrame, out: Path, fmt: str) -> None:
-    """Written whole beside ``out`` and renamed over it: a crash leaves the old file."""
-    with replacing(out, mode=0o644) as tmp:
-        if fmt == "parquet":
-            frame.write_parquet(tmp)
-        else:
-            frame.write_csv(tmp)

@@ -1,23 +1,51 @@
-"""``export``'s formats that other tools read: Every Eval Ever records and Inspect logs,
-one run at a time (the writers are :mod:`..views.eee` and :mod:`..views.inspect_log`)."""
+"""Each format's export of named runs (or results files, for the table): the run
+loaded once, then handed to its format's writer (:mod:`.tables`, :mod:`.eee`,
+:mod:`.inspect_log`)."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
+from ..errors import ConfigError
 from ..scores.sources import Named
-from .common import warn
 
 
-def export_eee(named: Named, out: Path, labels: list[Path], dataset: Path | None) -> Path:
-    """One run's Every Eval Ever records under ``out`` (:mod:`..views.eee`)."""
-    import time
+def export_table(
+    sources: list[Named],
+    output: Path,
+    fmt: str,
+    dataset: Path | None,
+    decisions: bool,
+    warn: Callable[[str], None],
+) -> int:
+    """The runs (or files) as one table; how many rows it has. Runs compare would refuse
+    together (other cases, other datasets) are refused here too."""
+    from ..bench.dataset import load_dataset
+    from ..scores.compare import check_together, load_side
+    from .tables import export_frame, write_export
 
+    ds = load_dataset(dataset) if dataset is not None else None
+    check_together([load_side(n, ds, warn) for n in sources])
+    frame = export_frame([(n.name, n.results) for n in sources], decisions)
+    write_export(frame, output, fmt)
+    return frame.height
+
+
+def export_eee(
+    named: Named,
+    out: Path,
+    labels: list[Path],
+    dataset: Path | None,
+    warn: Callable[[str], None],
+) -> Path:
+    """One run's Every Eval Ever records under ``out`` (:mod:`.eee`); with physicians'
+    labels, each benchmark's PPI++ corrected score as a second result."""
     from ..calibration import load_run
     from ..calibration.analysis import calibrate
     from ..calibration.labels import read_labels
-    from ..errors import ConfigError
-    from ..views import eee
+    from . import eee
 
     if named.run is None:
         raise ConfigError(f"{named.name}: --format eee exports runs (by name), not results files")
@@ -39,12 +67,13 @@ def export_eee(named: Named, out: Path, labels: list[Path], dataset: Path | None
     return eee.write(out, aggregate, instances, stem)
 
 
-def export_inspect(named: Named, path: Path, dataset: Path | None) -> Path:
-    """One run as an Inspect log at ``path`` (:mod:`..views.inspect_log`)."""
+def export_inspect(
+    named: Named, path: Path, dataset: Path | None, warn: Callable[[str], None]
+) -> Path:
+    """One run as an Inspect log at ``path`` (:mod:`.inspect_log`)."""
     from ..calibration import load_run
     from ..engine.rows import answer_usage
-    from ..errors import ConfigError
-    from ..views import inspect_log
+    from . import inspect_log
 
     if named.run is None:
         raise ConfigError(f"{named.name}: --format inspect exports runs (by name), not files")

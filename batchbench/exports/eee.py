@@ -1,0 +1,343 @@
+"""A run as Every Eval Ever records (the EvalEval Coalition's schema 0.3.0): one aggregate
+record and its per-case JSONL, laid out as the datastore lays them out.
+
+``data/bedside-bench/<developer>/<model>/<uuid>.json`` holds one result per benchmark
+and the overall macro mean, each with the reference's percentile bootstrap interval
+(seed 42, 10,000 resamples unless the summary says otherwise), its resample count,
+the standard error and deviation of the case scores, and the judge under
+``metric_config.llm_scoring``; with physicians' labels, each benchmark's PPI++
+corrected score is a second result. ``<uuid>_samples.jsonl`` holds one record per
+scored case (the prompt, the rubric as the reference, the answer, the judge's
+verdicts, the score; ``is_correct`` when every rubric point was earned), and the
+aggregate names it with its SHA-256 and row count. The uuid is the run's id, so
+exporting again writes the same names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import statistics
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypedDict
+
+from .. import __version__, providers
+from .._io import atomic_write_bytes
+from ..bench import protocol
+from ..bench.dataset import Case
+from ..scores.summary import Summary, last_rows
+
+SCHEMA_VERSION = "0.3.0"
+BENCHMARK = "bedside-bench"
+METRIC_ID = "bedside_bench.rubric_score"
+
+
+# The records as the schema names their fields (the parts batchbench writes).
+class ModelInfo(TypedDict):
+    name: str
+    id: str
+    developer: str
+    inference_platform: str
+    additional_details: dict[str, str]
+
+
+class ConfidenceInterval(TypedDict):
+    lower: float
+    upper: float
+    confidence_level: float
+    method: str
+
+
+class StandardError(TypedDict):
+    value: float
+    method: str
+
+
+class Uncertainty(TypedDict, total=False):
+    confidence_interval: ConfidenceInterval
+    num_samples: int
+    num_bootstrap_samples: int
+    standard_deviation: float
+    standard_error: StandardError
+
+
+class ScoreDetails(TypedDict, total=False):
+    score: float
+    uncertainty: Uncertainty
+
+
+class Judge(TypedDict):
+    model_info: ModelInfo
+    temperature: float
+
+
+class MetricConfig(TypedDict):
+    evaluation_description: str
+    metric_id: str
+    metric_name: str
+    metric_kind: str
+    metric_unit: str
+    lower_is_better: bool
+    score_type: str
+    min_score: float
+    max_score: float
+    llm_scoring: dict[str, Any]
+
+
+class SourceData(TypedDict):
+    dataset_name: str
+    source_type: str
+    additional_details: dict[str, str]
+
+
+class EvaluationResult(TypedDict):
+    evaluation_result_id: str
+    evaluation_name: str
+    source_data: SourceData
+    metric_config: MetricConfig
+    score_details: ScoreDetails
+
+
+class Aggregate(TypedDict):
+    schema_version: str
+    evaluation_id: str
+    evaluation_timestamp: str
+    retrieved_timestamp: str
+    source_metadata: dict[str, str]
+    eval_library: dict[str, Any]
+    model_info: ModelInfo
+    evaluation_results: list[EvaluationResult]
+    detailed_evaluation_results: dict[str, Any]
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "unknown"
+
+
+def _model_info(model: str) -> ModelInfo:
+    spec = providers.spec(providers.route(model))
+    developer = spec.developer or "unknown"
+    return {
+        "name": model,
+        "id": f"{developer}/{model}",
+        "developer": developer,
+        "inference_platform": spec.label,
+        "additional_details": {
+            "deployment_type": "externally_managed",
+            "model_availability": "closed_weights" if spec.developer else "unknown",
+        },
+    }
+
+
+def _interval(ci: Sequence[float], method: str) -> ConfidenceInterval:
+    return {"lower": ci[0], "upper": ci[1], "confidence_level": 0.95, "method": method}
+
+
+def _uncertainty(scores: Sequence[float], ci: Sequence[float], samples: int) -> Uncertainty:
+    out: Uncertainty = {
+        "confidence_interval": _interval(
+            ci, "percentile bootstrap over cases (the reference runner's, seed 42)"
+        ),
+        "num_samples": len(scores),
+        "num_bootstrap_samples": samples,
+    }
+    if len(scores) > 1:
+        sd = statistics.stdev(scores)
+        out["standard_deviation"] = sd
+        out["standard_error"] = {"value": sd / math.sqrt(len(scores)), "method": "analytic"}
+    return out
+
+
+def _metric(judge_model: str) -> MetricConfig:
+    judge: Judge = {
+        "model_info": _model_info(judge_model),
+        "temperature": protocol.JUDGE_TEMPERATURE,
+    }
+    return {
+        "evaluation_description": "Mean rubric score of a judged clinical answer (0 to 1)",
+        "metric_id": METRIC_ID,
+        "metric_name": "Rubric score",
+        "metric_kind": "score",
+        "metric_unit": "proportion",
+        "lower_is_better": False,
+        "score_type": "continuous",
+        "min_score": 0,
+        "max_score": 1,
+        "llm_scoring": {"judges": [judge], "input_prompt": protocol.JUDGE_SYSTEM_MESSAGE},
+    }
+
+
+def records(
+    rows: Sequence[dict[str, Any]],
+    summary: Summary,
+    cases: Mapping[str, Case],
+    *,
+    run_id: str,
+    now: float,
+    calibrated: Mapping[str, Mapping[str, Any]] | None = None,
+) -> tuple[Aggregate, list[dict[str, Any]], str]:
+    """The aggregate record, the per-case records and the records' path without suffix
+    (``rows``: the run's scored rows, ``summary``: its summary)."""
+    _, last_ok = last_rows(rows)
+    answer_model = str(summary["answer_model"])
+    ident = str(uuid.UUID(run_id))
+    model = _model_info(answer_model)
+    folder = f"data/{BENCHMARK}/{_slug(model['developer'])}/{_slug(answer_model)}"
+    evaluation_id = f"{BENCHMARK}/{model['id']}/{int(now)}"
+    instances = [
+        _instance(row, cases[row["case_id"]], evaluation_id, model["id"])
+        for row in sorted(last_ok.values(), key=lambda r: r["case_id"])
+    ]
+    aggregate: Aggregate = {
+        "schema_version": SCHEMA_VERSION,
+        "evaluation_id": evaluation_id,
+        "evaluation_timestamp": str(summary["finished_at"] or ""),
+        "retrieved_timestamp": str(int(now)),
+        "source_metadata": {
+            "source_name": "batchbench",
+            "source_type": "evaluation_run",
+            "source_organization_name": "batchbench",
+            "evaluator_relationship": "third_party",
+        },
+        "eval_library": {
+            "name": "batchbench",
+            "version": __version__,
+            "additional_details": {
+                "protocol_version": str(summary["protocol_version"]),
+                "dataset_sha256": str(summary["dataset_sha256"]),
+                "run_id": run_id,
+                "errors": str(summary["errors"]),
+            },
+        },
+        "model_info": model,
+        "evaluation_results": _results(summary, last_ok.values(), calibrated or {}),
+        "detailed_evaluation_results": {
+            "format": "jsonl",
+            "file_path": f"{folder}/{ident}_samples.jsonl",
+            "hash_algorithm": "sha256",
+        },
+    }
+    return aggregate, instances, f"{folder}/{ident}"
+
+
+def _results(
+    summary: Summary,
+    scored: Iterable[dict[str, Any]],
+    calibrated: Mapping[str, Mapping[str, Any]],
+) -> list[EvaluationResult]:
+    """One result per benchmark (and its PPI++ corrected score, when labelled), then the
+    overall macro mean."""
+    metric = _metric(str(summary["judge_model"]))
+    source: SourceData = {
+        "dataset_name": "BedsideBench",
+        "source_type": "other",
+        "additional_details": {"dataset_sha256": str(summary["dataset_sha256"])},
+    }
+    samples = int(summary.get("bootstrap_samples") or 10000)
+    scores: dict[str, list[float]] = {}
+    for row in scored:
+        scores.setdefault(row["benchmark"], []).append(float(row["score"]))
+    results: list[EvaluationResult] = []
+    for name, bench in summary["benchmarks"].items():
+        result_id = f"{BENCHMARK}.{name}"
+        details: ScoreDetails = {
+            "score": bench["mean"],
+            "uncertainty": _uncertainty(scores[name], bench["ci95"], samples),
+        }
+        results.append(_result(result_id, name, source, metric, details))
+        corrected = calibrated.get(name)
+        if corrected is not None:
+            results.append(_calibrated(result_id, name, source, metric, corrected))
+    overall: ScoreDetails = {
+        "score": summary["overall_macro_mean"],
+        "uncertainty": {
+            "confidence_interval": _interval(
+                summary["overall_ci95"], "stratified percentile bootstrap (the reference runner's)"
+            ),
+            "num_samples": int(summary["completed_cases"]),
+            "num_bootstrap_samples": samples,
+        },
+    }
+    name = "overall (macro mean of the benchmarks)"
+    results.append(_result(f"{BENCHMARK}.overall", name, source, metric, overall))
+    return results
+
+
+def _result(
+    result_id: str, name: str, source: SourceData, metric: MetricConfig, details: ScoreDetails
+) -> EvaluationResult:
+    return {
+        "evaluation_result_id": result_id,
+        "evaluation_name": name,
+        "source_data": source,
+        "metric_config": metric,
+        "score_details": details,
+    }
+
+
+def _calibrated(
+    result_id: str,
+    name: str,
+    source: SourceData,
+    metric: MetricConfig,
+    corrected: Mapping[str, Any],
+) -> EvaluationResult:
+    details: ScoreDetails = {"score": corrected["estimate"]}
+    uncertainty: Uncertainty = {}
+    if corrected.get("se") is not None:
+        uncertainty["standard_error"] = {"value": corrected["se"], "method": "PPI++"}
+    if corrected.get("ci95"):
+        method = "PPI++ (prediction-powered inference) against physicians' labels"
+        uncertainty["confidence_interval"] = _interval(corrected["ci95"], method)
+        uncertainty["num_samples"] = int(corrected["n"])
+    if uncertainty:
+        details["uncertainty"] = uncertainty
+    title = f"{name} (judge calibrated against physicians, PPI++)"
+    return _result(f"{result_id}.calibrated", title, source, metric, details)
+
+
+def _instance(row: dict[str, Any], case: Case, evaluation_id: str, model_id: str) -> dict[str, Any]:
+    reference = [protocol.rubric_line(item) for item in case["rubric_items"]]
+    verdicts = {d["item_id"]: d["matched"] for d in row.get("decisions") or []}
+    digest = hashlib.sha256((case["prompt"] + "\n".join(reference)).encode()).hexdigest()
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "evaluation_id": evaluation_id,
+        "model_id": model_id,
+        "evaluation_name": row["benchmark"],
+        "evaluation_result_id": f"{BENCHMARK}.{row['benchmark']}",
+        "sample_id": row["case_id"],
+        "sample_hash": digest,
+        "interaction_type": "single_turn",
+        "input": {"raw": case["prompt"], "reference": reference},
+        "output": {"raw": [str(row.get("answer") or "")]},
+        "answer_attribution": [
+            {
+                "turn_idx": 0,
+                "source": "output.raw",
+                "extracted_value": json.dumps(verdicts, ensure_ascii=False),
+                "extraction_method": "llm_judge",
+                "is_terminal": True,
+            }
+        ],
+        "evaluation": {"score": float(row["score"]), "is_correct": float(row["score"]) >= 1.0},
+    }
+
+
+def write(out: Path, aggregate: Aggregate, instances: list[dict[str, Any]], stem: str) -> Path:
+    """The two files under ``out`` (the aggregate naming the JSONL's checksum and rows)."""
+    lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in instances).encode()
+    details = aggregate["detailed_evaluation_results"]
+    details["checksum"] = hashlib.sha256(lines).hexdigest()
+    details["total_rows"] = len(instances)
+    samples = out / f"{stem}_samples.jsonl"
+    samples.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(samples, lines, 0o644)
+    record = out / f"{stem}.json"
+    text = json.dumps(aggregate, indent=2, ensure_ascii=False) + "\n"
+    atomic_write_bytes(record, text.encode(), 0o644)
+    return record
