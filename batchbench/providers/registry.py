@@ -19,167 +19,57 @@ from .spec import Flag as Flag
 from .spec import ProviderSpec as ProviderSpec
 
 if TYPE_CHECKING:  # the protocols only: loading a provider's halves waits for first use
-    from ..clock import Clock
-    from .base import Client, Service, Wire
+    from .base import Wire
 
 
-# Each provider's halves, imported when first used.
-def _anthropic_wire() -> Wire:
-    from .anthropic_wire import AnthropicWire
-
-    return AnthropicWire()
-
-
-def _anthropic_client(
-    service: Service,
-    api_key: str,
-    *,
-    warn: Callable[[str], None],
-    clock: Clock,
-    context: ClientContext,
-) -> Client:
-    from .anthropic_client import AnthropicClient
-
-    return AnthropicClient(service, api_key, warn=warn, clock=clock, context=context)
-
-
-def _gemini_wire() -> Wire:
-    from .gemini_wire import GeminiWire
-
-    return GeminiWire()
-
-
-def _gemini_client(
-    service: Service,
-    api_key: str,
-    *,
-    warn: Callable[[str], None],
-    clock: Clock,
-    context: ClientContext,
-) -> Client:
-    from .gemini_client import GeminiClient
-
-    return GeminiClient(service, api_key, warn=warn, clock=clock, context=context)
-
-
-def _fireworks_wire() -> Wire:
-    from .fireworks_wire import FireworksWire
-
-    return FireworksWire()
-
-
-def _fireworks_client(
-    service: Service,
-    api_key: str,
-    *,
-    warn: Callable[[str], None],
-    clock: Clock,
-    context: ClientContext,
-) -> Client:
-    from .fireworks_client import FireworksClient
-
-    return FireworksClient(service, api_key, warn=warn, clock=clock, context=context)
-
-
-def _openai_wire() -> Wire:
-    from .openai_wire import OpenAIWire
-
-    return OpenAIWire()
-
-
-def _openai_client(
-    service: Service,
-    api_key: str,
-    *,
-    warn: Callable[[str], None],
-    clock: Clock,
-    context: ClientContext,
-) -> Client:
-    from .openai_client import OpenAIClient
-
-    return OpenAIClient(service, api_key, warn=warn, clock=clock, context=context)
-
-
-def _azure_wire() -> Wire:
-    from .azure_wire import AzureWire
-
-    return AzureWire()
-
-
-def _azure_client(
-    service: Service,
-    api_key: str,
-    *,
-    warn: Callable[[str], None],
-    clock: Clock,
-    context: ClientContext,
-) -> Client:
-    from .azure_client import AzureClient
-
-    return AzureClient(service, api_key, warn=warn, clock=clock, context=context)
-
-
-def _bedrock_wire() -> Wire:
-    from .bedrock_wire import BedrockWire
-
-    return BedrockWire()
-
-
-def _bedrock_client(
-    service: Service,
-    api_key: str,
-    *,
-    warn: Callable[[str], None],
-    clock: Clock,
-    context: ClientContext,
-) -> Client:
-    from .bedrock_client import BedrockClient
-
-    return BedrockClient(service, api_key, warn=warn, clock=clock, context=context)
-
-
-def _vertex_gemini_wire() -> Wire:
-    from .vertex_wire import VertexGeminiWire
-
-    return VertexGeminiWire()
-
-
-def _vertex_claude_wire() -> Wire:
-    from .vertex_wire import VertexClaudeWire
-
-    return VertexClaudeWire()
-
-
-def _vertex_gemini_client(
-    service: Service,
-    api_key: str,
-    *,
-    warn: Callable[[str], None],
-    clock: Clock,
-    context: ClientContext,
-) -> Client:
-    from .vertex_client import VertexClient
-
-    made = VertexClient(
-        service, api_key, warn=warn, clock=clock, context=context, publisher="google"
-    )
-    return made
-
-
-def _vertex_claude_client(
-    service: Service,
-    api_key: str,
-    *,
-    warn: Callable[[str], None],
-    clock: Clock,
-    context: ClientContext,
-) -> Client:
-    from .vertex_client import VertexClient
-
-    return VertexClient(
-        service, api_key, warn=warn, clock=clock, context=context, publisher="anthropic"
-    )
-
+from .halves import (
+    anthropic_client as _anthropic_client,
+)
+from .halves import (
+    anthropic_wire as _anthropic_wire,
+)
+from .halves import (
+    azure_client as _azure_client,
+)
+from .halves import (
+    azure_wire as _azure_wire,
+)
+from .halves import (
+    bedrock_client as _bedrock_client,
+)
+from .halves import (
+    bedrock_wire as _bedrock_wire,
+)
+from .halves import (
+    fireworks_client as _fireworks_client,
+)
+from .halves import (
+    fireworks_wire as _fireworks_wire,
+)
+from .halves import (
+    gemini_client as _gemini_client,
+)
+from .halves import (
+    gemini_wire as _gemini_wire,
+)
+from .halves import (
+    openai_client as _openai_client,
+)
+from .halves import (
+    openai_wire as _openai_wire,
+)
+from .halves import (
+    vertex_claude_client as _vertex_claude_client,
+)
+from .halves import (
+    vertex_claude_wire as _vertex_claude_wire,
+)
+from .halves import (
+    vertex_gemini_client as _vertex_gemini_client,
+)
+from .halves import (
+    vertex_gemini_wire as _vertex_gemini_wire,
+)
 
 ANTHROPIC = ProviderSpec(
     name="anthropic",
