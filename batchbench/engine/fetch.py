@@ -11,6 +11,7 @@ journaled, the run's state otherwise as it was.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .._io import durable_replace
@@ -22,29 +23,40 @@ from .owed import stop_stage
 from .submission import Submission
 
 if TYPE_CHECKING:
-    from .submit import Submitter
+    from ..providers.base import Provider
+    from .calls import CallRunner
+    from .events import Event
+    from .owed import OwedResults
+    from .rundir import Run
 
 TRIES = 3  # a transfer cut short is fetched again this many times in all
 
 
-def download(submitter: Submitter, sub: Submission, file_id: str) -> None:
-    provider = submitter.providers[sub.stage]
-    run = submitter.run
+def download(
+    sub: Submission,
+    file_id: str,
+    *,
+    run: Run,
+    provider: Provider,
+    record: Callable[[Event], None],
+    owed: OwedResults,
+    calls: CallRunner,
+) -> None:
     final = run.raw_path(file_id)
     staging = final.with_name(f".{final.name}.check")
     where = f"{file_id} (batch {sub.batch_id})"
     batch_id = sub.batch_id or ""
-    calls = call_kind(sub, provider.wire) is not None
+    answered_by_calls = call_kind(sub, provider.wire) is not None
     try:
         for attempt in range(1, TRIES + 1):
             try:
-                if calls:  # the answers the journal holds
-                    submitter.calls.write(sub, list(sub.ids()), staging)
+                if answered_by_calls:  # the answers the journal holds
+                    calls.write(sub, list(sub.ids()), staging)
                 else:
                     provider.client.download(batch_id, file_id, staging)
             except ApiNotFoundError:  # named by the batch, not there (yet)
                 detail = f"batch {batch_id} ({sub.id}) names result file {file_id}"
-                submitter.owed.owe(sub, batch_id, f"{detail}, which answers 404")
+                owed.owe(sub, batch_id, f"{detail}, which answers 404")
                 return
             try:
                 frame = provider.wire.read_results([staging])
@@ -61,7 +73,7 @@ def download(submitter: Submitter, sub: Submission, file_id: str) -> None:
                 raise type(exc)(str(exc).replace(str(staging), where)) from None
         ids = set(frame["custom_id"].to_list())
         if sub.adopted and ids and not ids & set(sub.ids()):
-            submitter.record(Disowned(sub=sub.id, batch_id=batch_id))
+            record(Disowned(sub=sub.id, batch_id=batch_id))
             return
         earlier: set[str] = set()
         for other in sub.downloaded:
@@ -69,14 +81,14 @@ def download(submitter: Submitter, sub: Submission, file_id: str) -> None:
         try:
             check_download(frame, sub, earlier, where)
         except BatchFileError as exc:
-            stop_stage(submitter.record, sub, batch_id, "ids", str(exc), BatchFileError)
+            stop_stage(record, sub, batch_id, "ids", str(exc), BatchFileError)
         sent = (run.requests_dir / sub.path).read_bytes().splitlines()
         try:
             provider.wire.check_replies(frame, sent, where)
         except ApiError as exc:
-            stop_stage(submitter.record, sub, batch_id, "replies", str(exc))
+            stop_stage(record, sub, batch_id, "replies", str(exc))
         durable_replace(staging, final)
     finally:
         if staging.exists():
             os.unlink(staging)
-    submitter.record(Downloaded(sub=sub.id, file_id=file_id))
+    record(Downloaded(sub=sub.id, file_id=file_id))

@@ -346,7 +346,16 @@ class Submitter:
 
     def download(self, sub: Submission, file_id: str) -> None:
         """One result file, checked before it is kept (:func:`.fetch.download`)."""
-        download(self, sub, file_id)
+        provider = self.providers[sub.stage]
+        download(
+            sub,
+            file_id,
+            run=self.run,
+            provider=provider,
+            record=self.record,
+            owed=self.owed,
+            calls=self.calls,
+        )
 
     def delete_remote(self, sub: Submission) -> None:
         """Free the service's storage: the raw copies on disk are the source of truth."""
