@@ -1,17 +1,40 @@
 """Each provider's two halves — its wire (offline) and its client (its SDK) — made on
-first use, so that ``status``, ``list`` and ``--help`` import no SDK; each checked by the
-type checker against the seam's protocols (:mod:`.base`). The records that name them are
-:mod:`.registry`'s."""
+first use, so that ``status``, ``list`` and ``--help`` import no SDK. Each loader names
+its class, which the type checker holds to the seam's protocols (:mod:`.base`). The
+records that name them are :mod:`.registry`'s."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..clock import Clock
+    from .anthropic_client import AnthropicClient
+    from .azure_client import AzureClient
     from .base import Client, Service, Wire
-    from .spec import ClientContext
+    from .bedrock_client import BedrockClient
+    from .fireworks_client import FireworksClient
+    from .gemini_client import GeminiClient
+    from .openai_client import OpenAIClient
+    from .spec import ClientContext, ClientFactory
+    from .vertex_client import VertexClient
+
+
+def _client(load: Callable[[], Callable[..., Client]], **fixed: Any) -> ClientFactory:
+    """A provider's client factory: its class loaded when the first client is made."""
+
+    def make(
+        service: Service,
+        api_key: str,
+        *,
+        warn: Callable[[str], None],
+        clock: Clock,
+        context: ClientContext,
+    ) -> Client:
+        return load()(service, api_key, warn=warn, clock=clock, context=context, **fixed)
+
+    return make
 
 
 def anthropic_wire() -> Wire:
@@ -20,17 +43,10 @@ def anthropic_wire() -> Wire:
     return AnthropicWire()
 
 
-def anthropic_client(
-    service: Service,
-    api_key: str,
-    *,
-    warn: Callable[[str], None],
-    clock: Clock,
-    context: ClientContext,
-) -> Client:
+def _anthropic() -> type[AnthropicClient]:
     from .anthropic_client import AnthropicClient
 
-    return AnthropicClient(service, api_key, warn=warn, clock=clock, context=context)
+    return AnthropicClient
 
 
 def gemini_wire() -> Wire:
@@ -39,17 +55,10 @@ def gemini_wire() -> Wire:
     return GeminiWire()
 
 
-def gemini_client(
-    service: Service,
-    api_key: str,
-    *,
-    warn: Callable[[str], None],
-    clock: Clock,
-    context: ClientContext,
-) -> Client:
+def _gemini() -> type[GeminiClient]:
     from .gemini_client import GeminiClient
 
-    return GeminiClient(service, api_key, warn=warn, clock=clock, context=context)
+    return GeminiClient
 
 
 def fireworks_wire() -> Wire:
@@ -58,17 +67,10 @@ def fireworks_wire() -> Wire:
     return FireworksWire()
 
 
-def fireworks_client(
-    service: Service,
-    api_key: str,
-    *,
-    warn: Callable[[str], None],
-    clock: Clock,
-    context: ClientContext,
-) -> Client:
+def _fireworks() -> type[FireworksClient]:
     from .fireworks_client import FireworksClient
 
-    return FireworksClient(service, api_key, warn=warn, clock=clock, context=context)
+    return FireworksClient
 
 
 def openai_wire() -> Wire:
@@ -77,17 +79,10 @@ def openai_wire() -> Wire:
     return OpenAIWire()
 
 
-def openai_client(
-    service: Service,
-    api_key: str,
-    *,
-    warn: Callable[[str], None],
-    clock: Clock,
-    context: ClientContext,
-) -> Client:
+def _openai() -> type[OpenAIClient]:
     from .openai_client import OpenAIClient
 
-    return OpenAIClient(service, api_key, warn=warn, clock=clock, context=context)
+    return OpenAIClient
 
 
 def azure_wire() -> Wire:
@@ -96,17 +91,10 @@ def azure_wire() -> Wire:
     return AzureWire()
 
 
-def azure_client(
-    service: Service,
-    api_key: str,
-    *,
-    warn: Callable[[str], None],
-    clock: Clock,
-    context: ClientContext,
-) -> Client:
+def _azure() -> type[AzureClient]:
     from .azure_client import AzureClient
 
-    return AzureClient(service, api_key, warn=warn, clock=clock, context=context)
+    return AzureClient
 
 
 def bedrock_wire() -> Wire:
@@ -115,17 +103,10 @@ def bedrock_wire() -> Wire:
     return BedrockWire()
 
 
-def bedrock_client(
-    service: Service,
-    api_key: str,
-    *,
-    warn: Callable[[str], None],
-    clock: Clock,
-    context: ClientContext,
-) -> Client:
+def _bedrock() -> type[BedrockClient]:
     from .bedrock_client import BedrockClient
 
-    return BedrockClient(service, api_key, warn=warn, clock=clock, context=context)
+    return BedrockClient
 
 
 def vertex_gemini_wire() -> Wire:
@@ -140,32 +121,17 @@ def vertex_claude_wire() -> Wire:
     return VertexClaudeWire()
 
 
-def vertex_gemini_client(
-    service: Service,
-    api_key: str,
-    *,
-    warn: Callable[[str], None],
-    clock: Clock,
-    context: ClientContext,
-) -> Client:
+def _vertex() -> type[VertexClient]:
     from .vertex_client import VertexClient
 
-    made = VertexClient(
-        service, api_key, warn=warn, clock=clock, context=context, publisher="google"
-    )
-    return made
+    return VertexClient
 
 
-def vertex_claude_client(
-    service: Service,
-    api_key: str,
-    *,
-    warn: Callable[[str], None],
-    clock: Clock,
-    context: ClientContext,
-) -> Client:
-    from .vertex_client import VertexClient
-
-    return VertexClient(
-        service, api_key, warn=warn, clock=clock, context=context, publisher="anthropic"
-    )
+anthropic_client = _client(_anthropic)
+gemini_client = _client(_gemini)
+fireworks_client = _client(_fireworks)
+openai_client = _client(_openai)
+azure_client = _client(_azure)
+bedrock_client = _client(_bedrock)
+vertex_gemini_client = _client(_vertex, publisher="google")
+vertex_claude_client = _client(_vertex, publisher="anthropic")
