@@ -225,7 +225,7 @@ def _start(
             raise
         say(f"error: run {config.name!r} not started: {exc}")
         return RunResult(run, None, False, str(exc))
-    say(f"{'RESUMING' if run.exists() else 'NEW'} run {config.name!r} in {run.root.resolve()}")
+    say(f"{'RESUMING' if run.exists() else 'NEW'} run {config.name!r} in {run.shown}")
     inside = where_requests_go(stages)
     if inside:
         say(inside)
@@ -233,7 +233,7 @@ def _start(
         say(flex_note(stages))
     run.make_folder()
     try:
-        stack.enter_context(run.lock())
+        stack.enter_context(run.lock(options.clock))
     except RunLockedError as exc:
         if not options.no_wait:
             raise
@@ -249,7 +249,7 @@ def _start(
         return RunResult(run, None, False, note=f"{exc}: nothing for this tick")
     if run.name != config.name:
         warn(
-            f"warning: folder {run.root.resolve()} holds run {config.name!r} (its"
+            f"warning: folder {run.shown} holds run {config.name!r} (its"
             f" run.json): a copy of that run, one run with it: what either buys, the"
             " other adopts"
         )

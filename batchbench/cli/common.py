@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import json
@@ -186,10 +187,20 @@ def friendly(fn: F) -> F:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from ..storage import close_all, refused  # a bucket's runs: written back, folders gone
+
         try:
+            refused()  # a jobs folder the option could not take
             with warnings.catch_warnings():
                 warnings.showwarning = _one_line
-                return fn(*args, **kwargs)
+                try:
+                    result = fn(*args, **kwargs)
+                except BaseException:
+                    with contextlib.suppress(Exception):  # the command's own error is said
+                        close_all()
+                    raise
+                close_all()
+                return result
         except BrokenPipeError:
             # The reader went away (`batchbench demo | head`): not an error. Point
             # stdout at /dev/null so no later write or the last flush complains.
@@ -250,14 +261,30 @@ LimitOpt = Annotated[
         help="Keep the first N cases of the selection.",
     ),
 ]
+
+
+def _jobs(value: str | Path) -> Path:
+    """The jobs folder the commands work in: a local folder, or a bucket's working
+    folder (:mod:`..storage`); a URI they cannot read is one line."""
+    from ..storage import jobs_path, refuse
+
+    try:
+        return jobs_path(value)
+    except BatchbenchError as exc:  # said in one line when the command starts (friendly)
+        refuse(exc)
+        return Path(str(value))
+
+
 JobsDirOpt = Annotated[
     Path,
     typer.Option(
         "--jobs-dir",
-        metavar="DIR",
+        metavar="DIR_OR_URI",
         envvar="BATCHBENCH_JOBS_DIR",
         rich_help_panel=SELECTION,
-        help="Folder holding one directory per run (or BATCHBENCH_JOBS_DIR).",
+        parser=_jobs,
+        help="Folder holding one directory per run, or a bucket a team shares"
+        " (s3://BUCKET/PREFIX, gs://…, az://…; or BATCHBENCH_JOBS_DIR).",
     ),
 ]
 

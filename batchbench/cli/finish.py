@@ -8,6 +8,7 @@ from typing import Any
 import typer
 
 from ..engine.rundir import Run
+from ..storage import shown
 from .common import strict_json
 
 
@@ -70,9 +71,9 @@ def finish_run(
     if temporary:
         typer.echo("(the demo ran in a temporary folder, now deleted; --jobs-dir DIR keeps it)")
     elif run.results_path.exists():
-        typer.echo(f"results: {run.results_path.resolve()}")
+        typer.echo(f"results: {shown(run.results_path)}")
     else:  # a tick before any case has its row
-        typer.echo(f"results: none yet (they go to {run.results_path.resolve()})")
+        typer.echo(f"results: none yet (they go to {shown(run.results_path)})")
     if error is not None:
         return 1
     if not complete:

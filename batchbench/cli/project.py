@@ -74,7 +74,7 @@ def load(path: Path) -> Project:
             raise ConfigError(f"{where}: unknown key {key!r} (known: {', '.join(KEYS)})")
         if not isinstance(value, str) or not value.strip():
             raise ConfigError(f"{where}: {key} must be a non-empty string")
-        if key in PATHS:
+        if key in PATHS and "://" not in value:  # a bucket's URI is taken as written
             value = str((path.parent / Path(value).expanduser()).resolve())
         values[key] = value
     return Project(path.resolve(), values)

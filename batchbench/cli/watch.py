@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from ..storage import shown
 from .common import JobsDirOpt, clock_of, friendly, strict_json, warn
 from .project import current_project
 
@@ -75,7 +76,7 @@ def status(
     if read is not None:
         typer.echo(f"({read.said()})")
     if not statuses:
-        typer.echo(f"no runs in {jobs_dir.resolve()}")
+        typer.echo(f"no runs in {shown(jobs_dir)}")
     else:
         now = clock_of(ctx).time()
         typer.echo("\n".join(status_text(s, now) for s in statuses))
@@ -100,7 +101,7 @@ def list_command(
     if as_json:
         typer.echo(strict_json([for_json(r) for r in listing]))
     elif not listing:
-        typer.echo(f"no runs in {jobs_dir.resolve()}")
+        typer.echo(f"no runs in {shown(jobs_dir)}")
     else:
         typer.echo(listing_table(listing))
 

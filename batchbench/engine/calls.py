@@ -146,7 +146,7 @@ class CallRunner:
     def run_calls(self, sub: Submission, calls: Calls) -> BatchView:
         """Every request of ``sub`` not yet answered, one call each; the submission's batch
         (ended) once each is answered, refused for good, or of unknown outcome."""
-        lines = (self.run.requests_dir / sub.path).read_bytes().splitlines()
+        lines = self.run.request_path(sub.path).read_bytes().splitlines()
         requests = [json.loads(line) for line in lines if line.strip()]
         self._adopt(sub, [calls.key(r) for r in requests])
         for request in requests:
@@ -198,7 +198,7 @@ class CallRunner:
         sent: set[str] = set()
         done: dict[str, dict[str, Any]] = {}
         for kind in LABELS:
-            base = self.run.requests_dir / sub.path
+            base = self.run.request_path(sub.path)
             notes, out = (
                 base.with_name(f"{base.name}.{kind}.sent"),
                 base.with_name(f"{base.name}.{kind}.out"),

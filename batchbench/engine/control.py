@@ -13,10 +13,11 @@ from ..clock import SYSTEM, Clock
 from ..errors import BatchbenchError, RunLockedError, RunStateError
 from ..kinds import Stage
 from ..providers.base import Provider, Service
+from ..storage import token_file
 from .calls import call_kind
 from .events import BatchSeen, CancelRequested, Event
 from .runconfig import RunConfig
-from .rundir import REMOVING, Run, existing_run, list_runs, token_file
+from .rundir import REMOVING, Run, existing_run, list_runs
 from .services import connect_all, run_services, stage_bundle
 from .state import RunState
 from .submission import Submission
@@ -188,6 +189,7 @@ def remove_run(jobs_dir: Path, name: str, *, force: bool = False) -> str:
                 f" they run on, and are billed, whether or not the run is kept; `batchbench"
                 f" cancel {name}` first, or --force to forget them"
             )
+        run.home.remove()  # a run in a bucket: its objects (a local run: nothing more)
         aside = run.root.with_name(f"{REMOVING}{run.root.name}-{os.getpid()}")
         os.replace(run.root, aside)
     shutil.rmtree(aside)

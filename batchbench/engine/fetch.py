@@ -82,7 +82,7 @@ def download(
             check_download(frame, sub, earlier, where)
         except BatchFileError as exc:
             stop_stage(record, sub, batch_id, "ids", str(exc), BatchFileError)
-        sent = (run.requests_dir / sub.path).read_bytes().splitlines()
+        sent = run.request_path(sub.path).read_bytes().splitlines()
         try:
             provider.wire.check_replies(frame, sent, where)
         except ApiError as exc:

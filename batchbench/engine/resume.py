@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..storage import shown
 from .events import Redo, Resumed
 from .options import RunOptions
 from .pipeline import Pipeline
@@ -23,7 +24,7 @@ def finished_note(run: Run, config: RunConfig, state: RunState) -> str:
     redo = "; run it without --no-wait to redo the failed cases" if failed else ""
     return (
         f"run {config.name!r} is complete: {scored} scored, {failed} failed"
-        f" ({run.results_path.resolve()}){redo}"
+        f" ({shown(run.results_path)}){redo}"
     )
 
 

@@ -10,18 +10,19 @@ is repeated, and every action is safe to repeat).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 
 from .._io import append_line, atomic_write_text, jsonl_lines, storage
-from ..errors import BatchbenchError, ConfigError, RunLockedError, RunStateError, UnknownRun
+from ..clock import SYSTEM, Clock
+from ..errors import BatchbenchError, ConfigError, RunStateError, UnknownRun
+from ..storage import home_for, runs_in, shown
 from .events import DECODER, ENCODER, Created, Disowned, Event
 from .runconfig import (
     RunConfig,
@@ -43,7 +44,6 @@ JOURNAL_FILE = "journal.jsonl"
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "results.summary.json"
 REPORT_FILE = "report.json"
-LOCK_FILE = ".lock"
 
 
 class Run:
@@ -52,36 +52,47 @@ class Run:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.name = root.name
+        self.home = home_for(root)  # where its files live: this folder, or a bucket
+
+    def _here(self, name: str) -> Path:
+        """The path of one of the run's files, the file fetched first (a run in a bucket)."""
+        self.home.fetch(name)
+        return self.root / name
+
+    @property
+    def shown(self) -> str:
+        """The run's place as the user knows it (a folder, or a bucket's URI)."""
+        return self.home.shown()
 
     # paths ----------------------------------------------------------------
     @property
     def config_path(self) -> Path:
-        return self.root / CONFIG_FILE
+        return self._here(CONFIG_FILE)
 
     @property
     def journal_path(self) -> Path:
-        return self.root / JOURNAL_FILE
+        return self._here(JOURNAL_FILE)
 
     @property
     def results_path(self) -> Path:
-        return self.root / RESULTS_FILE
+        return self._here(RESULTS_FILE)
 
     @property
     def passes_path(self) -> Path:
         """Every judge pass's decisions and score, when a run has more than one."""
-        return self.root / "judge_passes.jsonl"
+        return self._here("judge_passes.jsonl")
 
     @property
     def noise_path(self) -> Path:
-        return self.root / "judge_noise.json"
+        return self._here("judge_noise.json")
 
     @property
     def summary_path(self) -> Path:
-        return self.root / SUMMARY_FILE
+        return self._here(SUMMARY_FILE)
 
     @property
     def report_path(self) -> Path:
-        return self.root / REPORT_FILE
+        return self._here(REPORT_FILE)
 
     @property
     def requests_dir(self) -> Path:
@@ -97,7 +108,11 @@ class Run:
         name = "".join(c if _SAFE.match(c) else f"%{ord(c):02X}" for c in file_id)
         if not file_id or name.startswith(".") or len(name) > 200:
             raise RunStateError(f"unsafe file id from the API: {file_id!r}")
-        return self.raw_dir / f"{name}.jsonl"
+        return self._here(f"raw/{name}.jsonl")
+
+    def request_path(self, name: str) -> Path:
+        """A request file the run wrote (``answers-0001.jsonl``)."""
+        return self._here(f"requests/{name}")
 
     def read_results(self, wire: Wire, refs: Sequence[str]) -> pl.DataFrame:
         """The kept result files of these refs (the service's file ids), read by their
@@ -129,19 +144,20 @@ class Run:
         wins; the other reads it (and is refused if it differs, or while the
         winner holds the lock). The caller must hold :meth:`lock`.
         """
+        with storage(self.root):  # (a run read from a bucket has only what it fetched)
+            for sub in (self.requests_dir, self.raw_dir):
+                sub.mkdir(mode=0o700, exist_ok=True)
         if self.exists():
             existing = self.load_config()
             diffs = config_conflicts(existing, config)
             if diffs:
                 raise ConfigError(
-                    f"run {self.name!r} in {self.root.parent.resolve()} exists with another"
+                    f"run {self.name!r} in {shown(self.root.parent)} exists with another"
                     f" configuration: {'; '.join(diffs)} (use another --run name)"
                 )
             return existing
-        with storage(self.root):
-            for sub in (self.requests_dir, self.raw_dir):
-                sub.mkdir(mode=0o700, exist_ok=True)
         atomic_write_text(self.config_path, config.to_json())
+        self.home.created(CONFIG_FILE)
         return config
 
     def make_folder(self) -> None:
@@ -155,7 +171,10 @@ class Run:
     def record(self, event: E, now: float) -> E:
         """Append an event, stamped with ``now`` (the caller's clock), and fsync it."""
         event = msgspec.structs.replace(event, t=now)
-        append_line(self.journal_path, ENCODER.encode(event).decode("utf-8"))
+        line = ENCODER.encode(event)
+        self.home.before_record()  # a run in a bucket: the files it names are there first
+        append_line(self.journal_path, line.decode("utf-8"))
+        self.home.recorded(line + b"\n")
         return event
 
     def journal_size(self) -> int:
@@ -204,58 +223,17 @@ class Run:
                     os.fsync(fh.fileno())
 
     # lock -----------------------------------------------------------------
-    @contextlib.contextmanager
-    def lock(self) -> Iterator[None]:
-        """Exclusive right to advance this run: a second process is refused."""
-        with _exclusive(self.root / LOCK_FILE, str(os.getpid())) as holder:
-            if holder is not None:
-                raise RunLockedError(
-                    f"run {self.name!r} is being advanced by another process"
-                    f" (pid {holder or '?'}); wait for it or stop it"
-                )
-            yield
+    def lock(self, clock: Clock = SYSTEM) -> contextlib.AbstractContextManager[None]:
+        """Exclusive right to advance this run: a second process is refused (a local
+        folder's flock, a bucket's lease, timed by ``clock``)."""
+        return self.home.lock(clock.time)
 
-    @contextlib.contextmanager
-    def token_lock(self, run_id: str) -> Iterator[None]:
+    def token_lock(self, run_id: str) -> contextlib.AbstractContextManager[None]:
         """Exclusive right to advance the run this folder holds, whichever folder of the
         jobs folder holds it too (a copy, a clone, the original beside a restored
         backup: one run token in their run.json). One at a time, each looks on the
         service before it buys, so the second adopts what the first bought."""
-        me = f"{os.getpid()} {self.root.resolve()}"
-        with _exclusive(token_file(self.root.parent, run_id), me) as holder:
-            if holder is not None:
-                pid, _, folder = holder.partition(" ")
-                raise RunLockedError(
-                    f"{self.root.resolve()} holds the same run as {folder or '?'} (one run"
-                    f" token in their run.json), which another process (pid {pid or '?'}) is"
-                    " advancing: run this one when it has stopped, and it adopts what that"
-                    " one bought"
-                )
-            yield
-
-
-def token_file(jobs_dir: Path, run_id: str) -> Path:
-    """The lock every folder holding one run (one run token) takes to advance it."""
-    return Path(jobs_dir) / f".run-{run_id}.lock"
-
-
-@contextlib.contextmanager
-def _exclusive(path: Path, me: str) -> Iterator[str | None]:
-    """An flock on ``path``, the holder's words (``me``) written in it: yields None when
-    taken, or the words of the process holding it."""
-    with storage(path):
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield os.pread(fd, 4096, 0).decode(errors="replace").strip()
-            return
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, me.encode(), 0)
-        yield None
-    finally:
-        os.close(fd)
+        return self.home.token_lock(run_id)
 
 
 def open_run(jobs_dir: Path, name: str) -> Run:
@@ -266,7 +244,7 @@ def existing_run(jobs_dir: Path, name: str) -> Run:
     """The run of this name in the jobs folder; one line naming the folder when none."""
     run = open_run(jobs_dir, name)
     if not run.exists():
-        raise UnknownRun(f"no run {name!r} in {Path(jobs_dir).resolve()}")
+        raise UnknownRun(f"no run {name!r} in {shown(Path(jobs_dir))}")
     return run
 
 
@@ -276,6 +254,10 @@ REMOVING = ".removing-"
 
 def list_runs(jobs_dir: Path) -> list[Run]:
     jobs_dir = Path(jobs_dir)
+    names = runs_in(jobs_dir)  # a bucket's, else the folder's
+    if names is not None:
+        runs = [Run(jobs_dir / name) for name in names if not name.startswith(".")]
+        return [r for r in runs if r.exists()]
     if not jobs_dir.is_dir():
         return []
     return [

@@ -125,7 +125,7 @@ class Submitter:
 
     def _checked(self, sub: Submission) -> None:
         """The service's file rules, checked on the file as it will be sent."""
-        path = self.run.requests_dir / sub.path
+        path = self.run.request_path(sub.path)
         lines = path.read_bytes().splitlines(keepends=True)
         self.providers[sub.stage].wire.check_file(lines, str(path))
 
@@ -138,7 +138,7 @@ class Submitter:
             self.record(Uploaded(sub=sub.id, file_id=None))  # each request is its own call
             return
         client = self.providers[sub.stage].client
-        file_id = client.upload(self.run.requests_dir / sub.path, self.tag(sub))
+        file_id = client.upload(self.run.request_path(sub.path), self.tag(sub))
         _failpoints.hit("uploaded")
         self.record(Uploaded(sub=sub.id, file_id=file_id))
 
@@ -160,7 +160,7 @@ class Submitter:
         tag = self.tag(sub)
         self.record(CreateStarted(sub=sub.id, file_id=sub.file_id))
         try:
-            view = client.create(tag, sub.file_id, self.run.requests_dir / sub.path)
+            view = client.create(tag, sub.file_id, self.run.request_path(sub.path))
         except NoRoom as exc:  # definite, nothing made: wait for a job to end
             self._no_room(sub, exc)
             return

@@ -20,6 +20,7 @@ from ..engine.runconfig import NAME_RE, RunConfig
 from ..engine.rundir import Run
 from ..errors import ConfigError, NotFinished, UnknownRun
 from ..reporting import quiet
+from ..storage import shown
 
 if TYPE_CHECKING:
     from .summary import Summary
@@ -47,7 +48,7 @@ def resolve(item: str, jobs_dir: Path) -> Named:
             f"{item!r} is a folder: name a run by its name (with --jobs-dir for its folder)"
             " or give a results file"
         )
-    raise UnknownRun(f"no run {item!r} in {Path(jobs_dir).resolve()}, and no such results file")
+    raise UnknownRun(f"no run {item!r} in {shown(Path(jobs_dir))}, and no such results file")
 
 
 def run_dataset(config: RunConfig, given: Dataset | Path | None = None) -> Dataset:

@@ -55,6 +55,7 @@ class BedrockFace:
             route("PUT", r"^/([^/]+)/?$", _s3(self.s3.create_bucket), writes=True),
             route("HEAD", r"^/([^/]+)/?$", _s3(self.s3.head_bucket)),
             route("GET", r"^/([^/]+)/?$", _s3(self.s3.list)),
+            route("POST", r"^/([^/]+)/?$", _s3(self.s3.delete_objects), writes=True),
             route("PUT", r"^/([^/]+)/(.+)$", _s3(self.s3.put), writes=True),
             route("POST", r"^/([^/]+)/(.+)$", _s3(self.s3.post), writes=True),
             route("HEAD", r"^/([^/]+)/(.+)$", _s3(self.s3.head)),

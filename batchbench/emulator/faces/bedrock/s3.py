@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import unquote
-from xml.sax.saxutils import escape
+from xml.sax.saxutils import escape, unescape
 
 from ...core import ApiFailure, iso8601
 from ...face import Exchange, Reply
@@ -163,6 +163,21 @@ class S3Routes:
         self.buckets.objects[bucket].pop(unquote(key), None)
         return Reply(b"", 204)
 
+    def delete_objects(self, x: Exchange, bucket: str) -> Reply:
+        """DeleteObjects (``POST /bucket?delete``): each key named deleted, there or not
+        (what obstore and the SDKs' batch deletes send)."""
+        if "delete" not in x.query:
+            raise ApiFailure(
+                405, f"Method POST is not allowed for /{bucket}.", code="InvalidRequest"
+            )
+        if bucket not in self.buckets.objects:
+            raise no_such_bucket(bucket)
+        keys = [unescape(k.decode()) for k in re.findall(rb"<Key>(.*?)</Key>", x.body, re.S)]
+        for key in keys:
+            self.buckets.objects[bucket].pop(key, None)
+        deleted = "".join(f"<Deleted><Key>{escape(k)}</Key></Deleted>" for k in keys)
+        return _xml(f'<DeleteResult xmlns="{XMLNS}">{deleted}</DeleteResult>')
+
     def post(self, x: Exchange, bucket: str, key: str) -> Reply:
         """CreateMultipartUpload (``?uploads``) or CompleteMultipartUpload (``?uploadId``)."""
         key = unquote(key)
@@ -216,8 +231,32 @@ class S3Routes:
             data = _decoded(x)
             upload.parts[int(x.query.get("partNumber", "0"))] = data
             return Reply(b"", 200, {"ETag": '"' + hashlib.md5(data).hexdigest() + '"'})
-        made = self.buckets.put(bucket, unquote(key), _decoded(x), self.now())
+        name = unquote(key)
+        self._precondition(x, bucket, name)
+        made = self.buckets.put(bucket, name, _decoded(x), self.now())
         return Reply(b"", 200, {"ETag": made.etag})
+
+    def _precondition(self, x: Exchange, bucket: str, key: str) -> None:
+        """S3's conditional writes, as its user guide documents them: ``If-None-Match: *``
+        refuses a key that exists (412 PreconditionFailed); ``If-Match: <etag>`` refuses
+        another version (412), or a key that does not exist (404 NoSuchKey)."""
+        absent = self.buckets.objects.get(bucket, {}).get(key)
+        if x.header("If-None-Match").strip() == "*" and absent is not None:
+            raise ApiFailure(
+                412,
+                "At least one of the pre-conditions you specified did not hold",
+                code="PreconditionFailed",
+            )
+        wanted = x.header("If-Match").strip()
+        if wanted:
+            if absent is None:
+                raise ApiFailure(404, "The specified key does not exist.", code="NoSuchKey")
+            if wanted != absent.etag:
+                raise ApiFailure(
+                    412,
+                    "At least one of the pre-conditions you specified did not hold",
+                    code="PreconditionFailed",
+                )
 
     def get(self, x: Exchange, bucket: str, key: str) -> Reply:
         """GetObject; a ``Range: bytes=a-b`` is 206 with that slice (download_file reads a
@@ -255,7 +294,21 @@ class S3Routes:
         max_keys = x.int_param("max-keys", 1000, 0, 1000, coerce=True)
         after = x.query.get("continuation-token") or x.query.get("start-after") or ""
         found = [(k, o) for k, o in self.buckets.under(bucket, prefix) if k > after]
+        delimiter = x.query.get("delimiter", "")
+        prefixes: list[str] = []
+        if delimiter:  # a key past the prefix with the delimiter in it is a "folder"
+            kept = []
+            for k, o in found:
+                cut = k.find(delimiter, len(prefix))
+                if cut < 0:
+                    kept.append((k, o))
+                elif k[: cut + len(delimiter)] not in prefixes:
+                    prefixes.append(k[: cut + len(delimiter)])
+            found = kept
         page, more = found[:max_keys], len(found) > max_keys
+        common = "".join(
+            f"<CommonPrefixes><Prefix>{escape(p)}</Prefix></CommonPrefixes>" for p in prefixes
+        )
         contents = "".join(
             f"<Contents><Key>{escape(k)}</Key><LastModified>{iso8601(o.modified)}</LastModified>"
             f"<ETag>{escape(o.etag)}</ETag><Size>{len(o.data)}</Size>"
@@ -269,7 +322,7 @@ class S3Routes:
             f'<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult xmlns="{XMLNS}">'
             f"<Name>{escape(bucket)}</Name><Prefix>{escape(prefix)}</Prefix>"
             f"<KeyCount>{len(page)}</KeyCount><MaxKeys>{max_keys}</MaxKeys>"
-            f"<IsTruncated>{'true' if more else 'false'}</IsTruncated>{token}{contents}"
+            f"<IsTruncated>{'true' if more else 'false'}</IsTruncated>{token}{contents}{common}"
             "</ListBucketResult>"
         ).encode()
         return Reply(body, 200, content_type="application/xml")

@@ -1,0 +1,186 @@
+"""Where the jobs folder lives: a local folder (the default: a run's files are the run),
+or a bucket — ``s3://BUCKET/PREFIX``, ``gs://BUCKET/PREFIX``, ``az://CONTAINER/PREFIX`` —
+that any machine advances and every machine reads.
+
+A bucket is read into a working folder of the command's own (made here, removed when the
+command ends: nothing is kept between commands, as on a CI runner), whose runs write
+back as they advance (:mod:`.home`). The rest of batchbench sees a folder either way:
+:func:`jobs_path` turns what the user gave into one, :func:`home_for` gives each run
+folder its :class:`.home.Home`, :func:`runs_in` lists a bucket's runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from .._io import storage as local_storage
+from ..errors import RunLockedError
+from .home import Home, Remote
+from .objects import Bucket, Objects, parse_bucket
+
+MARK = ".bucket"  # in a working folder: the URI of the bucket it stands for
+LOCK_FILE = ".lock"
+_working: dict[Path, Objects] = {}  # working folder → its bucket's objects
+_homes: dict[Path, Remote] = {}  # run folder → its home, one per run a command reads
+
+
+def jobs_path(text: str | Path) -> Path:
+    """The folder the commands work in for the jobs folder the user named: itself, or
+    a bucket's working folder (one per command and bucket)."""
+    where = parse_bucket(str(text)) if not isinstance(text, Path) else None
+    if where is None:
+        return Path(text).expanduser()
+    for folder, objects in _working.items():
+        if objects.where == where:
+            return folder
+    folder = Path(tempfile.mkdtemp(prefix="batchbench-bucket-"))
+    (folder / MARK).write_text(where.uri)
+    _working[folder] = Objects(where)
+    return folder
+
+
+def _bucket_of(jobs_dir: Path) -> Objects | None:
+    return _working.get(jobs_dir) or _working.get(jobs_dir.resolve())
+
+
+def home_for(root: Path) -> Home:
+    """The home of the run folder ``root``: local, or its bucket's."""
+    objects = _bucket_of(root.parent)
+    if objects is None:
+        return Local(root)
+    home = _homes.get(root)
+    if home is None:
+        home = _homes[root] = Remote(root, objects, root.name)
+    return home
+
+
+def runs_in(jobs_dir: Path) -> list[str] | None:
+    """The run folders of a bucket's jobs folder (None: a local folder, listed as one)."""
+    objects = _bucket_of(jobs_dir)
+    if objects is None:
+        return None
+    return [n for n in objects.folders(objects.where.key() + "/" if objects.where.prefix else "")]
+
+
+def shown(path: Path) -> str:
+    """A path as the user knows it: inside a bucket's working folder, its URI."""
+    for folder, objects in _working.items():
+        with contextlib.suppress(ValueError):
+            rest = path.relative_to(folder).as_posix()
+            return objects.where.uri + ("" if rest == "." else f"/{rest}")
+    return str(path.resolve())
+
+
+def bucket_of(jobs_dir: Path) -> Bucket | None:
+    objects = _bucket_of(jobs_dir)
+    return None if objects is None else objects.where
+
+
+_refused: list[BaseException] = []  # what a jobs folder option could not take
+
+
+def refuse(exc: BaseException) -> None:
+    """Keep what the option parser could not take, for the command to say in one line."""
+    _refused.append(exc)
+
+
+def refused() -> None:
+    """Raise what an option could not take (once)."""
+    if _refused:
+        raise _refused.pop()
+
+
+def close_all() -> None:
+    """The end of a command: every run it advanced written back, its working folders
+    removed (the bucket is the run)."""
+    try:
+        for home in list(_homes.values()):
+            home.close()
+    finally:
+        _homes.clear()
+        for folder in list(_working):
+            shutil.rmtree(folder, ignore_errors=True)
+        _working.clear()
+
+
+class Local:
+    """A run in a local folder: its files are the run; the lock is an flock."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def fetch(self, name: str) -> None:
+        return None
+
+    def before_record(self) -> None:
+        return None
+
+    def recorded(self, line: bytes) -> None:
+        return None
+
+    def created(self, name: str) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+    def shown(self) -> str:
+        return str(self.root.resolve())
+
+    def remove(self) -> None:
+        return None  # the caller removes the folder
+
+    @contextlib.contextmanager
+    def token_lock(self, run_id: str) -> Iterator[None]:
+        me = f"{os.getpid()} {self.root.resolve()}"
+        with exclusive(token_file(self.root.parent, run_id), me) as holder:
+            if holder is not None:
+                pid, _, folder = holder.partition(" ")
+                raise RunLockedError(
+                    f"{self.root.resolve()} holds the same run as {folder or '?'} (one run"
+                    f" token in their run.json), which another process (pid {pid or '?'}) is"
+                    " advancing: run this one when it has stopped, and it adopts what that"
+                    " one bought"
+                )
+            yield
+
+    @contextlib.contextmanager
+    def lock(self, clock: Callable[[], float] = time.time) -> Iterator[None]:
+        with exclusive(self.root / LOCK_FILE, str(os.getpid())) as holder:
+            if holder is not None:
+                raise RunLockedError(
+                    f"run {self.root.name!r} is being advanced by another process"
+                    f" (pid {holder or '?'}); wait for it or stop it"
+                )
+            yield
+
+
+def token_file(jobs_dir: Path, run_id: str) -> Path:
+    """The lock every folder holding one run (one run token) takes to advance it."""
+    return Path(jobs_dir) / f".run-{run_id}.lock"
+
+
+@contextlib.contextmanager
+def exclusive(path: Path, me: str) -> Iterator[str | None]:
+    """An flock on ``path``, the holder's words (``me``) written in it: yields None when
+    taken, or the words of the process holding it."""
+    with local_storage(path):
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield os.pread(fd, 4096, 0).decode(errors="replace").strip()
+            return
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, me.encode(), 0)
+        yield None
+    finally:
+        os.close(fd)

@@ -1,0 +1,230 @@
+"""Where a run's files live: a local folder (its files are the run), or a bucket, read
+into a working folder for the command and written back as the run advances.
+
+The seam the engine sees is :class:`Home`: ``fetch`` before a file is read (nothing, for
+a local run; for a run in a bucket, the file pulled once), ``before_record`` and
+``recorded`` around each journal line, ``lock`` to advance the run, ``close`` at the end
+of the command. In a bucket:
+
+- the journal is a create-only log: entry ``journal/e/<seq>.json`` per line, made only if
+  absent; a writer that finds its entry taken stops (another machine wrote the run);
+  segments ``journal/s/<first>-<end>.jsonl`` of 256 and 16,384 entries (create-only too)
+  keep reading a long journal a few objects; a ``journal.jsonl`` object (a local run
+  copied in) is the start of it;
+- request files and downloaded result files are written once (create-only; an object
+  already there must hold the same bytes), each before the journal line that names it;
+- the rows (``results.jsonl``, ``judge_passes.jsonl``) are written before the journal line
+  that counts them, the summary and reports at the end of the command; never a mutable
+  state object: the state is the journal's, folded;
+- who advances the run is a lease (:mod:`.lease`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Protocol
+
+from ..errors import RunLockedError, StorageError
+from .lease import Lease
+from .objects import Objects
+
+JOURNAL = "journal.jsonl"
+SEGMENTS = (256, 16_384)  # entries per segment, smallest first
+ROWS = ("results.jsonl", "judge_passes.jsonl")  # written before the line that counts them
+ONCE = ("requests", "raw")  # folders of files written once
+_SEGMENT = re.compile(r"(\d{12})-(\d{12})\.jsonl$")
+
+
+class Home(Protocol):
+    """What the engine asks of the place a run lives (:class:`.rundir.Run` asks it)."""
+
+    def fetch(self, name: str) -> None: ...
+    def before_record(self) -> None: ...
+    def recorded(self, line: bytes) -> None: ...
+    def created(self, name: str) -> None: ...
+    def lock(
+        self, clock: Callable[[], float] = time.time
+    ) -> contextlib.AbstractContextManager[None]: ...
+    def token_lock(self, run_id: str) -> contextlib.AbstractContextManager[None]: ...
+    def close(self) -> None: ...
+    def remove(self) -> None: ...
+    def shown(self) -> str: ...
+
+
+class Remote:
+    """A run in a bucket, its working folder ``root`` (see the module)."""
+
+    def __init__(self, root: Path, objects: Objects, name: str) -> None:
+        self.root, self.objects, self.name = root, objects, name
+        self.where = objects.where
+        self.fetched: set[str] = set()
+        self.pushed: dict[str, tuple[int, float]] = {}  # file → (size, mtime) written
+        self.seq = -1  # journal lines the bucket holds (-1: not read yet)
+        self.lease: Lease | None = None
+        self.wrote = False  # this process advanced the run (a reader writes nothing back)
+        self.removed = False
+
+    def key(self, *parts: str) -> str:
+        return self.where.key(self.name, *parts)
+
+    def shown(self) -> str:
+        return f"{self.where.uri}/{self.name}"
+
+    # reading -----------------------------------------------------------------
+    def fetch(self, name: str) -> None:
+        if name in self.fetched:
+            return
+        self.fetched.add(name)
+        path = self.root / name
+        if name == JOURNAL:
+            self._pull_journal(path)
+            return
+        data = self.objects.get(self.key(name))
+        if data is not None and not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            self._mark(name)
+
+    def _pull_journal(self, path: Path) -> None:
+        """The journal's lines: a copied-in ``journal.jsonl`` first, then the segments
+        that cover the most, then the entries after them."""
+        parts: list[bytes] = []
+        base = self.objects.get(self.key(JOURNAL))
+        if base:
+            base = base if base.endswith(b"\n") else base[: base.rfind(b"\n") + 1]
+            parts.append(base)
+        seq = base.count(b"\n") if base else 0
+        segments: dict[int, tuple[int, str]] = {}
+        for key in self.objects.names(self.key("journal", "s") + "/"):
+            found = _SEGMENT.search(key)
+            if found:
+                first, end = int(found.group(1)), int(found.group(2))
+                if end > segments.get(first, (0, ""))[0]:
+                    segments[first] = (end, key)
+        while seq in segments:  # the longest segment starting where the journal stands
+            end, key = segments[seq]
+            parts.append(self.objects.get(key) or b"")
+            seq = end
+        after = self.key("journal", "e", f"{seq - 1:012d}.json") if seq else None
+        for key in self.objects.names(self.key("journal", "e") + "/", after):
+            if key != self.key("journal", "e", f"{seq:012d}.json"):
+                break  # a gap: what follows is not the journal's yet
+            parts.append(self.objects.get(key) or b"")
+            seq += 1
+        if parts:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(b"".join(parts))
+        self.seq = seq
+
+    # writing -----------------------------------------------------------------
+    def before_record(self) -> None:
+        """Before a journal line: the lease still ours, and every file it may name in
+        the bucket (the rows it counts, the files it names)."""
+        if self.lease is not None:
+            self.lease.check()
+        self._push_changed()
+
+    def recorded(self, line: bytes) -> None:
+        self.fetch(JOURNAL)
+        key = self.key("journal", "e", f"{self.seq:012d}.json")
+        # taken, and not by our own put answered late: another machine wrote the run
+        if not self.objects.create(key, line) and self.objects.get(key) != line:
+            raise RunLockedError(
+                f"run {self.name!r}: another machine wrote line {self.seq} of its journal"
+                f" ({self.shown()}); nothing more is done here: run again"
+            )
+        self.seq += 1
+        for size in SEGMENTS:
+            if self.seq % size == 0:
+                self._segment(self.seq - size, self.seq)
+
+    def _segment(self, first: int, end: int) -> None:
+        lines = (self.root / JOURNAL).read_bytes().splitlines(keepends=True)
+        base = self.objects.get(self.key(JOURNAL))
+        offset = base.count(b"\n") if base else 0
+        if first < offset:
+            return  # a copied-in journal covers it
+        data = b"".join(lines[first:end])
+        self.objects.create(self.key("journal", "s", f"{first:012d}-{end:012d}.jsonl"), data)
+
+    def created(self, name: str) -> None:
+        """A file made once (the run's configuration): in the bucket only if absent; one
+        made meanwhile by another machine stops this one."""
+        data = (self.root / name).read_bytes()
+        if (
+            not self.objects.create(self.key(name), data)
+            and self.objects.get(self.key(name)) != data
+        ):
+            raise RunLockedError(
+                f"run {self.name!r} was started by another machine at the same moment"
+                f" ({self.shown()}); run again: it resumes that one"
+            )
+        self._mark(name)
+
+    def _mark(self, name: str) -> None:
+        stat = (self.root / name).stat()
+        self.pushed[name] = (stat.st_size, stat.st_mtime)
+
+    def _push_changed(self, everything: bool = False) -> None:
+        names = [*(f"{d}/{p.name}" for d in ONCE for p in _files(self.root / d)), *ROWS]
+        if everything:
+            names += [p.name for p in _files(self.root) if p.name not in (JOURNAL, *ROWS)]
+        for name in names:
+            path = self.root / name
+            if not path.is_file() or name.startswith(".") or "/." in name:
+                continue
+            stat = path.stat()
+            if self.pushed.get(name) == (stat.st_size, stat.st_mtime):
+                continue
+            data = path.read_bytes()
+            if name.split("/")[0] in ONCE or name == "run.json":
+                made = self.objects.create(self.key(name), data)
+                if not made and self.objects.get(self.key(name)) != data:
+                    raise StorageError(
+                        f"{self.shown()}/{name} holds other bytes than this run's: a file"
+                        " is written once; nothing more is done"
+                    )
+            else:
+                self.objects.overwrite(self.key(name), data)
+            self._mark(name)
+
+    # advancing -----------------------------------------------------------------
+    @contextlib.contextmanager
+    def lock(self, clock: Callable[[], float] = time.time) -> Iterator[None]:
+        lease = Lease(self.objects, self.key("lease"), self.name, clock)
+        lease.take()
+        self.lease, self.wrote = lease, True
+        try:
+            yield
+        finally:
+            self.lease = None
+            if not self.removed:
+                self._push_changed(everything=True)
+                lease.release()
+
+    def token_lock(self, run_id: str) -> contextlib.AbstractContextManager[None]:
+        """Nothing more: the run's lease is the bucket's one writer."""
+        return contextlib.nullcontext()
+
+    def close(self) -> None:
+        """The end of the command: what it wrote since the last journal line, written."""
+        if self.wrote and (self.root / "run.json").exists():
+            self._push_changed(everything=True)
+
+    def remove(self) -> None:
+        """Every object of the run, its lease last (nothing is written back after)."""
+        keys = list(self.objects.names(self.key() + "/"))
+        for key in sorted(keys, key=lambda k: "/lease/" in k):
+            self.objects.delete(key)
+        self.removed, self.wrote = True, False
+
+
+def _files(folder: Path) -> list[Path]:
+    try:
+        return sorted(p for p in folder.iterdir() if p.is_file())
+    except FileNotFoundError:
+        return []

@@ -1,0 +1,237 @@
+"""A bucket as batchbench uses it: get, create-only put, overwrite, list, delete — through
+obstore (Rust's object_store: S3, Cloud Storage, Azure Blob, local disk and memory behind
+one API, with conditional puts), its failures turned into one line naming the URI and
+the variables to set.
+
+Credentials come from each cloud's own environment (AWS_*, GOOGLE_APPLICATION_CREDENTIALS
+or GOOGLE_SERVICE_ACCOUNT, AZURE_STORAGE_*), read by obstore; none is ever written into a
+run, a log entry or a message. A URI that carries credentials is refused.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import urlsplit
+
+from ..errors import ConfigError, StorageError
+
+if TYPE_CHECKING:
+    from obstore.store import ClientConfig, GCSConfig, S3Config
+
+# scheme → (the variables that say where and who, for a message; the settings obstore reads)
+SCHEMES = {
+    "s3": "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) and AWS_REGION",
+    "gs": "GOOGLE_APPLICATION_CREDENTIALS (or GOOGLE_SERVICE_ACCOUNT)",
+    "az": "AZURE_STORAGE_ACCOUNT_NAME and AZURE_STORAGE_ACCOUNT_KEY (or a SAS token)",
+    "memory": "nothing (one process's memory: for tests)",
+    "file": "nothing (a local folder read as a bucket)",
+}
+TRIES = 4  # a 503 SlowDown, a dropped connection: tried again this many times in all
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """Where a jobs folder lives in a store: ``s3://BUCKET/PREFIX`` and the like."""
+
+    scheme: str
+    bucket: str
+    prefix: str
+
+    @property
+    def uri(self) -> str:
+        if self.scheme == "file":
+            return f"file://{self.bucket}"
+        return f"{self.scheme}://{self.bucket}/{self.prefix}".rstrip("/")
+
+    def key(self, *parts: str) -> str:
+        return "/".join(p for p in (self.prefix, *parts) if p)
+
+
+def parse_bucket(text: str) -> Bucket | None:
+    """The bucket a jobs folder names, or None for a local folder. A URI with credentials
+    in it, or of another scheme, is one line."""
+    parts = urlsplit(text)
+    if not parts.scheme or len(parts.scheme) == 1:  # a path (a Windows drive letter too)
+        return None
+    scheme = parts.scheme.lower()
+    if scheme not in SCHEMES:
+        raise ConfigError(
+            f"jobs folder {text!r}: {scheme}:// is not a store batchbench reads (s3://, gs://,"
+            " az://, or a local folder)"
+        )
+    if parts.username or parts.password or parts.query or "@" in parts.netloc:
+        raise ConfigError(
+            f"jobs folder {parts.scheme}://{parts.hostname or ''}/…: credentials do not go in"
+            f" the URI (they would be written and printed); set {SCHEMES[scheme]}"
+        )
+    if scheme == "file":  # a local folder read as a bucket: its path is the bucket
+        if parts.netloc or not parts.path.startswith("/"):
+            raise ConfigError(f"jobs folder {text!r}: file:// takes an absolute path (file:///…)")
+        return Bucket(scheme, parts.path.rstrip("/"), "")
+    if not parts.netloc:
+        raise ConfigError(f"jobs folder {text!r}: no bucket named ({scheme}://BUCKET/PREFIX)")
+    return Bucket(scheme, parts.netloc, parts.path.strip("/"))
+
+
+def _kinds() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    """obstore's "absent" and "already there" (its own classes, and the built-in ones some
+    of its stores raise)."""
+    try:
+        from obstore import exceptions as oe
+    except ImportError:  # said when a bucket is named (Objects)
+        return (FileNotFoundError,), (FileExistsError,)
+    return (oe.NotFoundError, FileNotFoundError), (
+        oe.AlreadyExistsError,
+        oe.PreconditionError,
+        FileExistsError,
+    )
+
+
+ABSENT, THERE = _kinds()
+
+
+class Objects:
+    """One bucket's objects, keys relative to the bucket (not to the prefix)."""
+
+    def __init__(self, where: Bucket) -> None:
+        self.where = where
+        try:
+            import obstore  # noqa: F401
+        except ImportError:
+            from ..errors import ProviderUnavailable
+            from ..providers import install_hint
+
+            raise ProviderUnavailable(
+                f"a jobs folder in a bucket ({where.uri}) needs obstore: {install_hint('bucket')}"
+            ) from None
+        self._store = _store(where)
+
+    def _fail(self, exc: Exception, what: str) -> StorageError:
+        from obstore import exceptions as oe
+
+        said = " ".join(str(exc).split())[:300]
+        if isinstance(exc, (oe.PermissionDeniedError, oe.UnauthenticatedError, PermissionError)):
+            return StorageError(
+                f"{self.where.uri}: {what}: refused ({said}): the credentials need list, get"
+                f" and put on the prefix; set {SCHEMES[self.where.scheme]}"
+            )
+        if "bucket" in said.lower() and ("not found" in said.lower() or "nosuch" in said.lower()):
+            return StorageError(f"{self.where.uri}: {what}: no such bucket ({said})")
+        return StorageError(f"{self.where.uri}: {what}: {said}")
+
+    def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """``fn`` on the store, a passing fault (a 5xx, SlowDown, a dropped connection)
+        tried again; absent and already-there raised as they are, for the caller."""
+        from obstore import exceptions as oe
+
+        for attempt in range(1, TRIES + 1):
+            try:
+                return fn(self._store, *args, **kwargs)
+            except (*ABSENT, *THERE):
+                raise
+            except (oe.GenericError, ConnectionError, TimeoutError) as exc:
+                if attempt == TRIES or _final(exc):
+                    raise self._fail(exc, what) from None
+            except (oe.BaseError, OSError) as exc:
+                raise self._fail(exc, what) from None
+        raise StorageError(f"{self.where.uri}: {what}: unreachable")  # pragma: no cover
+
+    def get(self, key: str) -> bytes | None:
+        import obstore
+
+        try:
+            found = self._call(f"read {key}", obstore.get, key)
+        except ABSENT:
+            return None
+        return bytes(found.bytes())
+
+    def create(self, key: str, data: bytes) -> bool:
+        """Write ``key`` only if absent: True when this call made it; False when it was
+        there (a put that timed out after it succeeded included: the caller compares)."""
+        import obstore
+
+        try:
+            self._call(f"write {key}", obstore.put, key, data, mode="create")
+        except THERE:
+            return False
+        return True
+
+    def overwrite(self, key: str, data: bytes) -> None:
+        import obstore
+
+        self._call(f"write {key}", obstore.put, key, data, mode="overwrite")
+
+    def names(self, prefix: str, after: str | None = None) -> Iterator[str]:
+        """The keys under ``prefix`` in order, those after ``after`` only when given."""
+        import obstore
+
+        def listed(store: Any) -> list[str]:  # the stream read whole, inside the retry
+            stream = obstore.list(store, prefix, offset=after, chunk_size=1000)
+            return [str(meta["path"]) for chunk in stream for meta in chunk]
+
+        yield from self._call(f"list {prefix}", listed)
+
+    def folders(self, prefix: str) -> list[str]:
+        """The names of the 'folders' right under ``prefix`` (a delimiter list)."""
+        import obstore
+
+        found = self._call(f"list {prefix}", obstore.list_with_delimiter, prefix)
+        return sorted(p.rstrip("/").rsplit("/", 1)[-1] for p in found["common_prefixes"])
+
+    def delete(self, key: str) -> None:
+        import obstore
+
+        try:
+            self._call(f"delete {key}", obstore.delete, key)
+        except ABSENT:
+            return
+
+
+def _final(exc: BaseException) -> bool:
+    """A store's answer that no retry changes: no such bucket, refused, not allowed."""
+    said = str(exc)
+    return any(
+        f"status code: {code}" in said or f"Server returned non-2xx status code: {code}" in said
+        for code in (400, 401, 403, 404, 405)
+    ) or any(word in said for word in ("NoSuchBucket", "AccessDenied", "InvalidAccessKeyId"))
+
+
+_MEMORY: dict[str, Any] = {}  # memory:// stores, one per bucket name, for the process
+
+
+def _store(where: Bucket) -> Any:
+    """The obstore store for the bucket, configured from the environment."""
+    from obstore import store
+
+    if where.scheme == "memory":
+        return _MEMORY.setdefault(where.bucket, store.MemoryStore())
+    if where.scheme == "file":
+        os.makedirs(where.bucket, exist_ok=True)
+        return store.LocalStore(where.bucket)
+    if where.scheme == "s3":
+        endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+        config: dict[str, Any] = {}
+        if endpoint:
+            config |= {"endpoint": endpoint, "virtual_hosted_style_request": False}
+        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+        if region:
+            config["region"] = region
+        options = {"allow_http": True} if endpoint and endpoint.startswith("http://") else {}
+        return store.S3Store(
+            where.bucket,
+            config=cast("S3Config", config),
+            client_options=cast("ClientConfig", options),
+        )
+    if where.scheme == "gs":
+        base = os.environ.get("STORAGE_EMULATOR_HOST")
+        options = {"allow_http": True} if base and base.startswith("http://") else {}
+        config = {"base_url": base} if base else {}
+        return store.GCSStore(
+            where.bucket,
+            config=cast("GCSConfig", config),
+            client_options=cast("ClientConfig", options),
+        )
+    return store.AzureStore(where.bucket, client_options={})
