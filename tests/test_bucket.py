@@ -212,3 +212,50 @@ def test_a_bucket_uri_with_credentials_or_a_missing_bucket_is_one_line(
     args[at] = "s3://no-such-bucket/runs"
     proc = run_cli(*args, env={**env(), **variables})
     assert_one_line_error(proc, "s3://no-such-bucket/runs")
+
+
+@pytest.mark.parametrize("anomaly", ["s3-slowdown", "s3-conflict", "s3-lost-reply"])
+def test_the_stores_bad_days_buy_nothing_twice(
+    anomaly, batch_emulator_factory, tmp_path, fixture_dir, clock
+):
+    """503 SlowDown, a 409 ConditionalRequestConflict that wrote nothing, a put that took
+    effect and answered 500: tried again (a create looked up by name first), or the
+    tick stops in one line naming the bucket with nothing half-written, and the next
+    tick goes on; the run ends with a local run's rows, each request executed once."""
+    good = batch_emulator_factory()
+    local = run_args(good, tmp_path / "local", fixture_dir, "--limit", "6", cap=3)
+    assert run_cli(*local, env=env()).returncode == 0
+    emu = batch_emulator_factory(latency=100.0, anomalies={anomaly: 0.3})
+    uri, variables = _store("emulator-s3", emu, None, tmp_path)
+    args = run_args(emu, tmp_path, fixture_dir, "--limit", "6", cap=3)
+    args[args.index("--jobs-dir") + 1] = uri
+    for _ in range(20):
+        proc = run_cli(*args, "--no-wait", env={**env(), **variables})
+        if proc.returncode == 0:
+            break
+        if proc.returncode not in (3,):  # the store's bad day stopped this tick
+            assert_one_line_error(proc, uri)
+        clock.advance(150)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert_no_duplicates(emu)
+    got = _pull(uri, variables, tmp_path / "pulled")
+    assert normalised(got / "ans-model") == normalised(tmp_path / "local" / "jobs" / "ans-model")
+
+
+def test_absent_or_wrong_credentials_are_one_line_naming_what_to_set(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    from support.runs import KEY
+
+    emu = batch_emulator_factory(api_key=KEY)  # AWS knows one access key here
+    uri, variables = _store("emulator-s3", emu, None, tmp_path)
+    args = run_args(emu, tmp_path, fixture_dir, "--limit", "2")
+    args[args.index("--jobs-dir") + 1] = uri
+    absent = {**variables, "AWS_ACCESS_KEY_ID": None, "AWS_SECRET_ACCESS_KEY": None}
+    proc = run_cli(*args, env={**env(), **absent})
+    assert_one_line_error(proc, uri, "no credentials for the store", "AWS_ACCESS_KEY_ID")
+    wrong = {**variables, "AWS_ACCESS_KEY_ID": "AKIA-NOT-KNOWN"}
+    proc = run_cli(*args, env={**env(), **wrong})
+    assert_one_line_error(proc, uri, "refused", "AWS_ACCESS_KEY_ID")
+    assert "team-not-secret" not in proc.stdout + proc.stderr  # the secret is never said
+    assert emu.ledger()["batches"] == []

@@ -76,6 +76,20 @@ ANOMALIES: dict[str, tuple[str, float]] = {
         " lingering tail --tail-flex is for",
         0.05,
     ),
+    "s3-slowdown": (
+        "S3: a share of calls answer 503 SlowDown (Please reduce your request rate)",
+        0.2,
+    ),
+    "s3-conflict": (
+        "S3: a share of conditional creates answer 409 ConditionalRequestConflict and write"
+        " nothing (two creates racing, as S3's user guide says)",
+        0.3,
+    ),
+    "s3-lost-reply": (
+        "S3: a share of writes take effect and then answer 500 InternalError (a put that"
+        " timed out after it succeeded)",
+        0.3,
+    ),
     "empty-results": (
         "a batch ends with its counts saying every line succeeded, but its results file is"
         " empty (a share of batches)",

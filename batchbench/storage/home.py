@@ -131,8 +131,7 @@ class Remote:
     def recorded(self, line: bytes) -> None:
         self.fetch(JOURNAL)
         key = self.key("journal", "e", f"{self.seq:012d}.json")
-        # taken, and not by our own put answered late: another machine wrote the run
-        if not self.objects.create(key, line) and self.objects.get(key) != line:
+        if not self.objects.create(key, line):  # another machine's line stands there
             raise RunLockedError(
                 f"run {self.name!r}: another machine wrote line {self.seq} of its journal"
                 f" ({self.shown()}); nothing more is done here: run again"
@@ -155,10 +154,7 @@ class Remote:
         """A file made once (the run's configuration): in the bucket only if absent; one
         made meanwhile by another machine stops this one."""
         data = (self.root / name).read_bytes()
-        if (
-            not self.objects.create(self.key(name), data)
-            and self.objects.get(self.key(name)) != data
-        ):
+        if not self.objects.create(self.key(name), data):
             raise RunLockedError(
                 f"run {self.name!r} was started by another machine at the same moment"
                 f" ({self.shown()}); run again: it resumes that one"
@@ -182,8 +178,7 @@ class Remote:
                 continue
             data = path.read_bytes()
             if name.split("/")[0] in ONCE or name == "run.json":
-                made = self.objects.create(self.key(name), data)
-                if not made and self.objects.get(self.key(name)) != data:
+                if not self.objects.create(self.key(name), data):
                     raise StorageError(
                         f"{self.shown()}/{name} holds other bytes than this run's: a file"
                         " is written once; nothing more is done"

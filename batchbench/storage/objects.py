@@ -13,13 +13,14 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError, StorageError
 
 if TYPE_CHECKING:
-    from obstore.store import ClientConfig, GCSConfig, S3Config
+    from obstore.store import ClientConfig, GCSConfig, RetryConfig, S3Config
 
 # scheme → (the variables that say where and who, for a message; the settings obstore reads)
 SCHEMES = {
@@ -112,8 +113,23 @@ class Objects:
     def _fail(self, exc: Exception, what: str) -> StorageError:
         from obstore import exceptions as oe
 
-        said = " ".join(str(exc).split())[:300]
-        if isinstance(exc, (oe.PermissionDeniedError, oe.UnauthenticatedError, PermissionError)):
+        said = " ".join(str(exc).split("Debug source:")[0].split())[:300]
+        lowered = said.lower()
+        if "169.254.169.254" in said or "credential" in lowered or "token" in lowered:
+            return StorageError(
+                f"{self.where.uri}: {what}: no credentials for the store were found (its"
+                f" client looked for them and said: {said[:160]});"
+                f" set {SCHEMES[self.where.scheme]}"
+            )
+        refused = (
+            "AccessDenied",
+            "InvalidAccessKeyId",
+            "SignatureDoesNotMatch",
+            "status code: 403",
+        )
+        if isinstance(
+            exc, (oe.PermissionDeniedError, oe.UnauthenticatedError, PermissionError)
+        ) or any(word in said for word in refused):
             return StorageError(
                 f"{self.where.uri}: {what}: refused ({said}): the credentials need list, get"
                 f" and put on the prefix; set {SCHEMES[self.where.scheme]}"
@@ -149,15 +165,22 @@ class Objects:
         return bytes(found.bytes())
 
     def create(self, key: str, data: bytes) -> bool:
-        """Write ``key`` only if absent: True when this call made it; False when it was
-        there (a put that timed out after it succeeded included: the caller compares)."""
+        """Write ``key`` only if absent. True when it now holds ``data``: made by this call,
+        or by an earlier try of it whose answer was lost (a put that timed out after it
+        succeeded is looked up by name, never taken for another's); False when it holds
+        other bytes — another writer's. A conflict that wrote nothing (S3's 409 when two
+        creates race) is tried again."""
         import obstore
 
-        try:
-            self._call(f"write {key}", obstore.put, key, data, mode="create")
-        except THERE:
-            return False
-        return True
+        for _ in range(TRIES):
+            try:
+                self._call(f"write {key}", obstore.put, key, data, mode="create")
+                return True
+            except THERE:
+                found = self.get(key)
+                if found is not None:
+                    return found == data
+        raise StorageError(f"{self.where.uri}: write {key}: the store kept refusing it")
 
     def overwrite(self, key: str, data: bytes) -> None:
         import obstore
@@ -199,6 +222,13 @@ def _final(exc: BaseException) -> bool:
     ) or any(word in said for word in ("NoSuchBucket", "AccessDenied", "InvalidAccessKeyId"))
 
 
+# obstore's own retries of a 5xx or a dropped connection: a few, quick (the calls above
+# try again too, and a tick that still fails leaves nothing half-written: the next resumes)
+RETRY: RetryConfig = {
+    "max_retries": 2,
+    "backoff": {"init_backoff": timedelta(milliseconds=50), "max_backoff": timedelta(seconds=1)},
+    "retry_timeout": timedelta(seconds=30),
+}
 _MEMORY: dict[str, Any] = {}  # memory:// stores, one per bucket name, for the process
 
 
@@ -234,4 +264,4 @@ def _store(where: Bucket) -> Any:
             config=cast("GCSConfig", config),
             client_options=cast("ClientConfig", options),
         )
-    return store.AzureStore(where.bucket, client_options={})
+    return store.AzureStore(where.bucket, retry_config=RETRY)

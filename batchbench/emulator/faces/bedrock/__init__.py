@@ -51,17 +51,43 @@ class BedrockFace:
             route("GET", r"^/inference-profiles/(.+)$", self.inference_profile),
             # S3's, answered only to a call signed for S3 (a Bedrock call no route above
             # takes is Bedrock's UnknownOperation, never S3's reading of its path)
-            route("GET", r"^/$", _s3(self.s3.list_buckets)),
-            route("PUT", r"^/([^/]+)/?$", _s3(self.s3.create_bucket), writes=True),
-            route("HEAD", r"^/([^/]+)/?$", _s3(self.s3.head_bucket)),
-            route("GET", r"^/([^/]+)/?$", _s3(self.s3.list)),
-            route("POST", r"^/([^/]+)/?$", _s3(self.s3.delete_objects), writes=True),
-            route("PUT", r"^/([^/]+)/(.+)$", _s3(self.s3.put), writes=True),
-            route("POST", r"^/([^/]+)/(.+)$", _s3(self.s3.post), writes=True),
-            route("HEAD", r"^/([^/]+)/(.+)$", _s3(self.s3.head)),
-            route("GET", r"^/([^/]+)/(.+)$", _s3(self.s3.get)),
-            route("DELETE", r"^/([^/]+)/(.+)$", _s3(self.s3.delete), writes=True),
+            route("GET", r"^/$", self._s3(self.s3.list_buckets)),
+            route("PUT", r"^/([^/]+)/?$", self._s3(self.s3.create_bucket), writes=True),
+            route("HEAD", r"^/([^/]+)/?$", self._s3(self.s3.head_bucket)),
+            route("GET", r"^/([^/]+)/?$", self._s3(self.s3.list)),
+            route("POST", r"^/([^/]+)/?$", self._s3(self.s3.delete_objects), writes=True),
+            route("PUT", r"^/([^/]+)/(.+)$", self._s3(self.s3.put), writes=True),
+            route("POST", r"^/([^/]+)/(.+)$", self._s3(self.s3.post), writes=True),
+            route("HEAD", r"^/([^/]+)/(.+)$", self._s3(self.s3.head)),
+            route("GET", r"^/([^/]+)/(.+)$", self._s3(self.s3.get)),
+            route("DELETE", r"^/([^/]+)/(.+)$", self._s3(self.s3.delete), writes=True),
         ]
+
+    def _s3(self, handle: Handle) -> Handle:
+        """An S3 route: answered only to a call signed for S3, on S3's bad days too."""
+        only = _s3(handle)
+
+        def day(x: Exchange, *groups: str) -> Reply:
+            key = f"s3 {x.method} {x.path}"
+            n = self.store.decide.nth(key)
+            if self.store.anomaly("s3-slowdown", f"{key}#{n}"):
+                raise ApiFailure(503, "Please reduce your request rate.", code="SlowDown")
+            creates = x.method == "PUT" and x.header("If-None-Match").strip() == "*"
+            if creates and self.store.anomaly("s3-conflict", f"{key}#{n}"):
+                raise ApiFailure(
+                    409,
+                    "A conflicting conditional operation is currently in progress against"
+                    " this resource. Please try again.",
+                    code="ConditionalRequestConflict",
+                )
+            reply = only(x, *groups)
+            if x.method == "PUT" and self.store.anomaly("s3-lost-reply", f"{key}#{n}"):
+                raise ApiFailure(  # written; the caller cannot tell
+                    500, "We encountered an internal error. Please try again.", code="InternalError"
+                )
+            return reply
+
+        return day
 
     # the face ---------------------------------------------------------------
     def claims(self, x: Exchange) -> bool:
@@ -71,10 +97,25 @@ class BedrockFace:
         return mine
 
     def authorise(self, x: Exchange, api_key: str | None) -> ApiFailure | None:
+        """A signed call (any key, unless the emulator was given one: then that access key
+        id only, as AWS refuses one it does not know)."""
         auth = x.header("Authorization")
         if not (auth.startswith("AWS4-HMAC-SHA256 ") or auth.startswith("Bearer ")):
             code = "AccessDenied" if _service(x) == "s3" else "MissingAuthenticationTokenException"
             return ApiFailure(403, "Missing Authentication Token", code=code)
+        found = re.search(r"Credential=([^/,]+)/", auth)
+        if api_key is not None and found and found.group(1) != api_key:
+            if _service(x) == "s3":
+                return ApiFailure(
+                    403,
+                    "The AWS Access Key Id you provided does not exist in our records.",
+                    code="InvalidAccessKeyId",
+                )
+            return ApiFailure(
+                403,
+                "The security token included in the request is invalid.",
+                code="UnrecognizedClientException",
+            )
         return None
 
     def _request_id(self) -> str:
