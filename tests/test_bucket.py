@@ -19,17 +19,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.buckets import AWS, pull
 from support.cli import REPO, assert_one_line_error, run_cli
 from support.runs import assert_no_duplicates, env, normalised, run_args
 
 pytest.importorskip("obstore")
-
-AWS = {
-    "AWS_ACCESS_KEY_ID": "team-not-secret",
-    "AWS_SECRET_ACCESS_KEY": "team-not-secret",
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "AWS_EC2_METADATA_DISABLED": "true",
-}
 
 
 @pytest.fixture(scope="module")
@@ -109,30 +103,8 @@ def test_ticks_from_machines_sharing_only_the_bucket_finish_the_run_once(
     assert normalised(got / "ans-model") == normalised(tmp_path / "local" / "jobs" / "ans-model")
 
 
-def _pull(uri: str, variables: dict[str, str], into: Path) -> Path:
-    """The run's rows and summary as a machine reads them from the bucket."""
-    saved = {k: os.environ.get(k) for k in variables}
-    os.environ.update(variables)
-    try:
-        from batchbench.engine.rundir import Run
-        from batchbench.storage import close_all, jobs_path
-
-        jobs = jobs_path(uri)
-        run = Run(jobs / "ans-model")
-        (into / "ans-model").mkdir(parents=True)
-        for name in ("results.jsonl", "results.summary.json"):
-            (into / "ans-model" / name).write_bytes(getattr(run, _PATH[name]).read_bytes())
-        close_all()
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    return into
-
-
-_PATH = {"results.jsonl": "results_path", "results.summary.json": "summary_path"}
+def _pull(uri: str, values: dict[str, str], into: Path) -> Path:
+    return pull(uri, "ans-model", values, into)
 
 
 def test_a_run_another_machine_advances_is_said_in_one_line(

@@ -15,6 +15,7 @@ import shutil
 from collections import Counter
 
 import pytest
+from support.buckets import pull
 from support.cli import assert_one_line_error, run_cli
 from support.providers import RIGS
 from support.runs import rows_of
@@ -152,8 +153,9 @@ def test_cancel_of_several_runs_goes_past_one_that_fails(
 @pytest.mark.parametrize(
     "fault", ["lost create", "transient empty result", "lost create, then an empty result"]
 )
+@pytest.mark.parametrize("where", ["folder", "bucket"])
 def test_the_services_faults_pay_nothing_twice(
-    rig, fault, batch_emulator_factory, tmp_path, fixture_dir
+    rig, fault, where, batch_emulator_factory, tmp_path, fixture_dir
 ):
     """The rest of the one contract, on every provider: a create that took effect but
     whose reply was lost is found (by its tag, or by its results' ids), never made again;
@@ -163,6 +165,10 @@ def test_the_services_faults_pay_nothing_twice(
     emu = batch_emulator_factory(latency=2.0)
     args = [*rig.args(emu, tmp_path, fixture_dir, "--limit", "4", cap=4), "--poll-interval", "5"]
     folder = tmp_path / "jobs" / rig.name()
+    if where == "bucket":  # the run in a bucket (obstore's memory store), read back after
+        uri = f"memory://{tmp_path.name}/jobs"
+        args[args.index("--jobs-dir") + 1] = uri
+        folder = tmp_path / "pulled" / rig.name()
     if fault.startswith("lost create"):
         emu.lose_creates(rig.face_name)
     if fault.endswith("empty result"):
@@ -175,6 +181,8 @@ def test_the_services_faults_pay_nothing_twice(
         emu.store.settings.anomalies = {}  # the service gives its results
     proc = run_cli(*args, env=rig.env(emu))
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    if where == "bucket":
+        pull(uri, rig.name(), {}, tmp_path / "pulled")
     assert len(rows_of(folder / "results.jsonl")) == 4
     if fault.startswith("lost create"):  # the fault was injected, not aimed at no face
         assert emu.ledger()["faults"]["lost create"] == 1

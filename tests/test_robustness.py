@@ -12,6 +12,7 @@ from pathlib import Path
 
 import openai
 import pytest
+from support.buckets import emulator_s3, pull
 from support.cli import REPO, assert_one_line_error, read_lines, run_cli, spawn
 from support.crash import FAILPOINTS, last_stage
 from support.runs import (
@@ -44,10 +45,11 @@ KILLS = [
 ]
 
 
-def _sigkills(points, batch_emulator_factory, tmp_path, fixture_dir):
+def _sigkills(points, batch_emulator_factory, tmp_path, fixture_dir, where="folder"):
     """Killed (real processes, real SIGKILLs) at each of ``points``, answers and judges:
     the run ends equal to an uninterrupted one, with no batch created twice and no line
-    executed twice."""
+    executed twice. ``where``: the jobs folder a local one, or a bucket (the emulator's
+    S3 face) each killed process left its lease in."""
     select = ("--limit", "16")
     reference = batch_emulator_factory(latency=0.05)
     proc = run_cli(*run_args(reference, tmp_path / "ref", fixture_dir, *select, cap=2), env=env())
@@ -56,24 +58,33 @@ def _sigkills(points, batch_emulator_factory, tmp_path, fixture_dir):
     real_time = SystemClock()
     emu = batch_emulator_factory(latency=0.02, clock=real_time)
     args = run_args(emu, tmp_path, fixture_dir, *select, "--poll-interval", "0.02", cap=2)
-    journal = tmp_path / "jobs" / "ans-model" / "journal.jsonl"
+    store = {} if where == "folder" else emulator_s3(emu)
+    if where == "bucket":
+        args[args.index("--jobs-dir") + 1] = "s3://batchbench/killed"
+
+    def folder() -> Path:
+        if where == "folder":
+            return tmp_path / "jobs"
+        return pull("s3://batchbench/killed", "ans-model", store, tmp_path / "pulled")
+
     killed: Counter = Counter()
     stages: set = set()
     for name, nth in points:
-        proc = spawn(args, {**env(), "BATCHBENCH_FAILPOINT": f"{name}:{nth}"})
+        proc = spawn(args, {**env(), **store, "BATCHBENCH_FAILPOINT": f"{name}:{nth}"})
         assert proc.wait(timeout=120) == -signal.SIGKILL, (name, nth, proc.stderr.read())
         killed[name] += 1
-        stages.add(last_stage(journal))
-    proc = run_cli(*args, env=env(), clock=real_time)
+        stages.add(last_stage(folder() / "ans-model" / "journal.jsonl"))
+    proc = run_cli(*args, env={**env(), **store}, clock=real_time)
     assert proc.returncode == 0, proc.stderr
-    assert normalised(tmp_path / "jobs" / "ans-model") == expected
+    assert normalised(folder() / "ans-model") == expected
     assert_no_duplicates(emu)
     return killed, stages
 
 
 @pytest.mark.soak  # 8 real processes killed in turn: ~13 s of waiting (#29)
+@pytest.mark.parametrize("where", ["folder", "bucket"])
 def test_a_sigkill_at_each_failpoint_resumes_equal_and_pays_once(
-    batch_emulator_factory, tmp_path, fixture_dir
+    where, batch_emulator_factory, tmp_path, fixture_dir
 ):
     """Once at each failpoint, answers and judges (soak, with all of KILLS and kills at
     random moments over many seeds; the default set kills every provider's run at its
@@ -87,13 +98,16 @@ def test_a_sigkill_at_each_failpoint_resumes_equal_and_pays_once(
         ("rows_written", 1),
         ("rows_half_written", 1),
     ]
-    killed, stages = _sigkills(points, batch_emulator_factory, tmp_path, fixture_dir)
+    killed, stages = _sigkills(points, batch_emulator_factory, tmp_path, fixture_dir, where)
     assert set(killed) == set(FAILPOINTS) and stages == {"answers", "judges"}, (killed, stages)
 
 
 @pytest.mark.soak
-def test_sigkill_at_every_failpoint_in_both_stages(batch_emulator_factory, tmp_path, fixture_dir):
-    killed, stages = _sigkills(KILLS, batch_emulator_factory, tmp_path, fixture_dir)
+@pytest.mark.parametrize("where", ["folder", "bucket"])
+def test_sigkill_at_every_failpoint_in_both_stages(
+    where, batch_emulator_factory, tmp_path, fixture_dir
+):
+    killed, stages = _sigkills(KILLS, batch_emulator_factory, tmp_path, fixture_dir, where)
     assert set(killed) == set(FAILPOINTS) and stages == {"answers", "judges"}, (killed, stages)
 
 

@@ -33,6 +33,9 @@ class Member:
     failing_since: float | None = None  # its service has failed since then, without a break
 
 
+KEEP = 120.0  # the longest sleep between two renewals of a run's claim (a bucket's lease)
+
+
 @dataclass
 class Group:
     members: list[Member]
@@ -140,8 +143,18 @@ class Group:
             owed = [m.pipeline.submitter.owed.until(m.pipeline.in_flight()) for m in self.active()]
             if owed and None not in owed:  # only results owed: asked for again in a while
                 pause = max(pause, min(t for t in owed if t is not None) - self.clock.time())
-            self.clock.sleep(max(0.01, pause))
+            self._wait(max(0.01, pause))
         self._report(on_progress)  # the state each run ended this invocation in
+
+    def _wait(self, seconds: float) -> None:
+        """Sleep, keeping each run's claim on it alive meanwhile (a run in a bucket renews
+        its lease at least every KEEP seconds, however long the wait)."""
+        while seconds > 0:
+            step = min(seconds, KEEP)
+            self.clock.sleep(step)
+            seconds -= step
+            for member in self.active():
+                self._guard(member, member.pipeline.run.keep)
 
     def _report(self, on_progress: Callable[[Pipeline], None] | None) -> None:
         for member in self.members:

@@ -228,6 +228,11 @@ class Run:
         folder's flock, a bucket's lease, timed by ``clock``)."""
         return self.home.lock(clock.time)
 
+    def keep(self) -> None:
+        """Keep the right to advance the run while waiting (a bucket's lease renewed; it
+        stops the run here, in one line, when another machine took it)."""
+        self.home.keep()
+
     def token_lock(self, run_id: str) -> contextlib.AbstractContextManager[None]:
         """Exclusive right to advance the run this folder holds, whichever folder of the
         jobs folder holds it too (a copy, a clone, the original beside a restored

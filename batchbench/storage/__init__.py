@@ -131,6 +131,9 @@ class Local:
     def close(self) -> None:
         return None
 
+    def keep(self) -> None:
+        return None
+
     def shown(self) -> str:
         return str(self.root.resolve())
 

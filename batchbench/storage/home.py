@@ -11,8 +11,10 @@ of the command. In a bucket:
   segments ``journal/s/<first>-<end>.jsonl`` of 256 and 16,384 entries (create-only too)
   keep reading a long journal a few objects; a ``journal.jsonl`` object (a local run
   copied in) is the start of it;
-- request files and downloaded result files are written once (create-only; an object
-  already there must hold the same bytes), each before the journal line that names it;
+- request files are written once (create-only; an object already there must hold the
+  same bytes), each before the journal line that names it; a downloaded result file,
+  which owed results may fetch again, is written once per copy, under the number of the
+  journal line that follows it (``raw/<file>/<seq>``: the newest is the highest);
 - the rows (``results.jsonl``, ``judge_passes.jsonl``) are written before the journal line
   that counts them, the summary and reports at the end of the command; never a mutable
   state object: the state is the journal's, folded;
@@ -50,6 +52,7 @@ class Home(Protocol):
         self, clock: Callable[[], float] = time.time
     ) -> contextlib.AbstractContextManager[None]: ...
     def token_lock(self, run_id: str) -> contextlib.AbstractContextManager[None]: ...
+    def keep(self) -> None: ...
     def close(self) -> None: ...
     def remove(self) -> None: ...
     def shown(self) -> str: ...
@@ -83,11 +86,19 @@ class Remote:
         if name == JOURNAL:
             self._pull_journal(path)
             return
-        data = self.objects.get(self.key(name))
+        data = self.objects.get(self._versioned(name) or self.key(name))
         if data is not None and not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
             self._mark(name)
+
+    def _versioned(self, name: str) -> str | None:
+        """A downloaded file's newest copy: each is written once, under the journal line
+        that followed it (``raw/<file>/<seq>``), so the newest is the highest number."""
+        if not name.startswith("raw/"):
+            return None
+        copies = list(self.objects.names(self.key(name) + "/"))
+        return copies[-1] if copies else None
 
     def _pull_journal(self, path: Path) -> None:
         """The journal's lines: a copied-in ``journal.jsonl`` first, then the segments
@@ -177,7 +188,12 @@ class Remote:
             if self.pushed.get(name) == (stat.st_size, stat.st_mtime):
                 continue
             data = path.read_bytes()
-            if name.split("/")[0] in ONCE or name == "run.json":
+            if name.startswith("raw/"):  # a download may be fetched again (owed results)
+                self.fetch(JOURNAL)
+                version = self.key(name, f"{self.seq:012d}")
+                if not self.objects.create(version, data):
+                    raise StorageError(f"{self.shown()}/{name}: another writer's copy stands there")
+            elif name.split("/")[0] in ONCE or name == "run.json":
                 if not self.objects.create(self.key(name), data):
                     raise StorageError(
                         f"{self.shown()}/{name} holds other bytes than this run's: a file"
@@ -204,6 +220,10 @@ class Remote:
     def token_lock(self, run_id: str) -> contextlib.AbstractContextManager[None]:
         """Nothing more: the run's lease is the bucket's one writer."""
         return contextlib.nullcontext()
+
+    def keep(self) -> None:
+        if self.lease is not None:
+            self.lease.check()
 
     def close(self) -> None:
         """The end of the command: what it wrote since the last journal line, written."""

@@ -32,6 +32,21 @@ def holder() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
+def _gone(holder: str) -> bool:
+    """Whether a lease's holder is a process of this host that no longer runs."""
+    host, _, rest = holder.partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # there, another user's
+        return False
+    return False
+
+
 class Lease:
     def __init__(
         self,
@@ -58,14 +73,16 @@ class Lease:
         return epoch, json.loads(data)
 
     def take(self) -> None:
-        """The run is this process's until released, or refused in one line."""
+        """The run is this process's until released, or refused in one line. A lease whose
+        holder was a process of this host that is gone (killed) has lapsed already."""
         epoch, said = self._newest()
         now = self.clock()
         expires = float(str(said.get("expires", 0)))
-        if said.get("holder") not in (None, self.me) and expires > now:
+        other = str(said.get("holder") or "")
+        if other and other != self.me and expires > now and not _gone(other):
             until = time.strftime("%H:%M UTC", time.gmtime(expires))
             raise RunLockedError(
-                f"run {self.run!r} is being advanced by another machine ({said.get('holder')},"
+                f"run {self.run!r} is being advanced by another machine ({other},"
                 f" its lease until {until} unless renewed); wait for it, or for the lease to"
                 " lapse if that machine is gone"
             )
