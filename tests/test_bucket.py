@@ -2,10 +2,11 @@
 is paid twice.
 
 Each command reads the bucket into a working folder of its own and removes it when it
-ends, so ticks here are machines that share nothing but the bucket. The stores: obstore's
-in-memory store (fast), the emulator's S3 face (conditional writes as S3 documents them)
-and moto's S3 server (an S3 nobody here wrote). The witnesses: a local run's rows and
-summary, and the emulator's record of every request it executed.
+ends, so ticks here are machines that share nothing but the bucket. The stores:
+obstore's in-memory store (fast), the emulator's S3 and Cloud Storage faces (conditional
+writes as the services document them: ``test_store_semantics.py``) and moto's S3 server
+(an S3 nobody here wrote). The witnesses: a local run's rows and summary, and the
+emulator's record of every request it executed.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.buckets import AWS, pull
+from support.buckets import AWS, emulator_gcs, pull
 from support.cli import REPO, assert_one_line_error, run_cli
 from support.runs import assert_no_duplicates, env, normalised, run_args
 
@@ -55,6 +56,9 @@ def _store(kind: str, emu, moto_url: str | None, tmp_path: Path) -> tuple[str, d
         return f"memory://{tmp_path.name}/runs", {}
     if kind == "emulator-s3":
         return "s3://batchbench/team", {**AWS, "AWS_ENDPOINT_URL_S3": emu.base_urls["bedrock"]}
+    if kind == "emulator-gcs":
+        pytest.importorskip("cryptography")  # the service account's key
+        return "gs://batchbench/team", emulator_gcs(emu)
     return f"s3://team/{tmp_path.name}", {**AWS, "AWS_ENDPOINT_URL_S3": str(moto_url)}
 
 
@@ -71,7 +75,7 @@ def _ticks(args: list[str], variables: dict[str, str], clock, most: int = 12) ->
     raise AssertionError("the run did not finish in the ticks given")
 
 
-@pytest.mark.parametrize("kind", ["memory", "emulator-s3", "moto-s3"])
+@pytest.mark.parametrize("kind", ["memory", "emulator-s3", "emulator-gcs", "moto-s3"])
 def test_ticks_from_machines_sharing_only_the_bucket_finish_the_run_once(
     kind, batch_emulator_factory, tmp_path, fixture_dir, clock, request
 ):
@@ -231,3 +235,133 @@ def test_absent_or_wrong_credentials_are_one_line_naming_what_to_set(
     assert_one_line_error(proc, uri, "refused", "AWS_ACCESS_KEY_ID")
     assert "team-not-secret" not in proc.stdout + proc.stderr  # the secret is never said
     assert emu.ledger()["batches"] == []
+
+
+@pytest.mark.parametrize(
+    ("uri", "variables", "said"),
+    [
+        ("az://team/runs", {"AZURE_STORAGE_ACCOUNT_NAME": None}, "Account must be specified"),
+        (
+            "gs://team/runs",
+            {"GOOGLE_APPLICATION_CREDENTIALS": "/nonexistent/sa.json"},
+            "/nonexistent/sa.json",
+        ),
+    ],
+)
+def test_a_cloud_set_up_wrong_is_one_line_naming_its_variables(uri, variables, said):
+    """Cloud Storage and Azure Blob: a setting missing before any call is one line naming the
+    URI and the variables to set, for every command."""
+    proc = run_cli("list", "--jobs-dir", uri, env={**env(), **variables})
+    assert_one_line_error(proc, uri, said, "set ")
+    assert "GOOGLE" in proc.stderr or "AZURE_STORAGE_ACCOUNT_NAME" in proc.stderr
+
+
+def test_a_local_run_moved_into_a_bucket_and_back_resumes_there_and_only_there(
+    batch_emulator_factory, tmp_path, fixture_dir, clock
+):
+    """Half-way through, a local run moves into the team's bucket; ticks there finish
+    it with nothing bought twice; the old folder says where the run went; moved back out,
+    a local folder holds the same rows as a run that never moved."""
+    good = batch_emulator_factory()
+    local = run_args(good, tmp_path / "never-moved", fixture_dir, "--limit", "6", cap=3)
+    assert run_cli(*local, env=env()).returncode == 0
+
+    emu = batch_emulator_factory(latency=100.0)
+    uri, variables = _store("emulator-s3", emu, None, tmp_path)
+    args = run_args(emu, tmp_path, fixture_dir, "--limit", "6", cap=3)
+    here = args[args.index("--jobs-dir") + 1]
+    everywhere = {**env(), **variables}
+    assert run_cli(*args, "--no-wait", env=everywhere).returncode == 3  # batches in flight
+    moved = run_cli("move", "ans-model", "--jobs-dir", here, "--to", uri, env=everywhere)
+    assert moved.returncode == 0, moved.stderr
+    assert f"to {uri}/ans-model" in moved.stdout
+
+    stale = run_cli(*args, "--no-wait", env=everywhere)  # the old cron, still pointed here
+    assert_one_line_error(stale, f"was moved to {uri}/ans-model")
+    args[args.index("--jobs-dir") + 1] = uri
+    _ticks(args, variables, clock)
+    assert_no_duplicates(emu)
+
+    back = tmp_path / "back"
+    out = run_cli("move", "ans-model", "--jobs-dir", uri, "--to", str(back), env=everywhere)
+    assert out.returncode == 0, out.stderr
+    assert normalised(back / "ans-model") == normalised(
+        tmp_path / "never-moved" / "jobs" / "ans-model"
+    )
+    assert_one_line_error(
+        run_cli("status", "ans-model", "--jobs-dir", uri, env=everywhere), "was moved to"
+    )
+    status = json.loads(
+        run_cli("status", "ans-model", "--jobs-dir", str(back), "--json", env=env()).stdout
+    )
+    assert status["status"] == "complete"
+
+
+def test_a_long_journal_is_read_back_from_segments_exactly(tmp_path, clock):
+    """600 journal lines in a bucket, 150 of them a local journal moved in: a segment
+    object per 64 lines as the log grows and one for the rest when the command ends, and
+    another machine reads the same journal back from those — in order, not a line lost
+    or repeated, not an entry read one by one."""
+    from batchbench.engine.events import RemoteDeleted
+    from batchbench.engine.rundir import Run
+    from batchbench.storage import close_all, jobs_path
+    from batchbench.storage.objects import Objects, parse_bucket
+
+    uri = f"memory://{tmp_path.name}/runs"
+    objects = Objects(parse_bucket(uri))
+    copied = b"".join(b'{"k":"copied","n":%d}\n' % i for i in range(150))
+    objects.create("runs/long/journal.jsonl", copied)
+    try:
+        run = Run(jobs_path(uri) / "long")
+        run.make_folder()
+        with run.lock(clock):
+            for i in range(450):
+                run.record(RemoteDeleted(sub=f"s{i}", file_ids=[]), float(i))
+        written = run.journal_path.read_bytes()
+    finally:
+        close_all()
+    assert written.startswith(copied) and written.count(b"\n") == 600
+    keys = list(objects.names("runs/long/journal/"))
+    segments = [k.rsplit("/", 1)[-1] for k in keys if "/s/" in k]
+    # the moved-in journal is read whole: segments start where it ends, then every 64
+    spans = [(150, 192), *((b, b + 64) for b in range(192, 576, 64)), (576, 600)]
+    assert segments == [f"{a:012d}-{b:012d}.jsonl" for a, b in spans]
+    assert sum("/e/" in k for k in keys) == 450  # every line its own create-only entry
+    try:
+        again = Run(jobs_path(uri) / "long")
+        assert again.journal_path.read_bytes() == written
+    finally:
+        close_all()
+
+
+def test_a_tick_when_nothing_changed_costs_the_store_a_few_requests(
+    batch_emulator_factory, tmp_path, fixture_dir, clock
+):
+    """A cron ticking every few minutes on a run whose batches are still running: the
+    store sees a handful of requests a tick (the emulator's count of calls), however
+    long the journal has grown."""
+    emu = batch_emulator_factory(latency=10_000.0)
+    uri, variables = _store("emulator-s3", emu, None, tmp_path)
+    args = run_args(emu, tmp_path, fixture_dir, "--limit", "6", cap=3)
+    args[args.index("--jobs-dir") + 1] = uri
+
+    def calls() -> dict[str, int]:  # S3's, as the face answering it counts them
+        return emu.calls("bedrock")
+
+    costs = []
+    for _ in range(4):
+        before = calls()
+        assert run_cli(*args, "--no-wait", env={**env(), **variables}).returncode == 3
+        after = calls()
+        costs.append({k: n - before.get(k, 0) for k, n in after.items() if n != before.get(k, 0)})
+        clock.advance(60)
+    idle = costs[1:]  # the first tick bought the batches; nothing has changed since
+    for cost in idle:
+        assert sum(cost.values()) <= 20, cost
+        writes = [k for k in cost if not k.startswith("GET") and "/lease/" not in k]
+        assert writes in ([], ["POST /batchbench"]), writes  # (old leases deleted)
+        journal = [k for k in cost if "/journal/" in k]
+        assert journal == [
+            "GET /batchbench/team/ans-model/journal/s/000000000000-000000000010.jsonl"
+        ]
+    assert sum(idle[-1].values()) == sum(idle[0].values())  # no more as ticks go by

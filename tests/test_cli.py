@@ -407,6 +407,7 @@ def test_help_version_and_the_order_of_commands():
         "export",
         "cancel",
         "remove",
+        "move",
         "summarize",
         "validate",
         "emulator",

@@ -14,7 +14,7 @@ from .common import Command, Group
 from .demo import demo
 from .results import compare, export, plan, report, show, summarize, validate
 from .start import run
-from .watch import cancel, list_command, remove, status
+from .watch import cancel, list_command, move, remove, status
 
 app = typer.Typer(
     cls=Group,
@@ -61,6 +61,7 @@ app.command(cls=Command)(calibrate)
 app.command(cls=Command)(export)
 app.command(cls=Command)(cancel)
 app.command(cls=Command)(remove)
+app.command(cls=Command)(move)
 app.command(cls=Command)(summarize)
 app.command(cls=Command)(validate)
 app.command("emulator", cls=Command)(emulator_command)

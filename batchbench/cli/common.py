@@ -263,7 +263,7 @@ LimitOpt = Annotated[
 ]
 
 
-def _jobs(value: str | Path) -> Path:
+def jobs_folder(value: str | Path) -> Path:
     """The jobs folder the commands work in: a local folder, or a bucket's working
     folder (:mod:`..storage`); a URI they cannot read is one line."""
     from ..storage import jobs_path, refuse
@@ -282,7 +282,7 @@ JobsDirOpt = Annotated[
         metavar="DIR_OR_URI",
         envvar="BATCHBENCH_JOBS_DIR",
         rich_help_panel=SELECTION,
-        parser=_jobs,
+        parser=jobs_folder,
         help="Folder holding one directory per run, or a bucket a team shares"
         " (s3://BUCKET/PREFIX, gs://…, az://…; or BATCHBENCH_JOBS_DIR).",
     ),

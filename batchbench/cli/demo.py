@@ -13,7 +13,7 @@ import typer
 from ..engine.rundir import Run
 from ..errors import ConfigError
 from ..kinds import Stage
-from .common import SAMPLE_DATASET, DatasetOpt, clock_of, friendly
+from .common import SAMPLE_DATASET, DatasetOpt, clock_of, friendly, jobs_folder
 from .finish import finish_run, print_leaderboard
 from .run_options import TailFlexOpt
 from .start import group_run_name
@@ -24,7 +24,11 @@ def demo(
     ctx: typer.Context,
     jobs_dir: Annotated[
         Path | None,
-        typer.Option(metavar="DIR", help="Keep the demo run here (default: a temporary folder)."),
+        typer.Option(
+            metavar="DIR_OR_URI",
+            parser=jobs_folder,
+            help="Keep the demo run here, a folder or a bucket (default: a temporary folder).",
+        ),
     ] = None,
     dataset: DatasetOpt = SAMPLE_DATASET,
     answer_model: Annotated[

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ..storage import shown
-from .common import JobsDirOpt, clock_of, friendly, strict_json, warn
+from .common import JobsDirOpt, clock_of, friendly, jobs_folder, strict_json, warn
 from .project import current_project
 
 
@@ -164,3 +164,28 @@ def remove(
 
     for name in names:
         typer.echo(remove_run(jobs_dir, name, force=force))
+
+
+@friendly
+def move(
+    name: Annotated[str, typer.Argument(metavar="RUN", help="Run name.")],
+    to: Annotated[
+        Path,
+        typer.Option(
+            "--to",
+            metavar="DIR_OR_URI",
+            parser=jobs_folder,
+            help="The jobs folder the run moves to: a bucket (s3://…, gs://…, az://…) or a"
+            " local folder.",
+        ),
+    ],
+    jobs_dir: JobsDirOpt = Path("jobs"),
+) -> None:
+    """Move a run to another jobs folder: a local run into the team's bucket, or back.
+    The run lives in one place at a time; where it was, a note says where it went.
+
+    Example: batchbench move gpt-5.4-mini --jobs-dir jobs --to s3://team-evals/bedside
+    """
+    from ..engine.control import move_run
+
+    typer.echo(move_run(jobs_dir, name, to))

@@ -82,8 +82,12 @@ class Hub:
         self.faces = list(faces)
         self.faults = faults
         self.api_key = api_key
+        # face → "METHOD path" → calls answered (a client's cost in requests, e.g. a
+        # bucket's per tick); control routes not counted
+        self.calls: dict[str, dict[str, int]] = {}
         self.control: list[Route] = [
             Route("GET", re.compile(r"^/_emulator/ledger$"), self._ledger),
+            Route("GET", re.compile(r"^/_emulator/calls$"), lambda x: Reply(self.calls)),
             Route("GET", re.compile(r"^/_emulator/health$"), lambda x: Reply({"ok": True})),
             Route("POST", re.compile(r"^/_emulator/flush$"), self._flush),
             Route("POST", re.compile(r"^/_emulator/config$"), self._config),
@@ -144,6 +148,9 @@ class Hub:
                 )
             return face.error(failure), False
         route, groups = found
+        with self.store.lock:
+            mine = self.calls.setdefault(face.name, {})
+            mine[f"{x.method} {x.path}"] = mine.get(f"{x.method} {x.path}", 0) + 1
         refused = face.authorise(x, self.api_key)
         if refused is not None:
             return face.error(refused), False

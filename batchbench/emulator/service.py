@@ -131,6 +131,11 @@ class Emulator:
         faults injected so far."""
         return self.hub.ledger()
 
+    def calls(self, face: str) -> dict[str, int]:
+        """The calls one face has answered so far, by ``"METHOD path"`` (a copy)."""
+        with self.store.lock:
+            return dict(self.hub.calls.get(face, {}))
+
     def outage(self, seconds: float) -> None:
         """Stop listening for ``seconds`` of the emulator's clock (connections are refused,
         open ones dropped), then come back on the same port with everything the services

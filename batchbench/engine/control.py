@@ -17,7 +17,7 @@ from ..storage import token_file
 from .calls import call_kind
 from .events import BatchSeen, CancelRequested, Event
 from .runconfig import RunConfig
-from .rundir import REMOVING, Run, existing_run, list_runs
+from .rundir import MOVED_FILE, REMOVING, Run, existing_run, list_runs, open_run
 from .services import connect_all, run_services, stage_bundle
 from .state import RunState
 from .submission import Submission
@@ -198,3 +198,35 @@ def remove_run(jobs_dir: Path, name: str, *, force: bool = False) -> str:
     scored = sum(1 for c in state.cases.values() if c.final == "scored")
     forgotten = f"; {len(flying)} batch(es) in flight forgotten" if flying else ""
     return f"removed run {name!r} ({scored} of {len(state.cases)} cases scored){forgotten}"
+
+
+def move_run(jobs_dir: Path, name: str, to: Path) -> str:
+    """Move a run to another jobs folder — a local one into a bucket, or back: one live
+    home at a time. Under the run's lock its files are copied whole (the destination
+    takes them all or, after a crash, is resumed by moving again), then the source is
+    removed and a note left in its place, so a command still pointed there says where
+    the run went instead of starting it afresh. Returns what was done, in a sentence."""
+    import json
+    import os
+    import shutil
+
+    run = existing_run(jobs_dir, name)
+    dest = open_run(to, name)
+    if dest.shown == run.shown:
+        raise RunStateError(f"run {name!r} is in {run.shown} already")
+    if dest.exists():
+        raise RunStateError(f"{dest.shown} holds a run already: remove it or move elsewhere")
+    with run.lock():
+        files = {}
+        for file in run.home.files():
+            run.home.fetch(file)
+            files[file] = (run.root / file).read_bytes()
+        dest.home.receive(files)
+        run.home.remove()  # a run in a bucket: its objects (a local run: renamed aside)
+        aside = run.root.with_name(f"{REMOVING}{run.root.name}-{os.getpid()}")
+        os.replace(run.root, aside)
+        run.root.mkdir(mode=0o700)
+        (run.root / MOVED_FILE).write_text(json.dumps({"to": dest.shown}) + "\n")
+        run.home.created(MOVED_FILE)
+    shutil.rmtree(aside)
+    return f"moved run {name!r} ({len(files)} files) to {dest.shown}"

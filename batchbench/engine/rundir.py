@@ -44,6 +44,7 @@ JOURNAL_FILE = "journal.jsonl"
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "results.summary.json"
 REPORT_FILE = "report.json"
+MOVED_FILE = "moved.json"  # all that is left where a run was moved from
 
 
 class Run:
@@ -127,6 +128,23 @@ class Run:
     def exists(self) -> bool:
         return self.config_path.is_file()
 
+    def moved(self) -> str | None:
+        """Where the run was moved to (``batchbench move``), when this is where it was."""
+        try:
+            found = json.loads(self._here(MOVED_FILE).read_text(encoding="utf-8"))
+        except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError):
+            return None
+        return str(found.get("to")) if isinstance(found, dict) else None
+
+    def refuse_if_moved(self) -> None:
+        """A run moved elsewhere lives there only: one live home at a time."""
+        moved = self.moved()
+        if moved is not None:
+            raise RunStateError(
+                f"run {self.name!r} was moved to {moved}: it lives there now"
+                f" (--jobs-dir {moved.rsplit('/', 1)[0]})"
+            )
+
     def load_config(self) -> RunConfig:
         try:
             data = json.loads(self.config_path.read_text(encoding="utf-8"))
@@ -144,6 +162,7 @@ class Run:
         wins; the other reads it (and is refused if it differs, or while the
         winner holds the lock). The caller must hold :meth:`lock`.
         """
+        self.refuse_if_moved()
         with storage(self.root):  # (a run read from a bucket has only what it fetched)
             for sub in (self.requests_dir, self.raw_dir):
                 sub.mkdir(mode=0o700, exist_ok=True)
@@ -249,6 +268,7 @@ def existing_run(jobs_dir: Path, name: str) -> Run:
     """The run of this name in the jobs folder; one line naming the folder when none."""
     run = open_run(jobs_dir, name)
     if not run.exists():
+        run.refuse_if_moved()
         raise UnknownRun(f"no run {name!r} in {shown(Path(jobs_dir))}")
     return run
 

@@ -140,6 +140,27 @@ class Local:
     def remove(self) -> None:
         return None  # the caller removes the folder
 
+    def files(self) -> list[str]:
+        return sorted(
+            p.relative_to(self.root).as_posix()
+            for p in self.root.rglob("*")
+            if p.is_file()
+            and not any(part.startswith(".") for part in p.relative_to(self.root).parts)
+        )
+
+    def receive(self, files: dict[str, bytes]) -> None:
+        """A run moved in: written whole in a folder beside, then renamed into place (a
+        crash midway leaves no half-run)."""
+        aside = self.root.with_name(f".moving-{self.root.name}-{os.getpid()}")
+        shutil.rmtree(aside, ignore_errors=True)
+        with local_storage(self.root):
+            for name, data in files.items():
+                path = aside / name
+                path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                path.write_bytes(data)
+            os.chmod(aside, 0o700)
+            os.replace(aside, self.root)
+
     @contextlib.contextmanager
     def token_lock(self, run_id: str) -> Iterator[None]:
         me = f"{os.getpid()} {self.root.resolve()}"

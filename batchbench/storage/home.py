@@ -8,9 +8,10 @@ of the command. In a bucket:
 
 - the journal is a create-only log: entry ``journal/e/<seq>.json`` per line, made only if
   absent; a writer that finds its entry taken stops (another machine wrote the run);
-  segments ``journal/s/<first>-<end>.jsonl`` of 256 and 16,384 entries (create-only too)
-  keep reading a long journal a few objects; a ``journal.jsonl`` object (a local run
-  copied in) is the start of it;
+  segments ``journal/s/<first>-<end>.jsonl`` of 64, 1,024 and 16,384 entries, and at the
+  end of a command that wrote, one from the last boundary to the end (create-only too:
+  lines never change), keep reading a long journal a few objects, whoever reads it; a
+  ``journal.jsonl`` object (a local run moved in) is the start of it;
 - request files are written once (create-only; an object already there must hold the
   same bytes), each before the journal line that names it; a downloaded result file,
   which owed results may fetch again, is written once per copy, under the number of the
@@ -24,6 +25,7 @@ of the command. In a bucket:
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -35,7 +37,7 @@ from .lease import Lease
 from .objects import Objects
 
 JOURNAL = "journal.jsonl"
-SEGMENTS = (256, 16_384)  # entries per segment, smallest first
+SEGMENTS = (64, 1024, 16_384)  # entries per segment, smallest first
 ROWS = ("results.jsonl", "judge_passes.jsonl")  # written before the line that counts them
 ONCE = ("requests", "raw")  # folders of files written once
 _SEGMENT = re.compile(r"(\d{12})-(\d{12})\.jsonl$")
@@ -56,6 +58,8 @@ class Home(Protocol):
     def close(self) -> None: ...
     def remove(self) -> None: ...
     def shown(self) -> str: ...
+    def files(self) -> list[str]: ...
+    def receive(self, files: dict[str, bytes]) -> None: ...
 
 
 class Remote:
@@ -67,6 +71,9 @@ class Remote:
         self.fetched: set[str] = set()
         self.pushed: dict[str, tuple[int, float]] = {}  # file → (size, mtime) written
         self.seq = -1  # journal lines the bucket holds (-1: not read yet)
+        self.base = 0  # of them, the lines of a copied-in journal.jsonl
+        self.read = 0  # of them, those there when this command read the journal
+        self.held: dict[str, bytes] = {}  # a rewritten file → the md5 of what the bucket holds
         self.lease: Lease | None = None
         self.wrote = False  # this process advanced the run (a reader writes nothing back)
         self.removed = False
@@ -87,6 +94,8 @@ class Remote:
             self._pull_journal(path)
             return
         data = self.objects.get(self._versioned(name) or self.key(name))
+        if data is not None:
+            self.held[name] = hashlib.md5(data).digest()
         if data is not None and not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
@@ -108,7 +117,7 @@ class Remote:
         if base:
             base = base if base.endswith(b"\n") else base[: base.rfind(b"\n") + 1]
             parts.append(base)
-        seq = base.count(b"\n") if base else 0
+        seq = self.base = base.count(b"\n") if base else 0
         segments: dict[int, tuple[int, str]] = {}
         for key in self.objects.names(self.key("journal", "s") + "/"):
             found = _SEGMENT.search(key)
@@ -129,7 +138,7 @@ class Remote:
         if parts:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(b"".join(parts))
-        self.seq = seq
+        self.seq = self.read = seq
 
     # writing -----------------------------------------------------------------
     def before_record(self) -> None:
@@ -153,11 +162,12 @@ class Remote:
                 self._segment(self.seq - size, self.seq)
 
     def _segment(self, first: int, end: int) -> None:
+        """Lines ``first``–``end`` as one object (those a copied-in journal holds left out:
+        it is read whole before any segment)."""
         lines = (self.root / JOURNAL).read_bytes().splitlines(keepends=True)
-        base = self.objects.get(self.key(JOURNAL))
-        offset = base.count(b"\n") if base else 0
-        if first < offset:
-            return  # a copied-in journal covers it
+        first = max(first, self.base)
+        if first >= end:
+            return
         data = b"".join(lines[first:end])
         self.objects.create(self.key("journal", "s", f"{first:012d}-{end:012d}.jsonl"), data)
 
@@ -200,7 +210,10 @@ class Remote:
                         " is written once; nothing more is done"
                     )
             else:
-                self.objects.overwrite(self.key(name), data)
+                digest = hashlib.md5(data).digest()
+                if self.held.get(name) != digest:  # the same bytes again: nothing to write
+                    self.objects.overwrite(self.key(name), data)
+                    self.held[name] = digest
             self._mark(name)
 
     # advancing -----------------------------------------------------------------
@@ -226,9 +239,37 @@ class Remote:
             self.lease.check()
 
     def close(self) -> None:
-        """The end of the command: what it wrote since the last journal line, written."""
+        """The end of the command: what it wrote since the last journal line, written;
+        the journal's lines since the last segment, a segment (the next reader's one
+        object for them)."""
         if self.wrote and (self.root / "run.json").exists():
             self._push_changed(everything=True)
+        if self.wrote and self.seq > self.read and self.seq % SEGMENTS[0]:
+            self._segment(self.seq - self.seq % SEGMENTS[0], self.seq)
+
+    def files(self) -> list[str]:
+        """The run's files as a folder holds them: the journal one file, a download its
+        newest copy; the lease is the bucket's own."""
+        found: set[str] = set()
+        start = len(self.key()) + 1
+        for key in self.objects.names(self.key() + "/"):
+            name = key[start:]
+            if name.startswith("journal/"):
+                found.add(JOURNAL)
+            elif name.startswith("raw/") and name.count("/") == 2:
+                found.add(name.rsplit("/", 1)[0])
+            elif not name.startswith("lease/"):
+                found.add(name)
+        return sorted(found)
+
+    def receive(self, files: dict[str, bytes]) -> None:
+        """A run moved in: its journal the base of the log (``journal.jsonl``), every
+        file created only if absent (a move tried again finds its own bytes), the
+        configuration last — without it the run is not there yet."""
+        config = "run.json"
+        for name in sorted(files, key=lambda n: (n == config, n != JOURNAL, n)):
+            if not self.objects.create(self.key(name), files[name]):
+                raise StorageError(f"{self.shown()}/{name} holds another run's bytes")
 
     def remove(self) -> None:
         """Every object of the run, its lease last (nothing is written back after)."""

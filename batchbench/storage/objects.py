@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from ..errors import ConfigError, StorageError
 
 if TYPE_CHECKING:
-    from obstore.store import ClientConfig, GCSConfig, RetryConfig, S3Config
+    from obstore.store import ClientConfig, RetryConfig, S3Config
 
 # scheme → (the variables that say where and who, for a message; the settings obstore reads)
 SCHEMES = {
@@ -108,7 +108,13 @@ class Objects:
             raise ProviderUnavailable(
                 f"a jobs folder in a bucket ({where.uri}) needs obstore: {install_hint('bucket')}"
             ) from None
-        self._store = _store(where)
+        from obstore import exceptions as oe
+
+        try:
+            self._store = _store(where)
+        except oe.BaseError as exc:  # a setting missing or malformed: said before any call
+            said = " ".join(str(exc).split("Debug source:")[0].split())[:200]
+            raise StorageError(f"{where.uri}: {said}; set {SCHEMES[where.scheme]}") from None
 
     def _fail(self, exc: Exception, what: str) -> StorageError:
         from obstore import exceptions as oe
@@ -254,14 +260,13 @@ def _store(where: Bucket) -> Any:
             where.bucket,
             config=cast("S3Config", config),
             client_options=cast("ClientConfig", options),
+            retry_config=RETRY,
         )
     if where.scheme == "gs":
-        base = os.environ.get("STORAGE_EMULATOR_HOST")
-        options = {"allow_http": True} if base and base.startswith("http://") else {}
-        config = {"base_url": base} if base else {}
+        # obstore reads GOOGLE_* itself; GOOGLE_BASE_URL names a stand-in (the emulator's)
+        base = os.environ.get("GOOGLE_BASE_URL", "")
+        options = {"allow_http": True} if base.startswith("http://") else {}
         return store.GCSStore(
-            where.bucket,
-            config=cast("GCSConfig", config),
-            client_options=cast("ClientConfig", options),
+            where.bucket, client_options=cast("ClientConfig", options), retry_config=RETRY
         )
     return store.AzureStore(where.bucket, retry_config=RETRY)

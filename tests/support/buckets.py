@@ -21,6 +21,12 @@ def emulator_s3(emu) -> dict[str, str]:
     return {**AWS, "AWS_ENDPOINT_URL_S3": emu.base_urls["bedrock"]}
 
 
+def emulator_gcs(emu) -> dict[str, str]:
+    """The emulator's service account (a key made for it) and its Cloud Storage XML API."""
+    found = emu.environment()
+    return {k: found[k] for k in ("GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_BASE_URL")}
+
+
 @contextmanager
 def variables(values: dict[str, str]) -> Iterator[None]:
     saved = {k: os.environ.get(k) for k in values}

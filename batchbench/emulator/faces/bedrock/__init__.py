@@ -279,6 +279,11 @@ S3_CODES = frozenset(
         "BucketAlreadyOwnedByYou",
         "NotImplemented",
         "AccessDenied",
+        "InvalidAccessKeyId",
+        "PreconditionFailed",
+        "ConditionalRequestConflict",
+        "SlowDown",
+        "InternalError",
     }
 )
 # S3's codes for what a fault or another route raised in Bedrock's words.

@@ -35,6 +35,7 @@ from ...core import HEX, ApiFailure, Store
 from ...face import Exchange, FaultKind, Reply, Route, bearer, route
 from ..gemini_model import STATUS_NAMES
 from .gcs import DEFAULT_BUCKET, Storage, StorageRoutes
+from .gcs_xml import PREFIX, XmlRoutes, xml_errors
 from .jobs import Jobs, publisher_of
 
 PROJECT = "batchbench-demo"
@@ -73,18 +74,31 @@ class VertexFace:
             route("GET", r"^/storage/v1/b/([^/]+)/o$", self.gcs.list),
             route("GET", r"^/storage/v1/b/([^/]+)/o/(.+)$", self.gcs.get),
             route("GET", r"^/download/storage/v1/b/([^/]+)/o/(.+)$", self.gcs.get),
+            *self._xml_routes(),
+        ]
+
+    def _xml_routes(self) -> list[Route]:
+        """Cloud Storage's XML API (obstore's client speaks it), under :data:`PREFIX`."""
+        xml = XmlRoutes(self.storage, self.store.now)
+        named = PREFIX + r"/([^/]+)/(.+)$"
+        return [
+            route("PUT", "^" + named, xml_errors(xml.put), writes=True),
+            route("GET", "^" + named, xml_errors(xml.get)),
+            route("HEAD", "^" + named, xml_errors(xml.head)),
+            route("DELETE", "^" + named, xml_errors(xml.delete), writes=True),
+            route("GET", "^" + PREFIX + r"/([^/]+)/?$", xml_errors(xml.list)),
         ]
 
     # the face ---------------------------------------------------------------
     def claims(self, x: Exchange) -> bool:
         return x.path == "/token" or x.path.startswith(
-            (*_VERSIONED, "/storage/v1/", "/upload/storage/", "/download/storage/")
+            (*_VERSIONED, "/storage/v1/", "/upload/storage/", "/download/storage/", PREFIX)
         )
 
     def authorise(self, x: Exchange, api_key: str | None) -> ApiFailure | None:
         if x.path == "/token" or "upload_id" in x.query:
             return None  # the token endpoint takes the refresh token; a session is its URL
-        if x.path.startswith(("/storage/", "/upload/", "/download/")):
+        if x.path.startswith(("/storage/", "/upload/", "/download/", PREFIX)):
             return None  # Cloud Storage's emulators take anonymous calls
         token = bearer(x)
         if not token:
@@ -152,6 +166,7 @@ class VertexFace:
         out = {
             "GOOGLE_VERTEX_BASE_URL": url,
             "STORAGE_EMULATOR_HOST": url,
+            "GOOGLE_BASE_URL": url + PREFIX,  # the XML API, where obstore looks for it
             "GOOGLE_CLOUD_PROJECT": PROJECT,
             "GOOGLE_CLOUD_LOCATION": LOCATION,
             "BATCHBENCH_GCS_URI": f"gs://{DEFAULT_BUCKET}/demo",

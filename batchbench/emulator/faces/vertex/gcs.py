@@ -3,11 +3,12 @@ uploaded (multipart, or resumable past 8 MiB as google-cloud-storage sends them,
 content type kept), listed under a prefix, read (metadata, or ``alt=media``) and
 deleted, and buckets looked up and created (cloud.google.com/storage/docs/json_api).
 
-As the service answers: a bucket must exist (the emulator starts with
-``batchbench``), object names are URL-encoded in paths, listings come in name
-order a page at a time, a download carries ``x-goog-hash`` (crc32c and md5) so the
-client checks what it received, and errors are Google's ``{"error": {code,
-message, errors}}``.
+Writes honour ``ifGenerationMatch`` (``0``: create only; 412 ``conditionNotMet``
+otherwise), as a writer that must not overwrite sends it. As the service answers: a
+bucket must exist (the emulator starts with ``batchbench``), object names are URL-
+encoded in paths, listings come in name order a page at a time, a download carries
+``x-goog-hash`` (crc32c and md5) so the client checks what it received, and errors are
+Google's ``{"error": {code, message, errors}}``.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class Storage:
     buckets: dict[str, dict[str, Blob]] = field(default_factory=lambda: {DEFAULT_BUCKET: {}})
     uploads: dict[str, tuple[str, str, bytearray]] = field(default_factory=dict)
     types: dict[str, str | None] = field(default_factory=dict)  # an upload's content type
+    conditions: dict[str, str] = field(default_factory=dict)  # an upload's ifGenerationMatch
     generation: int = 1_700_000_000_000_000
 
     def bucket(self, name: str) -> dict[str, Blob]:
@@ -151,6 +153,20 @@ def _header(head: bytes, name: str) -> str | None:
     return None
 
 
+def precondition(storage: Storage, bucket: str, name: str, wanted: str | None) -> None:
+    """``ifGenerationMatch``, as the JSON API documents it: ``0`` holds only where no live
+    object has the name, a number only for that generation; otherwise 412."""
+    if wanted is None or wanted == "":
+        return
+    there = storage.bucket(bucket).get(name)
+    if not wanted.isdigit() or int(wanted) != (there.generation if there else 0):
+        raise ApiFailure(
+            412,
+            "At least one of the pre-conditions you specified did not hold.",
+            code="conditionNotMet",
+        )
+
+
 class StorageRoutes:
     """The routes' handlers, over one :class:`Storage`."""
 
@@ -170,6 +186,7 @@ class StorageRoutes:
         if kind == "multipart":
             metadata, data = _related(x.header("Content-Type"), x.body)
             name = self._name(x, metadata)
+            precondition(self.storage, bucket, name, x.query.get("ifGenerationMatch"))
             made = self.storage.put(
                 bucket, name, data, self.now(), None, metadata.get("contentType")
             )
@@ -179,6 +196,7 @@ class StorageRoutes:
             name = self._name(x, metadata or {})
             upload_id = f"u{len(self.storage.uploads) + 1}-{abs(hash((bucket, name))) % 10**8}"
             self.storage.uploads[upload_id] = (bucket, name, bytearray())
+            self.storage.conditions[upload_id] = x.query.get("ifGenerationMatch", "")
             self.storage.types[upload_id] = (metadata or {}).get("contentType") or x.header(
                 "X-Upload-Content-Type"
             )
@@ -189,6 +207,7 @@ class StorageRoutes:
             return Reply({}, 200, {"Location": where})
         if kind == "media":
             name = self._name(x, {})
+            precondition(self.storage, bucket, name, x.query.get("ifGenerationMatch"))
             given = x.header("Content-Type") or None
             made = self.storage.put(bucket, name, x.body, self.now(), None, given)
             return Reply(resource(bucket, name, made))
@@ -206,6 +225,7 @@ class StorageRoutes:
             return Reply(b"", 308, {"Range": f"bytes=0-{len(buffer) - 1}"} if buffer else {})
         del self.storage.uploads[upload_id]
         kind = self.storage.types.pop(upload_id, None)
+        precondition(self.storage, bucket, name, self.storage.conditions.pop(upload_id, ""))
         made = self.storage.put(bucket, name, bytes(buffer), self.now(), None, kind)
         return Reply(resource(bucket, name, made))
 
@@ -229,6 +249,7 @@ class StorageRoutes:
         """``objects.delete``: 204, or 404 for an object that is not there."""
         name = unquote(name)
         self.storage.get(bucket, name)
+        precondition(self.storage, bucket, name, x.query.get("ifGenerationMatch"))
         del self.storage.bucket(bucket)[name]
         return Reply(b"", 204)
 
