@@ -102,6 +102,15 @@ def test_ticks_from_machines_sharing_only_the_bucket_finish_the_run_once(
     out = tmp_path / "rows.csv"
     exported = run_cli("export", "ans-model", *jobs, "-o", str(out), env=variables)
     assert exported.returncode == 0, exported.stderr
+    # the summary again from the results file, named as the run printed it
+    summary = tmp_path / "again.summary.json"
+    results = f"{uri}/ans-model/results.jsonl"
+    again = run_cli("summarize", results, "-o", str(summary), "--json", env=variables)
+    assert again.returncode == 0, again.stderr
+    local_summary = tmp_path / "local" / "jobs" / "ans-model" / "results.summary.json"
+    for key in ("overall_macro_mean", "overall_ci95", "benchmarks"):
+        assert json.loads(again.stdout)[key] == json.loads(local_summary.read_text())[key]
+    assert_one_line_error(run_cli("summarize", results, env=variables), "give -o FILE")
     # the same rows and summary as the local run's
     got = _pull(uri, variables, tmp_path / "pulled")
     assert normalised(got / "ans-model") == normalised(tmp_path / "local" / "jobs" / "ans-model")

@@ -28,7 +28,13 @@ from .common import (
 
 @friendly
 def summarize(
-    results: Annotated[Path, typer.Argument(help="A reference-format results JSONL file.")],
+    results: Annotated[
+        str,
+        typer.Argument(
+            metavar="RESULTS",
+            help="A reference-format results JSONL file (a run's in a bucket by its URI).",
+        ),
+    ],
     dataset: Annotated[
         Path | None,
         typer.Option(
@@ -74,11 +80,19 @@ def summarize(
 
     Example: batchbench summarize results.jsonl --dataset ../bedside-bench --smoke
     """
+    from ..errors import ConfigError
     from ..scores.summarize import summarize_results
     from ..scores.summary_file import summary_json, summary_table
+    from ..storage import object_path
 
+    fetched = object_path(results)  # a run's results in a bucket, as the run said
+    if fetched is not None and output is None:
+        raise ConfigError(
+            f"{results}: the summary of a results file in a bucket is written to a local"
+            " file: give -o FILE"
+        )
     summary, out, notes = summarize_results(
-        results,
+        fetched or Path(results),
         dataset,
         smoke=smoke,
         limit=limit,

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .._io import storage as local_storage
-from ..errors import RunLockedError
+from ..errors import ConfigError, RunLockedError
 from .home import Home, Remote
 from .objects import Bucket, Objects, parse_bucket
 
@@ -67,6 +67,21 @@ def runs_in(jobs_dir: Path) -> list[str] | None:
     if objects is None:
         return None
     return [n for n in objects.folders(objects.where.key() + "/" if objects.where.prefix else "")]
+
+
+def object_path(text: str) -> Path | None:
+    """A run's file named by its URI (``s3://BUCKET/PREFIX/RUN/results.jsonl``, as a run
+    prints it), fetched into the command's working folder; None for a local path."""
+    where = parse_bucket(text)
+    if where is None:
+        return None
+    run_key, _, name = where.prefix.rpartition("/")
+    jobs_key, _, run = run_key.rpartition("/")
+    if not name or not run:
+        raise ConfigError(f"{text}: name a run's file (…/RUN/results.jsonl)")
+    root = jobs_path(Bucket(where.scheme, where.bucket, jobs_key).uri) / run
+    home_for(root).fetch(name)
+    return root / name
 
 
 def shown(path: Path) -> str:
