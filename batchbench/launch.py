@@ -143,7 +143,9 @@ def execute_group(
     clients = connect_all(
         (s for s, _ in services), warn=warn, credentials=shared.credentials, clock=shared.clock
     )
-    for judge in {(s["judges"], c.judge_model) for (s, _), (_, c, _) in zip(services, prepared)}:
+    for judge in {
+        (s["judges"], c.model("judges")) for (s, _), (_, c, _) in zip(services, prepared)
+    }:
         clients[judge[0]].check_models([judge[1]])
     results: list[RunResult] = []
     members: list[tuple[Member, Run, RunConfig]] = []

@@ -232,8 +232,9 @@ def test_the_role_and_the_s3_location_may_be_given_as_options(
     role = "arn:aws:iam::123456789012:role/from-the-flag"
     proc = run_cli(*argv, "--bedrock-role", role, "--s3-uri", "s3://batchbench/flagged", env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    # judges on OpenAI: said, with the way to keep them under an agreement
-    assert "Amazon Bedrock does not serve judges; --judge-model azure/" in proc.stdout
+    # judges on OpenAI: said, with the way to keep every request inside Bedrock (#50)
+    assert "answers stay inside Amazon Bedrock; judges go to OpenAI" in proc.stdout
+    assert "for every request inside Amazon Bedrock, use --judge-model bedrock/…" in proc.stdout
     run = json.loads((tmp_path / "jobs" / BEDROCK.name() / "run.json").read_text())
     assert run["services"]["answers"]["account"] == {
         "BEDROCK_ROLE_ARN": role,

@@ -323,11 +323,8 @@ def test_broken_output_files_stop_with_the_culprit(
         (["--judge-passes", "0"], ["--judge-passes must be at least 1"]),
         (["--judge-passes", "1000000000"], ["--judge-passes must be at most 20"]),
         (["--resubmit-after", "0"], ["--resubmit-after must be greater than 0"]),
-        # The reference judges on OpenAI: a Claude judge is refused before anything runs.
-        (
-            ["--judge-model", "claude-sonnet-4-5"],
-            ["--judge-model 'claude-sonnet-4-5' is an Anthropic model", "judges are OpenAI"],
-        ),
+        # A judge on another service (#50) needs that service's key: said before anything runs.
+        (["--judge-model", "claude-sonnet-4-5"], ["no API key for Anthropic", "ANTHROPIC_API_KEY"]),
     ],
 )
 def test_bad_configuration(batch_emulator, tmp_path, fixture_dir, extra, fragments):

@@ -63,6 +63,26 @@ JUDGE_SYSTEM_MESSAGE = "\n".join(
     ]
 )
 
+# The reply the judge system message asks for, as a JSON Schema: for a service whose
+# structured output takes one (Claude's ``output_config.format``), where OpenAI's is
+# ``response_format: json_object`` and Gemini's ``response_mime_type``.
+JUDGE_SCHEMA: dict[str, object] = {
+    "type": "object",
+    "properties": {
+        "decisions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"item_id": {"type": "string"}, "matched": {"type": "boolean"}},
+                "required": ["item_id", "matched"],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "required": ["decisions"],
+    "additionalProperties": False,
+}
+
 ANSWER_MAX_COMPLETION_TOKENS = 32000
 ANSWER_TEMPERATURE = 1
 JUDGE_MAX_COMPLETION_TOKENS = 5000

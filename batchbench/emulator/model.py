@@ -4,12 +4,15 @@ Default behaviour, deterministic so tests can predict it:
 
 * an **answer** request (anything that is not a judge request) gets
   ``"Simulated answer (<model>): <the first 120 characters of the user message>"``;
-* a **judge** request (``response_format`` ``json_object`` and rubric lines
-  ``[item_id] points=… :: …`` in the user message) gets a valid
+* a **judge** request (rubric lines ``[item_id] points=… :: …`` in the user message,
+  and JSON asked for: OpenAI's ``response_format`` ``json_object``, or — on a face
+  without it — the judge's system message) gets a valid
   ``{"decisions": [...]}`` reply with one decision per rubric line, in order,
   where item ``i`` is matched exactly when the first hex digit of
   ``md5(item_id + "|" + answer)`` is below 8 (``answer`` is the text between
-  ``ANSWER:\\n`` and ``\\n\\nRUBRIC ITEMS:``) — see :func:`judge_matches`. With a
+  ``ANSWER:\\n`` and ``\\n\\nRUBRIC ITEMS:``) — see :func:`judge_matches`. A judge
+  model named ``…strict…`` matches below 5 only, one named ``…lenient…`` below 11, so
+  a panel of simulated judges disagrees as real ones do. With a
   judge noise rate, each verdict is flipped when a seeded draw for that line
   and item falls under the rate, so two passes of the same request (two lines)
   can disagree, and the same line always says the same.
@@ -104,13 +107,26 @@ def prompt_tokens(body: dict[str, Any]) -> int:
     return estimate_tokens(text)
 
 
+# The judge system message's first line (bench.protocol's; the emulator imports nothing
+# of batchbench's): how a judge request is told on a face that has no JSON mode field.
+JUDGE_MARK = "You are grading a clinical answer against independent rubric items."
+
+
 def is_judge_request(body: dict[str, Any]) -> bool:
+    if not _RUBRIC_LINE.search(request_text(body)):
+        return False
     fmt = body.get("response_format")
-    return (
-        isinstance(fmt, dict)
-        and fmt.get("type") == "json_object"
-        and bool(_RUBRIC_LINE.search(request_text(body)))
-    )
+    if fmt is not None:  # OpenAI's shape says it: JSON mode, or not a judge
+        return isinstance(fmt, dict) and fmt.get("type") == "json_object"
+    system = body.get("system")
+    every = [*_texts(body.get("messages") or []), *_texts(system if system else "")]
+    return any(JUDGE_MARK in text for text in every)
+
+
+def strictness(model: Any) -> str:
+    """The hex digit a judge's md5 draw must fall below (:func:`judge_matches`)."""
+    name = str(model or "")
+    return "5" if "strict" in name else "b" if "lenient" in name else "8"
 
 
 def judged_answer(user_text: str) -> str:
@@ -121,9 +137,10 @@ def judged_answer(user_text: str) -> str:
     return user_text[start + len("ANSWER:\n") : end]
 
 
-def judge_matches(item_id: str, answer: str) -> bool:
-    """The default judge's rule: first hex digit of md5(item_id|answer) below 8."""
-    return hashlib.md5(f"{item_id}|{answer}".encode()).hexdigest()[0] < "8"
+def judge_matches(item_id: str, answer: str, below: str = "8") -> bool:
+    """The default judge's rule: first hex digit of md5(item_id|answer) below 8 (below
+    ``below``, for a stricter or more lenient judge: :func:`strictness`)."""
+    return hashlib.md5(f"{item_id}|{answer}".encode()).hexdigest()[0] < below
 
 
 def flipped(seed: int, line: str, item_id: str, rate: float) -> bool:
@@ -140,10 +157,12 @@ def default_content(body: dict[str, Any], line: str = "", noise: float = 0.0, se
     text = request_text(body)
     if is_judge_request(body):
         answer = judged_answer(text)
+        below = strictness(body.get("model"))
         decisions = [
             {
                 "item_id": item_id,
-                "matched": judge_matches(item_id, answer) != flipped(seed, line, item_id, noise),
+                "matched": judge_matches(item_id, answer, below)
+                != flipped(seed, line, item_id, noise),
             }
             for item_id in _RUBRIC_LINE.findall(text)
         ]

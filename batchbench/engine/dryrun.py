@@ -174,7 +174,7 @@ def plan(
             wires["judges"],
             "judges",
             c,
-            judge_model,
+            providers.resolve(judge_model),
             1,
             DRY_RUN_ID,
             answer=placeholder,

@@ -91,9 +91,10 @@ class RunConfig:
         return {"answers": self.answer_model, "judges": self.judge_model}
 
     def model(self, stage: Stage) -> str:
-        """The model id the stage's service is asked for (an answer model's alias resolved,
-        as the reference resolves it; the rows keep the name as given)."""
-        return resolve(self.answer_model) if stage == "answers" else self.judge_model
+        """The model id the stage's service is asked for (an alias resolved, as the
+        reference resolves an answer model's: a judge's too, none of OpenAI's has one;
+        the rows keep the name as given)."""
+        return resolve(self.answer_model if stage == "answers" else self.judge_model)
 
     def base_url(self, state: RunState, stage: Stage) -> str | None:
         """Where the stage's batches live: the journal's latest word, else the config's."""

@@ -58,6 +58,22 @@ def judge_provider(model: str) -> str:
     return name
 
 
+def judge_note(model: str) -> str | None:
+    """What is said beside a judge's scores when it is not OpenAI's model (the reference
+    runner judges on OpenAI, so its numbers are OpenAI-judged: another judge's are not
+    the reference's numbers); None for OpenAI's models, on OpenAI or Azure."""
+    found = BY_NAME[route(model)]
+    if found.developer == "openai":
+        return None
+    return f"judged on {found.label}, not by the reference's OpenAI judge"
+
+
+def judge_service(model: str) -> str | None:
+    """The judge's service, for a judge that is not OpenAI's model (None otherwise)."""
+    found = BY_NAME[route(model)]
+    return None if found.developer == "openai" else found.name
+
+
 def priced_as(model: str) -> str | None:
     """The name the model's provider prices it by, when not its own (an Azure
     deployment's name, a Bedrock model id's model)."""

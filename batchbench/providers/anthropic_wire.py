@@ -22,12 +22,12 @@ from typing import Any
 import msgspec
 import polars as pl
 
-from ..bench.protocol import Prompt
+from ..bench.protocol import JUDGE_SCHEMA, Prompt
 from ..errors import BatchFileError, PlanError
 from ..kinds import ProviderName, Stage
 from . import frames
 from .base import Adjust, BatchError, BatchFailure, Limits, LineRules, Rendered
-from .checks import encode_line, request_lines
+from .checks import encode_line, request_lines, sends_temperature, temperature_fallback
 from .ids import SAFE_ID, safe_id
 
 MAX_REQUESTS = 100_000
@@ -56,24 +56,62 @@ STATUS_OF = {
 NOT_RUN = {"canceled": "batch_cancelled", "expired": "batch_expired"}
 
 
-def claude_body(prompt: Prompt) -> dict[str, Any]:
+def claude_body(
+    prompt: Prompt,
+    adjust: Adjust | None = None,
+    *,
+    structured: bool = False,
+    sampling: bool = False,
+) -> dict[str, Any]:
     """What the reference sends a Claude model, wherever it is served (after the model,
     or Bedrock's version): ``max_tokens``, the user message, the system prompt at top
-    level, the effort as ``output_config`` (``max`` stays ``max``), never a temperature."""
+    level, the effort as ``output_config`` (``max`` stays ``max``), never a temperature.
+
+    A judge (never the reference's: it judges on OpenAI) is sent, where the service's API
+    version has one (``sampling``: Bedrock's and Vertex's; the Messages API's current
+    version has none, as the anthropic SDK's types say), the judges' temperature, 0,
+    unless the model refused one; and where the service takes Claude's structured output
+    (``structured``), the decisions' schema as ``output_config.format``."""
     body: dict[str, Any] = {
         "max_tokens": prompt.max_tokens,
         "messages": [{"role": "user", "content": prompt.user}],
         "system": prompt.system,
     }
+    output: dict[str, Any] = {}
     if prompt.reasoning_effort is not None:
-        body["output_config"] = {"effort": prompt.reasoning_effort}
+        output["effort"] = prompt.reasoning_effort
+    if prompt.json_mode:
+        if sampling and sends_temperature(adjust or {}):
+            body["temperature"] = prompt.temperature
+        if structured:
+            output["format"] = {"type": "json_schema", "schema": JUDGE_SCHEMA}
+    if output:
+        body["output_config"] = output
     return body
 
 
-def cloud_claude_body(prompt: Prompt, version: str) -> dict[str, Any]:
+def claude_rendered(body: dict[str, Any]) -> Rendered:
+    """A Claude body, rendered: whether it carries a temperature is what it says (and
+    what its failure is read by: :func:`claude_fallback`)."""
+    sent = "temperature" in body
+    return Rendered(body, sent, sent={"temperature": True} if sent else None)
+
+
+def claude_fallback(
+    status: int, body_text: str, sent: Mapping[str, Any] | None, adjust: Adjust
+) -> Adjust | None:
+    """The temperature rule for a request that carried one (a judge's); an answer is
+    never sent one, so none of its failures has a fallback (the reference's rule)."""
+    if not (sent or {}).get("temperature"):
+        return None
+    return temperature_fallback(status, body_text, adjust)
+
+
+def cloud_claude_body(prompt: Prompt, version: str, adjust: Adjust | None = None) -> dict[str, Any]:
     """The reference's Claude body as a cloud takes it (Bedrock, Vertex): the cloud's
-    ``anthropic_version`` first, no model (the job names it)."""
-    return {"anthropic_version": version, **claude_body(prompt)}
+    ``anthropic_version`` first, no model (the job names it); no structured output (not
+    offered to batch jobs there: a judge's reply is read as the message says it)."""
+    return {"anthropic_version": version, **claude_body(prompt, adjust, sampling=True)}
 
 
 def is_cloud_claude(body: Any, version: str) -> bool:
@@ -94,14 +132,14 @@ class AnthropicWire:
         return asked
 
     def render(self, prompt: Prompt, model: str, adjust: Adjust) -> Rendered:
-        """The reference's Messages body, key order included; never a temperature."""
-        return Rendered({"model": model, **claude_body(prompt)}, False)
+        """The reference's Messages body, key order included (:func:`claude_body`)."""
+        return claude_rendered({"model": model, **claude_body(prompt, adjust, structured=True)})
 
     def fallback(
         self, status: int, body_text: str, sent: Mapping[str, Any] | None, adjust: Adjust
     ) -> Adjust | None:
-        """None: nothing Claude is sent has a fallback (no temperature is ever sent)."""
-        return None
+        """:func:`claude_fallback`."""
+        return claude_fallback(status, body_text, sent, adjust)
 
     def custom_id(
         self, stage: Stage, case_id: str, attempt: int, run_id: str, judge_pass: int = 1

@@ -31,7 +31,15 @@ from ..bench.protocol import Prompt
 from ..errors import BatchFileError, ConfigError, PlanError
 from ..kinds import ProviderName, Stage
 from . import frames
-from .anthropic_wire import RETRIED, _Message, claude_reply, cloud_claude_body, is_cloud_claude
+from .anthropic_wire import (
+    RETRIED,
+    _Message,
+    claude_fallback,
+    claude_rendered,
+    claude_reply,
+    cloud_claude_body,
+    is_cloud_claude,
+)
 from .base import Adjust, BatchError, BatchFailure, Limits, LineRules, Rendered
 from .checks import encode_line, request_lines
 from .ids import safe_id
@@ -109,13 +117,13 @@ class BedrockWire:
     def render(self, prompt: Prompt, model: str, adjust: Adjust) -> Rendered:
         """The reference's Claude body in Bedrock's shape: no model, the version first."""
         claude(model)
-        return Rendered(cloud_claude_body(prompt, VERSION), False)
+        return claude_rendered(cloud_claude_body(prompt, VERSION, adjust))
 
     def fallback(
         self, status: int, body_text: str, sent: Mapping[str, Any] | None, adjust: Adjust
     ) -> Adjust | None:
-        """None: Claude is never sent a temperature, so nothing has a fallback."""
-        return None
+        """The temperature rule, for a judge's only (:func:`.anthropic_wire.claude_fallback`)."""
+        return claude_fallback(status, body_text, sent, adjust)
 
     def custom_id(
         self, stage: Stage, case_id: str, attempt: int, run_id: str, judge_pass: int = 1

@@ -67,12 +67,14 @@ class FireworksWire:
         if temperature:
             job["temperature"] = prompt.temperature
         job["extraBody"] = json.dumps({"reasoning_effort": effort}, separators=(",", ":"))
-        body = {
+        body: dict[str, Any] = {
             "messages": [
                 {"role": "system", "content": prompt.system},
                 {"role": "user", "content": prompt.user},
             ]
         }
+        if prompt.json_mode:  # a judge (ours: the reference judges on OpenAI), in JSON mode
+            body["response_format"] = {"type": "json_object"}
         sent = {"effort": "none"} if effort == "none" else None
         return Rendered(body, temperature, job, sent)
 

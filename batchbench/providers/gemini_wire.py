@@ -60,12 +60,15 @@ class GeminiWire:
         return "high" if asked == "max" else asked
 
     def render(self, prompt: Prompt, model: str, adjust: Adjust) -> Rendered:
-        """The reference's request, with the batch file's snake_case field names."""
+        """The reference's request, with the batch file's snake_case field names (a judge's
+        asks for JSON: the reference judges on OpenAI only, so this is ours)."""
         config: dict[str, Any] = {}
         temperature = sends_temperature(adjust)
         if temperature:
             config["temperature"] = prompt.temperature
         config["max_output_tokens"] = prompt.max_tokens
+        if prompt.json_mode:  # a judge: JSON asked of the model as Gemini asks it
+            config["response_mime_type"] = "application/json"
         effort = self.effort(prompt.reasoning_effort)
         if effort is not None:
             config["thinking_config"] = {

@@ -82,7 +82,9 @@ class ProviderSpec:
     # The variables naming the account a key works in (where the batches live within
     # the service): part of the service a run remembers.
     account_variables: tuple[str, ...] = ()
-    judges: bool = False  # may serve the judge stage (the reference judges on OpenAI)
+    # May serve the judge stage: every service whose API can hold the judge request (the
+    # reference judges on OpenAI only; see :func:`batchbench.providers.judge_note`).
+    judges: bool = True
     base_url_flag: bool = False  # --base-url sets its base URL (the reference's judges')
     # A base URL made from the environment when the user names none (an AWS region's).
     region_url: Callable[[Mapping[str, str]], str] | None = None

@@ -32,6 +32,7 @@ from .anthropic_wire import (
     STATUS_OF,
     AnthropicWire,
     _Message,
+    claude_rendered,
     claude_reply,
     cloud_claude_body,
     is_cloud_claude,
@@ -159,7 +160,7 @@ class VertexClaudeWire(AnthropicWire):
     def render(self, prompt: Prompt, model: str, adjust: Adjust) -> Rendered:
         """The reference's Claude body in Vertex's shape: no model, the version first."""
         family(model)
-        return Rendered(cloud_claude_body(prompt, CLAUDE_VERSION), False)
+        return claude_rendered(cloud_claude_body(prompt, CLAUDE_VERSION, adjust))
 
     def request_line(self, custom_id: str, rendered: Rendered) -> bytes:
         return encode_line({"custom_id": custom_id, "request": rendered.body})

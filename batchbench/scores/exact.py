@@ -14,7 +14,10 @@ import statistics
 from collections.abc import Iterable, Sequence
 from typing import Any, TypedDict
 
+from typing_extensions import NotRequired
+
 from ..bench.protocol import PROTOCOL_VERSION
+from ..providers import judge_service
 
 NAN = float("nan")
 
@@ -71,6 +74,9 @@ class Summary(TypedDict):
     benchmarks: dict[str, BenchmarkSummary]
     bootstrap_samples: int
     bootstrap_seed: int
+    # Ours, after the reference's keys: the judge's service, when its model is not
+    # OpenAI's (the reference judges on OpenAI; these are not its numbers).
+    judge_service: NotRequired[str]
 
 
 def exact_summary(
@@ -113,6 +119,9 @@ def exact_summary(
         "bootstrap_samples": 0,
         "bootstrap_seed": 0,
     }
+    service = judge_service(summary["judge_model"]) if summary["judge_model"] else None
+    if service is not None:
+        summary["judge_service"] = service
     return summary, scores
 
 

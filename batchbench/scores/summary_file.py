@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, cast
 from .._io import atomic_write_text
 from ..errors import RunStateError
 from ..formats import interval, num
+from ..providers import judge_note
 
 if TYPE_CHECKING:  # numpy stays out of `status` and `list`
     from collections.abc import Callable, Sequence
@@ -115,9 +116,11 @@ def summary_table(summary: Summary) -> str:
     """A compact table: per-benchmark n, mean and interval, then the overall line."""
     names = list(summary["benchmarks"])
     width = max([len("overall (macro)"), *(len(n) for n in names)])
+    note = judge_note(str(summary["judge_model"])) if summary.get("judge_service") else None
     lines = [
         f"answer model {summary['answer_model']}  judge {summary['judge_model']}"
-        f"  protocol {summary['protocol_version']}",
+        + (f" ({note})" if note else "")
+        + f"  protocol {summary['protocol_version']}",
         f"dataset {summary['dataset_sha256']}",
         f"{'benchmark'.ljust(width)}  {'n':>4}  {'mean':>6}  95% CI",
     ]

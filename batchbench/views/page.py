@@ -24,6 +24,7 @@ from ..costs.rollup import RunCost, cost_line, usage_text
 from ..engine.replies import latest_requests, read_replies
 from ..errors import ConfigError
 from ..kinds import STAGES, Stage
+from ..providers import judge_note
 from ..reporting import quiet
 from ..scores.compare import Comparison, Side, Stats, compare, load_side
 from ..scores.noise import noise_text
@@ -152,7 +153,11 @@ def _header(sources: list[Source], first: Summary) -> str:
         ("generated", datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")),
         ("protocol", side.protocol_version or PROTOCOL_VERSION),
         ("dataset digest", side.dataset_sha256),
-        ("judge", f"{side.judge_model} (temperature {first.get('judge_temperature')})"),
+        (
+            "judge",
+            f"{side.judge_model} (temperature {first.get('judge_temperature')})"
+            + (f"; {note}" if (note := judge_note(str(side.judge_model))) else ""),
+        ),
         ("models", ", ".join(str(s.side.answer_model) for s in sources)),
         ("bootstrap", f"{first['bootstrap_samples']} resamples, seed {first['bootstrap_seed']}"),
     ]

@@ -15,6 +15,7 @@ from ..engine.rundir import Run
 from ..engine.state import RunState
 from ..formats import duration, interval, num, usd
 from ..kinds import STAGES, RunStatus, Stage
+from ..providers import judge_note, judge_service
 from ..scores.noise import JudgeNoise, load_noise, noise_text
 from ..scores.summary_file import read_summary
 from .causes import error_cause, errors_line
@@ -75,6 +76,7 @@ class RunStatusRecord(_RunStatus, total=False):
     judge_noise_problem: str  # why judge_noise.json is not shown as fact
     summary_problem: str  # why the summary's figures are not shown
     project_file: str | None  # the project file the command's defaults came from
+    judge_service: str  # the judge's, when its model is not OpenAI's (not the reference's)
 
 
 class StageStatus(TypedDict):
@@ -245,6 +247,9 @@ def run_status(run: Run, pricing: Pricing | None = None) -> RunStatusRecord:
         "stalled": state.stalls,
         "cost": _run_cost(state, config, pricing),
     }
+    service = judge_service(config.judge_model)
+    if service is not None:  # named: not the reference's OpenAI judge
+        out["judge_service"] = service
     if run.summary_path.exists() or run.summary_path.is_symlink():
         summary = read_summary(run.summary_path)
         # Checked against the journal's count of the cases it summarises (status reads no
@@ -282,21 +287,18 @@ def _age(when: float | None, now: float) -> str:
     if when is None:
         return "nothing recorded yet"
     minutes = int(now - when) // 60
-    ago = (
-        "just now"
-        if minutes < 1
-        else f"{minutes} min ago"
-        if minutes < 120
-        else (f"{minutes // 60} h ago")
-    )
+    ago = f"{minutes} min ago" if minutes < 120 else f"{minutes // 60} h ago"
+    ago = "just now" if minutes < 1 else ago
     return f"as of {time.strftime('%H:%M', time.gmtime(when))} UTC, {ago}"
 
 
 def status_text(status: RunStatusRecord, now: float | None = None) -> str:
     c = status["cases"]
+    note = judge_note(status["judge_model"]) if "judge_service" in status else None
+    judge = status["judge_model"] + (f", {note}" if note else "")
     lines = [
         f"{status['run']}: {status['status']}  ({status['answer_model']} judged by"
-        f" {status['judge_model']}; {_age(status['as_of'], now or time.time())})",
+        f" {judge}; {_age(status['as_of'], now or time.time())})",
         f"  cases: {c['scored']} scored, {c['errors']} errors, {c['pending']} pending"
         f" of {c['total']}",
     ]

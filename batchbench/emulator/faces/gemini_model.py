@@ -178,10 +178,13 @@ def run_request(
     if problem is not None:
         return _error(400, problem)
     given = {**request, "model": model}
-    chat = {
+    chat: dict[str, Any] = {
         "messages": [{"role": "user", "content": _text(request)}],
         "model": model.removeprefix("models/"),
     }
+    config = request.get("generation_config", request.get("generationConfig")) or {}
+    if (config.get("response_mime_type") or config.get("responseMimeType")) == "application/json":
+        chat["response_format"] = {"type": "json_object"}  # JSON asked, in the chat's words
     try:
         reply = store.model.reply(given, chat, line, store.settings.judge_noise)
     except Exception as exc:  # a broken responder is a 500 for that line
