@@ -85,6 +85,7 @@ def prepare(
             settings=options.services.account_settings,
         ),
         judge_passes=options.judge_passes,
+        answers_from=options.answers_from,
         created_at=options.clock.time(),
     )
     run = Run(Path(options.jobs_dir) / name)
@@ -340,6 +341,7 @@ def make_plan(
         max_tokens=options.settings.max_enqueued_tokens,
         assumed_answer_tokens=options.budget.assumed_answer_tokens,
         judge_passes=config.judge_passes,
+        borrowed=config.answers_from is not None,
     )
 
 

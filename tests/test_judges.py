@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import signal
 
@@ -234,3 +235,227 @@ def test_a_judge_the_service_does_not_have_is_one_line_before_anything_is_paid(
     argv[argv.index("--judge-model") + 1] = "claude-opus-55"
     assert_one_line_error(run_cli(*argv, env=rig.env(emu)), "claude-opus-55")
     assert emu.ledger()["batches"] == []
+
+
+def _sim_score(case: dict, answer: str, below: str) -> tuple:
+    """The emulator's simulated judge, as its documentation writes it: an item matched when
+    the first hex digit of md5(item_id|answer) is below ``below`` (8; 5 for a strict
+    judge's name, b for a lenient one's); scored by the protocol's plain rule."""
+    matched = {
+        i["item_id"]
+        for i in case["rubric_items"]
+        if hashlib.md5(f"{i['item_id']}|{answer}".encode()).hexdigest()[0] < below
+    }
+    return reference.score_case(case, matched)
+
+
+def test_a_panel_judges_every_answer_with_each_judge_and_buys_the_answers_once(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    """Three judges on three services' worth of names (OpenAI, a strict OpenAI one,
+    Claude): one run per judge, the answers bought once (by the first) and judged by
+    each; each judge's rows its own and the rule's; the strict judge scores lower."""
+    rig = RIGS["anthropic"]
+    emu = batch_emulator_factory()
+    argv = _args(rig, emu, tmp_path, fixture_dir, "--limit", "8")
+    at = argv.index("--judge-model")
+    argv[at + 1 : at + 2] = ["judge-model", "--judge-model", "sim-judge-strict"]
+    argv += ["--judge-model", "opus-5"]
+    proc = run_cli(*argv, env=rig.env(emu))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    jobs = tmp_path / "jobs"
+    runs = {"judge-model": "ans-model", "sim-judge-strict": "ans-model--sim-judge-strict"}
+    runs["opus-5"] = "ans-model--opus-5"
+    cases = {c["case_id"]: c for c in load_dataset(fixture_dir).cases[:8]}
+    first = {r["case_id"]: r for r in rows_of(jobs / "ans-model" / "results.jsonl")}
+    means = {}
+    for judge, run in runs.items():
+        rows = {r["case_id"]: r for r in rows_of(jobs / run / "results.jsonl")}
+        assert set(rows) == set(cases)
+        for cid, row in rows.items():
+            assert row["answer"] == first[cid]["answer"] and row["judge_model"] == judge
+            if judge != "opus-5":
+                below = "5" if "strict" in judge else "8"
+                got = (row["score"], row["score_components"])
+                assert got == _sim_score(cases[cid], row["answer"], below), (judge, cid)
+        summary = json.loads((jobs / run / "results.summary.json").read_text())
+        means[judge] = summary["overall_macro_mean"]
+    assert means["sim-judge-strict"] != means["judge-model"]  # the judges disagree
+    # the answers bought once, by the first judge's run; each judge's requests its own
+    ids = [cid for b in emu.ledger()["batches"] for cid in b["custom_ids"]]
+    assert sum("-a1-" in cid for cid in ids) == 8  # (a: answers, j: judges; 1: attempt)
+    assert sum("-j1-" in cid for cid in ids) == 3 * 8
+    assert_no_duplicates(emu)
+    status = json.loads(
+        run_cli("status", "ans-model--opus-5", "--jobs-dir", str(jobs), "--json").stdout
+    )
+    assert status["stages"]["answers"]["done"] == 8 and status["judge_service"] == "anthropic"
+
+
+def test_compare_ranks_the_models_under_each_judge_and_says_when_the_ranking_changes(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    """Two models, a panel of two judges: `compare` of the two first runs ranks the models
+    under each judge (the order the emulator's documented judges give, recomputed here)
+    and says whether the order changes with the judge."""
+    emu = batch_emulator_factory()
+    rig = RIGS["openai"]
+    argv = rig.args(emu, tmp_path, fixture_dir, "--limit", "10", model="sim-a")
+    argv += ["--answer-model", "sim-b", "--judge-model", "sim-judge-lenient", "--run", "day"]
+    proc = run_cli(*argv, env=rig.env(emu))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    jobs = tmp_path / "jobs"
+    cases = load_dataset(fixture_dir).cases[:10]
+    order = {}
+    for judge, below, suffix in (
+        ("judge-model", "8", ""),
+        ("sim-judge-lenient", "b", "--sim-judge-lenient"),
+    ):
+        means = {}
+        for model in ("sim-a", "sim-b"):
+            rows = {
+                r["case_id"]: r for r in rows_of(jobs / f"day-{model}{suffix}" / "results.jsonl")
+            }
+            by_bench: dict[str, list[float]] = {}
+            for case in cases:
+                score, _ = _sim_score(case, rows[case["case_id"]]["answer"], below)
+                by_bench.setdefault(case["benchmark"], []).append(score)
+            means[model] = sum(sum(v) / len(v) for v in by_bench.values()) / len(by_bench)
+        order[judge] = sorted(means, key=lambda m: -means[m])
+    out = run_cli("compare", "day-sim-a", "day-sim-b", "--jobs-dir", str(jobs))
+    assert out.returncode == 0, out.stderr
+    text = out.stdout.split("under each judge of the panel")[1]
+    for judge, models in order.items():
+        line = next(x for x in text.splitlines() if x.strip().startswith(judge + " "))
+        assert line.index(models[0]) < line.index(models[1]), line
+    changes = order["judge-model"] != order["sim-judge-lenient"]
+    assert ("the ranking changes with the judge" in text) == changes
+    assert ("the same ranking under every judge" in text) != changes
+    data = json.loads(
+        run_cli("compare", "day-sim-a", "day-sim-b", "--jobs-dir", str(jobs), "--json").stdout
+    )
+    assert [p["judge"] for p in data["panel"]] == ["judge-model", "sim-judge-lenient"]
+
+
+def test_a_panel_killed_at_a_create_resumes_and_pays_every_request_once(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    rig = RIGS["anthropic"]
+    good = batch_emulator_factory()
+
+    def panel(emu, where, *extra):  # judged on OpenAI first, then by Claude
+        argv = rig.args(emu, where, fixture_dir, "--limit", "6", *extra, model="ans-model")
+        return [*argv, "--judge-model", "opus-5"]
+
+    assert run_cli(*panel(good, tmp_path / "ref"), env=rig.env(good)).returncode == 0
+    real_time = SystemClock()
+    emu = batch_emulator_factory(latency=0.02, clock=real_time)
+    argv = panel(emu, tmp_path, "--poll-interval", "0.02")
+    for kill in ("created:2", "created:1"):  # the first judge's create, then the second's
+        proc = run_cli(*argv, env={**rig.env(emu), "BATCHBENCH_FAILPOINT": kill}, real=True)
+        assert proc.returncode == -signal.SIGKILL, proc.stderr
+    proc = run_cli(*argv, env=rig.env(emu), clock=real_time)
+    assert proc.returncode == 0, proc.stderr
+    for run in ("ans-model", "ans-model--opus-5"):
+        assert normalised(tmp_path / "jobs" / run) == normalised(tmp_path / "ref" / "jobs" / run)
+    assert_no_duplicates(emu)
+
+
+def _kappa(pairs):
+    """Cohen's κ of (a, b) verdict pairs, from its definition."""
+    n = len(pairs)
+    observed = sum(a == b for a, b in pairs) / n
+    pa, pb = sum(a for a, _ in pairs) / n, sum(b for _, b in pairs) / n
+    expected = pa * pb + (1 - pa) * (1 - pb)
+    return (observed - expected) / (1 - expected)
+
+
+def test_the_physicians_pick_the_judge_that_agrees_best(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    """A panel of the default and a strict simulated judge; two physicians who mostly
+    agree with the default judge: `calibrate` names it, with each judge's κ and the
+    physicians' own, and McNemar's counts and p as their definitions give them."""
+    from support.labelling import flip, sheet, write_sheet
+
+    emu = batch_emulator_factory()
+    rig = RIGS["openai"]
+    argv = [
+        *rig.args(emu, tmp_path, fixture_dir, model="ans-model"),
+        "--judge-model",
+        "sim-judge-strict",
+    ]
+    assert run_cli(*argv, env=rig.env(emu)).returncode == 0
+    jobs = ["--jobs-dir", str(tmp_path / "jobs")]
+    note, rows = sheet(jobs, tmp_path / "sheet.csv", cases=30)
+    verdicts = {}
+    for run in ("ans-model", "ans-model--sim-judge-strict"):
+        for r in rows_of(tmp_path / "jobs" / run / "results.jsonl"):
+            for d in r.get("decisions") or []:
+                verdicts[(run, r["case_id"], d["item_id"])] = d["matched"]
+    labels = []
+    for rater in ("dr_a", "dr_b"):
+        for row in rows:
+            met = verdicts[("ans-model", row["case_id"], row["item_id"])]
+            met = met != flip(rater, row["case_id"], row["item_id"], 0.1)
+            labels.append({**row, "rater": rater, "verdict": "1" if met else "0"})
+    write_sheet(tmp_path / "labels.csv", note, labels)
+    argv = ["calibrate", "ans-model", "--labels", str(tmp_path / "labels.csv"), *jobs]
+    got = json.loads(run_cli(*argv, "--json").stdout)["panel"]
+    truth = [(lb["case_id"], lb["item_id"], lb["verdict"] == "1") for lb in labels]
+    runs = {"judge-model": "ans-model", "sim-judge-strict": "ans-model--sim-judge-strict"}
+    for found in got["judges"]:
+        pairs = [(verdicts[(runs[found["judge"]], c, i)], t) for c, i, t in truth]
+        assert found["verdicts"] == len(pairs)
+        assert found["kappa"] == pytest.approx(_kappa(pairs), abs=1e-12)
+        low, high = found["kappa_ci95"]
+        assert low <= found["kappa"] <= high
+    assert got["best"] == "judge-model"
+    right = {j: [verdicts[(r, c, i)] == t for c, i, t in truth] for j, r in runs.items()}
+    b = sum(x and not y for x, y in zip(right["judge-model"], right["sim-judge-strict"]))
+    c = sum(y and not x for x, y in zip(right["judge-model"], right["sim-judge-strict"]))
+    p = min(1.0, 2 * sum(math.comb(b + c, k) for k in range(min(b, c) + 1)) / 2 ** (b + c))
+    paired = got["paired"]
+    assert (paired["best_only"], paired["other_only"]) == (b, c)
+    assert paired["p_value"] == pytest.approx(p) and paired["larger_than_noise"] == (p < 0.05)
+    by_item = {}
+    for lb in labels:
+        by_item.setdefault((lb["case_id"], lb["item_id"]), []).append(lb["verdict"] == "1")
+    between = [tuple(v) for v in by_item.values()]
+    assert got["ceiling"]["kappa"] == pytest.approx(_kappa(between), abs=1e-12)
+    text = run_cli(*argv).stdout
+    assert "agrees best: judge-model" in text and "physicians among themselves" in text
+    # the sheet of a panel's run is blind, and says so
+    out = run_cli(
+        "calibrate", "sheet", "ans-model", "--cases", "10", "-o", str(tmp_path / "s.csv"), *jobs
+    )
+    assert "shows none of the judges' verdicts" in out.stdout
+    # how many labels tell the two judges apart by 0.05: Connor's formula, by hand
+    runs_ab = ["ans-model", "ans-model--sim-judge-strict"]
+    argv = ["plan", *runs_ab, "--labels", str(tmp_path / "labels.csv"), "--mde", "0.05", *jobs]
+    planned = json.loads(run_cli(*argv, "--json").stdout)
+    psi = (b + c) / len(truth)
+    z_a, z_b = 1.959963984540054, 0.8416212335729143
+    n = math.ceil((z_a * math.sqrt(psi) + z_b * math.sqrt(psi - 0.05**2)) ** 2 / 0.05**2)
+    assert planned["discordant"] == pytest.approx(psi) and planned["verdicts_needed"] == n
+    per_case = len(truth) / len({lb["case_id"] for lb in labels})
+    assert planned["cases_needed"] == math.ceil(n / per_case)
+
+
+def test_a_panel_dry_run_prices_each_judge_and_a_reordered_panel_is_refused(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    emu = batch_emulator_factory()
+    rig = RIGS["openai"]
+    argv = [*rig.args(emu, tmp_path, fixture_dir, "--limit", "4", model="ans-model")]
+    argv += ["--judge-model", "sim-judge-strict"]
+    plans = json.loads(run_cli(*argv, "--dry-run", "--json", env=rig.env(emu)).stdout)
+    assert [sorted(p["stages"]) for p in plans] == [["answers", "judges"], ["judges"]]
+    assert [p["stages"]["judges"]["model"] for p in plans] == ["judge-model", "sim-judge-strict"]
+    assert run_cli(*argv, env=rig.env(emu)).returncode == 0
+    made = len(emu.ledger()["batches"])
+    # the same panel, its judges the other way round: the runs hold other judges
+    at = argv.index("judge-model")
+    swapped = [*argv[:at], "sim-judge-strict", *argv[at + 1 : -1], "judge-model"]
+    assert_one_line_error(run_cli(*swapped, env=rig.env(emu)), "judge_model")
+    assert len(emu.ledger()["batches"]) == made

@@ -9,7 +9,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
-    pass
+    from collections.abc import Sequence
+
+    from ..calibration import Graded
+    from ..calibration.labels import Label
+    from ..calibration.panel import PanelCalibration
 
 from .common import JobsDirOpt, JsonOpt, finite, friendly, warn
 
@@ -115,7 +119,37 @@ def calibrate(
         typer.echo(json_text(planned) if as_json else plan_text(planned))
         return
     result = calibrate_run(graded.name, graded.rows, graded.summary, found, graded.cases)
-    typer.echo(json_text(result) if as_json else calibration_text(result))
+    panel = _panel(runs[0], jobs_dir, found, graded)
+    if as_json:
+        typer.echo(json_text({**result, **({"panel": panel} if panel else {})}))
+        return
+    from ..calibration.panel import panel_text
+
+    typer.echo(calibration_text(result) + (f"\n\n{panel_text(panel)}" if panel else ""))
+
+
+def _panel(
+    name: str, jobs_dir: Path, labels: Sequence[Label], graded: Graded
+) -> PanelCalibration | None:
+    """A judge panel's judges against the same labels (#50), when the run has a panel."""
+    from ..calibration import load_run
+    from ..calibration.panel import calibrate_panel
+    from ..scores.panel import panel_of
+    from ..scores.sources import Named, resolve
+
+    named = resolve(name, jobs_dir)
+    if named.run is None:
+        return None
+    members = panel_of(named.run)
+    if len(members) < 2:
+        return None
+    graded_of = {
+        judge: graded
+        if run.name == graded.name
+        else load_run(Named(run.name, run.results_path, run), warn=warn)
+        for judge, run in members.items()
+    }
+    return calibrate_panel(graded_of, labels, graded.cases)
 
 
 SHEET_FORMATS = {"csv": "csv", "html": "html", "htm": "html", "json": "label-studio"}
@@ -178,6 +212,31 @@ def _sheet(
     else:
         write_csv(output, note, rows)
     typer.echo(f"wrote {output}: {len(rows)} items of {len(chosen)} cases")
+    _say_panel(runs, jobs_dir, kind)
+
+
+def _say_panel(runs: list[str], jobs_dir: Path, kind: str) -> None:
+    """A run with a judge panel: which judge's verdicts the sheet shows, and why (#50)."""
+    from ..scores.panel import panel_of
+    from ..scores.sources import resolve
+
+    for name in runs:
+        found = resolve(name, jobs_dir).run
+        judges = list(panel_of(found)) if found is not None else []
+        if len(judges) < 2:
+            continue
+        if kind == "label-studio":
+            said = (
+                f"the predictions to correct are {judges[0]}'s (the first judge's) alone;"
+                " physicians correcting them lean toward it, so to choose among the judges"
+                " label blind (-o FILE.csv or .html)"
+            )
+        else:
+            said = (
+                f"the sheet shows none of the judges' verdicts ({', '.join(judges)}): blind, so"
+                " the labels favour no judge, and `calibrate RUN --labels` then compares them all"
+            )
+        typer.echo(f"run {name} has a judge panel: {said}")
 
 
 def json_text(found: object) -> str:

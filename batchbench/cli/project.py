@@ -86,14 +86,18 @@ def current_project() -> Project | None:
     return None if found is None else load(found)
 
 
-def default_map(project: Project, commands: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+def default_map(project: Project, commands: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """For each command with such an option, the project's value as its default."""
-    out: dict[str, dict[str, str]] = {}
+    out: dict[str, dict[str, Any]] = {}
     for name, command in commands.items():
         if name in UNTOUCHED:
             continue
-        params = {p.name for p in command.params}
-        given = {KEYS[k]: v for k, v in project.values.items() if KEYS[k] in params}
+        params = {p.name: p for p in command.params}
+        given = {  # an option given many times (a judge panel) takes a list
+            KEYS[k]: ([v] if getattr(params[KEYS[k]], "multiple", False) else v)
+            for k, v in project.values.items()
+            if KEYS[k] in params
+        }
         if given:
             out[name] = given
     return out

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from ..scores.sources import Named
 
 from .common import (
     SAMPLE_DATASET,
@@ -235,11 +238,13 @@ def compare(
     from ..bench.dataset import load_dataset
     from ..scores.compare import compare as make_comparison
     from ..scores.compare import load_side
+    from ..scores.panel import rankings, rankings_text
     from ..scores.sources import resolve_all
     from ..views.comparison import compare_text
 
     ds = load_dataset(dataset) if dataset is not None else None
-    sides = [load_side(n, ds, warn) for n in resolve_all(runs, jobs_dir, label or ())]
+    named = resolve_all(runs, jobs_dir, label or ())
+    sides = [load_side(n, ds, warn) for n in named]
     result = make_comparison(
         sides,
         baseline,
@@ -248,7 +253,12 @@ def compare(
         margin=margin,
         allow_partial=allow_partial,
     )
-    typer.echo(strict_json(result) if as_json else compare_text(result))
+    found = [n.run for n in named if n.run is not None]  # their judge panels, if any
+    panel = rankings(found) if len(found) == len(named) else []
+    if as_json:
+        typer.echo(strict_json({**result, **({"panel": panel} if panel else {})}))
+    else:
+        typer.echo("\n".join([compare_text(result), *rankings_text(panel)]))
 
 
 @friendly
@@ -336,9 +346,19 @@ def plan(
     jobs_dir: JobsDirOpt = Path("jobs"),
     label: LabelOpt = None,
     allow_partial: AllowPartialOpt = False,
+    labels: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--labels",
+            metavar="FILE...",
+            help="Two judges' runs of the same answers (a judge panel's) and physicians'"
+            " labels of them: how many labelled cases tell the judges' agreement apart by D.",
+        ),
+    ] = None,
 ) -> None:
     """How many cases per benchmark (and dollars) a comparison needs to detect a macro
-    difference of D, from the spread of two pilot runs' paired differences.
+    difference of D, from the spread of two pilot runs' paired differences; with
+    --labels, how many labelled cases tell two judges' agreement with physicians apart.
 
     Example: batchbench plan gpt-5.4-mini-smoke gpt-5.5-smoke --mde 0.02
     """
@@ -355,6 +375,23 @@ def plan(
     check_targets(mde, power, alpha)
     ds = load_dataset(dataset) if dataset is not None else None
     named = resolve_all(runs, jobs_dir, label or ())
+    if labels:
+        typer.echo(_judges_plan(named, labels, mde, power, alpha, as_json))
+        return
     a, b = ((n, load_side(n, ds, warn)) for n in named)
     result = make_plan((a, b), mde, power, alpha, allow_partial=allow_partial)
     typer.echo(strict_json(result) if as_json else plan_text(result))
+
+
+def _judges_plan(
+    named: list[Named], labels: list[Path], mde: float, power: float, alpha: float, as_json: bool
+) -> str:
+    """``plan A B --labels``: the labels that tell two judges' agreement apart (#50)."""
+    from ..calibration import load_run
+    from ..calibration.labels import read_labels
+    from ..calibration.panel import judges_plan, judges_plan_text
+
+    a, b = (load_run(n, warn=warn) for n in named)
+    found = read_labels(labels, a.name, a.cases, None)
+    result = judges_plan(a, b, found, mde, power, alpha)
+    return strict_json(result) if as_json else judges_plan_text(result)

@@ -32,7 +32,14 @@ AnswerModelOpt = Annotated[
 ]
 
 JudgeModelOpt = Annotated[
-    str, typer.Option(metavar="MODEL", rich_help_panel=MODELS, help=f"The judge ({JUDGES}).")
+    list[str],
+    typer.Option(
+        metavar="MODEL",
+        rich_help_panel=MODELS,
+        help=f"The judge (a model of any service: {JUDGES}; the reference judges on OpenAI)."
+        " Repeat it for a panel: every answer judged by each, the first judge's rows the run's,"
+        " each other's in a run of its own (RUN--JUDGE).",
+    ),
 ]
 
 ReasoningEffortOpt = Annotated[

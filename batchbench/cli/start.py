@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from ..engine.runconfig import default_name
+from ..engine.runconfig import default_name, panel_name
 from .common import JobsDirOpt, LimitOpt, SmokeOpt, clock_of, friendly
 from .finish import finish_run, print_dry_run, print_leaderboard
 from .project import current_project
@@ -122,9 +122,10 @@ def run(
         max_enqueued_tokens=max_enqueued_tokens,
         delete_remote_files=delete_remote_files,
     )
+    judges = list(dict.fromkeys(judge_model))
     options = RunOptions(
         answer_model[0],
-        judge_model,
+        judges[0],
         cases,
         run=run_name,
         jobs_dir=jobs_dir,
@@ -140,14 +141,22 @@ def run(
         clock=clock_of(ctx),
     ).check()
     models = list(dict.fromkeys(answer_model))
-    group = [
-        dataclasses.replace(
-            options,
-            answer_model=model,
-            run=group_run_name(run_name, model, smoke, models, jobs_dir),
-        ).check()
-        for model in models
-    ]
+    group = []
+    for model in models:
+        name = group_run_name(run_name, model, smoke, models, jobs_dir) or default_name(
+            model, smoke
+        )
+        group.append(dataclasses.replace(options, answer_model=model, run=name).check())
+        group += [  # a judge panel's other judges: the first's answers, judged again
+            dataclasses.replace(
+                options,
+                answer_model=model,
+                judge_model=judge,
+                run=panel_name(name, judge),
+                answers_from=name,
+            ).check()
+            for judge in judges[1:]
+        ]
     if dry_run:
         print_dry_run(group, as_json)
         return

@@ -78,8 +78,11 @@ def status(
     if not statuses:
         typer.echo(f"no runs in {shown(jobs_dir)}")
     else:
+        from ..scores.panel import panel_lines
+
         now = clock_of(ctx).time()
-        typer.echo("\n".join(status_text(s, now) for s in statuses))
+        for run, one_status in zip(runs, statuses):
+            typer.echo("\n".join([status_text(one_status, now), *panel_lines(run)]))
 
 
 @friendly

@@ -148,9 +148,11 @@ def plan(
     max_tokens: int | None = None,
     assumed_answer_tokens: int = 800,
     judge_passes: int = 1,
+    borrowed: bool = False,
 ) -> DryRun:
     """The full plan of a run: files, tokens and cost per stage, and the totals (the judge
-    stage holds every one of the ``judge_passes``)."""
+    stage holds every one of the ``judge_passes``; a judge panel's other judge, whose
+    answers are ``borrowed``, the judge stage only)."""
     wires: dict[Stage, Wire] = {
         "answers": providers.wire(providers.route(answer_model)),
         "judges": providers.wire(providers.judge_provider(judge_model)),
@@ -195,6 +197,8 @@ def plan(
         "answers": (answers, answer_model, lambda r: assumed_answer_tokens),
         "judges": (judges, judge_model, judge_reply_tokens),
     }
+    if borrowed:  # the panel's first run buys the answers
+        del work["answers"]
     stages = {
         stage: _stage(
             stage,

@@ -44,6 +44,15 @@ class Line(msgspec.Struct, array_like=True, omit_defaults=True):
         return self.sent if self.sent is not None or not self.legacy_flag else legacy.SENT_NONE
 
 
+class BorrowedAnswer(msgspec.Struct, omit_defaults=True):
+    """One case's answer as the run it was borrowed from holds it (:class:`Borrowed`)."""
+
+    source: str | None = None  # the raw file holding its line (None: the answer failed)
+    custom_id: str | None = None
+    temperature: bool | None = None  # whether its request carried temperature
+    error: str | None = None  # its error row's, when it failed
+
+
 class Plan(Event, tag="plan", omit_defaults=True):
     """A request file was written: the submission's lines, before any upload."""
 
@@ -332,6 +341,15 @@ class Redo(Event, tag="redo"):
     cases: list[str]
 
 
+class Borrowed(Event, tag="borrowed"):
+    """A judge panel's other judge (#50) took answers the panel's first run collected, as
+    its own: answered (the raw file holding the line copied into this run, verbatim) or
+    failed (its error row). Nothing of them was bought here."""
+
+    run: str  # the run they came from
+    answers: dict[str, BorrowedAnswer]  # by case id
+
+
 AnyEvent = (
     Plan
     | UploadStarted
@@ -358,6 +376,7 @@ AnyEvent = (
     | CancelRequested
     | Resumed
     | Redo
+    | Borrowed
 )
 ENCODER = msgspec.json.Encoder()
 DECODER = msgspec.json.Decoder(AnyEvent)

@@ -75,6 +75,7 @@ class RunOptions:
     settle_owed: bool = False
     # Take a cancelled run up again (else it stays cancelled, whatever command runs it).
     resume_cancelled: bool = False
+    answers_from: str | None = None  # a judge panel's other judge: the first's run (#50)
     clock: Clock = SYSTEM  # what the run reads and waits on (tests: the emulator's fake one)
 
     def check(self) -> RunOptions:

@@ -35,6 +35,7 @@ from ..providers.ids import claim
 from ..providers.registry import BY_NAME
 from ..reporting import quiet
 from . import late
+from .borrow import Borrower
 from .calls import call_kind, unknown_detail
 from .collection import Collection, RetryLimits, collect
 from .events import Event, Line, Plan
@@ -111,6 +112,11 @@ class Pipeline:
         self.slots = Slots(run, lambda: self.state)  # a quota of batches at once
         self.late = late.Late(self.submitter, settings.resubmit_after, settings.tail_flex, warn)
         self._rubric: pl.DataFrame | None = None
+        self.borrower = None  # a judge panel's other judge: the first run's answers, taken
+        if config.answers_from is not None:
+            self.borrower = Borrower(
+                run, config, cases, lambda: self.state, self.record, clock.time
+            )
 
     @property
     def rubric(self) -> pl.DataFrame:
@@ -157,7 +163,11 @@ class Pipeline:
         # Plan before collecting the next file: the judges of a collected answer
         # file go out at once, not after every answer file is in.
         if not st.cancelled:
+            if self.borrower is not None and self.borrower.step():
+                return True
             for stage in STAGES:
+                if stage == "answers" and self.borrower is not None:
+                    continue  # never bought here: taken from the panel's first run
                 if self.state.pending(stage, self.config.case_ids):
                     self._plan(stage)
                     return True
@@ -182,10 +192,6 @@ class Pipeline:
                     return True
         return False
 
-    def model(self, stage: Stage) -> str:
-        """The model id the stage's service is asked for (an answer model's alias resolved)."""
-        return self.config.model(stage)
-
     def _fits_budget(self, sub: Submission) -> bool:
         """Release a file only while the service runs fewer of the run's batches than it
         takes at once, and the model's estimated in-flight tokens stay in budget."""
@@ -197,8 +203,8 @@ class Pipeline:
         budget = self.settings.max_enqueued_tokens
         if budget is None:
             return True
-        model = self.model(sub.stage)
-        flying = sum(s.tokens for s in self.in_flight() if self.model(s.stage) == model)
+        model = self.config.model(sub.stage)
+        flying = sum(s.tokens for s in self.in_flight() if self.config.model(s.stage) == model)
         return flying == 0 or flying + sub.tokens <= budget
 
     def in_flight(self) -> list[Submission]:
@@ -211,7 +217,7 @@ class Pipeline:
     def _plan(self, stage: Stage, judge_pass: int = 1) -> None:
         """Write the request files for every pending case of a stage (and judge pass),
         then journal them."""
-        model = self.model(stage)
+        model = self.config.model(stage)
         wire = self.providers[stage].wire
         budget = self.settings.max_enqueued_tokens
         count = token_counter(model)[1] if budget is not None else None
@@ -356,7 +362,7 @@ class Pipeline:
             provider = self.providers[sub.stage]
             raise ConfigError(
                 f"{BY_NAME[provider.wire.name].label} at {provider.client.service.base_url}"
-                f" refused batch {sub.batch_id} for {self.model(sub.stage)}: {result.stop};"
+                f" refused batch {sub.batch_id} for {self.config.model(sub.stage)}: {result.stop};"
                 " nothing of it ran or was billed"
             )
 

@@ -33,6 +33,7 @@ IDENTITY_KEYS = (
     "case_ids",
     "providers",
     "judge_passes",
+    "answers_from",
 )
 
 
@@ -68,6 +69,9 @@ class RunConfig:
     # None before 0.2: both stages OpenAI's, the journal records the base URL on resume.
     services: dict[str, ServiceRecord] | None = None
     judge_passes: int = 1  # judge requests per answer; the rows keep the first
+    # A judge panel's other judges (#50): the run whose answers this one judges (none of
+    # its own are bought), in the same jobs folder.
+    answers_from: str | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2) + "\n"
@@ -121,6 +125,11 @@ def check_name(name: str) -> str:
     if len(name) > MAX_NAME:
         raise ConfigError(f"run name is {len(name)} characters long; at most {MAX_NAME}")
     return name
+
+
+def panel_name(primary: str, judge_model: str) -> str:
+    """The run of a judge panel's other judge: the first judge's run, and the judge."""
+    return f"{primary}--{default_name(judge_model)}"
 
 
 def default_name(answer_model: str, smoke: bool = False) -> str:

@@ -41,7 +41,7 @@ def settle_owed(pipeline: Pipeline, pricing: Pricing, say: Callable[[str], None]
         missing = [cid for cid in sub.ids() if cid not in arrived]
         used = frame.filter(frame["status_code"] == 200)
         per = {c: int(used[c].sum()) / max(used.height, 1) for c in USAGE_COLUMNS}
-        model = pipeline.model(sub.stage)
+        model = pipeline.config.model(sub.stage)
         price = pricing.price(model)
         cost = usage_cost(
             {c: round(v * len(missing)) for c, v in per.items()}, price, pricing.batch_discount

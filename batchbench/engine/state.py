@@ -17,6 +17,7 @@ from ..kinds import ProviderName, Stage, StageStatus
 from ..providers import legacy
 from ..providers.base import Account
 from .events import (
+    Borrowed,
     CallAnswered,
     CallSent,
     CallsStopped,
@@ -312,6 +313,21 @@ def _service(state: RunState, event: ServiceSet) -> None:
     state.services[event.stage] = (event.provider, event.base_url, account)
 
 
+def _borrowed(state: RunState, event: Borrowed) -> None:
+    """Answers of another run taken as this run's (a judge panel's): as if collected."""
+    for case_id, answer in event.answers.items():
+        case = state.cases[case_id]
+        st = case.answers
+        if answer.source is not None:
+            st.status, st.source, st.custom_id = "ok", answer.source, answer.custom_id
+            st.used_temperature = answer.temperature
+        else:
+            st.status, case.final, case.error = "failed", "error", answer.error
+            case.rows += 1
+        case.started = case.started or event.t
+    state.started = state.started or event.t
+
+
 def _stalled(state: RunState, event: Stalled) -> None:
     sub = state.subs.get(event.sub)
     if sub is None:
@@ -357,6 +373,7 @@ _RUN_EVENTS: dict[type, Callable[[RunState, Any], None]] = {
     ServiceSet: _service,
     Stalled: _stalled,
     Tailed: _tailed,
+    Borrowed: _borrowed,
     CallSent: _call_sent,
     CallAnswered: _call_answered,
     CallsStopped: _calls_stopped,

@@ -56,6 +56,7 @@ class Side:
     scores: dict[str, float]  # the last successful row's score of each case
     summary: Summary  # its own summary
     judge_noise: JudgeNoise | None = None  # a run graded with --judge-passes K > 1
+    answers_of: str | None = None  # the run whose answers it judged (a judge panel's first)
 
 
 def _single(values: set[Any]) -> Any:
@@ -102,15 +103,21 @@ def load_side(named: Named, dataset: Dataset | None, warn: Callable[[str], None]
         scores,
         summary,
         read_noise(run) if run is not None else None,
+        (config.answers_from or run.name) if run is not None else None,
     )
 
 
 def _check_comparable(a: Side, b: Side) -> None:
+    """One judge, protocol and dataset digest — or, for runs of the very same answers (a
+    judge panel's), other judges: their paired difference is where the judges disagree."""
+    same_answers = a.answers_of is not None and a.answers_of == b.answers_of
     for field, label in (
         ("judge_model", "judge model"),
         ("protocol_version", "protocol version"),
         ("dataset_sha256", "dataset digest"),
     ):
+        if field == "judge_model" and same_answers:
+            continue
         va, vb = getattr(a, field), getattr(b, field)
         if va != vb:
             raise ConfigError(
@@ -181,6 +188,7 @@ class Leader(TypedDict):
 
     name: str
     answer_model: str | None
+    judge_model: str | None  # a judge panel's runs differ here (the same answers)
     completed_cases: int
     errors: int  # failed cases: its mean is over fewer cases than a run without them
     overall_macro_mean: float
@@ -360,6 +368,7 @@ def compare(
             Leader(
                 name=s.name,
                 answer_model=s.answer_model,
+                judge_model=s.judge_model,
                 completed_cases=s.summary["completed_cases"],
                 errors=s.summary["errors"],
                 overall_macro_mean=s.summary["overall_macro_mean"],

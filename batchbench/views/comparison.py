@@ -28,19 +28,27 @@ def _table(rows: list[list[str]], right: set[int]) -> list[str]:
 
 def _leaderboard(runs: list[Leader]) -> list[str]:
     ranked = sorted(runs, key=lambda r: -(r["overall_macro_mean"] or -1))
-    rows = [["run", "answer model", "cases", "failed", "mean", "95% CI"]]
+    judges = len({r.get("judge_model") for r in runs}) > 1  # a judge panel's runs
+    rows = [["run", "answer model", *(["judge"] if judges else []), "cases", "failed", "mean"]]
+    rows[0].append("95% CI")
     for r in ranked:
         rows.append(
             [
                 r["name"],
                 str(r["answer_model"] or "-"),
+                *([str(r.get("judge_model") or "-")] if judges else []),
                 str(r["completed_cases"]),
                 f"{r['errors']} !" if r["errors"] else "0",
                 num(r["overall_macro_mean"]),
                 interval(r["overall_ci95"]),
             ]
         )
-    lines = _table(rows, {2, 3, 4})
+    lines = _table(rows, {3, 4, 5} if judges else {2, 3, 4})
+    if judges:
+        lines.append(
+            "  the same answers judged by other judges: each difference below is where the"
+            " judges disagree, not a better model"
+        )
     failed = [r for r in ranked if r["errors"]]
     if failed:
         lines.append(
