@@ -290,6 +290,10 @@ def test_a_panel_judges_every_answer_with_each_judge_and_buys_the_answers_once(
         run_cli("status", "ans-model--opus-5", "--jobs-dir", str(jobs), "--json").stdout
     )
     assert status["stages"]["answers"]["done"] == 8 and status["judge_service"] == "anthropic"
+    page = tmp_path / "panel.html"
+    made = run_cli("report", *runs.values(), "--jobs-dir", str(jobs), "-o", str(page))
+    assert made.returncode == 0, made.stderr
+    assert all(f"judged by {judge})" in page.read_text() for judge in runs)
 
 
 def test_compare_ranks_the_models_under_each_judge_and_says_when_the_ranking_changes(

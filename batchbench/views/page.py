@@ -176,6 +176,13 @@ def _header(sources: list[Source], first: Summary) -> str:
     return f"<h1>BedsideBench report</h1><dl id='header'>{items}</dl>"
 
 
+def judged_by(source: Source, sources: list[Source]) -> str:
+    """`` (judged by X)`` beside a run's answer model when the runs have other judges (a
+    judge panel's runs: the same answers, each judge's scores)."""
+    differ = len({s.side.judge_model for s in sources}) > 1
+    return f" (judged by {source.side.judge_model})" if differ else ""
+
+
 def _leaderboard(sources: list[Source]) -> str:
     ranked = sorted(sources, key=lambda s: -(s.side.summary["overall_macro_mean"] or -1))
     body = ""
@@ -185,7 +192,7 @@ def _leaderboard(sources: list[Source]) -> str:
         flag = f" <span class='failed'>{failed} failed</span>" if failed else ""
         body += (
             f"<tr data-run='{_e(s.side.name)}'><td>{_e(s.side.name)}{flag}</td>"
-            f"<td>{_e(s.side.answer_model)}</td>"
+            f"<td>{_e(s.side.answer_model)}{_e(judged_by(s, sources))}</td>"
             f"<td class='n'>{summary['completed_cases']}</td><td class='n'>{failed}</td>"
             f"{_num(summary['overall_macro_mean'])}{_ci(summary['overall_ci95'])}</tr>"
         )
