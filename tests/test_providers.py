@@ -255,6 +255,7 @@ BAD_DAYS = {
     # A job that fails with the predictions of the lines it ran written keeps them.
     "vertex-gemini": {"failed-with-output": 0.5},
     "vertex-claude": {"failed-with-output": 0.5},
+    "groq": {"missing-lines": 0.3, "status-zero": 0.2, "lagging-counts": 0.5},
 }
 
 

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from .bedrock_client import BedrockClient
     from .fireworks_client import FireworksClient
     from .gemini_client import GeminiClient
+    from .groq_client import GroqClient
     from .openai_client import OpenAIClient
     from .spec import ClientContext, ClientFactory
     from .vertex_client import VertexClient
@@ -85,6 +86,18 @@ def _openai() -> type[OpenAIClient]:
     return OpenAIClient
 
 
+def groq_wire() -> Wire:
+    from .groq_wire import GroqWire
+
+    return GroqWire()
+
+
+def _groq() -> type[GroqClient]:
+    from .groq_client import GroqClient
+
+    return GroqClient
+
+
 def azure_wire() -> Wire:
     from .azure_wire import AzureWire
 
@@ -132,6 +145,7 @@ gemini_client = _client(_gemini)
 fireworks_client = _client(_fireworks)
 openai_client = _client(_openai)
 azure_client = _client(_azure)
+groq_client = _client(_groq)
 bedrock_client = _client(_bedrock)
 vertex_gemini_client = _client(_vertex, publisher="google")
 vertex_claude_client = _client(_vertex, publisher="anthropic")

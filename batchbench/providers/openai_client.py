@@ -12,6 +12,7 @@ import contextlib
 import functools
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import openai
@@ -122,7 +123,7 @@ class OpenAIClient:
         self._marked: Marked[dict[str, Any]] = Marked()
         self.sdk = self.make_sdk(service, api_key)
         self._call = SdkCalls(
-            openai,
+            self.module(),
             service,
             api_key,
             display=context.label,
@@ -131,6 +132,10 @@ class OpenAIClient:
             refine=_file_not_visible,
             clock=clock,
         )
+
+    def module(self) -> ModuleType:
+        """The SDK's module (its exceptions): openai's, or a Stainless SDK made like it."""
+        return openai
 
     def make_sdk(self, service: Service, api_key: str) -> openai.OpenAI:
         return openai.OpenAI(
@@ -150,7 +155,12 @@ class OpenAIClient:
             self.sdk.models.retrieve,
             self.sdk.models.list,
             self.context.where,
+            self.service_id,
         )
+
+    def service_id(self, model: str) -> str:
+        """The id the service knows a model by (the name as given, on OpenAI)."""
+        return model
 
     def calls(self, kind: CallKind, model: str) -> Calls | None:
         """A batch's tail on the flex tier (:mod:`.openai_flex`)."""

@@ -53,6 +53,12 @@ from .halves import (
     gemini_wire as _gemini_wire,
 )
 from .halves import (
+    groq_client as _groq_client,
+)
+from .halves import (
+    groq_wire as _groq_wire,
+)
+from .halves import (
     openai_client as _openai_client,
 )
 from .halves import (
@@ -128,6 +134,21 @@ FIREWORKS = ProviderSpec(
         "glm-5p3": "accounts/fireworks/models/glm-5p3",
     },
     inspect_prefix="fireworks/",
+)
+GROQ = ProviderSpec(
+    name="groq",
+    label="Groq",
+    claims=lambda model: model.startswith("groq/"),  # groq/ID: Groq's model id
+    wire=_groq_wire,
+    client=_groq_client,
+    sdk="groq",
+    extra="groq",
+    key_variables=("GROQ_API_KEY",),
+    base_url_variable="GROQ_BASE_URL",
+    default_base_url="https://api.groq.com",
+    base_url_hint="without /openai/v1 (https://api.groq.com)",
+    refused_endings=("/openai/v1", "/openai"),
+    inspect_prefix="groq/",
 )
 OPENAI = ProviderSpec(
     name="openai",
@@ -301,6 +322,7 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
     ANTHROPIC,
     GEMINI,
     FIREWORKS,
+    GROQ,
     OPENAI,
 )
 BY_NAME: dict[str, ProviderSpec] = {spec.name: spec for spec in PROVIDERS}

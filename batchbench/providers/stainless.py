@@ -130,20 +130,22 @@ class SdkCalls:
         retrieve: Callable[..., Any],
         list_models: Callable[..., Any],
         where: str,
+        service_id: Callable[[str], str] = lambda model: model,
     ) -> None:
         """Before anything is paid: each model exists for this key (``retrieve(model,
         timeout=...)`` and ``list_models(timeout=...)`` are the SDK's calls). A model the service
         does not know is a one-line error naming it, unless the list of models is not
         found either: then it is the base URL (``where`` says how it is set) that is
-        wrong. Nothing listening there is said at once: before a run, a wrong URL is
-        likelier than an outage."""
+        wrong. The service is asked for ``service_id(model)`` (``groq/ID`` is ``ID``
+        there); the message names the model as given. Nothing listening there is said at
+        once: before a run, a wrong URL is likelier than an outage."""
         url = self.service.base_url
 
         preflight = functools.partial(self.preflight, where=where)
         for model in dict.fromkeys(models):
             what = f"look up model {model!r}"
             try:
-                preflight(what, functools.partial(retrieve, model))
+                preflight(what, functools.partial(retrieve, service_id(model)))
             except ApiNotFoundError:
                 try:
                     preflight("list models", list_models)

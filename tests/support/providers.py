@@ -504,6 +504,28 @@ AZURE = dataclasses.replace(
 )
 
 
+# --- Groq -----------------------------------------------------------------------------
+# OpenAI's batch shape under Groq's /openai/v1 (console.groq.com/docs/batch), the
+# reference's OpenAI rules, Groq's model id in the body (groq/ID names it).
+GROQ = dataclasses.replace(
+    OPENAI,
+    provider="groq",
+    model="groq/openai/gpt-oss-120b",
+    resolved="groq/openai/gpt-oss-120b",
+    key_variable="GROQ_API_KEY",
+    key="gsk-test-marker-31c7",
+    base_variable="GROQ_BASE_URL",
+    sdk="groq",
+    extra="groq",
+    label="Groq",
+    price=(0.15, 0.6),
+    body=lambda prompt, effort, s: {
+        **OPENAI.body(prompt, effort, s),
+        "model": "openai/gpt-oss-120b",
+    },
+)
+
+
 # --- Amazon Bedrock -------------------------------------------------------------------
 # The reference's Claude rules (§9) in Bedrock's shape (provider-batch-apis.md §5.4): no
 # model in the body, anthropic_version first; the face hands the responder the record's
@@ -660,7 +682,17 @@ VERTEX_CLAUDE = dataclasses.replace(
 )
 RIGS = {
     rig.provider: rig
-    for rig in (OPENAI, ANTHROPIC, GEMINI, FIREWORKS, AZURE, BEDROCK, VERTEX_GEMINI, VERTEX_CLAUDE)
+    for rig in (
+        OPENAI,
+        ANTHROPIC,
+        GEMINI,
+        FIREWORKS,
+        AZURE,
+        BEDROCK,
+        VERTEX_GEMINI,
+        VERTEX_CLAUDE,
+        GROQ,
+    )
 }
 
 # A misspelt model per provider, found by the pre-flight before anything is bought.
@@ -674,6 +706,7 @@ TYPOS = {
     "bedrock": "bedrock/anthropic.claude-opus-55-v1:0",
     "vertex-gemini": "vertex/gemini-3.1-pro-prevew",
     "vertex-claude": "vertex/claude-opus-55",
+    "groq": "groq/openai/gpt-oss-1200b",
 }
 NO_PREFLIGHT = {"azure"}
 # The version each SDK adds itself, which a base URL must not end in (from each SDK's
@@ -685,6 +718,7 @@ ENDINGS = {
     "azure": "/openai/v1",
     "vertex-gemini": "/v1",
     "vertex-claude": "/v1",
+    "groq": "/openai/v1",
 }
 
 

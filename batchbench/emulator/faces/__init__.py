@@ -8,7 +8,7 @@ face claimed, as the openai SDK sends nothing that would tell its calls apart.
 from __future__ import annotations
 
 from ..face import FaceFactory
-from . import anthropic, azure, bedrock, fireworks, gemini, openai, vertex
+from . import anthropic, azure, bedrock, fireworks, gemini, groq, openai, vertex
 
 FACES: tuple[FaceFactory, ...] = (
     vertex.make,
@@ -17,5 +17,6 @@ FACES: tuple[FaceFactory, ...] = (
     anthropic.make,
     gemini.make,
     fireworks.make,
+    groq.make,
     openai.make,
 )

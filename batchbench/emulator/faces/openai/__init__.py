@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import unquote
 
 from ...core import HEX, ApiFailure, Store
 from ...endpoints import check_body
@@ -226,6 +227,7 @@ class OpenAIFace:
         return {"id": name, "object": "model", "created": created, "owned_by": "system"}
 
     def model(self, x: Exchange, name: str) -> Reply:
+        name = unquote(name)  # a model id with a slash comes percent-encoded, as SDKs send it
         if not self.model_known(name):
             raise ApiFailure(
                 404,

@@ -101,7 +101,7 @@ class OpenAIBook:
 
     # batches ----------------------------------------------------------------
     def create_batch(self, payload: Any) -> dict[str, Any]:
-        check_create(payload, self.limits.endpoints)
+        check_create(payload, self.limits.endpoints, self.limits.windows)
         f = self.files.get(payload["input_file_id"])
         first_try = f is not None and f.id not in self._create_tried
         if f is not None:

@@ -175,7 +175,9 @@ def check_metadata(metadata: Any) -> None:
             )
 
 
-def check_create(payload: Any, endpoints: Mapping[str, str]) -> dict[str, Any]:
+def check_create(
+    payload: Any, endpoints: Mapping[str, str], windows: frozenset[str] = frozenset({"24h"})
+) -> dict[str, Any]:
     """A create body's own rules (the input file is the book's business)."""
     if not isinstance(payload, dict):
         raise ApiFailure(400, "Request body must be a JSON object")
@@ -184,9 +186,12 @@ def check_create(payload: Any, endpoints: Mapping[str, str]) -> dict[str, Any]:
             raise ApiFailure(400, f"Missing required parameter: '{key}'.", param=key)
     if payload["endpoint"] not in endpoints:
         raise ApiFailure(400, f"Invalid endpoint: {payload['endpoint']!r}", param="endpoint")
-    if payload["completion_window"] != "24h":
+    if payload["completion_window"] not in windows:
+        allowed = ", ".join(repr(w) for w in sorted(windows))
         raise ApiFailure(
-            400, "Invalid completion_window: only '24h' is supported", param="completion_window"
+            400,
+            f"Invalid completion_window: only {allowed} is supported",
+            param="completion_window",
         )
     if payload.get("metadata") is not None:
         check_metadata(payload["metadata"])

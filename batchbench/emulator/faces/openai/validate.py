@@ -26,6 +26,7 @@ class Limits:
     max_lines: int  # lines a batch file may hold (OpenAI 50,000; Azure 100,000)
     endpoints: dict[str, str]  # endpoint a create may name → the endpoint it is
     file_expiry: tuple[int, int]  # upload expires_after.seconds range
+    windows: frozenset[str] = frozenset({"24h"})  # completion windows a create may name
 
     def url_ok(self, url: Any, endpoint: str) -> bool:
         """Whether a line's ``url`` names the batch's endpoint (in any spelling allowed)."""

@@ -1,0 +1,51 @@
+"""Groq's Batch API through the groq SDK (Stainless-made, as openai's is: the same files,
+batches and models calls, the same exception family). Batches carry the run's mark as
+``metadata``, which Groq keeps, so a lost create is found by listing, as on OpenAI
+(:class:`.openai_client.OpenAIClient`) — Groq's list is one whole list, no pages. No
+flex tier."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from types import ModuleType
+from typing import Any
+
+from . import tls
+from .base import Service
+from .groq_wire import PREFIX
+from .one_by_one import CallKind, Calls
+from .openai_client import OpenAIClient
+from .stainless import timeout
+
+
+class GroqClient(OpenAIClient):
+    def module(self) -> ModuleType:
+        import groq
+
+        return groq
+
+    def make_sdk(self, service: Service, api_key: str) -> Any:
+        import groq
+
+        return groq.Groq(
+            api_key=api_key,
+            base_url=service.base_url,
+            max_retries=0,
+            timeout=timeout(groq),
+            http_client=tls.http_client(groq),
+        )
+
+    def _batches_since(self, since: float) -> Iterator[dict[str, Any]]:
+        """The key's batches, newest first: Groq lists them all in one reply (its SDK's
+        list takes no page)."""
+        listed = self._call("list batches", self.sdk.batches.list)
+        data = [self._call.reply(b).model_dump(warnings=False) for b in listed.data]
+        yield from sorted(data, key=lambda b: -int(b.get("created_at") or 0))
+
+    def service_id(self, model: str) -> str:
+        """``groq/ID`` → ``ID``, Groq's own (:mod:`.groq_wire`)."""
+        return model.removeprefix(PREFIX)
+
+    def calls(self, kind: CallKind, model: str) -> Calls | None:
+        """None: Groq has no flex tier for a batch's tail."""
+        return None

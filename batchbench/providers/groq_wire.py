@@ -1,0 +1,32 @@
+"""Groq's Batch API, offline: OpenAI's wire for the models Groq serves.
+
+Groq takes OpenAI's batch shape under ``/openai/v1/`` (console.groq.com/docs/batch): the
+same request lines (``custom_id``, ``method``, ``url: /v1/chat/completions``, ``body``),
+result and error files and statuses. What is Groq's own: the model a line names is
+Groq's id (``groq/ID`` names it here, ``groq/openai/gpt-oss-120b`` → ``openai/gpt-oss-120b``),
+and a file holds up to 50,000 lines of up to 200 MB.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final
+
+from ..bench.protocol import Prompt
+from ..kinds import ProviderName
+from .base import Adjust, Limits, LineRules, Rendered
+from .openai_wire import MAX_BYTES, MAX_LINES, RETRIED, OpenAIWire
+
+PREFIX: Final = "groq/"
+
+
+@dataclass
+class GroqWire(OpenAIWire):
+    name: ProviderName = "groq"
+    limits: Limits = field(default_factory=lambda: Limits(MAX_LINES, MAX_BYTES))
+    rules: LineRules = field(default_factory=lambda: LineRules("Groq", RETRIED))
+
+    def render(self, prompt: Prompt, model: str, adjust: Adjust) -> Rendered:
+        """The reference's OpenAI body (the reference's rules for an OpenAI-shaped API),
+        Groq's model id as its model."""
+        return super().render(prompt, model.removeprefix(PREFIX), adjust)
