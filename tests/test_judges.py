@@ -125,6 +125,13 @@ EXPECTED = {
         "temperature": 0,
         "reasoning_effort": "none",
     },
+    "together": lambda u: {
+        "model": "openai/gpt-oss-120b",
+        "messages": _chat("", u),
+        "response_format": {"type": "json_object"},
+        "max_completion_tokens": 5000,
+        "temperature": 0,
+    },
     "groq": lambda u: {
         "model": "openai/gpt-oss-120b",
         "messages": _chat("", u),

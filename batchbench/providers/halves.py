@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .groq_client import GroqClient
     from .openai_client import OpenAIClient
     from .spec import ClientContext, ClientFactory
+    from .together_client import TogetherClient
     from .vertex_client import VertexClient
 
 
@@ -98,6 +99,18 @@ def _groq() -> type[GroqClient]:
     return GroqClient
 
 
+def together_wire() -> Wire:
+    from .together_wire import TogetherWire
+
+    return TogetherWire()
+
+
+def _together() -> type[TogetherClient]:
+    from .together_client import TogetherClient
+
+    return TogetherClient
+
+
 def azure_wire() -> Wire:
     from .azure_wire import AzureWire
 
@@ -146,6 +159,7 @@ fireworks_client = _client(_fireworks)
 openai_client = _client(_openai)
 azure_client = _client(_azure)
 groq_client = _client(_groq)
+together_client = _client(_together)
 bedrock_client = _client(_bedrock)
 vertex_gemini_client = _client(_vertex, publisher="google")
 vertex_claude_client = _client(_vertex, publisher="anthropic")

@@ -65,6 +65,12 @@ from .halves import (
     openai_wire as _openai_wire,
 )
 from .halves import (
+    together_client as _together_client,
+)
+from .halves import (
+    together_wire as _together_wire,
+)
+from .halves import (
     vertex_claude_client as _vertex_claude_client,
 )
 from .halves import (
@@ -149,6 +155,21 @@ GROQ = ProviderSpec(
     base_url_hint="without /openai/v1 (https://api.groq.com)",
     refused_endings=("/openai/v1", "/openai"),
     inspect_prefix="groq/",
+)
+TOGETHER = ProviderSpec(
+    name="together",
+    label="Together AI",
+    claims=lambda model: model.startswith("together/"),  # together/ID: Together's model id
+    wire=_together_wire,
+    client=_together_client,
+    sdk="together",
+    extra="together",
+    key_variables=("TOGETHER_API_KEY",),
+    base_url_variable="TOGETHER_BASE_URL",
+    default_base_url="https://api.together.ai",
+    base_url_hint="without /v1 (https://api.together.ai)",
+    refused_endings=("/v1",),
+    inspect_prefix="together/",
 )
 OPENAI = ProviderSpec(
     name="openai",
@@ -323,6 +344,7 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
     GEMINI,
     FIREWORKS,
     GROQ,
+    TOGETHER,
     OPENAI,
 )
 BY_NAME: dict[str, ProviderSpec] = {spec.name: spec for spec in PROVIDERS}

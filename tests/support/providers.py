@@ -526,6 +526,28 @@ GROQ = dataclasses.replace(
 )
 
 
+# --- Together AI ------------------------------------------------------------------------
+# The reference's OpenAI rules in Together's lines ({custom_id, body}: the body as
+# OpenAI's), Together's model id in the body (together/ID names it).
+TOGETHER = dataclasses.replace(
+    OPENAI,
+    provider="together",
+    model="together/openai/gpt-oss-120b",
+    resolved="together/openai/gpt-oss-120b",
+    key_variable="TOGETHER_API_KEY",
+    key="tgp-test-marker-8e02",
+    base_variable="TOGETHER_BASE_URL",
+    sdk="together",
+    extra="together",
+    label="Together",
+    price=(0.15, 0.6),
+    body=lambda prompt, effort, s: {
+        **OPENAI.body(prompt, effort, s),
+        "model": "openai/gpt-oss-120b",
+    },
+)
+
+
 # --- Amazon Bedrock -------------------------------------------------------------------
 # The reference's Claude rules (§9) in Bedrock's shape (provider-batch-apis.md §5.4): no
 # model in the body, anthropic_version first; the face hands the responder the record's
@@ -692,6 +714,7 @@ RIGS = {
         VERTEX_GEMINI,
         VERTEX_CLAUDE,
         GROQ,
+        TOGETHER,
     )
 }
 
@@ -707,6 +730,7 @@ TYPOS = {
     "vertex-gemini": "vertex/gemini-3.1-pro-prevew",
     "vertex-claude": "vertex/claude-opus-55",
     "groq": "groq/openai/gpt-oss-1200b",
+    "together": "together/openai/gpt-oss-1200b",
 }
 NO_PREFLIGHT = {"azure"}
 # The version each SDK adds itself, which a base URL must not end in (from each SDK's
@@ -719,6 +743,7 @@ ENDINGS = {
     "vertex-gemini": "/v1",
     "vertex-claude": "/v1",
     "groq": "/openai/v1",
+    "together": "/v1",
 }
 
 

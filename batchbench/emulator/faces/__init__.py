@@ -8,7 +8,7 @@ face claimed, as the openai SDK sends nothing that would tell its calls apart.
 from __future__ import annotations
 
 from ..face import FaceFactory
-from . import anthropic, azure, bedrock, fireworks, gemini, groq, openai, vertex
+from . import anthropic, azure, bedrock, fireworks, gemini, groq, openai, together, vertex
 
 FACES: tuple[FaceFactory, ...] = (
     vertex.make,
@@ -18,5 +18,6 @@ FACES: tuple[FaceFactory, ...] = (
     gemini.make,
     fireworks.make,
     groq.make,
+    together.make,
     openai.make,
 )
