@@ -125,6 +125,13 @@ EXPECTED = {
         "temperature": 0,
         "reasoning_effort": "none",
     },
+    "mistral": lambda u: {
+        "model": "mistral-medium-latest",
+        "messages": _chat("", u),
+        "response_format": {"type": "json_object"},
+        "max_tokens": 5000,
+        "temperature": 0,
+    },
     "together": lambda u: {
         "model": "openai/gpt-oss-120b",
         "messages": _chat("", u),

@@ -257,6 +257,7 @@ BAD_DAYS = {
     "vertex-claude": {"failed-with-output": 0.5},
     "groq": {"missing-lines": 0.3, "status-zero": 0.2, "lagging-counts": 0.5},
     "together": {"status-zero": 0.3},  # no line counts: a short file is owed, not lost
+    "mistral": {"missing-lines": 0.3, "status-zero": 0.2, "lagging-counts": 0.5},
 }
 
 

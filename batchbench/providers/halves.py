@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from .fireworks_client import FireworksClient
     from .gemini_client import GeminiClient
     from .groq_client import GroqClient
+    from .mistral_client import MistralClient
     from .openai_client import OpenAIClient
     from .spec import ClientContext, ClientFactory
     from .together_client import TogetherClient
@@ -111,6 +112,18 @@ def _together() -> type[TogetherClient]:
     return TogetherClient
 
 
+def mistral_wire() -> Wire:
+    from .mistral_wire import MistralWire
+
+    return MistralWire()
+
+
+def _mistral() -> type[MistralClient]:
+    from .mistral_client import MistralClient
+
+    return MistralClient
+
+
 def azure_wire() -> Wire:
     from .azure_wire import AzureWire
 
@@ -160,6 +173,7 @@ openai_client = _client(_openai)
 azure_client = _client(_azure)
 groq_client = _client(_groq)
 together_client = _client(_together)
+mistral_client = _client(_mistral)
 bedrock_client = _client(_bedrock)
 vertex_gemini_client = _client(_vertex, publisher="google")
 vertex_claude_client = _client(_vertex, publisher="anthropic")

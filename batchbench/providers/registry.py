@@ -59,6 +59,12 @@ from .halves import (
     groq_wire as _groq_wire,
 )
 from .halves import (
+    mistral_client as _mistral_client,
+)
+from .halves import (
+    mistral_wire as _mistral_wire,
+)
+from .halves import (
     openai_client as _openai_client,
 )
 from .halves import (
@@ -170,6 +176,22 @@ TOGETHER = ProviderSpec(
     base_url_hint="without /v1 (https://api.together.ai)",
     refused_endings=("/v1",),
     inspect_prefix="together/",
+)
+MISTRAL = ProviderSpec(
+    name="mistral",
+    label="Mistral",
+    claims=lambda model: model.startswith("mistral/"),  # mistral/ID: Mistral's model id
+    wire=_mistral_wire,
+    client=_mistral_client,
+    sdk="mistralai.client",
+    extra="mistral",
+    key_variables=("MISTRAL_API_KEY",),
+    base_url_variable="MISTRAL_BASE_URL",
+    default_base_url="https://api.mistral.ai",
+    base_url_hint="without /v1 (https://api.mistral.ai)",
+    refused_endings=("/v1",),
+    developer="mistral",
+    inspect_prefix="mistral/",
 )
 OPENAI = ProviderSpec(
     name="openai",
@@ -345,6 +367,7 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
     FIREWORKS,
     GROQ,
     TOGETHER,
+    MISTRAL,
     OPENAI,
 )
 BY_NAME: dict[str, ProviderSpec] = {spec.name: spec for spec in PROVIDERS}

@@ -548,6 +548,35 @@ TOGETHER = dataclasses.replace(
 )
 
 
+# --- Mistral ---------------------------------------------------------------------------
+# The reference's OpenAI body in Mistral's words (max_tokens), one model a job (the face
+# hands the responder the line's body with the job's model first), no reasoning effort.
+MISTRAL = dataclasses.replace(
+    OPENAI,
+    provider="mistral",
+    model="mistral/mistral-medium-latest",
+    resolved="mistral/mistral-medium-latest",
+    key_variable="MISTRAL_API_KEY",
+    key="mistral-test-marker-51ab",
+    base_variable="MISTRAL_BASE_URL",
+    sdk="mistralai.client",
+    extra="mistral",
+    label="Mistral",
+    effort=None,
+    row_effort=None,
+    price=(0.4, 2.0),
+    body=lambda prompt, effort, s: {
+        "model": "mistral-medium-latest",
+        "messages": [
+            {"role": "system", "content": ANSWER_SYSTEM_MESSAGE},
+            {"role": "user", "content": prompt},
+        ],
+        "max_tokens": 32000,
+        **({"temperature": 1} if s.temperature else {}),
+    },
+)
+
+
 # --- Amazon Bedrock -------------------------------------------------------------------
 # The reference's Claude rules (§9) in Bedrock's shape (provider-batch-apis.md §5.4): no
 # model in the body, anthropic_version first; the face hands the responder the record's
@@ -715,6 +744,7 @@ RIGS = {
         VERTEX_CLAUDE,
         GROQ,
         TOGETHER,
+        MISTRAL,
     )
 }
 
@@ -731,6 +761,7 @@ TYPOS = {
     "vertex-claude": "vertex/claude-opus-55",
     "groq": "groq/openai/gpt-oss-1200b",
     "together": "together/openai/gpt-oss-1200b",
+    "mistral": "mistral/mistral-medium-latset",
 }
 NO_PREFLIGHT = {"azure"}
 # The version each SDK adds itself, which a base URL must not end in (from each SDK's
@@ -744,6 +775,7 @@ ENDINGS = {
     "vertex-claude": "/v1",
     "groq": "/openai/v1",
     "together": "/v1",
+    "mistral": "/v1",
 }
 
 

@@ -8,7 +8,7 @@ face claimed, as the openai SDK sends nothing that would tell its calls apart.
 from __future__ import annotations
 
 from ..face import FaceFactory
-from . import anthropic, azure, bedrock, fireworks, gemini, groq, openai, together, vertex
+from . import anthropic, azure, bedrock, fireworks, gemini, groq, mistral, openai, together, vertex
 
 FACES: tuple[FaceFactory, ...] = (
     vertex.make,
@@ -19,5 +19,6 @@ FACES: tuple[FaceFactory, ...] = (
     fireworks.make,
     groq.make,
     together.make,
+    mistral.make,
     openai.make,
 )

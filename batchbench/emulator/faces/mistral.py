@@ -1,0 +1,249 @@
+"""Mistral's face: its Files and Batch jobs calls as the mistralai SDK makes them.
+
+As the service documents them (docs.mistral.ai batch processing; the SDK's types):
+
+- a file is uploaded multipart (``purpose=batch``); its lines are ``{"custom_id",
+  "body"}``, the body without a model;
+- ``POST /v1/batch/jobs`` names the input files, the endpoint, the model (one a job),
+  ``metadata`` (kept, and listed) and ``timeout_hours``; a job says ``QUEUED``,
+  ``RUNNING``, ``SUCCESS``, ``FAILED``, ``TIMEOUT_EXCEEDED``,
+  ``CANCELLATION_REQUESTED`` or ``CANCELLED``, with its request counts, its output and
+  error files;
+- ``GET /v1/batch/jobs`` pages (``page``, ``page_size``, ``created_after``) and says the
+  ``total``; models are ``GET /v1/models/{id}`` cards.
+
+The jobs run in an OpenAI book (lifecycle, bad days, result lines as OpenAI's, which
+is how Mistral writes them); each line is handed to it with the job's model and
+endpoint. On this emulator's port the face lives under ``/mistral``.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+from urllib.parse import unquote
+
+from ..core import ApiFailure, Store
+from ..face import Exchange, Reply, route
+from ..multipart import multipart
+from .openai import OPENAI_LIMITS, OpenAIFace
+from .openai.validate import Limits
+
+MOUNT = "/mistral"
+ENDPOINT = "/v1/chat/completions"
+MISTRAL_LIMITS = Limits(
+    max_lines=1_000_000, endpoints={ENDPOINT: ENDPOINT}, file_expiry=OPENAI_LIMITS.file_expiry
+)
+STATUS = {
+    "validating": "QUEUED",
+    "in_progress": "RUNNING",
+    "finalizing": "RUNNING",
+    "cancelling": "CANCELLATION_REQUESTED",
+    "completed": "SUCCESS",
+    "failed": "FAILED",
+    "expired": "TIMEOUT_EXCEEDED",
+    "cancelled": "CANCELLED",
+}
+
+
+def _with_model(data: bytes, model: str) -> bytes:
+    """The job's lines as the OpenAI book reads them: the job's model in each body, the
+    job's endpoint as each url. A line that is not Mistral's (no id, no body, a body
+    that names a model) is handed over as it is, and fails the job's validation."""
+    out = []
+    for raw in data.splitlines():
+        if not raw.strip():
+            continue
+        try:
+            line = json.loads(raw)
+        except ValueError:
+            out.append(raw)
+            continue
+        body = line.get("body") if isinstance(line, dict) else None
+        if (
+            not isinstance(body, dict)
+            or "model" in body
+            or not isinstance(line.get("custom_id"), str)
+        ):
+            out.append(raw)
+            continue
+        moved = {**line, "method": "POST", "url": ENDPOINT, "body": {"model": model, **body}}
+        out.append(json.dumps(moved).encode())
+    return b"".join(x + b"\n" for x in out)
+
+
+class MistralFace(OpenAIFace):
+    name = "mistral"
+    key_variable = "MISTRAL_API_KEY"
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store, prefix=f"{MOUNT}/v1", limits=MISTRAL_LIMITS, provider="mistral")
+        self.jobs: dict[str, dict[str, Any]] = {}  # batch id → model, metadata, input files
+        p = "^" + MOUNT + "/v1"
+        self.routes = [
+            route("POST", p + r"/files$", self.upload, writes=True),
+            route("GET", p + r"/files/([^/]+)/content$", self.content),
+            route("DELETE", p + r"/files/([^/]+)$", self.delete_file, writes=True),
+            route("POST", p + r"/batch/jobs$", self.create_batch, creates=True),
+            route("GET", p + r"/batch/jobs$", self.list_batches),
+            route("GET", p + r"/batch/jobs/([^/]+)$", self.get_batch),
+            route("POST", p + r"/batch/jobs/([^/]+)/cancel$", self.cancel, writes=True),
+            route("GET", p + r"/models$", self.models),
+            route("GET", p + r"/models/(.+)$", self.model),
+        ]
+
+    def claims(self, x: Exchange) -> bool:
+        return x.path.startswith(f"{MOUNT}/")
+
+    def error(self, failure: ApiFailure) -> Reply:
+        """Mistral's error body: ``{"object": "error", "message", "type", "param", "code"}``."""
+        body = {
+            "object": "error",
+            "message": failure.message,
+            "type": failure.kind
+            or ("invalid_request_error" if failure.status < 500 else "api_error"),
+            "param": failure.param,
+            "code": failure.code,
+        }
+        return Reply(body, failure.status, dict(failure.headers))
+
+    def base_url(self, url: str) -> str:
+        return url + MOUNT  # the SDK adds /v1
+
+    def environment(self, url: str) -> dict[str, str]:
+        return {"MISTRAL_BASE_URL": self.base_url(url)}
+
+    def model_known(self, name: str) -> bool:
+        return self.store.known_model(name) or self.store.known_model(f"mistral/{name}")
+
+    # files ----------------------------------------------------------------------
+    def upload(self, x: Exchange) -> Reply:
+        fields, files = multipart(x.header("Content-Type"), x.body)
+        if "file" not in files:
+            raise ApiFailure(422, "Field required: file", param="file")
+        purpose = fields.get("purpose", "fine-tune")
+        name, data = files["file"]
+        made = self.book.upload(name, "batch" if purpose == "batch" else "fine-tune", data, None)
+        return Reply(
+            {
+                "id": made["id"],
+                "object": "file",
+                "bytes": len(data),
+                "created_at": made["created_at"],
+                "filename": name,
+                "purpose": purpose,
+                "sample_type": "batch_request" if purpose == "batch" else "instruct",
+                "source": "upload",
+                "num_lines": data.count(b"\n"),
+            }
+        )
+
+    def delete_file(self, x: Exchange, file_id: str) -> Reply:
+        self.book.delete_file(file_id)
+        return Reply({"id": file_id, "object": "file", "deleted": True})
+
+    # jobs -----------------------------------------------------------------------
+    def _job(self, batch: dict[str, Any]) -> dict[str, Any]:
+        counts = batch.get("request_counts") or {}
+        made = self.jobs.get(batch["id"], {})
+        errors = (batch.get("errors") or {}).get("data") or []
+        return {
+            "id": batch["id"],
+            "object": "batch",
+            "input_files": made.get("input_files", []),
+            "metadata": made.get("metadata"),
+            "endpoint": ENDPOINT,
+            "model": made.get("model"),
+            "agent_id": None,
+            "output_file": batch.get("output_file_id"),
+            "error_file": batch.get("error_file_id"),
+            "errors": [{"message": str(e.get("message")), "count": 1} for e in errors],
+            "outputs": None,
+            "status": STATUS[str(batch["status"])],
+            "created_at": batch.get("created_at"),
+            "total_requests": int(counts.get("total") or 0),
+            "completed_requests": int(counts.get("completed") or 0)
+            + int(counts.get("failed") or 0),
+            "succeeded_requests": int(counts.get("completed") or 0),
+            "failed_requests": int(counts.get("failed") or 0),
+            "started_at": batch.get("in_progress_at"),
+            "completed_at": batch.get("completed_at") or batch.get("failed_at"),
+        }
+
+    def create_batch(self, x: Exchange) -> Reply:
+        payload = x.json()
+        if not isinstance(payload, dict):
+            raise ApiFailure(422, "Request body must be a JSON object")
+        files, model = payload.get("input_files"), payload.get("model")
+        if payload.get("endpoint") != ENDPOINT:
+            raise ApiFailure(
+                422, f"Invalid endpoint: {payload.get('endpoint')!r}", param="endpoint"
+            )
+        if not isinstance(files, list) or len(files) != 1 or not isinstance(model, str):
+            raise ApiFailure(
+                422, "A job names its model and one input file here", param="input_files"
+            )
+        if not self.model_known(model):
+            raise ApiFailure(400, f"Invalid model: {model}", code="1500")
+        source = self.book.get_file(str(files[0]))
+        # The job's lines, with its model, as a file of the book's own.
+        moved = self.book.upload(source.filename, "batch", _with_model(source.data, model), None)
+        made = self.book.create_batch(
+            {
+                "input_file_id": moved["id"],
+                "endpoint": ENDPOINT,
+                "completion_window": "24h",
+                "metadata": payload.get("metadata"),
+            }
+        )
+        self.jobs[made["id"]] = {
+            "model": model,
+            "metadata": payload.get("metadata"),
+            "input_files": files,
+        }
+        return Reply(self._job(made))
+
+    def list_batches(self, x: Exchange) -> Reply:
+        page = x.int_param("page", 0, 0, 10**6, coerce=True)
+        size = x.int_param("page_size", 100, 1, 1000, coerce=True)
+        after = x.query.get("created_after")
+        since = datetime.fromisoformat(after.replace("Z", "+00:00")).timestamp() if after else 0
+        found = [
+            b
+            for b in self.book.list_batches(10**9, None)["data"]
+            if (b.get("created_at") or 0) >= since
+        ]
+        chunk = found[page * size : (page + 1) * size]
+        return Reply({"object": "list", "data": [self._job(b) for b in chunk], "total": len(found)})
+
+    def get_batch(self, x: Exchange, batch_id: str) -> Reply:
+        return Reply(self._job(self.book.batch_obj(batch_id)))
+
+    def cancel(self, x: Exchange, batch_id: str) -> Reply:
+        return Reply(self._job(self.book.cancel(batch_id)))
+
+    # models ---------------------------------------------------------------------
+    def _card(self, name: str) -> dict[str, Any]:
+        return {
+            "id": name,
+            "object": "model",
+            "created": 1767225600,
+            "owned_by": "mistralai",
+            "type": "base",
+            "capabilities": {"completion_chat": True},
+        }
+
+    def models(self, x: Exchange) -> Reply:
+        names = [n.removeprefix("mistral/") for n in self.store.catalogue.listed("mistral/")]
+        return Reply({"object": "list", "data": [self._card(n) for n in names]})
+
+    def model(self, x: Exchange, name: str) -> Reply:
+        name = unquote(name)
+        if not self.model_known(name):
+            raise ApiFailure(404, f"Model {name} not found", code="1500")
+        return Reply(self._card(name))
+
+
+def make(store: Store) -> MistralFace:
+    return MistralFace(store)
