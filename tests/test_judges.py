@@ -132,6 +132,13 @@ EXPECTED = {
         "max_tokens": 5000,
         "temperature": 0,
     },
+    "openrouter": lambda u: {
+        "model": "anthropic/claude-opus-5",
+        "messages": _chat("", u),
+        "response_format": {"type": "json_object"},
+        "max_completion_tokens": 5000,
+        "temperature": 0,
+    },
     "together": lambda u: {
         "model": "openai/gpt-oss-120b",
         "messages": _chat("", u),

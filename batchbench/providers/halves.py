@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .groq_client import GroqClient
     from .mistral_client import MistralClient
     from .openai_client import OpenAIClient
+    from .openrouter_client import OpenRouterClient
     from .spec import ClientContext, ClientFactory
     from .together_client import TogetherClient
     from .vertex_client import VertexClient
@@ -124,6 +125,18 @@ def _mistral() -> type[MistralClient]:
     return MistralClient
 
 
+def openrouter_wire() -> Wire:
+    from .openrouter_wire import OpenRouterWire
+
+    return OpenRouterWire()
+
+
+def _openrouter() -> type[OpenRouterClient]:
+    from .openrouter_client import OpenRouterClient
+
+    return OpenRouterClient
+
+
 def azure_wire() -> Wire:
     from .azure_wire import AzureWire
 
@@ -174,6 +187,7 @@ azure_client = _client(_azure)
 groq_client = _client(_groq)
 together_client = _client(_together)
 mistral_client = _client(_mistral)
+openrouter_client = _client(_openrouter)
 bedrock_client = _client(_bedrock)
 vertex_gemini_client = _client(_vertex, publisher="google")
 vertex_claude_client = _client(_vertex, publisher="anthropic")

@@ -55,23 +55,23 @@ class Body(msgspec.Struct, gc=False):
     usage: _Usage | None = None
 
 
-class _Response(msgspec.Struct, gc=False):
+class Response(msgspec.Struct, gc=False):
     status_code: int | None = None
     body: msgspec.Raw = _NULL
 
 
-class _LineError(msgspec.Struct, gc=False):
+class LineError(msgspec.Struct, gc=False):
     code: str | None = None
     message: str | None = None
 
 
-class _Line(msgspec.Struct, gc=False):
+class Line(msgspec.Struct, gc=False):
     custom_id: str | None = None
-    response: _Response | None = None
-    error: _LineError | None = None
+    response: Response | None = None
+    error: LineError | None = None
 
 
-_LINE = msgspec.json.Decoder(_Line)
+_LINE = msgspec.json.Decoder(Line)
 _BODY = msgspec.json.Decoder(Body | str | None)
 _CONTENT = msgspec.json.Decoder(str | None)
 
@@ -87,7 +87,11 @@ def _content(raw: msgspec.Raw) -> str | None:
 def read_outputs(paths: Sequence[Path], empty_error: str) -> pl.DataFrame:
     """All lines of these files as the common frame, each checked; ``empty_error`` is
     what the reference calls an empty message from this service."""
-    read = frames.read_files(paths, _LINE)
+    return outputs_frame(frames.read_files(paths, _LINE), empty_error)
+
+
+def outputs_frame(read: Sequence[tuple[str, int, Line]], empty_error: str) -> pl.DataFrame:
+    """OpenAI-shaped output lines (file, line number, line) as the common frame."""
     files = [f for f, _, _ in read]
     numbers = [n for _, n, _ in read]
     lines = [line for _, _, line in read]

@@ -71,6 +71,12 @@ from .halves import (
     openai_wire as _openai_wire,
 )
 from .halves import (
+    openrouter_client as _openrouter_client,
+)
+from .halves import (
+    openrouter_wire as _openrouter_wire,
+)
+from .halves import (
     together_client as _together_client,
 )
 from .halves import (
@@ -192,6 +198,20 @@ MISTRAL = ProviderSpec(
     refused_endings=("/v1",),
     developer="mistral",
     inspect_prefix="mistral/",
+)
+OPENROUTER = ProviderSpec(
+    name="openrouter",
+    label="OpenRouter",
+    claims=lambda model: model.startswith("openrouter/"),  # openrouter/ID: its model id
+    wire=_openrouter_wire,
+    client=_openrouter_client,
+    sdk="openrouter",
+    extra="openrouter",
+    key_variables=("OPENROUTER_API_KEY",),
+    base_url_variable="OPENROUTER_BASE_URL",
+    default_base_url="https://openrouter.ai/api/v1",
+    base_url_hint="ending in /api/v1 (https://openrouter.ai/api/v1)",
+    inspect_prefix="openrouter/",
 )
 OPENAI = ProviderSpec(
     name="openai",
@@ -368,6 +388,7 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
     GROQ,
     TOGETHER,
     MISTRAL,
+    OPENROUTER,
     OPENAI,
 )
 BY_NAME: dict[str, ProviderSpec] = {spec.name: spec for spec in PROVIDERS}

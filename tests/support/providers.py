@@ -75,6 +75,7 @@ class Rig:
     # The variables its SDKs read that name the emulator (a cloud's several endpoints).
     env_of: Callable[[Rig, Any], dict[str, str]] | None = None
     face: str = ""  # the emulator's face that serves it, when not named as the provider
+    unit: str = "line"  # a result's place in the raw file ("result" where they are inline)
 
     @property
     def face_name(self) -> str:
@@ -577,6 +578,50 @@ MISTRAL = dataclasses.replace(
 )
 
 
+# --- OpenRouter --------------------------------------------------------------------------
+# The reference's OpenAI rules, requests inline ({custom_id, body}), OpenRouter's model
+# id in the body (openrouter/ID names it), results inline in the batch object.
+# OpenRouter (openrouter.ai/docs batch quickstart; the SDK's Result and ResultError): a
+# result holds a response or an error, never both; a request the model refused is an
+# error {message, type, param, error_type} whose canonical error_type names its status.
+_OPENROUTER_TYPES = {400: "invalid_request", 429: "rate_limit_exceeded", 500: "server"}
+_OPENROUTER_TYPES |= {502: "provider_unavailable", 503: "provider_overloaded"}
+
+
+def _openrouter_read(reply: Any) -> tuple[int, str | None, str]:
+    if isinstance(reply, str):
+        return 200, reply, ""
+    status, given = reply["status_code"], reply["body"]["error"]
+    error = {
+        "message": given["message"],
+        "type": given["type"],
+        "param": given["param"],
+        "error_type": _OPENROUTER_TYPES[status],
+    }
+    return status, None, json.dumps({"error": error})
+
+
+OPENROUTER = dataclasses.replace(
+    OPENAI,
+    provider="openrouter",
+    model="openrouter/anthropic/claude-opus-5",
+    resolved="openrouter/anthropic/claude-opus-5",
+    key_variable="OPENROUTER_API_KEY",
+    key="sk-or-test-marker-6d4c",
+    base_variable="OPENROUTER_BASE_URL",
+    sdk="openrouter",
+    extra="openrouter",
+    label="OpenRouter",
+    price=(5.0, 25.0),
+    read=_openrouter_read,
+    unit="result",
+    body=lambda prompt, effort, s: {
+        **OPENAI.body(prompt, effort, s),
+        "model": "anthropic/claude-opus-5",
+    },
+)
+
+
 # --- Amazon Bedrock -------------------------------------------------------------------
 # The reference's Claude rules (§9) in Bedrock's shape (provider-batch-apis.md §5.4): no
 # model in the body, anthropic_version first; the face hands the responder the record's
@@ -745,6 +790,7 @@ RIGS = {
         GROQ,
         TOGETHER,
         MISTRAL,
+        OPENROUTER,
     )
 }
 
@@ -762,6 +808,7 @@ TYPOS = {
     "groq": "groq/openai/gpt-oss-1200b",
     "together": "together/openai/gpt-oss-1200b",
     "mistral": "mistral/mistral-medium-latset",
+    "openrouter": "openrouter/anthropic/claude-opus-55",
 }
 NO_PREFLIGHT = {"azure"}
 # The version each SDK adds itself, which a base URL must not end in (from each SDK's

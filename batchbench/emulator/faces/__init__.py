@@ -8,7 +8,19 @@ face claimed, as the openai SDK sends nothing that would tell its calls apart.
 from __future__ import annotations
 
 from ..face import FaceFactory
-from . import anthropic, azure, bedrock, fireworks, gemini, groq, mistral, openai, together, vertex
+from . import (
+    anthropic,
+    azure,
+    bedrock,
+    fireworks,
+    gemini,
+    groq,
+    mistral,
+    openai,
+    openrouter,
+    together,
+    vertex,
+)
 
 FACES: tuple[FaceFactory, ...] = (
     vertex.make,
@@ -20,5 +32,6 @@ FACES: tuple[FaceFactory, ...] = (
     groq.make,
     together.make,
     mistral.make,
+    openrouter.make,
     openai.make,
 )
