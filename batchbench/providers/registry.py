@@ -22,85 +22,14 @@ if TYPE_CHECKING:  # the protocols only: loading a provider's halves waits for f
     from .base import Wire
 
 
-from .halves import (
-    anthropic_client as _anthropic_client,
-)
-from .halves import (
-    anthropic_wire as _anthropic_wire,
-)
-from .halves import (
-    azure_client as _azure_client,
-)
-from .halves import (
-    azure_wire as _azure_wire,
-)
-from .halves import (
-    bedrock_client as _bedrock_client,
-)
-from .halves import (
-    bedrock_wire as _bedrock_wire,
-)
-from .halves import (
-    fireworks_client as _fireworks_client,
-)
-from .halves import (
-    fireworks_wire as _fireworks_wire,
-)
-from .halves import (
-    gemini_client as _gemini_client,
-)
-from .halves import (
-    gemini_wire as _gemini_wire,
-)
-from .halves import (
-    groq_client as _groq_client,
-)
-from .halves import (
-    groq_wire as _groq_wire,
-)
-from .halves import (
-    mistral_client as _mistral_client,
-)
-from .halves import (
-    mistral_wire as _mistral_wire,
-)
-from .halves import (
-    openai_client as _openai_client,
-)
-from .halves import (
-    openai_wire as _openai_wire,
-)
-from .halves import (
-    openrouter_client as _openrouter_client,
-)
-from .halves import (
-    openrouter_wire as _openrouter_wire,
-)
-from .halves import (
-    together_client as _together_client,
-)
-from .halves import (
-    together_wire as _together_wire,
-)
-from .halves import (
-    vertex_claude_client as _vertex_claude_client,
-)
-from .halves import (
-    vertex_claude_wire as _vertex_claude_wire,
-)
-from .halves import (
-    vertex_gemini_client as _vertex_gemini_client,
-)
-from .halves import (
-    vertex_gemini_wire as _vertex_gemini_wire,
-)
+from . import halves
 
 ANTHROPIC = ProviderSpec(
     name="anthropic",
     label="Anthropic",
     claims=lambda model: model.startswith("claude-"),
-    wire=_anthropic_wire,
-    client=_anthropic_client,
+    wire=halves.anthropic_wire,
+    client=halves.anthropic_client,
     sdk="anthropic",
     extra="anthropic",
     key_variables=("ANTHROPIC_API_KEY",),
@@ -116,8 +45,8 @@ GEMINI = ProviderSpec(
     name="gemini",
     label="Gemini",
     claims=lambda model: model.startswith("gemini"),
-    wire=_gemini_wire,
-    client=_gemini_client,
+    wire=halves.gemini_wire,
+    client=halves.gemini_client,
     sdk="google.genai",
     extra="gemini",
     key_variables=("GEMINI_API_KEY", "GOOGLE_API_KEY", "GEMINI_AI_API_KEY"),
@@ -134,8 +63,8 @@ FIREWORKS = ProviderSpec(
     name="fireworks",
     label="Fireworks",
     claims=lambda model: model.startswith("accounts/"),
-    wire=_fireworks_wire,
-    client=_fireworks_client,
+    wire=halves.fireworks_wire,
+    client=halves.fireworks_client,
     sdk="fireworks",
     extra="fireworks",
     key_variables=("FIREWORKS_API_KEY", "FIREWORKS_INFERENCE_API_KEY"),
@@ -157,8 +86,8 @@ GROQ = ProviderSpec(
     name="groq",
     label="Groq",
     claims=lambda model: model.startswith("groq/"),  # groq/ID: Groq's model id
-    wire=_groq_wire,
-    client=_groq_client,
+    wire=halves.groq_wire,
+    client=halves.groq_client,
     sdk="groq",
     extra="groq",
     key_variables=("GROQ_API_KEY",),
@@ -172,8 +101,8 @@ TOGETHER = ProviderSpec(
     name="together",
     label="Together AI",
     claims=lambda model: model.startswith("together/"),  # together/ID: Together's model id
-    wire=_together_wire,
-    client=_together_client,
+    wire=halves.together_wire,
+    client=halves.together_client,
     sdk="together",
     extra="together",
     key_variables=("TOGETHER_API_KEY",),
@@ -187,8 +116,8 @@ MISTRAL = ProviderSpec(
     name="mistral",
     label="Mistral",
     claims=lambda model: model.startswith("mistral/"),  # mistral/ID: Mistral's model id
-    wire=_mistral_wire,
-    client=_mistral_client,
+    wire=halves.mistral_wire,
+    client=halves.mistral_client,
     sdk="mistralai.client",
     extra="mistral",
     key_variables=("MISTRAL_API_KEY",),
@@ -203,8 +132,8 @@ OPENROUTER = ProviderSpec(
     name="openrouter",
     label="OpenRouter",
     claims=lambda model: model.startswith("openrouter/"),  # openrouter/ID: its model id
-    wire=_openrouter_wire,
-    client=_openrouter_client,
+    wire=halves.openrouter_wire,
+    client=halves.openrouter_client,
     sdk="openrouter",
     extra="openrouter",
     key_variables=("OPENROUTER_API_KEY",),
@@ -217,8 +146,8 @@ OPENAI = ProviderSpec(
     name="openai",
     label="OpenAI",
     claims=lambda model: True,  # the reference: any other name is OpenAI's
-    wire=_openai_wire,
-    client=_openai_client,
+    wire=halves.openai_wire,
+    client=halves.openai_client,
     sdk="openai",
     extra="",
     key_variables=("OPENAI_ACCESS_TOKEN", "OPENAI_API_KEY"),
@@ -243,8 +172,8 @@ AZURE = ProviderSpec(
     name="azure",
     label="Azure OpenAI",
     claims=lambda model: model.startswith("azure/"),  # azure/DEPLOYMENT
-    wire=_azure_wire,
-    client=_azure_client,
+    wire=halves.azure_wire,
+    client=halves.azure_client,
     sdk="openai",
     extra="",
     key_variables=("AZURE_OPENAI_API_KEY",),
@@ -262,8 +191,8 @@ BEDROCK = ProviderSpec(
     name="bedrock",
     label="Amazon Bedrock",
     claims=lambda model: model.startswith("bedrock/"),  # bedrock/MODEL_ID or a profile
-    wire=_bedrock_wire,
-    client=_bedrock_client,
+    wire=halves.bedrock_wire,
+    client=halves.bedrock_client,
     sdk="boto3",
     extra="bedrock",
     key_variables=(),  # AWS's own credential chain (keys, profiles, roles)
@@ -360,8 +289,8 @@ VERTEX_CLAUDE = _vertex(
     "vertex-claude",
     "Vertex AI (Claude)",
     lambda model: model.startswith("vertex/claude-"),
-    wire=_vertex_claude_wire,
-    client=_vertex_claude_client,
+    wire=halves.vertex_claude_wire,
+    client=halves.vertex_claude_client,
     developer="anthropic",
     inspect_prefix="anthropic/",  # anthropic/vertex/claude-…
 )
@@ -369,8 +298,8 @@ VERTEX_GEMINI = _vertex(
     "vertex-gemini",
     "Vertex AI (Gemini)",
     lambda model: model.startswith("vertex/"),
-    wire=_vertex_gemini_wire,
-    client=_vertex_gemini_client,
+    wire=halves.vertex_gemini_wire,
+    client=halves.vertex_gemini_client,
     priced_as=lambda model: model.removeprefix("vertex/"),  # Vertex's batch price is Gemini's
     developer="google",
     inspect_prefix="google/",  # google/vertex/gemini-…
