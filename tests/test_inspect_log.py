@@ -154,6 +154,11 @@ INSPECT_NAMES = {
     ),
     "vertex/claude-sonnet-4-5": "anthropic/vertex/claude-sonnet-4-5",
     "vertex/gemini-2.5-pro": "google/vertex/gemini-2.5-pro",
+    "groq/openai/gpt-oss-120b": "groq/openai/gpt-oss-120b",
+    "together/openai/gpt-oss-120b": "together/openai/gpt-oss-120b",
+    "mistral/mistral-medium-latest": "mistral/mistral-medium-latest",
+    "openrouter/anthropic/claude-opus-5": "openrouter/anthropic/claude-opus-5",
+    "xai/grok-4.3": "grok/grok-4.3",
 }
 
 

@@ -146,6 +146,13 @@ EXPECTED = {
         "max_completion_tokens": 5000,
         "temperature": 0,
     },
+    "xai": lambda u: {
+        "model": "grok-4.3",
+        "messages": _chat("", u),
+        "response_format": {"type": "json_object"},
+        "max_completion_tokens": 5000,
+        "temperature": 0,
+    },
     "groq": lambda u: {
         "model": "openai/gpt-oss-120b",
         "messages": _chat("", u),

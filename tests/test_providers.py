@@ -259,6 +259,7 @@ BAD_DAYS = {
     "together": {"status-zero": 0.3},  # no line counts: a short file is owed, not lost
     "mistral": {"missing-lines": 0.3, "status-zero": 0.2, "lagging-counts": 0.5},
     "openrouter": {"missing-lines": 0.3, "status-zero": 0.2},
+    "xai": {"missing-lines": 0.3, "status-zero": 0.2, "lagging-counts": 0.5},
 }
 
 

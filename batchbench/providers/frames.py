@@ -91,6 +91,24 @@ def check_utf8(data: bytes | mmap.mmap, path: Path, chunk: int = 1 << 20) -> Non
                 raise BatchFileError(f"{path}: line {lineno}: not UTF-8 text") from None
 
 
+def non_utf8_result(data: bytes) -> int | None:
+    """The place (from 1) of the first of a JSON document's ``results`` that holds bytes
+    that are not UTF-8 (results that come in one document, a page or a batch object, are
+    named by their place, as lines are by their number); None when none does or the
+    document is not JSON."""
+    try:
+        doc = json.loads(data.decode("utf-8", "surrogateescape"))
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    results = doc.get("results") if isinstance(doc, dict) else None
+    for n, r in enumerate(results if isinstance(results, list) else [], 1):
+        try:
+            json.dumps(r, ensure_ascii=False).encode()
+        except UnicodeEncodeError:
+            return n
+    return None
+
+
 def map_file(path: Path) -> bytes | mmap.mmap:
     """The file's bytes without copying them (an empty file cannot be mapped). A kept
     raw file that cannot be read is named as such."""

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .spec import ClientContext, ClientFactory
     from .together_client import TogetherClient
     from .vertex_client import VertexClient
+    from .xai_client import XAIClient
 
 
 def _client(load: Callable[[], Callable[..., Client]], **fixed: Any) -> ClientFactory:
@@ -87,6 +88,18 @@ def _openai() -> type[OpenAIClient]:
     from .openai_client import OpenAIClient
 
     return OpenAIClient
+
+
+def xai_wire() -> Wire:
+    from .xai_wire import XAIWire
+
+    return XAIWire()
+
+
+def _xai() -> type[XAIClient]:
+    from .xai_client import XAIClient
+
+    return XAIClient
 
 
 def groq_wire() -> Wire:
@@ -185,6 +198,7 @@ fireworks_client = _client(_fireworks)
 openai_client = _client(_openai)
 azure_client = _client(_azure)
 groq_client = _client(_groq)
+xai_client = _client(_xai)
 together_client = _client(_together)
 mistral_client = _client(_mistral)
 openrouter_client = _client(_openrouter)

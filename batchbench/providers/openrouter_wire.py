@@ -137,15 +137,12 @@ def _undecodable(data: bytes, path: Path) -> Exception:
     UTF-8 (named by its place), or a transfer cut short (downloaded again)."""
     frames.check_tail(data.rstrip(b"\n") + b"\n", path)  # a page is said as one
     try:
-        doc = json.loads(data.decode("utf-8", "surrogateescape"))
+        json.loads(data.decode("utf-8", "surrogateescape"))
     except (json.JSONDecodeError, RecursionError):
         return TruncatedFileError(f"{path}: not a whole batch object")
-    results = doc.get("results") if isinstance(doc, dict) else None
-    for n, r in enumerate(results if isinstance(results, list) else [], 1):
-        try:
-            json.dumps(r, ensure_ascii=False).encode()
-        except UnicodeEncodeError:
-            return BatchFileError(f"{path}: result {n}: not UTF-8 text")
+    bad = frames.non_utf8_result(data)
+    if bad is not None:
+        return BatchFileError(f"{path}: result {bad}: not UTF-8 text")
     return BatchFileError(f"{path}: not UTF-8 text")
 
 

@@ -96,6 +96,7 @@ GROQ = ProviderSpec(
     base_url_hint="without /openai/v1 (https://api.groq.com)",
     refused_endings=("/openai/v1", "/openai"),
     inspect_prefix="groq/",
+    routing_prefix="groq/",
 )
 TOGETHER = ProviderSpec(
     name="together",
@@ -111,6 +112,7 @@ TOGETHER = ProviderSpec(
     base_url_hint="without /v1 (https://api.together.ai)",
     refused_endings=("/v1",),
     inspect_prefix="together/",
+    routing_prefix="together/",
 )
 MISTRAL = ProviderSpec(
     name="mistral",
@@ -127,6 +129,23 @@ MISTRAL = ProviderSpec(
     refused_endings=("/v1",),
     developer="mistral",
     inspect_prefix="mistral/",
+    routing_prefix="mistral/",
+)
+XAI = ProviderSpec(
+    name="xai",
+    label="xAI",
+    claims=lambda model: model.startswith("xai/"),  # xai/ID: xAI's model id
+    wire=halves.xai_wire,
+    client=halves.xai_client,
+    sdk="openai",  # xAI's REST API, as its docs drive it (its own SDK speaks gRPC)
+    extra="",
+    key_variables=("XAI_API_KEY",),
+    base_url_variable="XAI_BASE_URL",
+    default_base_url="https://api.x.ai/v1",
+    base_url_hint="ending in /v1 (https://api.x.ai/v1)",
+    developer="xai",
+    inspect_prefix="grok/",
+    routing_prefix="xai/",
 )
 OPENROUTER = ProviderSpec(
     name="openrouter",
@@ -141,6 +160,7 @@ OPENROUTER = ProviderSpec(
     default_base_url="https://openrouter.ai/api/v1",
     base_url_hint="ending in /api/v1 (https://openrouter.ai/api/v1)",
     inspect_prefix="openrouter/",
+    routing_prefix="openrouter/",
 )
 OPENAI = ProviderSpec(
     name="openai",
@@ -315,6 +335,7 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
     GEMINI,
     FIREWORKS,
     GROQ,
+    XAI,
     TOGETHER,
     MISTRAL,
     OPENROUTER,

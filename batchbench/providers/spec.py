@@ -110,12 +110,15 @@ class ProviderSpec:
     # deployment is openai/azure/…, Claude on Vertex anthropic/vertex/…, a Bedrock model
     # bedrock/…, which the name as given already starts with).
     inspect_prefix: str = ""
+    # The prefix that routes a model here (``groq/ID``): Inspect's own provider name
+    # stands in its place (``xai/grok-4.3`` is Inspect's ``grok/grok-4.3``).
+    routing_prefix: str = ""
     # Where its jobs run when the account names no location (Vertex AI's region).
     default_location: str = ""
 
     def inspect_model(self, model: str) -> str:
         """The model's name as Inspect writes it in a log."""
-        return f"{self.inspect_prefix}{model}"
+        return f"{self.inspect_prefix}{model.removeprefix(self.routing_prefix)}"
 
     def where(self) -> str:
         """How its base URL is set, and what one looks like (for a message)."""

@@ -581,6 +581,39 @@ MISTRAL = dataclasses.replace(
 # --- OpenRouter --------------------------------------------------------------------------
 # The reference's OpenAI rules, requests inline ({custom_id, body}), OpenRouter's model
 # id in the body (openrouter/ID names it), results inline in the batch object.
+# xAI (docs.x.ai batch API; the xai-sdk's batch proto, whose JSON its REST API answers):
+# OpenAI's upload and lines, xAI's model id in the body; a result is a chat completion or
+# a google.rpc.Status {code, message}, its gRPC code the HTTP failure it was.
+_GRPC_OF = {400: 3, 429: 8, 500: 13, 503: 14}
+
+
+def _xai_read(reply: Any) -> tuple[int, str | None, str]:
+    if isinstance(reply, str):
+        return 200, reply, ""
+    status, given = reply["status_code"], reply["body"]["error"]
+    return (
+        status,
+        None,
+        json.dumps({"error": {"code": _GRPC_OF[status], "message": given["message"]}}),
+    )
+
+
+XAI = dataclasses.replace(
+    OPENAI,
+    provider="xai",
+    model="xai/grok-4.3",
+    resolved="xai/grok-4.3",
+    key_variable="XAI_API_KEY",
+    key="xai-test-marker-5e2b",
+    base_variable="XAI_BASE_URL",
+    label="xAI",
+    price=(1.25, 2.5),
+    read=_xai_read,
+    unit="result",
+    body=lambda prompt, effort, s: {**OPENAI.body(prompt, effort, s), "model": "grok-4.3"},
+)
+
+
 # OpenRouter (openrouter.ai/docs batch quickstart; the SDK's Result and ResultError): a
 # result holds a response or an error, never both; a request the model refused is an
 # error {message, type, param, error_type} whose canonical error_type names its status.
@@ -791,6 +824,7 @@ RIGS = {
         TOGETHER,
         MISTRAL,
         OPENROUTER,
+        XAI,
     )
 }
 
@@ -809,6 +843,7 @@ TYPOS = {
     "together": "together/openai/gpt-oss-1200b",
     "mistral": "mistral/mistral-medium-latset",
     "openrouter": "openrouter/anthropic/claude-opus-55",
+    "xai": "xai/grok-4.33",
 }
 NO_PREFLIGHT = {"azure"}
 # The version each SDK adds itself, which a base URL must not end in (from each SDK's

@@ -20,6 +20,7 @@ from . import (
     openrouter,
     together,
     vertex,
+    xai,
 )
 
 FACES: tuple[FaceFactory, ...] = (
@@ -30,6 +31,7 @@ FACES: tuple[FaceFactory, ...] = (
     gemini.make,
     fireworks.make,
     groq.make,
+    xai.make,
     together.make,
     mistral.make,
     openrouter.make,

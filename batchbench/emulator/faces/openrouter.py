@@ -62,6 +62,7 @@ class OpenRouterFace(OpenAIFace):
     def __init__(self, store: Store) -> None:
         super().__init__(store, prefix=MOUNT, limits=OPENROUTER_LIMITS, provider="openrouter")
         self.models_of: dict[str, str] = {}  # batch id → its model
+        self.sizes: dict[str, int] = {}  # batch id → how many requests it was given
         p = "^" + MOUNT
         self.routes = [
             route("POST", p + r"/batches$", self.create_batch, creates=True),
@@ -123,7 +124,7 @@ class OpenRouterFace(OpenAIFace):
             "provider": None,
             "status": status,
             "request_counts": {
-                "total": int(counts.get("total") or 0),
+                "total": int(counts.get("total") or self.sizes.get(batch["id"], 0)),
                 "completed": int(counts.get("completed") or 0),
                 "failed": int(counts.get("failed") or 0),
             },
@@ -163,6 +164,7 @@ class OpenRouterFace(OpenAIFace):
             {"input_file_id": made_file["id"], "endpoint": ENDPOINT, "completion_window": "24h"}
         )
         self.models_of[made["id"]] = model
+        self.sizes[made["id"]] = len(requests)  # counted at once: they came inline
         return Reply(self._object(made), 202)
 
     def list_batches(self, x: Exchange) -> Reply:

@@ -1,0 +1,195 @@
+"""xAI's face: its Batch API's REST calls, as xAI documents them and its clients make them.
+
+What xAI's REST API takes and answers (docs.x.ai batch API; the xai-sdk's batch proto,
+whose JSON these are; third-party clients that drive it: batchwork, litellm):
+
+- ``POST /v1/files`` is OpenAI's upload (the OpenAI SDK drives it unchanged), its lines
+  OpenAI's (``custom_id``, ``method``, ``url: /v1/chat/completions``, ``body``);
+- ``POST /v1/batches`` takes ``{"name", "input_file_id"}`` and answers the batch:
+  ``batch_id``, ``name`` (kept: a batch's own label), ``create_time``, ``expire_time``,
+  ``cancel_time``, ``input_file_id`` and ``state`` with ``num_requests``,
+  ``num_pending``, ``num_success``, ``num_error``, ``num_cancelled`` — no status word:
+  a batch has ended when nothing is pending;
+- ``GET /v1/batches`` pages with ``limit`` and ``pagination_token`` (``{"batches",
+  "pagination_token"}``); ``POST /v1/batches/{id}:cancel`` cancels what is pending;
+- ``GET /v1/batches/{id}/results`` pages the results (``{"results",
+  "pagination_token"}``), each ``{"batch_request_id", "batch_result": {"response":
+  {"chat_get_completion": <a chat completion>}}}`` or, failed, ``{"batch_request_id",
+  "batch_result": {"error": {"code", "message"}}}`` (a ``google.rpc.Status``: gRPC
+  codes);
+- models are OpenAI's list (``/v1/models``).
+
+The batches run in an OpenAI book (its lifecycle, bad days, result and error lines).
+On this emulator's port the face lives under ``/xai`` (its base URL ``{url}/xai/v1``).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any
+
+from ..core import ApiFailure, Store
+from ..face import Exchange, Reply, route
+from .openai import OPENAI_LIMITS, OpenAIFace
+from .openai.validate import Limits
+
+MOUNT = "/xai/v1"
+ENDPOINT = "/v1/chat/completions"
+XAI_LIMITS = Limits(
+    max_lines=OPENAI_LIMITS.max_lines,
+    endpoints={ENDPOINT: ENDPOINT},
+    file_expiry=OPENAI_LIMITS.file_expiry,
+)
+# an HTTP status → the gRPC code xAI's results carry (google.rpc.Code)
+GRPC = {400: 3, 401: 16, 403: 7, 404: 5, 408: 4, 409: 10, 429: 8, 500: 13, 503: 14, 504: 4}
+
+
+def _time(t: float | None) -> str | None:
+    """A proto Timestamp as JSON: RFC 3339, UTC."""
+    if t is None:
+        return None
+    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class XAIFace(OpenAIFace):
+    name = "xai"
+    key_variable = "XAI_API_KEY"
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store, prefix=MOUNT, limits=XAI_LIMITS, provider="xai")
+        self.names: dict[str, str] = {}  # batch id → its name
+        p = "^" + MOUNT
+        kept = [r for r in self.routes_under(MOUNT) if "batches" not in r.pattern.pattern]
+        self.routes = [
+            *kept,
+            route("POST", p + r"/batches$", self.create_batch, creates=True),
+            route("GET", p + r"/batches$", self.list_batches),
+            route("GET", p + r"/batches/([^/:]+)$", self.get_batch),
+            route("POST", p + r"/batches/([^/:]+):cancel$", self.cancel, writes=True),
+            route("GET", p + r"/batches/([^/:]+)/results$", self.results),
+        ]
+
+    def claims(self, x: Exchange) -> bool:
+        return x.path.startswith("/xai/")
+
+    def error(self, failure: ApiFailure) -> Reply:
+        """xAI's errors: ``{"code", "error"}`` (a gRPC status's name and its message)."""
+        body = {"code": failure.code or str(failure.status), "error": failure.message}
+        return Reply(body, failure.status, dict(failure.headers))
+
+    def base_url(self, url: str) -> str:
+        return url + MOUNT
+
+    def environment(self, url: str) -> dict[str, str]:
+        return {"XAI_BASE_URL": self.base_url(url)}
+
+    def model_known(self, name: str) -> bool:
+        return self.store.known_model(name) or self.store.known_model(f"xai/{name}")
+
+    # batches --------------------------------------------------------------------
+    def _batch(self, batch: dict[str, Any]) -> dict[str, Any]:
+        """An OpenAI book's batch as xAI's: counts, no status word."""
+        counts = batch.get("request_counts") or {}
+        total = int(counts.get("total") or 0)
+        done, failed = int(counts.get("completed") or 0), int(counts.get("failed") or 0)
+        status = str(batch["status"])
+        ended = status in ("completed", "failed", "expired", "cancelled")
+        cancelled = max(total - done - failed, 0) if ended else 0
+        return {
+            "batch_id": batch["id"],
+            "name": self.names.get(batch["id"], ""),
+            "create_time": _time(batch.get("created_at")),
+            "expire_time": _time(batch.get("expires_at")),
+            "cancel_time": _time(batch.get("cancelling_at") or batch.get("cancelled_at")),
+            "cancel_by_xai_message": "",
+            "input_file_id": batch.get("input_file_id"),
+            "state": {
+                "num_requests": total,
+                # a request is pending until its result can be read (the book writes a
+                # batch's results when it finalizes)
+                "num_pending": 0 if ended else max(total - done - failed, 1 if total else 0),
+                "num_success": done,
+                "num_error": failed,
+                "num_cancelled": cancelled,
+            },
+        }
+
+    def create_batch(self, x: Exchange) -> Reply:
+        payload = x.json()
+        if not isinstance(payload, dict) or not isinstance(payload.get("name"), str):
+            raise ApiFailure(
+                400, "a batch needs a name", code="Client specified an invalid argument"
+            )
+        given = {k: v for k, v in payload.items() if k not in ("name",)}
+        made = self.book.create_batch({**given, "endpoint": ENDPOINT, "completion_window": "24h"})
+        self.names[made["id"]] = payload["name"]
+        return Reply(self._batch(made))
+
+    def list_batches(self, x: Exchange) -> Reply:
+        limit = x.int_param("limit", 100, 1, 100, coerce=True)
+        after = x.query.get("pagination_token") or None
+        found = self.book.list_batches(limit, after)
+        data = found["data"]
+        token = data[-1]["id"] if found.get("has_more") and data else None
+        return Reply({"batches": [self._batch(b) for b in data], "pagination_token": token})
+
+    def get_batch(self, x: Exchange, batch_id: str) -> Reply:
+        return Reply(self._batch(self.book.batch_obj(batch_id)))
+
+    def cancel(self, x: Exchange, batch_id: str) -> Reply:
+        return Reply(self._batch(self.book.cancel(batch_id)))
+
+    def results(self, x: Exchange, batch_id: str) -> Reply:
+        """A page of the results so far, in the order they were written."""
+        limit = x.int_param("limit", 100, 1, 100, coerce=True)
+        start = int(x.query.get("pagination_token") or 0)
+        batch = self.book.batch_obj(batch_id)
+        lines: list[bytes] = []
+        for key in ("output_file_id", "error_file_id"):
+            if batch.get(key):
+                lines += [ln for ln in self.book.read_file(str(batch[key])).splitlines() if ln]
+        lines = [ln for ln in lines if not _unfinished(ln)]  # not in xAI's results
+        page = [_result(line) for line in lines[start : start + limit]]
+        broken = next((p for p in page if not p.lstrip().startswith(b"{")), None)
+        if broken is not None:  # a line that is not JSON: the reply is that page
+            return Reply(broken, content_type="text/html")
+        token = str(start + limit) if start + limit < len(lines) else None
+        head = json.dumps({"results": [], "pagination_token": token}).encode()
+        return Reply(head.replace(b'"results": []', b'"results": [' + b", ".join(page) + b"]"))
+
+
+def _unfinished(line: bytes) -> bool:
+    """A request the batch never ran (cancelled, or still pending when it expired): xAI
+    counts it, and returns no result for it."""
+    return b'"batch_expired"' in line or b'"batch_cancelled"' in line
+
+
+def _result(line: bytes) -> bytes:
+    """An OpenAI output or error line as xAI's result (bytes a test broke stay broken)."""
+    text = line.decode("utf-8", "surrogateescape")
+    try:
+        found = json.loads(text)
+    except json.JSONDecodeError:
+        return line  # not JSON: served as it is
+    response = found.get("response") or None
+    error = found.get("error") or None
+    result: dict[str, Any]
+    if response is not None and response.get("status_code") == 200:
+        result = {"response": {"chat_get_completion": response.get("body")}}
+    else:
+        status = int(response.get("status_code") or 500) if response else 500
+        body = response.get("body") if response else None
+        inner = body.get("error") if isinstance(body, dict) else None
+        message = (inner or {}).get("message") if isinstance(inner, dict) else None
+        if error is not None:
+            message = error.get("message")
+        code = GRPC.get(status, 2)  # 2: UNKNOWN
+        result = {"error": {"code": code, "message": str(message or json.dumps(body))}}
+    extra = {k: v for k, v in found.items() if k not in ("id", "custom_id", "response", "error")}
+    out = {**extra, "batch_request_id": found.get("custom_id"), "batch_result": result}
+    return json.dumps(out, ensure_ascii=False).encode("utf-8", "surrogateescape")
+
+
+def make(store: Store) -> XAIFace:
+    return XAIFace(store)
