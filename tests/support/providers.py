@@ -76,6 +76,7 @@ class Rig:
     env_of: Callable[[Rig, Any], dict[str, str]] | None = None
     face: str = ""  # the emulator's face that serves it, when not named as the provider
     unit: str = "line"  # a result's place in the raw file ("result" where they are inline)
+    tagged: bool = True  # its batches keep the run's mark (not Anthropic's, not OpenRouter's)
 
     @property
     def face_name(self) -> str:
@@ -289,6 +290,7 @@ ANTHROPIC = Rig(
     sends_temperature=False,
     retried=RETRIED | {529},
     ended="ended",
+    tagged=False,
     price=(5.0, 25.0),
     script={
         0: [_message(THINKING, _text("first"), _text("  second  "))],
@@ -648,6 +650,7 @@ OPENROUTER = dataclasses.replace(
     price=(5.0, 25.0),
     read=_openrouter_read,
     unit="result",
+    tagged=False,
     body=lambda prompt, effort, s: {
         **OPENAI.body(prompt, effort, s),
         "model": "anthropic/claude-opus-5",
@@ -674,6 +677,7 @@ BEDROCK_MODEL = "anthropic.claude-opus-5-v1:0"
 BEDROCK = dataclasses.replace(
     ANTHROPIC,
     provider="bedrock",
+    tagged=True,
     model=f"bedrock/{BEDROCK_MODEL}",
     resolved=f"bedrock/{BEDROCK_MODEL}",
     key_variable="AWS_SECRET_ACCESS_KEY",
@@ -789,6 +793,7 @@ VERTEX_GEMINI = dataclasses.replace(
 VERTEX_CLAUDE = dataclasses.replace(
     ANTHROPIC,
     provider="vertex-claude",
+    tagged=True,
     model="vertex/claude-opus-5",
     resolved="vertex/claude-opus-5",
     key_variable="",
