@@ -18,13 +18,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..clock import SYSTEM, Clock
-from ..errors import ApiError, ApiNotFoundError, ConfigError, InvariantError, NoAnswer, Unreachable
-from ..errors import TransientApiError as Transient
+from ..errors import ApiError, ApiNotFoundError, ConfigError, InvariantError
 from ..kinds import Ending, Phase
-from . import retry, tls, transport
+from . import retry, speakeasy, tls
 from .base import BatchError, BatchView, Marks, Service, Tag, cancel_unless_ended, walk_list
 from .downloads import Sink, verbatim
-from .http_errors import one_line, retry_after, status_error
 from .mistral_wire import PREFIX
 from .one_by_one import CallKind, Calls
 from .openai_wire import ENDPOINT
@@ -101,31 +99,9 @@ class MistralClient:
     def _errors(self, what: str, batch_id: str | None = None) -> Iterator[None]:
         from mistralai.client.errors import MistralError
 
-        url = self.service.base_url
-        try:
+        url, hint = self.service.base_url, self.context.key_hint
+        with speakeasy.errors(MistralError, what, url, self._secret, hint, batch_id):
             yield
-        except MistralError as exc:
-            raise status_error(
-                what,
-                exc.status_code,
-                one_line(exc.body or exc.message, self._secret),
-                key_hint=self.context.key_hint,
-                batch_id=batch_id,
-                wait=retry_after(exc.headers),
-            ) from None
-        except Exception as exc:  # the transport's own, unwrapped
-            found = transport.fault(exc)
-            if found is None:
-                raise
-            text = one_line(exc, self._secret) or type(exc).__name__
-            if found == "connect":
-                raise Unreachable(
-                    f"{what}: cannot connect to {url} ({text})", batch_id=batch_id
-                ) from None
-            if found == "timeout":
-                silent = f"{what}: {url} took the connection but sent no answer in time"
-                raise NoAnswer(silent, batch_id=batch_id) from None
-            raise Transient(f"{what}: {text} ({url})", batch_id=batch_id) from None
 
     def _call(self, what: str, fn: Callable[[], T], batch_id: str | None = None) -> T:
         def attempt() -> T:

@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..clock import SYSTEM, Clock
-from ..errors import ApiError, ApiNotFoundError, ConfigError, NoAnswer, Unreachable
-from ..errors import TransientApiError as Transient
+from ..errors import ApiError, ApiNotFoundError, ConfigError
 from ..kinds import Ending, Phase
-from . import retry, tls, transport
+from . import retry, speakeasy, tls
 from .base import (
     CLOCK_SKEW,
     BatchError,
@@ -125,31 +124,9 @@ class OpenRouterClient:
     def _errors(self, what: str, batch_id: str | None = None) -> Iterator[None]:
         from openrouter.errors import OpenRouterError
 
-        url = self.service.base_url
-        try:
+        url, hint = self.service.base_url, self.context.key_hint
+        with speakeasy.errors(OpenRouterError, what, url, self._secret, hint, batch_id):
             yield
-        except OpenRouterError as exc:
-            raise status_error(
-                what,
-                exc.status_code,
-                one_line(exc.body or exc.message, self._secret),
-                key_hint=self.context.key_hint,
-                batch_id=batch_id,
-                wait=retry_after(exc.headers),
-            ) from None
-        except Exception as exc:  # the transport's own, unwrapped
-            found = transport.fault(exc)
-            if found is None:
-                raise
-            text = one_line(exc, self._secret) or type(exc).__name__
-            if found == "connect":
-                raise Unreachable(
-                    f"{what}: cannot connect to {url} ({text})", batch_id=batch_id
-                ) from None
-            if found == "timeout":
-                silent = f"{what}: {url} took the connection but sent no answer in time"
-                raise NoAnswer(silent, batch_id=batch_id) from None
-            raise Transient(f"{what}: {text} ({url})", batch_id=batch_id) from None
 
     def _call(self, what: str, fn: Callable[[], T], batch_id: str | None = None) -> T:
         def attempt() -> T:
