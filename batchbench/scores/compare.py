@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 import numpy as np
@@ -57,6 +57,7 @@ class Side:
     summary: Summary  # its own summary
     judge_noise: JudgeNoise | None = None  # a run graded with --judge-passes K > 1
     answers_of: str | None = None  # the run whose answers it judged (a judge panel's first)
+    rows: list[dict[str, Any]] = field(default_factory=list, repr=False)  # as read, checked
 
 
 def _single(values: set[Any]) -> Any:
@@ -104,6 +105,7 @@ def load_side(named: Named, dataset: Dataset | None, warn: Callable[[str], None]
         summary,
         read_noise(run) if run is not None else None,
         (config.answers_from or run.name) if run is not None else None,
+        rows,
     )
 
 
@@ -111,14 +113,14 @@ def _check_comparable(a: Side, b: Side) -> None:
     """One judge, protocol and dataset digest — or, for runs of the very same answers (a
     judge panel's), other judges: their paired difference is where the judges disagree."""
     same_answers = a.answers_of is not None and a.answers_of == b.answers_of
-    for field, label in (
+    for key, label in (
         ("judge_model", "judge model"),
         ("protocol_version", "protocol version"),
         ("dataset_sha256", "dataset digest"),
     ):
-        if field == "judge_model" and same_answers:
+        if key == "judge_model" and same_answers:
             continue
-        va, vb = getattr(a, field), getattr(b, field)
+        va, vb = getattr(a, key), getattr(b, key)
         if va != vb:
             raise ConfigError(
                 f"{a.name} and {b.name} have another {label} ({va} vs {vb}): not comparable"

@@ -19,7 +19,6 @@ from typing import Any
 from .._io import atomic_write_text
 from ..bench.dataset import Case, Dataset, load_dataset
 from ..bench.protocol import PROTOCOL_VERSION
-from ..bench.results import read_rows
 from ..costs.rollup import RunCost, cost_line, usage_text
 from ..engine.replies import latest_requests, read_replies
 from ..errors import ConfigError
@@ -66,8 +65,8 @@ def load_sources(
     sources = []
     for named in resolve_all(items, jobs_dir, labels):
         side = load_side(named, ds, warn)
-        run, path = named.run, named.results
-        rows, _ = last_rows(read_rows(path) if path.exists() else [])
+        run = named.run
+        rows, _ = last_rows(side.rows)  # as the side read them
         source = Source(side, rows)
         if run is not None:
             config = run.load_config()
@@ -80,7 +79,7 @@ def load_sources(
                     request = latest.get(case_id)
                     if request in replies:
                         source.replies[case_id, stage] = replies[request]
-            status = run_status(run)
+            status = run_status(run, state=state)
             source.cost, source.state = status["cost"], status["status"]
             source.pending = status["cases"]["pending"]
         sources.append(source)

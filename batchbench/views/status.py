@@ -198,14 +198,14 @@ def flex_text(flex: FlexRecord) -> str:
     )
 
 
-def run_status(run: Run, pricing: Pricing | None = None) -> RunStatusRecord:
-    """Everything `batchbench status` shows, from the journal alone (no API call); costs
-    at the built-in prices unless others are given."""
-    pricing = pricing or load_pricing()
-    config = run.load_config()
-    state = run.state(config.case_ids)
-    scored = sum(1 for c in state.cases.values() if c.final == "scored")
-    errors = sum(1 for c in state.cases.values() if c.final == "error")
+def run_status(
+    run: Run, pricing: Pricing | None = None, state: RunState | None = None
+) -> RunStatusRecord:
+    """All `batchbench status` shows, from the journal alone (``state``: already folded)."""
+    pricing, config = pricing or load_pricing(), run.load_config()
+    state = state or run.state(config.case_ids)
+    finals = Counter(c.final for c in state.cases.values())
+    scored, errors = finals["scored"], finals["error"]
     status: RunStatus
     untold = [s for s in state.in_flight() if s.view is None or s.view.phase != "cancelling"]
     if scored + errors == len(state.cases):
