@@ -41,7 +41,7 @@ from .providers import resolve
 from .providers.base import Client, Service
 from .reporting import quiet
 from .scores.noise import write_noise
-from .scores.summary import Summary, summarize
+from .scores.summary import DEFAULT_SAMPLES, Summary, check_samples, summarize
 from .scores.summary_file import write_summary
 from .views.status import write_report
 
@@ -65,6 +65,7 @@ def prepare(
     selected = select_cases(
         ds, smoke=chosen.smoke, limit=chosen.limit, benchmarks=chosen.benchmarks
     )
+    check_samples(DEFAULT_SAMPLES, len(selected))  # the summary's, before anything is paid
     config = RunConfig(
         name=name,
         answer_model=options.answer_model,

@@ -233,6 +233,22 @@ def test_conflicting_resume_and_bad_names(batch_emulator_factory, tmp_path, fixt
     assert not (tmp_path / "x").exists()
 
 
+def test_a_run_too_large_to_summarise_is_refused_before_anything_is_paid(
+    batch_emulator, tmp_path, fixture_dir, monkeypatch
+):
+    """#52.4: a run whose summary's bootstrap would be refused (10,000 resamples of more
+    cases than it draws) was bought in full and then refused its summary (100,000 cases
+    did so): it is refused before the first request, naming the numbers."""
+    from batchbench.scores import summary
+
+    monkeypatch.setattr(summary, "MAX_PICKS", 10_000 * 5)  # five cases' worth
+    proc = run_cli(*run_args(batch_emulator, tmp_path, fixture_dir, "--limit", "6"), env=env())
+    assert_one_line_error(proc, "with 6 cases", "are drawn here")
+    assert batch_emulator.ledger()["batches"] == [] and batch_emulator.calls("openai") == {}
+    proc = run_cli(*run_args(batch_emulator, tmp_path, fixture_dir, "--limit", "5"), env=env())
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_cancel_then_resume(batch_emulator_factory, tmp_path, fixture_dir):
     emu = batch_emulator_factory(latency=2.0)
     args = run_args(emu, tmp_path, fixture_dir, "--limit", "30", "--no-wait", cap=10)

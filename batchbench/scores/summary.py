@@ -28,8 +28,9 @@ __all__ = ["Summary", "is_success", "last_rows", "summarize"]
 
 DEFAULT_SAMPLES = 10000
 # Draws one bootstrap holds at once (8 bytes each, plus the word stream): about 2 GB.
-# Draws a bootstrap may take (samples × cases), a bound on time (memory: BLOCK_PICKS).
-MAX_PICKS = 400_000_000
+# Draws a bootstrap may take (samples × cases), a bound on time (memory: BLOCK_PICKS):
+# the default 10,000 resamples of 200,000 cases, about 25 s a stage on two cores.
+MAX_PICKS = 2_000_000_000
 BLOCK_PICKS = 4_000_000  # draws held at once: resamples go in blocks of this many picks
 
 
