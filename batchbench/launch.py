@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .bench import protocol
 from .bench.dataset import Case, load_dataset, select_cases
-from .bench.results import rows_in_registry_order
+from .bench.results import order_and_read_for_summary
 from .costs.pricing import Pricing, load_pricing
 from .engine.dryrun import DryRun, MaxCost, plan
 from .engine.events import ServiceSet
@@ -320,7 +320,7 @@ def write_run_summary(run: Run, config: RunConfig) -> Summary | None:
     """Summarise a run's rows as the reference would, into its private summary file."""
     if not run.results_path.exists():
         return None
-    rows = rows_in_registry_order(run.results_path, config.case_ids)
+    rows = order_and_read_for_summary(run.results_path, config.case_ids)
     summary = summarize(
         rows, expected_case_ids=config.case_ids, dataset_sha256=config.dataset_sha256
     )

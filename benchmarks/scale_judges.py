@@ -122,7 +122,7 @@ def write_outputs(cases: list[dict], folder: Path, files: int, seed: int = 1) ->
 def run_batchbench(cases: list[dict], paths: list[Path]) -> dict[str, list]:
     from batchbench.bench.results import append_rows
     from batchbench.bench.scoring import rubric_frame
-    from batchbench.engine.collection import Limits, collect
+    from batchbench.engine.collection import RetryLimits, collect
     from batchbench.engine.events import Line
     from batchbench.engine.rows import rows_for
     from batchbench.engine.runconfig import RunConfig
@@ -147,7 +147,7 @@ def run_batchbench(cases: list[dict], paths: list[Path]) -> dict[str, list]:
         case.judges.sub = sub.id
     start = time.perf_counter()
     frame = wire.read_results(paths)
-    result = collect(sub, frame, state, Limits(6, 3, 60), rubric, items, 0.0, wire)
+    result = collect(sub, frame, state, RetryLimits(6, 3, 60), rubric, items, 0.0, wire)
     rows = rows_for(
         sub, result.outcomes, result.judged, by_id, config, None, state, lambda c: "A.", 0.0
     )

@@ -38,7 +38,7 @@ from .events import (
 from .submission import SUB_EVENTS, Submission
 
 
-@dataclass
+@dataclass(slots=True)
 class StageState:
     """One case in one stage."""
 
@@ -54,7 +54,7 @@ class StageState:
     used_temperature: bool | None = None  # whether the successful request carried temperature
 
 
-@dataclass
+@dataclass(slots=True)
 class CaseState:
     case_id: str
     answers: StageState = field(default_factory=StageState)
