@@ -206,3 +206,31 @@ def test_the_emulators_key_file_goes_with_it(how):
         if proc.poll() is None:
             proc.kill()
     assert not key.parent.exists()
+
+
+def test_a_stop_while_the_emulator_announces_itself_still_cleans_up():
+    """A SIGTERM that lands while the emulator is still printing its exports (the CI
+    flake: the emulator never exited) stops it as one that lands later does: its
+    server shut, its key file removed. The order is forced: the announcement itself
+    is interrupted at the key's line."""
+    pytest.importorskip("cryptography")
+    from batchbench.emulator import Emulator
+    from batchbench.emulator.service import serve
+
+    said: list[str] = []
+
+    def announce(line: str) -> None:
+        said.append(line)
+        if "GOOGLE_APPLICATION_CREDENTIALS=" in line:
+            raise KeyboardInterrupt  # what the SIGTERM handler raises, here and now
+
+    emulator = Emulator()
+    before = signal.getsignal(signal.SIGTERM)
+    try:
+        serve(emulator, announce)  # returns: the interrupt is the emulator's to handle
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    key = Path(said[-1].split("=", 1)[1].strip())
+    assert not key.parent.exists()
+    with pytest.raises(OSError):
+        urllib.request.urlopen(emulator.url + "/v1/models", timeout=2)

@@ -213,8 +213,22 @@ def serve(emulator: Emulator, announce: Callable[[str], None] = print) -> None:
     def terminate(*_: object) -> None:
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, terminate)
     emulator.start()
+    # Before this, SIGTERM's default ends the process (the next emulator sweeps what it
+    # left); from here on, at any moment — announcing included — it stops the emulator.
+    signal.signal(signal.SIGTERM, terminate)
+    try:
+        _announce(emulator, announce)
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        emulator.stop()
+
+
+def _announce(emulator: Emulator, announce: Callable[[str], None]) -> None:
+    """Where the emulator listens and what to export to point each SDK at it."""
     announce(f"Batch API emulator listening on {emulator.url}")
     key = emulator.hub.api_key
     taken = f"the key {key!r} only" if key else "any key is taken"
@@ -226,10 +240,3 @@ def serve(emulator: Emulator, announce: Callable[[str], None] = print) -> None:
             keys[variable] = key or "rehearsal-not-secret"
     for name, value in {**emulator.environment(), **keys}.items():
         announce(f"  export {name}={value}")
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        emulator.stop()
