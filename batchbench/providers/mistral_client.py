@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..clock import SYSTEM, Clock
 from ..errors import ApiError, ApiNotFoundError, ConfigError, InvariantError
 from ..kinds import Ending, Phase
 from . import retry, speakeasy, tls
@@ -26,8 +25,6 @@ from .downloads import Sink, verbatim
 from .mistral_wire import PREFIX
 from .one_by_one import CallKind, Calls
 from .openai_wire import ENDPOINT
-from .retry import Retrier
-from .spec import ClientContext
 
 T = TypeVar("T")
 TIMEOUT_MS = 60_000
@@ -69,46 +66,22 @@ def view(job: dict[str, Any]) -> BatchView:
     )
 
 
-class MistralClient:
+class MistralClient(speakeasy.SpeakeasyClient):
     marks: Marks = "tag"  # the job's metadata
 
-    def __init__(
-        self,
-        service: Service,
-        api_key: str,
-        *,
-        warn: Callable[[str], None],
-        clock: Clock = SYSTEM,
-        context: ClientContext,
-    ) -> None:
+    def make_sdk(self, service: Service, api_key: str) -> Any:
         import httpx2
         from mistralai.client import Mistral
 
-        self.service = service
-        self.context = context
-        self.clock = clock
-        self.retry = Retrier(warn, clock=clock)
-        self._secret = api_key
         http = httpx2.Client(verify=tls.context(), follow_redirects=True)
-        self.sdk = Mistral(
+        return Mistral(
             api_key=api_key, server_url=service.base_url, client=http, timeout_ms=TIMEOUT_MS
         )
 
-    # the exception map ---------------------------------------------------------
-    @contextlib.contextmanager
-    def _errors(self, what: str, batch_id: str | None = None) -> Iterator[None]:
+    def error_class(self) -> type[Exception]:
         from mistralai.client.errors import MistralError
 
-        url, hint = self.service.base_url, self.context.key_hint
-        with speakeasy.errors(MistralError, what, url, self._secret, hint, batch_id):
-            yield
-
-    def _call(self, what: str, fn: Callable[[], T], batch_id: str | None = None) -> T:
-        def attempt() -> T:
-            with self._errors(what, batch_id):
-                return fn()
-
-        return self.retry(attempt)
+        return MistralError
 
     # the service ---------------------------------------------------------------
     def check_models(self, models: Iterable[str]) -> None:

@@ -15,11 +15,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from ..clock import SYSTEM, Clock
 from ..errors import ApiError, ApiNotFoundError, ConfigError
 from ..kinds import Ending, Phase
 from . import retry, speakeasy, tls
@@ -38,8 +37,6 @@ from .http_errors import one_line, retry_after, status_error
 from .one_by_one import CallKind, Calls
 from .openai_wire import ENDPOINT
 from .openrouter_wire import PREFIX
-from .retry import Retrier
-from .spec import ClientContext
 
 if TYPE_CHECKING:
     from openrouter.operations.getmodels import GetModelsResponse
@@ -86,32 +83,19 @@ def view(batch: dict[str, Any]) -> BatchView:
     )
 
 
-class OpenRouterClient:
+class OpenRouterClient(speakeasy.SpeakeasyClient):
     marks: Marks = "results"  # a batch keeps no metadata; its requests' ids carry the mark
 
-    def __init__(
-        self,
-        service: Service,
-        api_key: str,
-        *,
-        warn: Callable[[str], None],
-        clock: Clock = SYSTEM,
-        context: ClientContext,
-    ) -> None:
+    def make_sdk(self, service: Service, api_key: str) -> Any:
         import httpx
         from openrouter import OpenRouter
         from openrouter.utils import BackoffStrategy, RetryConfig
 
-        self.service = service
-        self.context = context
-        self.clock = clock
-        self.retry = Retrier(warn, clock=clock)
-        self._secret = api_key
         self.http = httpx.Client(verify=tls.context(), timeout=TIMEOUT_MS / 1000)
         # the SDK's own retries off (they retry a silent server's connection for minutes,
         # and a create blind): batchbench's Retrier is the one that retries
         never = RetryConfig("none", BackoffStrategy(1, 1, 1, 1), False)
-        self.sdk = OpenRouter(
+        return OpenRouter(
             api_key=api_key,
             server_url=service.base_url,
             client=self.http,
@@ -119,21 +103,10 @@ class OpenRouterClient:
             retry_config=never,
         )
 
-    # the exception map ---------------------------------------------------------
-    @contextlib.contextmanager
-    def _errors(self, what: str, batch_id: str | None = None) -> Iterator[None]:
+    def error_class(self) -> type[Exception]:
         from openrouter.errors import OpenRouterError
 
-        url, hint = self.service.base_url, self.context.key_hint
-        with speakeasy.errors(OpenRouterError, what, url, self._secret, hint, batch_id):
-            yield
-
-    def _call(self, what: str, fn: Callable[[], T], batch_id: str | None = None) -> T:
-        def attempt() -> T:
-            with self._errors(what, batch_id):
-                return fn()
-
-        return self.retry(attempt)
+        return OpenRouterError
 
     # the service ---------------------------------------------------------------
     def check_models(self, models: Iterable[str]) -> None:

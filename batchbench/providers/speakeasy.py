@@ -1,16 +1,24 @@
-"""The exception map of the Speakeasy-made SDKs (mistralai's, openrouter's): one base
-error class with the HTTP status, body and headers, and httpx's transport errors
-unwrapped. One home for it, as :mod:`.stainless` is the Stainless SDKs'."""
+"""What the clients of the Speakeasy-made SDKs (mistralai's, openrouter's) share: the
+exception map (one base error class with the HTTP status, body and headers, and
+httpx's transport errors unwrapped), the one retry policy around each call, and the
+state every client keeps. One home for it, as :mod:`.stainless` is the Stainless SDKs'."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
+from ..clock import SYSTEM, Clock
 from ..errors import NoAnswer, Unreachable
 from ..errors import TransientApiError as Transient
 from . import transport
+from .base import Service
 from .http_errors import one_line, retry_after, status_error
+from .retry import Retrier
+from .spec import ClientContext
+
+T = TypeVar("T")
 
 
 @contextlib.contextmanager
@@ -50,3 +58,43 @@ def errors(
             silent = f"{what}: {url} took the connection but sent no answer in time"
             raise NoAnswer(silent, batch_id=batch_id) from None
         raise Transient(f"{what}: {text} ({url})", batch_id=batch_id) from None
+
+
+class SpeakeasyClient:
+    """A client over a Speakeasy-made SDK: ``make_sdk`` makes the SDK's client,
+    ``error_class`` names its base error."""
+
+    def __init__(
+        self,
+        service: Service,
+        api_key: str,
+        *,
+        warn: Callable[[str], None],
+        clock: Clock = SYSTEM,
+        context: ClientContext,
+    ) -> None:
+        self.service = service
+        self.context = context
+        self.clock = clock
+        self.retry = Retrier(warn, clock=clock)
+        self._secret = api_key
+        self.sdk = self.make_sdk(service, api_key)
+
+    def make_sdk(self, service: Service, api_key: str) -> Any:
+        raise NotImplementedError
+
+    def error_class(self) -> type[Exception]:
+        raise NotImplementedError
+
+    @contextlib.contextmanager
+    def _errors(self, what: str, batch_id: str | None = None) -> Iterator[None]:
+        url, hint = self.service.base_url, self.context.key_hint
+        with errors(self.error_class(), what, url, self._secret, hint, batch_id):
+            yield
+
+    def _call(self, what: str, fn: Callable[[], T], batch_id: str | None = None) -> T:
+        def attempt() -> T:
+            with self._errors(what, batch_id):
+                return fn()
+
+        return self.retry(attempt)
