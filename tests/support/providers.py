@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .runs import KEY
+from .runs import KEY, poll_interval
 
 ANSWER_SYSTEM_MESSAGE = (
     "You are a physician answering a clinical question. Give a direct, self-contained answer"
@@ -120,7 +120,7 @@ class Rig:
             "--base-url",
             emu.base_url,
             "--poll-interval",
-            "0.05",
+            poll_interval(emu),
             "--max-requests-per-batch",
             str(cap),
             *extra,

@@ -36,6 +36,13 @@ ROW_KEYS = [
 ERROR_KEYS = [*ROW_KEYS[:6], "finished_at", "error"]
 
 
+def poll_interval(emu: Any) -> str:
+    """A poll every quarter of the emulator's phase (never under 0.05 s): on the test's
+    clock the waits cost nothing, but each poll is real requests, and a run polling
+    every 0.05 s through 5-second phases made a hundred rounds of them per batch."""
+    return str(max(0.05, emu.store.settings.latency / 4))
+
+
 def run_args(emu: Any, tmp_path: Path, fixture_dir: Path, *extra: str, cap: int = 40) -> list[str]:
     """A run named ans-model (smoke or not) in tmp_path/jobs, against the emulator."""
     return [
@@ -53,7 +60,7 @@ def run_args(emu: Any, tmp_path: Path, fixture_dir: Path, *extra: str, cap: int 
         "--base-url",
         emu.base_url,
         "--poll-interval",
-        "0.05",
+        poll_interval(emu),
         "--max-requests-per-batch",
         str(cap),
         *extra,
