@@ -105,7 +105,7 @@ class Emulator:
             raise ValueError(f"the emulator has no face {name!r} (its faces: {faces})") from None
 
     def start(self) -> Emulator:
-        thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
+        thread = threading.Thread(target=self._server.serve_forever, args=(0.01,), daemon=True)
         thread.start()
         self._threads.append(thread)
         return self
@@ -148,7 +148,7 @@ class Emulator:
 
         def listen() -> None:
             self._server = Server(address, self.hub, self.clock)
-            thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
+            thread = threading.Thread(target=self._server.serve_forever, args=(0.01,), daemon=True)
             thread.start()
             self._threads.append(thread)
 
