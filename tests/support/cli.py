@@ -41,14 +41,67 @@ def run_cli(
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
-    return subprocess.run(
-        [sys.executable, "-m", "batchbench", *args],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        cwd=cwd or REPO,
-        timeout=timeout,
-    )
+    return _process(list(args), full_env, cwd or REPO, timeout)
+
+
+# The modules a run imports, loaded once by a fork server: a ``real`` command is a fresh
+# process of its own (forked from that single-threaded server, killed as any process is)
+# that does not pay half a second of imports each time.
+_PRELOAD = [
+    "batchbench.cli",
+    "batchbench.launch",
+    "batchbench.engine.pipeline",
+    "polars",
+    "numpy",
+    "openai",
+    "anthropic",
+    "google.genai",
+    "boto3",
+    "groq",
+    "together",
+    "mistralai.client",
+    "openrouter",
+]
+
+
+def _process(
+    args: list[str], env: dict[str, str], cwd: Path, timeout: float
+) -> subprocess.CompletedProcess:
+    """``python -m batchbench ARGS`` in a process of its own: its exit code (``-9`` for a
+    SIGKILL), stdout and stderr, as ``subprocess.run`` gives them."""
+    import multiprocessing
+    import tempfile
+
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(_PRELOAD)
+    with tempfile.TemporaryDirectory() as tmp:
+        out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
+        child = context.Process(target=_main, args=(args, env, str(cwd), str(out), str(err)))
+        child.start()
+        child.join(timeout)
+        if child.exitcode is None:
+            child.kill()
+            child.join()
+            raise subprocess.TimeoutExpired(["batchbench", *args], timeout)
+        return subprocess.CompletedProcess(
+            ["batchbench", *args], child.exitcode, out.read_text(), err.read_text()
+        )
+
+
+def _main(args: list[str], env: dict[str, str], cwd: str, out: str, err: str) -> None:
+    """The child: the environment, folder, argv and standard streams a fresh
+    ``python -m batchbench`` would have, then the CLI's own ``main``."""
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    for fd, path in ((1, out), (2, err)):
+        os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
+    sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115 - the process's own streams
+    sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
+    sys.argv = ["batchbench", *args]
+    from batchbench.cli import main
+
+    main()
 
 
 def _cached_commands() -> None:
