@@ -45,7 +45,7 @@ def test_the_sdks_azure_client_runs_a_batch_end_to_end(batch_emulator_factory):
     )
     batch = client.batches.create(
         input_file_id=uploaded.id,
-        endpoint="/chat/completions",  # type: ignore[arg-type]  # Azure's spelling
+        endpoint="/chat/completions",  # Azure's spelling
         completion_window="24h",
     )
     emu.flush()

@@ -20,6 +20,7 @@ import polars as pl
 import pytest
 
 from batchbench.bench.dataset import load_dataset
+from batchbench.bench.protocol import Prompt
 from batchbench.emulator import FakeClock
 from batchbench.emulator.model import default_content
 from batchbench.engine.group import Group, Member
@@ -36,7 +37,6 @@ from batchbench.providers.base import (
     BatchView,
     Limits,
     LineRules,
-    Prompt,
     Provider,
     Rendered,
     Service,
