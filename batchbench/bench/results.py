@@ -231,9 +231,15 @@ def row_counts(path: Path) -> Counter[str]:
 
 
 def append_rows(path: Path, rows: Sequence[Mapping[str, Any]], case_ids: Sequence[str]) -> None:
-    """Append rows (in registry order among themselves), fsynced; a crash tears at most
-    the last line, which :meth:`Run.repair` drops before the rows are written again."""
+    """Append rows (in registry order among themselves), fsynced."""
+    append_lines(path, [(r["case_id"], dump_row(r)) for r in rows], case_ids)
+
+
+def append_lines(path: Path, lines: Sequence[tuple[str, str]], case_ids: Sequence[str]) -> None:
+    """Append ``(case_id, line)``s (in registry order among themselves), fsynced; a crash
+    tears at most the last line, which :meth:`Run.repair` drops before the rows are
+    written again."""
     order = {cid: i for i, cid in enumerate(case_ids)}
-    rows = sorted(rows, key=lambda r: order[r["case_id"]])
-    data = "".join(dump_row(r) + "\n" for r in rows).encode("utf-8")
+    ordered = sorted(lines, key=lambda x: order[x[0]])
+    data = "".join(line + "\n" for _, line in ordered).encode("utf-8")
     append_bytes(path, data, "rows_half_written")

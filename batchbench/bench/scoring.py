@@ -8,6 +8,7 @@ every score is bit-identical to the reference's.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -28,19 +29,22 @@ RUBRIC_SCHEMA = {
     "idx": pl.Int64,
     "item_id": pl.String,
     "points": pl.Float64,
+    "points_json": pl.String,
 }
 
 
 def rubric_frame(cases: Iterable[Case]) -> pl.DataFrame:
     """One row per rubric item: case (its number here), case_id, grading_method, idx,
-    item_id, points. Grouping by the integer ``case`` is several times faster than
-    by the ``case_id`` string."""
+    item_id, points, and points_json (the points as the case's JSON has them, an int
+    an int: what a result row echoes). Grouping by the integer ``case`` is several
+    times faster than by the ``case_id`` string."""
     case_no: list[int] = []
     case_ids: list[str] = []
     methods: list[str] = []
     idx: list[int] = []
     item_ids: list[str] = []
     points: list[float] = []
+    points_json: list[str] = []
     for number, case in enumerate(cases):
         for i, item in enumerate(case["rubric_items"]):
             case_no.append(number)
@@ -49,6 +53,8 @@ def rubric_frame(cases: Iterable[Case]) -> pl.DataFrame:
             idx.append(i)
             item_ids.append(item["item_id"])
             points.append(float(item["points"]))
+            value = item["points"]
+            points_json.append(int.__repr__(value) if type(value) is int else json.dumps(value))
     return pl.DataFrame(
         {
             "case": case_no,
@@ -57,6 +63,7 @@ def rubric_frame(cases: Iterable[Case]) -> pl.DataFrame:
             "idx": idx,
             "item_id": item_ids,
             "points": points,
+            "points_json": points_json,
         },
         schema=RUBRIC_SCHEMA,
     )
@@ -192,7 +199,8 @@ def score_joined(joined: pl.DataFrame) -> pl.DataFrame:
 def score_records(scores: pl.DataFrame) -> dict[str, tuple[float, dict[str, Any]]]:
     """``{case_id: (score, score_components)}`` with the reference's exact JSON types."""
     out: dict[str, tuple[float, dict[str, Any]]] = {}
-    for row in scores.iter_rows(named=True):
+    columns = scores.to_dict(as_series=False)
+    for row in (dict(zip(columns, values)) for values in zip(*columns.values())):
         if row["grading_method"] == "f1_weighted_rubric":
             components: dict[str, Any] = {
                 "f1_weighted": row["f1_weighted"],

@@ -24,7 +24,7 @@ import polars as pl
 
 from .. import _failpoints
 from ..bench.dataset import Case
-from ..bench.results import append_rows, row_counts
+from ..bench.results import append_lines, row_counts
 from ..bench.scoring import rubric_frame
 from ..clock import SYSTEM, Clock
 from ..costs.pricing import prompt_tokens, token_counter
@@ -390,8 +390,8 @@ class Pipeline:
             self.clock.time(),
         )
         if rows:
-            append_rows(self.run.results_path, rows, self.config.case_ids)
-            written.update(r["case_id"] for r in rows)
+            append_lines(self.run.results_path, rows, self.config.case_ids)
+            written.update(case_id for case_id, _ in rows)
 
 
 def _key(value: object) -> str:

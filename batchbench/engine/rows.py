@@ -9,6 +9,7 @@ every pass's verdicts become a pass row of ``judge_passes.jsonl`` too (read back
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
@@ -19,8 +20,10 @@ import polars as pl
 from .._io import append_bytes
 from ..bench import protocol
 from ..bench.dataset import Case
+from ..bench.results import dump_row
 from ..bench.scoring import score_joined, score_records
 from ..errors import BatchFileError
+from . import lines
 from .runconfig import RunConfig
 from .rundir import Run
 from .state import RunState
@@ -98,6 +101,14 @@ def error_row(case: Case, config: RunConfig, finished: float, error: str) -> Err
     )
 
 
+@functools.lru_cache(maxsize=4096)
+def _span(started: float, finished: float) -> tuple[str, str, float]:
+    """A row's ``started_at``, ``finished_at`` and ``elapsed_seconds`` (the cases a
+    collection ends share their end, and mostly their start: worked out once each)."""
+    start, end = _utc(started), _utc(finished)
+    return start.isoformat(), end.isoformat(), (end - start).total_seconds()
+
+
 def score_row(
     case: Case,
     config: RunConfig,
@@ -106,29 +117,25 @@ def score_row(
     started: float,
     finished: float,
     answer: str,
-    matched: dict[str, bool],
     score: float,
     components: dict[str, Any],
     answer_temperature: bool,
     judge_temperature: bool,
 ) -> ScoredRow:
-    """The reference's successful row; timestamps as ``datetime.isoformat()`` writes them."""
-    start, end = _utc(started), _utc(finished)
-    decisions: list[Decision] = [
-        {"item_id": item_id, "points": item["points"], "matched": matched[item_id]}
-        for item in case["rubric_items"]
-        for item_id in (item["item_id"],)
-    ]
+    """The reference's successful row, its ``decisions`` left for its line to write
+    (:func:`lines.decisions`, from the decided frame); timestamps as
+    ``datetime.isoformat()`` writes them."""
+    started_at, finished_at, elapsed = _span(started, finished)
     return ScoredRow(
         **base_row(case, config),
         answer_reasoning_effort=effort,
         answer_temperature=protocol.ANSWER_TEMPERATURE if answer_temperature else None,
         judge_temperature=protocol.JUDGE_TEMPERATURE if judge_temperature else None,
-        started_at=start.isoformat(),
-        finished_at=end.isoformat(),
-        elapsed_seconds=(end - start).total_seconds(),
+        started_at=started_at,
+        finished_at=finished_at,
+        elapsed_seconds=elapsed,
         answer=answer,
-        decisions=decisions,
+        decisions=[],
         score=score,
         score_components=components,
     )
@@ -144,38 +151,37 @@ def rows_for(
     state: RunState,
     answer_text: Callable[[str], str],
     now: float,
-) -> list[Row]:
-    """The rows of the cases these outcomes end: an error row per failed request, a
-    scored row per valid judge reply (scored from the decisions joined to the rubric).
-    ``effort`` is the reasoning effort as the answer model's service was sent it."""
-    rows: list[Row] = [
-        error_row(cases[o.case_id], config, now, o.detail or "")
+) -> list[tuple[str, str]]:
+    """The ``(case_id, line)`` of each case these outcomes end: an error row per failed
+    request, a scored row per valid judge reply (scored from the decisions joined to the
+    rubric). ``effort`` is the reasoning effort as the answer model's service was sent it."""
+    out = [
+        (o.case_id, dump_row(error_row(cases[o.case_id], config, now, o.detail or "")))
         for o in outcomes.values()
         if o.kind in ("failed", "unknown")
     ]
     scored = [o.case_id for o in outcomes.values() if o.kind == "ok" and sub.stage == "judges"]
     if not scored or judged is None:
-        return rows
+        return out
     chosen = judged.decided.filter(pl.col("case_id").is_in(scored))
+    decided = lines.decisions(chosen)
     sent = {line.case_id: line.sent_temperature for line in sub.lines}
     for case_id, (score, components) in score_records(score_joined(chosen)).items():
         case_state = state.cases[case_id]
-        rows.append(
-            score_row(
-                cases[case_id],
-                config,
-                effort=effort,
-                started=case_state.started or now,
-                finished=now,
-                answer=answer_text(case_id),
-                matched=judged.verdicts[case_id],
-                score=score,
-                components=components,
-                answer_temperature=bool(case_state.answers.used_temperature),
-                judge_temperature=sent[case_id],
-            )
+        row = score_row(
+            cases[case_id],
+            config,
+            effort=effort,
+            started=case_state.started or now,
+            finished=now,
+            answer=answer_text(case_id),
+            score=score,
+            components=components,
+            answer_temperature=bool(case_state.answers.used_temperature),
+            judge_temperature=sent[case_id],
         )
-    return rows
+        out.append((case_id, lines.line(row, decided[case_id])))
+    return out
 
 
 def pass_rows(
