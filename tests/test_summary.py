@@ -7,6 +7,7 @@ import json
 import random
 import shutil
 
+import numpy as np
 import pytest
 from support import reference as plain_reference
 from support.cli import REPO, assert_one_line_error, run_cli
@@ -297,3 +298,32 @@ def test_summarize_never_replaces_another_selection_or_digest(tmp_path):
     assert proc.returncode == 0 and (tmp_path / "s.json").exists()
     proc = run_cli("summarize", str(results), "--dataset", dataset, "--smoke", "--force")
     assert proc.returncode == 0 and (tmp_path / "r.summary.json").read_bytes() != full
+
+
+@pytest.mark.parametrize("equal_strata", [True, False])
+def test_two_runs_resampled_at_once_are_each_bit_for_bit_its_own(equal_strata):
+    """The paired comparison gathers both runs' scores in one pass (as one complex
+    number each): every run's means must be exactly those of its own pass, on scores
+    whose sums round at every step."""
+    from batchbench.scores.summary import (
+        WordStream,
+        paired_means,
+        sequential_means,
+        stratified_means,
+    )
+
+    rng = np.random.default_rng(3)
+    a = rng.choice([1 / 3, 0.1, 1e-17, 1e16, -0.0, 0.7], size=37)
+    b = rng.random(37) * 1e-3
+    picks = rng.integers(0, 37, size=(50, 37))
+    ma, mb = paired_means(a, b, picks)
+    assert np.array_equal(ma, sequential_means(a, picks))
+    assert np.array_equal(mb, sequential_means(b, picks))
+    sizes = [12, 12, 12] if equal_strata else [5, 12, 20]
+    cut = np.cumsum(sizes)[:-1]
+    sa, sb = np.split(a[: sum(sizes)], cut), np.split(b[: sum(sizes)], cut)
+    with WordStream(9, 10**6) as s1, WordStream(9, 10**6) as s2, WordStream(9, 10**6) as s3:
+        pa, pb = stratified_means([sa, sb], s1, 40)
+        [alone_a] = stratified_means([sa], s2, 40)
+        [alone_b] = stratified_means([sb], s3, 40)
+    assert np.array_equal(pa, alone_a) and np.array_equal(pb, alone_b)

@@ -36,7 +36,7 @@ from .summary import (
     interval,
     is_success,
     last_rows,
-    sequential_means,
+    paired_means,
     stratified_means,
 )
 from .summary import summarize as summarize_rows
@@ -250,7 +250,7 @@ def paired(
             n = sa[name].size
             diffs = np.concatenate(
                 [
-                    sequential_means(sa[name], picks) - sequential_means(sb[name], picks)
+                    np.subtract(*paired_means(sa[name], sb[name], picks))
                     for picks in (
                         stream.picks(n, rows * n).reshape(rows, n) for rows in blocks(samples, n)
                     )
