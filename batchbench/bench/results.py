@@ -241,5 +241,5 @@ def append_lines(path: Path, lines: Sequence[tuple[str, str]], case_ids: Sequenc
     written again."""
     order = {cid: i for i, cid in enumerate(case_ids)}
     ordered = sorted(lines, key=lambda x: order[x[0]])
-    data = "".join(line + "\n" for _, line in ordered).encode("utf-8")
+    data = "\n".join([line for _, line in ordered] + [""]).encode("utf-8")  # no copy a line
     append_bytes(path, data, "rows_half_written")

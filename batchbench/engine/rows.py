@@ -163,7 +163,9 @@ def rows_for(
     scored = [o.case_id for o in outcomes.values() if o.kind == "ok" and sub.stage == "judges"]
     if not scored or judged is None:
         return out
-    chosen = judged.decided.filter(pl.col("case_id").is_in(scored))
+    chosen = judged.decided
+    if len(scored) != len(judged.verdicts) or not judged.verdicts.keys() >= set(scored):
+        chosen = chosen.filter(pl.col("case_id").is_in(scored))  # (a copy: only if some)
     decided = lines.decisions(chosen)
     sent = {line.case_id: line.sent_temperature for line in sub.lines}
     for case_id, (score, components) in score_records(score_joined(chosen)).items():
@@ -180,7 +182,7 @@ def rows_for(
             answer_temperature=bool(case_state.answers.used_temperature),
             judge_temperature=sent[case_id],
         )
-        out.append((case_id, lines.line(row, decided[case_id])))
+        out.append((case_id, lines.line(row, decided.pop(case_id))))  # each text once
     return out
 
 
