@@ -267,8 +267,8 @@ def test_the_group_survives_a_sigkill_and_pays_once(batch_emulator_factory, tmp_
     from batchbench.emulator import SystemClock
 
     real_time = SystemClock()
-    emu = batch_emulator_factory(latency=0.02, clock=real_time)
-    args = _group_args(emu, tmp_path, "--limit", "8", "--poll-interval", "0.02")
+    emu = batch_emulator_factory(latency=0.005, clock=real_time)
+    args = _group_args(emu, tmp_path, "--limit", "8", "--poll-interval", "0.005")
     for point in ("created:3", "rows_written:1"):
         proc = run_cli(*args, env={**env(), "BATCHBENCH_FAILPOINT": point}, real=True)
         assert proc.returncode == -signal.SIGKILL, (point, proc.stderr)

@@ -250,8 +250,8 @@ def test_a_sigkill_at_a_judges_create_pays_each_judge_request_once(
     assert run_cli(*argv, env=rig.env(good)).returncode == 0
     expected = normalised(tmp_path / "ref" / "jobs" / "ans-model")
     real_time = SystemClock()
-    emu = batch_emulator_factory(latency=0.02, clock=real_time)
-    argv = _args(rig, emu, tmp_path, fixture_dir, "--limit", "6", "--poll-interval", "0.02")
+    emu = batch_emulator_factory(latency=0.005, clock=real_time)
+    argv = _args(rig, emu, tmp_path, fixture_dir, "--limit", "6", "--poll-interval", "0.005")
     env = {**rig.env(emu), "BATCHBENCH_FAILPOINT": "created:2"}
     proc = run_cli(*argv, env=env, real=True)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
@@ -388,8 +388,8 @@ def test_a_panel_killed_at_a_create_resumes_and_pays_every_request_once(
 
     assert run_cli(*panel(good, tmp_path / "ref"), env=rig.env(good)).returncode == 0
     real_time = SystemClock()
-    emu = batch_emulator_factory(latency=0.02, clock=real_time)
-    argv = panel(emu, tmp_path, "--poll-interval", "0.02")
+    emu = batch_emulator_factory(latency=0.005, clock=real_time)
+    argv = panel(emu, tmp_path, "--poll-interval", "0.005")
     for kill in ("created:2", "created:1"):  # the first judge's create, then the second's
         proc = run_cli(*argv, env={**rig.env(emu), "BATCHBENCH_FAILPOINT": kill}, real=True)
         assert proc.returncode == -signal.SIGKILL, proc.stderr

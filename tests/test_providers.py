@@ -95,8 +95,8 @@ def test_a_sigkill_at_the_create_call_pays_each_answer_once(
     assert run_cli(*argv, env=rig.env(reference_emu)).returncode == 0
     expected = normalised(tmp_path / "ref" / "jobs" / rig.name())
     real_time = SystemClock()  # the killed process runs on real time: so does its service
-    emu = batch_emulator_factory(latency=0.02, clock=real_time)
-    argv = rig.args(emu, tmp_path, fixture_dir, "--limit", "12", "--poll-interval", "0.02", cap=3)
+    emu = batch_emulator_factory(latency=0.005, clock=real_time)
+    argv = rig.args(emu, tmp_path, fixture_dir, "--limit", "12", "--poll-interval", "0.005", cap=3)
     env = {**rig.env(emu), "BATCHBENCH_FAILPOINT": "created:1"}
     proc = run_cli(*argv, env=env, real=True)
     assert proc.returncode == -signal.SIGKILL, proc.stderr

@@ -70,10 +70,17 @@ def _process(
     """``python -m batchbench ARGS`` in a process of its own: its exit code (``-9`` for a
     SIGKILL), stdout and stderr, as ``subprocess.run`` gives them."""
     import multiprocessing
+    import pkgutil
     import tempfile
 
+    import batchbench.providers
+
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(_PRELOAD)
+    providers = [  # each provider's modules too: a run imports its own on the way
+        f"batchbench.providers.{m.name}"
+        for m in pkgutil.iter_modules(batchbench.providers.__path__)
+    ]
+    context.set_forkserver_preload([*_PRELOAD, *providers])
     with tempfile.TemporaryDirectory() as tmp:
         out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
         child = context.Process(target=_main, args=(args, env, str(cwd), str(out), str(err)))
