@@ -325,8 +325,9 @@ class Pipeline:
             if short is not None:  # owed: waited for, bounded (never bought again)
                 self.submitter.owed.owe(sub, sub.batch_id or "", short)
                 return
-        items = {
-            c: [it["item_id"] for it in case["rubric_items"]] for c, case in self.cases.items()
+        items = {  # this file's cases' (not the dataset's: 100,000 lists at each collection)
+            line.case_id: [it["item_id"] for it in self.cases[line.case_id]["rubric_items"]]
+            for line in sub.lines
         }
         kind = call_kind(sub, wire)
         unknown = {
