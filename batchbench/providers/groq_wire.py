@@ -12,9 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
-from ..bench.protocol import Prompt
 from ..kinds import ProviderName
-from .base import Adjust, Limits, LineRules, Rendered
+from .base import Limits, LineRules
 from .openai_wire import MAX_BYTES, MAX_LINES, RETRIED, OpenAIWire
 
 PREFIX: Final = "groq/"
@@ -25,8 +24,4 @@ class GroqWire(OpenAIWire):
     name: ProviderName = "groq"
     limits: Limits = field(default_factory=lambda: Limits(MAX_LINES, MAX_BYTES))
     rules: LineRules = field(default_factory=lambda: LineRules("Groq", RETRIED))
-
-    def render(self, prompt: Prompt, model: str, adjust: Adjust) -> Rendered:
-        """The reference's OpenAI body (the reference's rules for an OpenAI-shaped API),
-        Groq's model id as its model."""
-        return super().render(prompt, model.removeprefix(PREFIX), adjust)
+    model_prefix: str = PREFIX

@@ -72,6 +72,8 @@ class OpenAIWire:
     endpoint: str = ENDPOINT  # a line's url and the batch's endpoint, in this service's spelling
     limits: Limits = field(default_factory=lambda: Limits(MAX_LINES, MAX_BYTES))
     rules: LineRules = field(default_factory=lambda: LineRules("API", RETRIED))
+    # The routing prefix a venue's model names carry (``groq/``): not part of its model id.
+    model_prefix: str = ""
 
     def effort(self, asked: str | None) -> str | None:
         """The reference sends ``max`` to OpenAI models as ``xhigh``."""
@@ -80,7 +82,7 @@ class OpenAIWire:
     def render(self, prompt: Prompt, model: str, adjust: Adjust) -> Rendered:
         """The reference's chat-completions body, key order included."""
         body: dict[str, Any] = {
-            "model": model,
+            "model": model.removeprefix(self.model_prefix),
             "messages": [
                 {"role": "system", "content": prompt.system},
                 {"role": "user", "content": prompt.user},

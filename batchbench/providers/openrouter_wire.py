@@ -24,11 +24,10 @@ from typing import Final
 import msgspec
 import polars as pl
 
-from ..bench.protocol import Prompt
 from ..errors import BatchFileError, PlanError, TruncatedFileError
 from ..kinds import ProviderName
 from . import frames
-from .base import Adjust, Limits, LineRules, Rendered
+from .base import Limits, LineRules, Rendered
 from .checks import encode_line, request_lines
 from .openai_results import Line, LineError, Response, outputs_frame
 from .openai_wire import EMPTY_MESSAGE, RETRIED, OpenAIWire
@@ -86,10 +85,7 @@ class OpenRouterWire(OpenAIWire):
     name: ProviderName = "openrouter"
     limits: Limits = field(default_factory=lambda: Limits(MAX_LINES, MAX_BYTES))
     rules: LineRules = field(default_factory=lambda: LineRules("OpenRouter", RETRIED))
-
-    def render(self, prompt: Prompt, model: str, adjust: Adjust) -> Rendered:
-        """The reference's OpenAI body, OpenRouter's model id as its model."""
-        return super().render(prompt, model.removeprefix(PREFIX), adjust)
+    model_prefix: str = PREFIX
 
     def request_line(self, custom_id: str, rendered: Rendered) -> bytes:
         return encode_line({"custom_id": custom_id, "body": rendered.body})

@@ -15,10 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from ..bench.protocol import Prompt
 from ..errors import PlanError
 from ..kinds import ProviderName
-from .base import Adjust, Limits, LineRules, Rendered
+from .base import Limits, LineRules, Rendered
 from .checks import encode_line, request_lines
 from .openai_wire import ALLOWED_BODY_FIELDS, RETRIED, OpenAIWire
 
@@ -33,10 +32,7 @@ class TogetherWire(OpenAIWire):
     name: ProviderName = "together"
     limits: Limits = field(default_factory=lambda: Limits(MAX_LINES, MAX_BYTES))
     rules: LineRules = field(default_factory=lambda: LineRules("Together", RETRIED))
-
-    def render(self, prompt: Prompt, model: str, adjust: Adjust) -> Rendered:
-        """The reference's OpenAI body, Together's model id as its model."""
-        return super().render(prompt, model.removeprefix(PREFIX), adjust)
+    model_prefix: str = PREFIX
 
     def request_line(self, custom_id: str, rendered: Rendered) -> bytes:
         return encode_line({"custom_id": custom_id, "body": rendered.body})

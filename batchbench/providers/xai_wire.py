@@ -22,11 +22,10 @@ from typing import Final
 import msgspec
 import polars as pl
 
-from ..bench.protocol import Prompt
 from ..errors import BatchFileError
 from ..kinds import ProviderName
 from . import frames
-from .base import Adjust, Limits, LineRules, Rendered
+from .base import Limits, LineRules
 from .openai_results import Line, LineError, Response, outputs_frame
 from .openai_wire import EMPTY_MESSAGE, MAX_BYTES, MAX_LINES, RETRIED, OpenAIWire
 
@@ -77,10 +76,7 @@ class XAIWire(OpenAIWire):
     name: ProviderName = "xai"
     limits: Limits = field(default_factory=lambda: Limits(MAX_LINES, MAX_BYTES))
     rules: LineRules = field(default_factory=lambda: LineRules("xAI", RETRIED))
-
-    def render(self, prompt: Prompt, model: str, adjust: Adjust) -> Rendered:
-        """The reference's OpenAI body, xAI's model id as its model."""
-        return super().render(prompt, model.removeprefix(PREFIX), adjust)
+    model_prefix: str = PREFIX
 
     def read_results(self, paths: Sequence[Path]) -> pl.DataFrame:
         """Each file's pages, one a line (every line checked), their results in order."""
