@@ -249,6 +249,13 @@ def test_parsing_agrees_with_a_plain_reference_on_random_replies():
         except JudgeReplyError as exc:
             got = (None, str(exc))
         assert got == expected, text
+        # The same verdict laid out in rubric order (the frames' form), or the same error.
+        try:
+            laid = (protocol.judge_matches(text, IDS), None)
+        except JudgeReplyError as exc:
+            laid = (None, str(exc))
+        found, error = expected
+        assert laid == (None if found is None else [found[i] for i in IDS], error), text
         checked += 1
     assert checked == 3000
 

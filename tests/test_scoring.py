@@ -12,17 +12,24 @@ from batchbench.bench.scoring import rubric_frame, score_joined, score_records
 
 
 def score_cases(cases, decisions):
-    """Scores through the pipeline's own path: judge replies (items in reverse order,
-    so the join must restore rubric order) → decisions joined to the rubric → scores."""
+    """Scores through the pipeline's own path: judge replies (in a shuffled case order;
+    every other case's items in reverse, so the decisions must be put back in rubric
+    order) → decisions laid on the rubric → scores."""
     replies = [
         (
             case_id,
             json.dumps(
-                {"decisions": [{"item_id": i, "matched": m} for i, m in reversed(per.items())]}
+                {
+                    "decisions": [
+                        {"item_id": i, "matched": m}
+                        for i, m in (list(per.items())[::-1] if n % 2 else per.items())
+                    ]
+                }
             ),
         )
-        for case_id, per in decisions.items()
+        for n, (case_id, per) in enumerate(decisions.items())
     ]
+    random.Random(len(replies)).shuffle(replies)
     items = {c["case_id"]: [it["item_id"] for it in c["rubric_items"]] for c in cases}
     judged = judge_decisions(replies, rubric_frame(cases), items)
     assert judged.invalid == {}

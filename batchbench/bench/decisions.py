@@ -2,15 +2,16 @@
 
 Each reply goes through the one strict parser, :func:`protocol.parse_judge_reply`,
 so verdicts and error texts are the reference runner's. The valid replies'
-decisions are then joined to the run's rubric by ``(case_id, item_id)``: the
-rubric's row order is kept, so every case's rows come out in rubric order, as
-:func:`scoring.score_joined` sums them.
+decisions are then laid on the run's rubric rows (each case's in rubric order, as
+:func:`scoring.score_joined` sums them): the parser gives them in that order, so at a
+million decisions no join by ``(case_id, item_id)`` is needed (#52.1).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import polars as pl
@@ -25,7 +26,7 @@ class Judged:
     """What the judge replies of one collection said."""
 
     decided: pl.DataFrame  # rubric rows of the valid replies' cases, with ``matched``
-    verdicts: dict[str, dict[str, bool]]  # case id → item id → matched, as parsed
+    verdicts: dict[str, list[bool]]  # case id → each rubric item's matched, rubric order
     invalid: dict[str, str]  # case id → the reference's error text (no partial credit)
 
 
@@ -34,15 +35,28 @@ def judge_decisions(
     rubric: pl.DataFrame,
     item_ids: Mapping[str, Sequence[str]],
 ) -> Judged:
-    """Parse every ``(case_id, reply text)`` and join the valid decisions to the rubric."""
-    verdicts: dict[str, dict[str, bool]] = {}
+    """Parse every ``(case_id, reply text)`` and lay the valid decisions on the rubric."""
+    verdicts: dict[str, list[bool]] = {}
     invalid: dict[str, str] = {}
     for case_id, content in replies:
         try:
-            verdicts[case_id] = protocol.parse_judge_reply(content, item_ids[case_id])
+            verdicts[case_id] = protocol.judge_matches(content, item_ids[case_id])
         except JudgeReplyError as exc:
             invalid[case_id] = str(exc)
-    return Judged(join_verdicts(verdicts, rubric), verdicts, invalid)
+    return Judged(lay_verdicts(verdicts, rubric), verdicts, invalid)
+
+
+def lay_verdicts(verdicts: Mapping[str, Sequence[bool]], rubric: pl.DataFrame) -> pl.DataFrame:
+    """The rubric rows of these cases, each with its ``matched``: a case's verdicts are
+    its rubric items' decisions in rubric order, and the rubric frame holds each case's
+    rows together in that order (``idx`` 0 first), so they are laid on in turn."""
+    mask = rubric["case_id"].is_in(list(verdicts))
+    chosen = rubric if mask.all() else rubric.filter(mask)  # all: no copy of a million rows
+    firsts = chosen.filter(pl.col("idx") == 0)["case_id"].to_list()  # the cases, in order
+    matched = list(chain.from_iterable(map(verdicts.__getitem__, firsts)))
+    if len(matched) != chosen.height:
+        raise ValueError("the verdicts do not cover the rubric items of their cases")
+    return chosen.with_columns(pl.Series("matched", matched, dtype=pl.Boolean))
 
 
 def join_verdicts(verdicts: Mapping[str, Mapping[str, bool]], rubric: pl.DataFrame) -> pl.DataFrame:

@@ -185,6 +185,20 @@ def parse_judge_reply(content: str, item_ids: Sequence[str]) -> dict[str, bool]:
     return found
 
 
+def judge_matches(content: str, item_ids: Sequence[str]) -> list[bool]:
+    """:func:`parse_judge_reply`'s verdict as each rubric item's decision in the rubric's
+    order (what the frames lay on the rubric's rows). A reply that names the items in
+    that very order, as judges do, is that verdict already: no dict is built for it."""
+    try:
+        decisions = _REPLY.decode(content).decisions
+    except (msgspec.DecodeError, UnicodeEncodeError):
+        decisions = []
+    if decisions and [d.item_id for d in decisions] == list(item_ids):
+        return [d.matched for d in decisions]
+    found = parse_judge_reply(content, item_ids)
+    return [found[i] for i in item_ids]
+
+
 def _reference_steps(content: str, item_ids: Sequence[str]) -> dict[str, bool]:
     """The reference runner's own steps, error by error."""
     try:

@@ -199,10 +199,9 @@ def pass_rows(
     chosen = judged.decided.filter(pl.col("case_id").is_in(scored))
     rows = []
     for case_id, (score, _) in score_records(score_joined(chosen)).items():
-        matched = judged.verdicts[case_id]
         decisions = [
-            {"item_id": it["item_id"], "points": it["points"], "matched": matched[it["item_id"]]}
-            for it in cases[case_id]["rubric_items"]
+            {"item_id": it["item_id"], "points": it["points"], "matched": matched}
+            for it, matched in zip(cases[case_id]["rubric_items"], judged.verdicts[case_id])
         ]
         rows.append(
             {"case_id": case_id, "pass": judge_pass, "decisions": decisions, "score": score}
