@@ -53,7 +53,9 @@ def _cases(rng: random.Random, hostile: bool) -> list[dict]:
 
 @pytest.mark.parametrize("hostile", [False, True], ids=["plain ids", "hostile ids"])
 @pytest.mark.parametrize("seed", range(4))
-def test_a_scored_line_is_json_dumps_of_its_row(seed, hostile):
+@pytest.mark.parametrize("chunk", [100_000, 5], ids=["one slice", "slices of 5 rows"])
+def test_a_scored_line_is_json_dumps_of_its_row(seed, hostile, chunk, monkeypatch):
+    monkeypatch.setattr(lines, "CHUNK_ROWS", chunk)  # 5: slices end mid-case but for the rule
     rng = random.Random(seed)
     cases = _cases(rng, hostile)
     verdicts = {

@@ -41,10 +41,38 @@ def number(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+# Rubric rows put into text at a time: a million at once cost 400 MB of intermediates.
+CHUNK_ROWS = 100_000
+
+
 def decisions(decided: pl.DataFrame) -> dict[str, str]:
     """Each case's ``decisions`` list as the reference writes it (without its brackets),
     from rubric rows (each case's together, in rubric order) that carry ``case``,
-    ``case_id``, ``item_id``, ``points_json`` and ``matched``."""
+    ``case_id``, ``item_id``, ``points_json`` and ``matched``; a slice of whole cases at a
+    time, so the intermediates stay small."""
+    out: dict[str, str] = {}
+    for part in _whole_cases(decided, CHUNK_ROWS):
+        out.update(_texts(part))
+    return out
+
+
+def _whole_cases(decided: pl.DataFrame, rows: int) -> list[pl.DataFrame]:
+    """Slices of about ``rows`` rows, each ending at a case's end (the rows are in case
+    order, as a rubric frame's are; otherwise the frame is one slice)."""
+    cases = decided["case"]
+    if decided.height <= rows or not cases.is_sorted():
+        return [decided]
+    parts, lo = [], 0
+    while lo < decided.height:
+        hi = min(lo + rows, decided.height)
+        if hi < decided.height:  # on to the end of the case the slice would cut
+            hi = int(cases.search_sorted(cases[hi - 1], side="right"))
+        parts.append(decided.slice(lo, hi - lo))
+        lo = hi
+    return parts
+
+
+def _texts(decided: pl.DataFrame) -> dict[str, str]:
     if decided["item_id"].str.contains(_ESCAPED).any():
         escaped = [encode_basestring(i)[1:-1] for i in decided["item_id"]]
         decided = decided.with_columns(pl.Series("item_id", escaped, pl.String))
