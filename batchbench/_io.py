@@ -6,7 +6,7 @@ import contextlib
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from . import _failpoints
@@ -80,18 +80,32 @@ def atomic_write_text(path: str | Path, text: str, mode: int = 0o600) -> None:
 def append_bytes(path: str | Path, data: bytes, failpoint: str, mode: int = 0o600) -> None:
     """Append and fsync, so a recorded fact survives a crash (O_APPEND: one writer's tail).
 
-    The crash tests can kill the process half way through (``failpoint``): a
-    reader must then cope with a torn last line, which :meth:`Run.repair` drops.
+    One write when not under test: another process (``cancel``) may append to the
+    same journal, and one O_APPEND write is never interleaved.
+    """
+    append_pieces(path, [data], failpoint, mode)
+
+
+def append_pieces(
+    path: str | Path, pieces: Iterable[bytes], failpoint: str, mode: int = 0o600
+) -> None:
+    """Append each piece in turn (one write each, made as it is written: a large append
+    never held whole), then fsync.
+
+    The crash tests can kill the process half way through a piece (``failpoint``, hit
+    at each): a reader must then cope with a torn last line, which :meth:`Run.repair`
+    drops.
     """
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode)
         try:
-            # One write when not under test: another process (``cancel``) may append
-            # to the same journal, and one O_APPEND write is never interleaved.
-            half = len(data) // 2 if _failpoints.armed(failpoint) else 0
-            _write_all(fd, data[:half])
-            _failpoints.hit(failpoint)
-            _write_all(fd, data[half:])
+            armed = _failpoints.armed(failpoint)
+            for piece in pieces:
+                half = len(piece) // 2 if armed else 0
+                whole = memoryview(piece)  # halves without copies
+                _write_all(fd, whole[:half])
+                _failpoints.hit(failpoint)
+                _write_all(fd, whole[half:])
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -110,7 +124,7 @@ def storage(path: str | Path) -> Iterator[None]:
         raise StorageError.of(exc, path) from None
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_all(fd: int, data: bytes | memoryview) -> None:
     """``os.write`` may write part of the data (a disk filling up): go on, or raise."""
     view = memoryview(data)
     while view:

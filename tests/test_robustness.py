@@ -26,6 +26,8 @@ from support.runs import (
     run_args,
 )
 
+from batchbench._failpoints import Crash
+from batchbench.bench import results
 from batchbench.emulator import SystemClock
 from batchbench.engine.submit import NOT_FOUND_GRACE
 
@@ -109,6 +111,34 @@ def test_sigkill_at_every_failpoint_in_both_stages(
 ):
     killed, stages = _sigkills(KILLS, batch_emulator_factory, tmp_path, fixture_dir, where)
     assert set(killed) == set(FAILPOINTS) and stages == {"answers", "judges"}, (killed, stages)
+
+
+def test_a_crash_between_pieces_of_rows_writes_each_row_once(
+    batch_emulator_factory, tmp_path, fixture_dir, monkeypatch
+):
+    """A collection's rows go to disk a few thousand lines at a time: a process that
+    dies in the second piece leaves the first piece's rows whole and the second's torn.
+    Resumed, the run drops the torn line, writes the rest, and ends equal to an
+    uninterrupted run: each case's row once, each request executed once."""
+    select = ("--limit", "8")
+    reference = batch_emulator_factory(latency=0.05)
+    proc = run_cli(*run_args(reference, tmp_path / "ref", fixture_dir, *select), env=env())
+    assert proc.returncode == 0, proc.stderr
+    expected = normalised(tmp_path / "ref" / "jobs" / "ans-model")
+    monkeypatch.setattr(results, "PIECE_LINES", 3)
+    emu = batch_emulator_factory(latency=0.05)
+    args = run_args(emu, tmp_path, fixture_dir, *select)
+    monkeypatch.setenv("BATCHBENCH_FAILPOINT", "rows_half_written:2:raise")
+    with pytest.raises(Crash):
+        run_cli(*args, env=env())
+    monkeypatch.delenv("BATCHBENCH_FAILPOINT")
+    run_dir = tmp_path / "jobs" / "ans-model"
+    written = (run_dir / "results.jsonl").read_bytes()
+    assert written.count(b"\n") >= 3 and not written.endswith(b"\n")  # piece 1 whole, 2 torn
+    proc = run_cli(*args, env=env())
+    assert proc.returncode == 0, proc.stderr
+    assert normalised(run_dir) == expected
+    assert_no_duplicates(emu)
 
 
 def test_twenty_percent_faults_and_truncated_downloads(

@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from .._io import append_bytes, atomic_write_bytes, jsonl_lines
+from .._io import append_pieces, atomic_write_bytes, jsonl_lines
 from ..errors import ResultsError
 from .dataset import Case
 from .decisions import join_verdicts
@@ -238,8 +238,16 @@ def append_rows(path: Path, rows: Sequence[Mapping[str, Any]], case_ids: Sequenc
 def append_lines(path: Path, lines: Sequence[tuple[str, str]], case_ids: Sequence[str]) -> None:
     """Append ``(case_id, line)``s (in registry order among themselves), fsynced; a crash
     tears at most the last line, which :meth:`Run.repair` drops before the rows are
-    written again."""
+    written again (rows are counted per case on disk, so a crash between pieces leaves
+    whole rows that are not written twice)."""
     order = {cid: i for i, cid in enumerate(case_ids)}
     ordered = sorted(lines, key=lambda x: order[x[0]])
-    data = "\n".join([line for _, line in ordered] + [""]).encode("utf-8")  # no copy a line
-    append_bytes(path, data, "rows_half_written")
+    append_pieces(path, _pieces([line for _, line in ordered]), "rows_half_written")
+
+
+PIECE_LINES = 2048  # lines encoded and written at a time: a few MB, never the whole file
+
+
+def _pieces(lines: Sequence[str]) -> Iterator[bytes]:
+    for at in range(0, len(lines), PIECE_LINES):
+        yield "\n".join([*lines[at : at + PIECE_LINES], ""]).encode("utf-8")
