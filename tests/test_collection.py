@@ -91,7 +91,6 @@ def test_answers_what_is_retried_and_what_fails(tmp_path):
         "c2": ("transient", "HTTP 500: " + json.dumps(overloaded)),
         "c3": ("failed", "RuntimeError: HTTP 400: " + json.dumps(bad)),
     }
-    assert result.outcomes["answer:c0"].content == "   "
 
 
 @pytest.mark.parametrize("sent,kind", [(True, "retry"), (False, "failed")])

@@ -44,7 +44,7 @@ class Outcome:
     case_id: str
     kind: OutcomeKind
     detail: str | None = None
-    content: str | None = None  # the reply's text, for ok lines
+    content: str | None = None  # a judge reply's text, for ok lines, until it is parsed
     source: str | None = None  # the ref (file id) of the kept file the good line came from
     adjust: dict[str, Any] | None = None  # ``retry``: the wire's fallback to send it with
 
@@ -117,7 +117,11 @@ def check_download(frame: pl.DataFrame, sub: Submission, earlier: set[str], wher
 
 
 def classify(
-    frame: pl.DataFrame, expected: Mapping[str, Sent], wire: Wire, expired: bool = False
+    frame: pl.DataFrame,
+    expected: Mapping[str, Sent],
+    wire: Wire,
+    expired: bool = False,
+    replies: bool = False,
 ) -> tuple[dict[str, Outcome], dict[str, int], list[str]]:
     """Outcome per expected request.
 
@@ -129,6 +133,8 @@ def classify(
     statuses it retries are transient, a refusal the wire has a fallback for
     (:meth:`Wire.fallback`: a temperature, an effort) is ``retry`` with it, any other
     failed reply fails the case with the reference's ``RuntimeError`` text.
+    ``replies``: each ok outcome carries its reply's text (a judge's, to be parsed; an
+    answer's is read from its raw file when its row is written, never held for all).
     """
     exp = pl.DataFrame(
         {"custom_id": list(expected), "case_id": [e.case_id for e in expected.values()]},
@@ -152,7 +158,7 @@ def classify(
         "case_id",
         "kind",
         "detail",
-        "content",
+        "content" if replies else pl.lit(None, pl.String).alias("content"),
         pl.col("file").alias("source"),
         "retry_with",
     )
@@ -324,14 +330,20 @@ def collect(
     else:
         expired = sub.view is not None and sub.view.ending == "expired"
         expected = expected_lines(sub, state)
-        outcomes, usage, anomalies = classify(frame, expected, wire, expired)
+        judges = sub.stage == "judges"
+        outcomes, usage, anomalies = classify(frame, expected, wire, expired, replies=judges)
         for cid, detail in (unknown or {}).items():  # sent one call at a time, never answered
             outcomes[cid] = Outcome(expected[cid].case_id, "unknown", detail)
         result = Collection(outcomes, usage=usage, anomalies=anomalies)
     invalid: dict[str, str] = {}
     if sub.stage == "judges" and frame is not None:
-        replies = [(o.case_id, o.content or "") for o in result.outcomes.values() if o.kind == "ok"]
+        replies = []
+        for o in result.outcomes.values():
+            if o.kind == "ok":
+                replies.append((o.case_id, o.content or ""))
+                o.content = None  # the text is not kept beside its decisions
         result.judged = judge_decisions(replies, rubric, item_ids)
+        del replies
         invalid = result.judged.invalid
     for cid, o in result.outcomes.items():
         st = state.cases[o.case_id].stage(sub.stage, sub.judge_pass)
