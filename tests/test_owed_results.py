@@ -166,14 +166,16 @@ def test_owed_results_are_settled_when_the_user_asks(batch_emulator_factory, tmp
     and their cost at the batch price (the arrived replies' tokens, on average, priced
     here by hand); the run then finishes, every request id paid once."""
     rig = RIGS["gemini"]
-    emu = batch_emulator_factory(latency=1.0, anomalies={"missing-lines": 0.5})
+    # Every line but one left out (the bad day never leaves out all): at 0.5 some batch ids
+    # left none out, and a retried call under load (a fresh id) could meet one.
+    emu = batch_emulator_factory(latency=1.0, anomalies={"missing-lines": 1.0})
     args = rig.args(emu, tmp_path, fixture_dir, "--limit", "6", cap=6)
     proc = run_cli(*args, env=rig.env(emu))
     assert proc.returncode == 5, proc.stderr
     run_dir = tmp_path / "jobs" / rig.name()
     [raw] = [p for p in (run_dir / "raw").iterdir() if "batch" in p.name]
     arrived = [json.loads(x) for x in raw.read_text().splitlines()]
-    assert 0 < len(arrived) < 6
+    assert len(arrived) == 1
     table = tmp_path / "prices.json"
     table.write_text(
         json.dumps(
