@@ -10,6 +10,7 @@ is repeated, and every action is safe to repeat).
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import re
@@ -203,8 +204,16 @@ class Run:
             return 0
 
     def state(self, case_ids: list[str]) -> RunState:
-        """The run's state, folded from its journal."""
-        return fold(case_ids, self.events(), str(self.journal_path))
+        """The run's state, folded from its journal. The cyclic collector waits while it
+        is: a 100,000-case run's state is 300,000 new objects in no cycle, and the sweeps
+        their allocation set off were 40 % of the fold (and of ``status``)."""
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return fold(case_ids, self.events(), str(self.journal_path))
+        finally:
+            if collecting:
+                gc.enable()
 
     def events(self) -> list[Event]:
         try:
