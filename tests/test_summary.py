@@ -97,11 +97,14 @@ def _random_rows(rng, sizes):
     [[1], [2, 3], [7, 7, 7], [5, 64, 65, 1, 33], [25, 24, 25, 23, 25, 12, 25, 25, 25, 20]],
 )
 @pytest.mark.parametrize("block", [None, 1, 97])
-def test_bootstrap_matches_plain_python_for_any_sizes(sizes, block, monkeypatch):
+@pytest.mark.parametrize("segments", [0, 10**9], ids=["stratum by stratum", "walked"])
+def test_bootstrap_matches_plain_python_for_any_sizes(sizes, block, segments, monkeypatch):
     """Bit for bit the reference's, however many resamples are drawn at once (a block of
-    one draw, of 97, or the default: memory bounded for 25,000 cases, #38)."""
+    one draw, of 97, or the default: memory bounded for 25,000 cases, #38), and however
+    unequal strata are drawn (each stratum's picks in turn, or walked over a block)."""
     from batchbench.scores import summary as summary_module
 
+    monkeypatch.setattr(summary_module, "SEGMENTS_OVER", segments)
     if block is not None:
         monkeypatch.setattr(summary_module, "BLOCK_PICKS", block)
     rng = random.Random(sum(sizes))
@@ -327,3 +330,23 @@ def test_two_runs_resampled_at_once_are_each_bit_for_bit_its_own(equal_strata):
         [alone_a] = stratified_means([sa], s2, 40)
         [alone_b] = stratified_means([sb], s3, 40)
     assert np.array_equal(pa, alone_a) and np.array_equal(pb, alone_b)
+
+
+@pytest.mark.parametrize("rows", [40, 1100], ids=["running sums", "vector per position"])
+def test_resample_means_are_pythons_own_left_to_right_sum(rows):
+    """The rule the reference follows (``sum(picked) / n``: Python's ``sum``, from the int
+    0, strictly left to right), on values whose sums round differently in any other
+    order, and a row of nothing but -0.0 (Python's sum of it is 0.0); few rows and many
+    (each way of summing)."""
+    from batchbench.scores.summary import WIDE_ROWS, sequential_means
+
+    assert rows < WIDE_ROWS or rows >= WIDE_ROWS + 64  # a part-block of rows too
+    rng = np.random.default_rng(5)
+    values = rng.choice([1 / 3, 0.1, 1e-17, 1e16, -1e16, 0.7, 2.5e-3], size=300)
+    values[7] = -0.0
+    picks = rng.integers(0, 300, size=(rows, 300))
+    picks[3] = 7  # every pick the -0.0
+    got = sequential_means(values, picks)
+    plain = values.tolist()
+    want = [sum(plain[i] for i in row) / 300 for row in picks.tolist()]
+    assert [repr(float(x)) for x in got] == [repr(x) for x in want]

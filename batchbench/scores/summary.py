@@ -47,6 +47,12 @@ DEFAULT_SEED = 42
 NAN = float("nan")
 
 
+# Words per round per stratum above which a stratified draw goes stratum by stratum
+# (its cost per stratum and round is a few NumPy calls, ~10 µs; the walk's is ~5 ns per
+# word per distinct size).
+SEGMENTS_OVER = 2000
+
+
 class WordStream:
     """The raw 32-bit words of ``random.Random(seed)``, consumed in order.
 
@@ -133,7 +139,10 @@ class WordStream:
         out = np.empty(count, dtype=np.intp)
         filled = 0
         while filled < count:
-            words = self._available(1)
+            # about the words the picks left take (2**bit_length / n words a pick), so a
+            # short run of picks looks at a short window
+            need = (count - filled) * (1 << n.bit_length()) // n * 9 // 8 + 64
+            words = self._available(need)[:need]
             accepted = np.flatnonzero(words < limit)
             take = min(accepted.size, count - filled)
             out[filled : filled + take] = words[accepted[:take]] >> shift
@@ -153,6 +162,15 @@ class WordStream:
         """
         # randrange(n) takes 2**bit_length(n) / n words per pick on average.
         per_round = sum(1 << s.bit_length() for s in sizes)
+        if per_round * len(set(sizes)) > SEGMENTS_OVER * len(sizes):
+            # Large strata: each stratum's run of picks drawn in turn (a few NumPy calls
+            # each), not every size's rule over the whole block's words (which grew
+            # with the cases times the sizes: 57 s at 25,000 cases in 10 unequal strata).
+            out = [np.empty((samples, n), dtype=np.intp) for n in sizes]
+            for r in range(samples):
+                for b, n in enumerate(sizes):
+                    out[b][r] = self.picks(n, n)
+            return out
         want = int(samples * per_round * 1.02) + 64
         while True:
             words = self._available(want)[:want]
@@ -213,25 +231,42 @@ def paired_means(a: np.ndarray, b: np.ndarray, picks: np.ndarray) -> tuple[np.nd
     return sums.real / n, sums.imag / n
 
 
-def _sequential_sums(scores: np.ndarray, picks: np.ndarray) -> np.ndarray:
-    """Per-row sums of picked scores, strictly left to right from 0.
+# Rows of resamples at or above which one vector addition per position (across the
+# rows) beats a running sum along each row (#52.4: measured on 2 cores).
+WIDE_ROWS = 1024
 
-    Rows go in blocks of about a million picks (8 MB gathered), and never fewer than
-    128 rows: within a block the picks are gathered position-major so each addition
-    step is one contiguous vector add over the block's rows, and a vector of a few
-    dozen rows spends its time in NumPy's call overhead (blocks of 131,072 picks cost
-    2.7 × as long at 2,500 cases a benchmark, 6.7 × at 25,000). (NumPy's own
-    reductions may sum pairwise, which rounds differently.)
+
+def _sequential_sums(scores: np.ndarray, picks: np.ndarray) -> np.ndarray:
+    """Per-row sums of picked scores, strictly left to right from 0 (as the reference's
+    ``sum``: ``0 + -0.0`` is ``0.0``). NumPy's reductions (``np.sum``) may sum pairwise,
+    which rounds differently; two ways keep the order, each in blocks of about a million
+    picks (8 MB gathered):
+
+    * many rows (``WIDE_ROWS``): the picks gathered position-major, each position one
+      vector addition across the rows (a NumPy call per position and block);
+    * few rows, as a stratified bootstrap of many cases has (a block of 4 million picks
+      is 40 resamples of 100,000): a running sum along each row (``np.cumsum``, by
+      definition each partial sum the one before plus the next pick), its last column
+      the sum. Positions one at a time there cost a call per 40 additions, and grew with
+      the square of the cases (13 s of a 100,000-case summary).
     """
     rows, n = picks.shape
-    total = np.empty(rows, dtype=scores.dtype)
-    step = max(128, (1 << 20) // n)
+    total = np.zeros(rows, dtype=scores.dtype)
+    if n == 0:
+        return total
+    step = max(WIDE_ROWS if rows >= WIDE_ROWS else 1, (1 << 20) // n)
     for r0 in range(0, rows, step):
-        picked = scores[picks[r0 : r0 + step].T]
-        acc = np.zeros(picked.shape[1], dtype=scores.dtype)
-        for j in range(n):
-            acc += picked[j]
-        total[r0 : r0 + step] = acc
+        if rows >= WIDE_ROWS:
+            picked = scores[picks[r0 : r0 + step].T]
+            acc = np.zeros(picked.shape[1], dtype=scores.dtype)
+            for j in range(n):
+                acc += picked[j]
+            total[r0 : r0 + step] = acc
+        else:
+            picked = scores[picks[r0 : r0 + step]]
+            picked[:, 0] += 0.0
+            np.cumsum(picked, axis=1, out=picked)
+            total[r0 : r0 + step] = picked[:, -1]
     return total
 
 
