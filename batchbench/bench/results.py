@@ -18,7 +18,7 @@ import msgspec
 from .._io import append_pieces, atomic_write_bytes, jsonl_lines
 from ..errors import ResultsError
 from .dataset import Case
-from .decisions import join_verdicts
+from .decisions import lay_verdicts
 from .scoring import rubric_frame, score_joined, score_records
 
 
@@ -103,7 +103,7 @@ def check_against(
     they are). Rows of cases the dataset does not have are left out of the
     summary anyway.
     """
-    verdicts: dict[str, dict[str, bool]] = {}
+    verdicts: dict[str, list[bool]] = {}  # each rubric item's, in rubric order
     claimed: dict[str, tuple[int, dict[str, Any]]] = {}
     for lineno, row in numbered:
         case = cases.get(row["case_id"])
@@ -118,17 +118,18 @@ def check_against(
         if "error" in row or "decisions" not in row:
             continue
         found = row_verdicts(row["decisions"])
-        if found is None or set(found) != {it["item_id"] for it in case["rubric_items"]}:
+        items = [it["item_id"] for it in case["rubric_items"]]
+        if found is None or found.keys() != set(items):
             raise ResultsError(f"{where}: its decisions do not name the case's rubric items")
         key = f"{row['case_id']}#{lineno}"
-        verdicts[key], claimed[key] = found, (lineno, row)
+        verdicts[key], claimed[key] = [found[i] for i in items], (lineno, row)
     if not verdicts:
         return
     rubric = rubric_frame(
         [{**cases[row["case_id"]], "case_id": key} for key, (_, row) in claimed.items()]
     )
     for key, (score, components) in score_records(
-        score_joined(join_verdicts(verdicts, rubric))
+        score_joined(lay_verdicts(verdicts, rubric))
     ).items():
         lineno, row = claimed[key]
         said = [row["score"], row.get("score_components", components)]
