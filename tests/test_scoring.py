@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import random
 
+import pytest
 from support import reference as plain_reference
 
-from batchbench.bench.decisions import judge_decisions
+from batchbench.bench.decisions import judge_decisions, lay_verdicts
 from batchbench.bench.scoring import rubric_frame, score_joined, score_records
+from batchbench.errors import InvariantError
 
 
 def score_cases(cases, decisions):
@@ -116,3 +118,21 @@ def test_fractional_points_are_summed_in_rubric_order_like_the_reference():
         matched = {i for i, m in decisions[case["case_id"]].items() if m}
         score, components = plain_reference.score_case(case, matched)
         assert json.dumps(got[case["case_id"]]) == json.dumps([score, components]), case["case_id"]
+
+
+def test_verdicts_that_do_not_cover_their_rubric_are_a_bug_not_a_score():
+    """Laying decisions on the rubric rows relies on each case's verdicts being its
+    rubric's items in order (the parser checks it): a case short of one stops with
+    InvariantError instead of shifting every later case's decisions."""
+    cases = [
+        {"case_id": c, "grading_method": "points_rubric", "rubric_items": items}
+        for c, items in (
+            ("a", [{"item_id": "a_0", "points": 1}, {"item_id": "a_1", "points": 2}]),
+            ("b", [{"item_id": "b_0", "points": 3}]),
+        )
+    ]
+    rubric = rubric_frame(cases)
+    laid = lay_verdicts({"b": [True], "a": [False, True]}, rubric)
+    assert laid["matched"].to_list() == [False, True, True]  # rubric order, not the dict's
+    with pytest.raises(InvariantError):
+        lay_verdicts({"a": [True], "b": [True]}, rubric)

@@ -16,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from ..errors import JudgeReplyError
+from ..errors import InvariantError, JudgeReplyError
 from . import protocol
 from .scoring import DECISIONS_SCHEMA
 
@@ -55,7 +55,7 @@ def lay_verdicts(verdicts: Mapping[str, Sequence[bool]], rubric: pl.DataFrame) -
     firsts = chosen.filter(pl.col("idx") == 0)["case_id"].to_list()  # the cases, in order
     matched = list(chain.from_iterable(map(verdicts.__getitem__, firsts)))
     if len(matched) != chosen.height:
-        raise ValueError("the verdicts do not cover the rubric items of their cases")
+        raise InvariantError("the verdicts do not cover the rubric items of their cases")
     return chosen.with_columns(pl.Series("matched", matched, dtype=pl.Boolean))
 
 
