@@ -239,34 +239,34 @@ WIDE_ROWS = 1024
 def _sequential_sums(scores: np.ndarray, picks: np.ndarray) -> np.ndarray:
     """Per-row sums of picked scores, strictly left to right from 0 (as the reference's
     ``sum``: ``0 + -0.0`` is ``0.0``). NumPy's reductions (``np.sum``) may sum pairwise,
-    which rounds differently; two ways keep the order, each in blocks of about a million
-    picks (8 MB gathered):
+    which rounds differently; two ways keep the order:
 
-    * many rows (``WIDE_ROWS``): the picks gathered position-major, each position one
-      vector addition across the rows (a NumPy call per position and block);
+    * many rows (``WIDE_ROWS``): the picks laid position-major (a copy; the callers'
+      blocks bound them), each position's scores gathered and added across all the rows
+      in one vector addition: two NumPy calls a position (gathering a whole block first
+      wrote it to memory and read it back, a third slower at 25,000 cases);
     * few rows, as a stratified bootstrap of many cases has (a block of 4 million picks
       is 40 resamples of 100,000): a running sum along each row (``np.cumsum``, by
       definition each partial sum the one before plus the next pick), its last column
-      the sum. Positions one at a time there cost a call per 40 additions, and grew with
-      the square of the cases (13 s of a 100,000-case summary).
+      the sum, about a million picks at a time. Positions one at a time there cost a
+      call per 40 additions, and grew with the square of the cases (13 s of a
+      100,000-case summary).
     """
     rows, n = picks.shape
     total = np.zeros(rows, dtype=scores.dtype)
     if n == 0:
         return total
-    step = max(WIDE_ROWS if rows >= WIDE_ROWS else 1, (1 << 20) // n)
+    if rows >= WIDE_ROWS:
+        positions = np.ascontiguousarray(picks.T)
+        for j in range(n):
+            total += scores[positions[j]]
+        return total
+    step = max(1, (1 << 20) // n)
     for r0 in range(0, rows, step):
-        if rows >= WIDE_ROWS:
-            picked = scores[picks[r0 : r0 + step].T]
-            acc = np.zeros(picked.shape[1], dtype=scores.dtype)
-            for j in range(n):
-                acc += picked[j]
-            total[r0 : r0 + step] = acc
-        else:
-            picked = scores[picks[r0 : r0 + step]]
-            picked[:, 0] += 0.0
-            np.cumsum(picked, axis=1, out=picked)
-            total[r0 : r0 + step] = picked[:, -1]
+        picked = scores[picks[r0 : r0 + step]]
+        picked[:, 0] += 0.0
+        np.cumsum(picked, axis=1, out=picked)
+        total[r0 : r0 + step] = picked[:, -1]
     return total
 
 
