@@ -75,13 +75,18 @@ def main() -> None:
     plain = plain_reference.paired_difference(by[a.name], by[b.name], samples=args.samples)
     one = time.perf_counter() - start
     overall = result["comparisons"][0]["overall"]
-    same = all(json.dumps(overall[k]) == json.dumps(v) for k, v in plain["overall"].items())
+    # p_holm is adjusted over the call's family of 9 comparisons; a single pair has none.
+    same = all(
+        json.dumps(overall[k]) == json.dumps(v)
+        for k, v in plain["overall"].items()
+        if k != "p_holm"
+    )
     print(f"10 runs x 500 cases, {args.samples:,} resamples, 9 comparisons")
     verdict = "met" if ours < 2 else "NOT met"
     print(f"batchbench                 {ours:6.2f} s   (target < 2 s: {verdict})")
     print(f"plain Python, 9 x one pair {9 * one:6.2f} s   ({one:.2f} s a pair)")
     print(f"speed-up                   {9 * one / ours:6.1f} x")
-    print(f"identical (first pair)     {same}")
+    print(f"identical (first pair)     {same}   (all but p_holm, a family's)")
     if not same:
         sys.exit(1)
 
