@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -212,9 +213,10 @@ def _panel_cases(folder: Path, root: Path) -> Iterable[tuple[str, Any]]:
             f"{_rel(manifest_path, root)}: field 'case_ids' must be a list of strings"
         )
     cases_dir = folder / "cases"
+    files = _file_names(cases_dir)  # one listing, not a stat per case
     for case_id in listed:
         path = cases_dir / f"{case_id}.json"
-        if not path.is_file():
+        if path.name not in files:
             raise DatasetError(
                 f"{_rel(manifest_path, root)}: lists case {case_id!r} but"
                 f" {_rel(path, root)} is missing"
@@ -227,13 +229,21 @@ def _panel_cases(folder: Path, root: Path) -> Iterable[tuple[str, Any]]:
             )
         yield _rel(path, root), case
     seen = set(listed)
-    extra = sorted(cases_dir.glob("*.json")) if cases_dir.is_dir() else []
-    for path in extra:
-        if path.stem in seen:
-            continue
+    extra = sorted(n for n in files if n.endswith(".json") and n[: -len(".json")] not in seen)
+    for name in extra:
+        path = cases_dir / name
         case = _read_json(path, root)
         if isinstance(case, dict) and case.get("split") == "test":
             yield _rel(path, root), case
+
+
+def _file_names(folder: Path) -> set[str]:
+    """The names of the files in a folder (none if it is not one)."""
+    try:
+        with os.scandir(folder) as entries:
+            return {e.name for e in entries if e.is_file()}
+    except (FileNotFoundError, NotADirectoryError):
+        return set()
 
 
 def dataset_sha256(cases: Sequence[Case]) -> str:
