@@ -7,6 +7,8 @@ report use this to put the reply beside each attempt and failure.
 
 from __future__ import annotations
 
+import polars as pl
+
 from .. import providers
 from ..kinds import Stage
 from .runconfig import RunConfig
@@ -24,10 +26,19 @@ def read_replies(run: Run, config: RunConfig, state: RunState) -> dict[str, str]
         if not refs:
             continue
         frame = run.read_results(providers.wire(stage_providers[sub.stage]), refs)
-        columns = ("custom_id", "content", "body_text", "error_message")
-        for cid, content, body, error in frame.select(columns).rows():
-            out[cid] = content if content is not None else (body or error or "")
+        texts = frame.select("custom_id", REPLY_TEXT)
+        out.update(zip(texts["custom_id"].to_list(), texts["text"].to_list()))
     return out
+
+
+# A reply's text: its content when it has one, else its body, else its error (an empty
+# body or error counts as none), else "".
+REPLY_TEXT = pl.coalesce(
+    pl.col("content"),
+    pl.when(pl.col("body_text") != "").then(pl.col("body_text")),
+    pl.when(pl.col("error_message") != "").then(pl.col("error_message")),
+    pl.lit(""),
+).alias("text")
 
 
 def latest_requests(state: RunState, stage: Stage) -> dict[str, str]:
