@@ -14,7 +14,7 @@ import random
 
 import pytest
 
-from batchbench.bench.decisions import join_verdicts
+from batchbench.bench.decisions import lay_verdicts
 from batchbench.bench.scoring import rubric_frame
 from batchbench.engine import lines
 
@@ -61,7 +61,8 @@ def test_a_scored_line_is_json_dumps_of_its_row(seed, hostile, chunk, monkeypatc
     verdicts = {
         c["case_id"]: {it["item_id"]: rng.random() < 0.5 for it in c["rubric_items"]} for c in cases
     }
-    decided = join_verdicts(verdicts, rubric_frame(cases))
+    laid = {c: list(v.values()) for c, v in verdicts.items()}  # (built in rubric order)
+    decided = lay_verdicts(laid, rubric_frame(cases))
     texts = lines.decisions(decided)
     assert list(texts) == [c["case_id"] for c in cases]
     for case in cases:

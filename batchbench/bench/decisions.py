@@ -12,13 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
-from typing import Any
 
 import polars as pl
 
 from ..errors import InvariantError, JudgeReplyError
 from . import protocol
-from .scoring import DECISIONS_SCHEMA
 
 
 @dataclass
@@ -57,18 +55,3 @@ def lay_verdicts(verdicts: Mapping[str, Sequence[bool]], rubric: pl.DataFrame) -
     if len(matched) != chosen.height:
         raise InvariantError("the verdicts do not cover the rubric items of their cases")
     return chosen.with_columns(pl.Series("matched", matched, dtype=pl.Boolean))
-
-
-def join_verdicts(verdicts: Mapping[str, Mapping[str, bool]], rubric: pl.DataFrame) -> pl.DataFrame:
-    """The rubric rows of these cases, each with its ``matched`` decision, in rubric order.
-
-    Each case's verdicts must name exactly its rubric's item ids (the parser
-    checks that); this is the one join of decisions against the rubric.
-    """
-    columns: dict[str, list[Any]] = {"case_id": [], "item_id": [], "matched": []}
-    for case_id, found in verdicts.items():
-        columns["case_id"].extend([case_id] * len(found))
-        columns["item_id"].extend(found)
-        columns["matched"].extend(found.values())
-    decisions = pl.DataFrame(columns, schema=DECISIONS_SCHEMA)
-    return rubric.join(decisions, on=["case_id", "item_id"], how="inner", maintain_order="left")

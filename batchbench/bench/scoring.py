@@ -21,7 +21,6 @@ from .dataset import Case
 _CLASS_OF_POINTS = {3: 9, 2: 8, 1: 7, 0: 5, -1: 3, -2: 2, -3: 1}
 _WEIGHT_OF_CLASS = {1: 72, 9: 72, 2: 24, 8: 24, 3: 3, 7: 3}
 
-DECISIONS_SCHEMA = {"case_id": pl.String, "item_id": pl.String, "matched": pl.Boolean}
 RUBRIC_SCHEMA = {
     "case": pl.Int64,
     "case_id": pl.String,

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
 from ..bench.dataset import Case
-from ..bench.decisions import join_verdicts
+from ..bench.decisions import lay_verdicts
 from ..bench.results import row_verdicts
 from ..bench.scoring import rubric_frame, score_joined
 from ..scores.stats import Z95, balanced_f1, fleiss_kappa, gwet_ac1, krippendorff_alpha
@@ -68,15 +68,17 @@ def physician_scores(labels: Sequence[Label], cases: Mapping[str, Case]) -> dict
         by_rater[label.rater][label.case_id][label.item_id] = label.met
     scores: dict[str, list[float]] = defaultdict(list)
     for rater, verdicts in sorted(by_rater.items()):
+        laid: dict[str, list[bool]] = {}  # each rubric item's verdict, in rubric order
         for case_id, found in verdicts.items():
-            items = cases[case_id]["rubric_items"]
-            if len(found) != len(items):
+            items = [it["item_id"] for it in cases[case_id]["rubric_items"]]
+            if found.keys() != set(items):
                 raise LabelsError(
                     f"rater {rater!r} labelled {len(found)} of the {len(items)} items of case"
                     f" {case_id}: a case score needs every item"
                 )
+            laid[case_id] = [found[i] for i in items]
         chosen = [cases[c] for c in verdicts]
-        scored = score_joined(join_verdicts(verdicts, rubric_frame(chosen)))
+        scored = score_joined(lay_verdicts(laid, rubric_frame(chosen)))
         for case_id, score in zip(scored["case_id"], scored["score"]):
             scores[case_id].append(float(score))
     return {case_id: sum(v) / len(v) for case_id, v in scores.items()}
