@@ -163,9 +163,7 @@ def rows_for(
     scored = [o.case_id for o in outcomes.values() if o.kind == "ok" and sub.stage == "judges"]
     if not scored or judged is None:
         return out
-    chosen = judged.decided
-    if len(scored) != len(judged.verdicts) or not judged.verdicts.keys() >= set(scored):
-        chosen = chosen.filter(pl.col("case_id").is_in(scored))  # (a copy: only if some)
+    chosen = _decided(judged, scored)
     decided = lines.decisions(chosen)
     sent = {line.case_id: line.sent_temperature for line in sub.lines}
     for case_id, (score, components) in score_records(score_joined(chosen)).items():
@@ -186,6 +184,13 @@ def rows_for(
     return out
 
 
+def _decided(judged: Judged, scored: Sequence[str]) -> pl.DataFrame:
+    """The decided rubric rows of the ``scored`` cases (a copy only when some are not)."""
+    if len(scored) == len(judged.verdicts) and judged.verdicts.keys() >= set(scored):
+        return judged.decided
+    return judged.decided.filter(pl.col("case_id").is_in(scored))
+
+
 def pass_rows(
     judge_pass: int,
     outcomes: Mapping[str, Outcome],
@@ -196,7 +201,7 @@ def pass_rows(
     scored = [o.case_id for o in outcomes.values() if o.kind == "ok"]
     if not scored or judged is None:
         return []
-    chosen = judged.decided.filter(pl.col("case_id").is_in(scored))
+    chosen = _decided(judged, scored)
     rows = []
     for case_id, (score, _) in score_records(score_joined(chosen)).items():
         decisions = [
