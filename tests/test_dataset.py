@@ -265,3 +265,17 @@ def test_valid_sample_validates():
 def test_missing_dataset_directory(tmp_path):
     proc = run_cli("validate", "--dataset", str(tmp_path / "nowhere"))
     assert_one_line_error(proc, "nowhere", "not found")
+
+
+def test_an_unlistable_case_folder_is_one_line(sample_copy, monkeypatch):
+    """A case folder that cannot be listed (permissions: root here reads anything, so the
+    refusal is the kernel's error raised in place of the listing) names the folder."""
+    import batchbench.bench.dataset as dataset_module
+
+    def refuse(path):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(dataset_module.os, "scandir", refuse)
+    proc = run_cli("validate", "--dataset", str(sample_copy))
+    assert_one_line_error(proc, "cases", "cannot list: Permission denied")
+    assert proc.returncode != 0

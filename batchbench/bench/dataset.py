@@ -244,6 +244,8 @@ def _file_names(folder: Path) -> set[str]:
             return {e.name for e in entries if e.is_file()}
     except (FileNotFoundError, NotADirectoryError):
         return set()
+    except OSError as exc:  # unreadable: one line naming it
+        raise DatasetError(f"{folder}: cannot list: {exc.strerror or exc}") from None
 
 
 def dataset_sha256(cases: Sequence[Case]) -> str:
