@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -169,7 +170,14 @@ def test_a_machine_killed_mid_tick_is_taken_over_and_nothing_bought_twice(
         capture_output=True,
         text=True,
         cwd=REPO,
-        env={**os.environ, **env(), **variables, "BATCHBENCH_FAILPOINT": "created:1"},
+        # its working folder dies with it: kept in the test's folder, not the machine's
+        env={
+            **os.environ,
+            **env(),
+            **variables,
+            "BATCHBENCH_FAILPOINT": "created:1",
+            "TMPDIR": str(tmp_path),
+        },
         timeout=120,
     )
     assert killed.returncode == -9, killed.stderr
@@ -228,7 +236,7 @@ def test_the_stores_bad_days_buy_nothing_twice(
 
 
 def test_absent_or_wrong_credentials_are_one_line_naming_what_to_set(
-    batch_emulator_factory, tmp_path, fixture_dir
+    batch_emulator_factory, tmp_path, fixture_dir, monkeypatch
 ):
     from support.runs import KEY
 
@@ -237,6 +245,8 @@ def test_absent_or_wrong_credentials_are_one_line_naming_what_to_set(
     args = run_args(emu, tmp_path, fixture_dir, "--limit", "2")
     args[args.index("--jobs-dir") + 1] = uri
     absent = {**variables, "AWS_ACCESS_KEY_ID": None, "AWS_SECRET_ACCESS_KEY": None}
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "temp"))
+    (tmp_path / "temp").mkdir()
     proc = run_cli(*args, env={**env(), **absent})
     assert_one_line_error(proc, uri, "no credentials for the store", "AWS_ACCESS_KEY_ID")
     wrong = {**variables, "AWS_ACCESS_KEY_ID": "AKIA-NOT-KNOWN"}
@@ -244,6 +254,7 @@ def test_absent_or_wrong_credentials_are_one_line_naming_what_to_set(
     assert_one_line_error(proc, uri, "refused", "AWS_ACCESS_KEY_ID")
     assert "team-not-secret" not in proc.stdout + proc.stderr  # the secret is never said
     assert emu.ledger()["batches"] == []
+    assert list((tmp_path / "temp").iterdir()) == []  # no working folder left behind
 
 
 @pytest.mark.parametrize(
@@ -257,12 +268,17 @@ def test_absent_or_wrong_credentials_are_one_line_naming_what_to_set(
         ),
     ],
 )
-def test_a_cloud_set_up_wrong_is_one_line_naming_its_variables(uri, variables, said):
+def test_a_cloud_set_up_wrong_is_one_line_naming_its_variables(
+    uri, variables, said, tmp_path, monkeypatch
+):
     """Cloud Storage and Azure Blob: a setting missing before any call is one line naming the
-    URI and the variables to set, for every command."""
+    URI and the variables to set, for every command; and no working folder is left behind
+    (a cron's every tick left one)."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     proc = run_cli("list", "--jobs-dir", uri, env={**env(), **variables})
     assert_one_line_error(proc, uri, said, "set ")
     assert "GOOGLE" in proc.stderr or "AZURE_STORAGE_ACCOUNT_NAME" in proc.stderr
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_local_run_moved_into_a_bucket_and_back_resumes_there_and_only_there(

@@ -190,10 +190,10 @@ def friendly(fn: F) -> F:
         from ..storage import close_all, refused  # a bucket's runs: written back, folders gone
 
         try:
-            refused()  # a jobs folder the option could not take
             with warnings.catch_warnings():
                 warnings.showwarning = _one_line
                 try:
+                    refused()  # a jobs folder the option could not take
                     result = fn(*args, **kwargs)
                 except BaseException:
                     with contextlib.suppress(Exception):  # the command's own error is said

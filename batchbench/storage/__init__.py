@@ -40,9 +40,10 @@ def jobs_path(text: str | Path) -> Path:
     for folder, objects in _working.items():
         if objects.where == where:
             return folder
+    objects = Objects(where)  # a store set up wrong stops here, before any folder exists
     folder = Path(tempfile.mkdtemp(prefix="batchbench-bucket-"))
+    _working[folder] = objects  # from here close_all removes it
     (folder / MARK).write_text(where.uri)
-    _working[folder] = Objects(where)
     return folder
 
 
