@@ -12,6 +12,8 @@ loop that says how many attempts a scripted case takes and what its row says.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -742,9 +744,20 @@ def _service_account() -> tuple[str, str]:
 VERTEX_PEM, VERTEX_MARKER = _service_account()
 
 
-def _vertex_env(rig: Rig, emu: Any) -> dict[str, str]:
+@functools.cache
+def _key_folder() -> Path:
+    """One folder for the process's service-account files, removed when it exits (a
+    folder per call once left thousands behind)."""
+    import atexit
+    import shutil
     import tempfile
 
+    folder = Path(tempfile.mkdtemp(prefix="batchbench-test-adc-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
+def _vertex_env(rig: Rig, emu: Any) -> dict[str, str]:
     url = emu.base_urls["vertex"]
     info = {
         "type": "service_account",
@@ -755,14 +768,15 @@ def _vertex_env(rig: Rig, emu: Any) -> dict[str, str]:
         "client_id": "1",
         "token_uri": f"{url}/token",
     }
-    folder = Path(tempfile.mkdtemp(prefix="batchbench-test-adc-"))
-    (folder / "key.json").write_text(json.dumps(info))
+    key = _key_folder() / f"{hashlib.sha256(url.encode()).hexdigest()[:16]}.json"
+    if not key.exists():  # its content is the URL's: written once, never while read
+        key.write_text(json.dumps(info))
     return {
         "STORAGE_EMULATOR_HOST": url,
         "GOOGLE_CLOUD_PROJECT": "batchbench-test",
         "GOOGLE_CLOUD_LOCATION": "us-central1",
         "BATCHBENCH_GCS_URI": "gs://batchbench/runs",
-        "GOOGLE_APPLICATION_CREDENTIALS": str(folder / "key.json"),
+        "GOOGLE_APPLICATION_CREDENTIALS": str(key),
         "GOOGLE_API_KEY": "",
         "GEMINI_API_KEY": "",
     }
