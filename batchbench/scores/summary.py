@@ -185,28 +185,39 @@ class WordStream:
     def _walk(
         words: np.ndarray, sizes: Sequence[int], samples: int
     ) -> tuple[list[np.ndarray], int] | None:
-        """Stratum start indices by walking rounds; None when ``words`` runs out."""
+        """Stratum start indices by walking rounds; None when ``words`` runs out.
+
+        The walk is one step per stratum and round, each two lookups: through
+        memoryviews, which give plain ints (a NumPy scalar index costs several times
+        more, and the walk was half of a small run's summary)."""
         values: dict[int, np.ndarray] = {}
         accepted: dict[int, np.ndarray] = {}
         before: dict[int, np.ndarray] = {}
+        # counts of accepted words fit 32 bits below 2**31 words (half the memory to fill)
+        count_type = np.int32 if words.size < 1 << 31 else np.int64
         for n in set(sizes):
             v = words >> np.uint32(32 - n.bit_length())
             ok = v < n
             values[n] = v
-            accepted[n] = np.flatnonzero(ok)
+            accepted[n] = np.flatnonzero(ok).astype(np.int64, copy=False)
             # before[n][p]: how many accepted words precede position p.
-            before[n] = np.concatenate([[0], np.cumsum(ok, dtype=np.int64)])
-        starts = np.empty((len(sizes), samples), dtype=np.int64)
-        plan = [(b, n, accepted[n], before[n], accepted[n].size) for b, n in enumerate(sizes)]
+            counts = np.empty(words.size + 1, dtype=count_type)
+            counts[0] = 0
+            np.cumsum(ok, dtype=count_type, out=counts[1:])
+            before[n] = counts
+        plan = [(n - 1, accepted[n].data, before[n].data, accepted[n].size) for n in sizes]
+        found: list[int] = []
+        record = found.append
         pos = 0
-        for r in range(samples):
-            for b, n, acc, bef, size in plan:
-                j = int(bef[pos])
-                end = j + n - 1
+        for _ in range(samples):
+            for last, acc, bef, size in plan:
+                j = bef[pos]
+                end = j + last
                 if end >= size:
                     return None
-                starts[b, r] = j
-                pos = int(acc[end]) + 1
+                record(j)
+                pos = acc[end] + 1
+        starts = np.array(found, dtype=np.int64).reshape(samples, len(sizes)).T
         out = []
         for b, n in enumerate(sizes):
             idx = accepted[n][starts[b][:, None] + np.arange(n)]
