@@ -732,9 +732,10 @@ def _service_account() -> tuple[str, str]:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
 
-    # 1,024 bits: google-auth signs with any RSA key and nothing checks it here, and a
-    # client loads it seven times faster than 2,048 bits (5 ms, not 32: a Vertex client
-    # is made in every command a test runs)
+    # 1,024 bits: only google-auth reads this key (the Vertex clients), which signs with
+    # any RSA key, and nothing checks it here; a client loads it in 5 ms, not 32 (one is
+    # made in every command a test runs). obstore refuses keys this small: the
+    # emulator's own key, which buckets use too, stays 2,048 bits.
     key = rsa.generate_private_key(public_exponent=65537, key_size=1024)
     pem = key.private_bytes(
         serialization.Encoding.PEM,
