@@ -16,6 +16,7 @@ from support.providers import RIGS
 from support.runs import rows_of
 
 from batchbench.engine.owed import RESULTS_WAIT
+from batchbench.engine.rundir import Run
 
 
 def _once(emu) -> None:
@@ -75,20 +76,31 @@ def test_a_claude_batch_ended_without_results_is_said_and_bounded(
 
 
 def test_a_short_gemini_file_is_owed_not_bought_again(
-    batch_emulator_factory, tmp_path, fixture_dir
+    batch_emulator_factory, tmp_path, fixture_dir, monkeypatch
 ):
     """Gemini counts no lines: a SUCCEEDED job's file is held against the requests sent.
     An empty file, or one that lacks a line, stops the stage after the wait; nothing is
-    bought again (before, 19 jobs were made for 12 cases)."""
+    bought again (before, 19 jobs were made for 12 cases). The kept file, unchanged
+    through the hour's rechecks, is read once, not at each (sixty times)."""
+    reads: list[list[str]] = []
+    read_results = Run.read_results
+
+    def counted(run, wire, refs):
+        reads.append(list(refs))
+        return read_results(run, wire, refs)
+
+    monkeypatch.setattr(Run, "read_results", counted)
     rig = RIGS["gemini"]
     for anomaly in ("empty-results", "missing-lines"):
         emu = batch_emulator_factory(latency=1.0, anomalies={anomaly: 1.0})
         where = tmp_path / anomaly
+        reads.clear()
         proc = run_cli(*rig.args(emu, where, fixture_dir, "--limit", "4", cap=4), env=rig.env(emu))
         assert_one_line_error(proc, "succeeded with the 4 requests it was sent", "hold")
         assert proc.returncode == 5
         assert len(emu.ledger()["batches"]) == 1
         _once(emu)
+        assert len(reads) == 1, reads
 
 
 def test_a_result_file_answering_404_is_one_warning_and_a_true_message(

@@ -39,7 +39,6 @@ from .borrow import Borrower
 from .calls import call_kind, unknown_detail
 from .collection import Collection, RetryLimits, collect
 from .events import Event, Line, Plan
-from .owed import short_of
 from .requests import Request, build_request, fit_minimum, write_shards
 from .rows import Answers, append_pass_rows, pass_rows, rows_for
 from .runconfig import RunConfig
@@ -320,10 +319,9 @@ class Pipeline:
             files = [f for f in files if f in sub.downloaded]
         frame = None
         if files or sub.view is None or sub.view.ending != "failed":
-            frame = self.run.read_results(wire, files)
-            short = None if sub.settled else short_of(sub, frame)
-            if short is not None:  # owed: waited for, bounded (never bought again)
-                self.submitter.owed.owe(sub, sub.batch_id or "", short)
+            kept = [self.run.raw_path(f) for f in files]
+            frame = self.submitter.owed.read(sub, kept, lambda: self.run.read_results(wire, files))
+            if frame is None:  # owed: waited for, bounded (never bought again)
                 return
         items = {  # this file's cases' (not the dataset's: 100,000 lists at each collection)
             line.case_id: [it["item_id"] for it in self.cases[line.case_id]["rubric_items"]]
