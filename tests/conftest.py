@@ -9,6 +9,7 @@ subprocess gives its emulator real time instead (``clock=SystemClock()``).
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import subprocess
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 from support.cli import FIXTURE, REPO, SAMPLE, use_clock
 
+from batchbench.cli import GC_THRESHOLDS
 from batchbench.emulator import Emulator, FakeClock
 
 # Model names the tests use that the emulator's catalogue does not hold (its catalogue
@@ -71,6 +73,15 @@ def pytest_configure(config: pytest.Config) -> None:
         "soak: long, seeded runs (kills at random moments, big"
         " files); `pytest -m soak`, run by .ci/run",
     )
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The collector as the command sets it (``cli.main``, which in-process commands do
+    not pass through), and what collection imported — every SDK, a few million objects
+    that live as long as the process — set aside from its scans (``gc.freeze``): a full
+    collection scanned them all again, many times a test."""
+    gc.set_threshold(*GC_THRESHOLDS)
+    gc.freeze()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
