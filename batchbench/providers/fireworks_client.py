@@ -124,7 +124,8 @@ class FireworksClient:
             clock=clock,
         )
         self._jobs = self.sdk.batch_inference_jobs
-        self._http = _http().Client(timeout=_http().Timeout(60.0, connect=5.0))
+        http = _http()  # for the signed URLs, on the process's one TLS context
+        self._http = http.Client(verify=tls.context(), timeout=http.Timeout(60.0, connect=5.0))
 
     def _name(self, kind: str, short: str) -> str:
         return f"accounts/{self.account}/{kind}/{short}"

@@ -74,8 +74,14 @@ class MistralClient(speakeasy.SpeakeasyClient):
         from mistralai.client import Mistral
 
         http = httpx2.Client(verify=tls.context(), follow_redirects=True)
+        # given, or the SDK makes its own async client with a TLS context of its own (20 ms)
+        unused = httpx2.AsyncClient(verify=tls.context())
         return Mistral(
-            api_key=api_key, server_url=service.base_url, client=http, timeout_ms=TIMEOUT_MS
+            api_key=api_key,
+            server_url=service.base_url,
+            client=http,
+            async_client=unused,
+            timeout_ms=TIMEOUT_MS,
         )
 
     def error_class(self) -> type[Exception]:

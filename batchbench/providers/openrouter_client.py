@@ -99,6 +99,8 @@ class OpenRouterClient(speakeasy.SpeakeasyClient):
             api_key=api_key,
             server_url=service.base_url,
             client=self.http,
+            # given, or the SDK makes its own with a TLS context of its own (20 ms a client)
+            async_client=httpx.AsyncClient(verify=tls.context()),
             timeout_ms=TIMEOUT_MS,
             retry_config=never,
         )
