@@ -48,7 +48,12 @@ def test_the_emulator_command_prints_every_providers_variables(emulator_environm
         lines = read_lines(proc.stdout, 2 + len(emulator_environment))
     finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        try:
+            proc.wait(timeout=30)
+        finally:  # one that did not stop fails the test, and is not left running
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     printed = "".join(lines)
     for spec in PROVIDERS:
         assert f"export {spec.base_url_variable}=" in printed, (spec.name, printed)
