@@ -72,7 +72,9 @@ def _sigkills(points, batch_emulator_factory, tmp_path, fixture_dir, where="fold
     killed: Counter = Counter()
     stages: set = set()
     for name, nth in points:
-        proc = spawn(args, {**env(), **store, "BATCHBENCH_FAILPOINT": f"{name}:{nth}"})
+        # a killed runner's working folder (a bucket's) dies with it: in the test's folder
+        died = {"BATCHBENCH_FAILPOINT": f"{name}:{nth}", "TMPDIR": str(tmp_path)}
+        proc = spawn(args, {**env(), **store, **died})
         assert proc.wait(timeout=120) == -signal.SIGKILL, (name, nth, proc.stderr.read())
         killed[name] += 1
         stages.add(last_stage(folder() / "ans-model" / "journal.jsonl"))
