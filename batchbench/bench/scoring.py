@@ -198,21 +198,35 @@ def score_joined(joined: pl.DataFrame) -> pl.DataFrame:
 def score_records(scores: pl.DataFrame) -> dict[str, tuple[float, dict[str, Any]]]:
     """``{case_id: (score, score_components)}`` with the reference's exact JSON types."""
     out: dict[str, tuple[float, dict[str, Any]]] = {}
-    columns = scores.to_dict(as_series=False)
-    for row in (dict(zip(columns, values)) for values in zip(*columns.values())):
-        if row["grading_method"] == "f1_weighted_rubric":
+    col = scores.get_column
+    f1 = col("grading_method") == "f1_weighted_rubric"
+    for case_id, is_f1, score, *values in zip(
+        col("case_id").to_list(),
+        f1.to_list(),
+        col("score").to_list(),
+        col("n_matched").to_list(),
+        col("matched_signed_points").to_list(),
+        col("available_positive_points").to_list(),
+        col("raw_score").to_list(),
+        col("f1_weighted").to_list(),
+        col("precision_weighted").to_list(),
+        col("recall_weighted").to_list(),
+        col("severe_rate").to_list(),
+    ):
+        n_matched, signed, available, raw, f1_w, precision, recall, severe = values
+        if is_f1:
             components: dict[str, Any] = {
-                "f1_weighted": row["f1_weighted"],
-                "precision_weighted": row["precision_weighted"],
-                "recall_weighted": row["recall_weighted"],
-                "severe_rate": row["severe_rate"],
+                "f1_weighted": f1_w,
+                "precision_weighted": precision,
+                "recall_weighted": recall,
+                "severe_rate": severe,
             }
         else:
             components = {
                 # Python's sum() over no matched items is the integer 0.
-                "matched_signed_points": row["matched_signed_points"] if row["n_matched"] else 0,
-                "available_positive_points": row["available_positive_points"],
-                "raw_score": row["raw_score"],
+                "matched_signed_points": signed if n_matched else 0,
+                "available_positive_points": available,
+                "raw_score": raw,
             }
-        out[row["case_id"]] = (row["score"], components)
+        out[case_id] = (score, components)
     return out

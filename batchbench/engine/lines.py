@@ -8,16 +8,18 @@ writes for them: strings by ``json.encoder.encode_basestring`` (the function
 ``json.dumps`` itself calls with ``ensure_ascii=False``), numbers by ``float.__repr__``
 and ``int.__repr__`` (what it calls for them), a rubric item's points by its own text
 (``points_json`` of the rubric frame: an int stays an int); every rubric item of the
-judged cases in one vectorised pass. The keys and their order are the reference's
-(:class:`batchbench.engine.rows.ScoredRow`); a test checks each line against
-``json.dumps`` of that row, hostile strings and all.
+judged cases in one vectorised pass. A :class:`Template` writes the keys, and the values
+every row of a run shares, once; each line is then one ``%`` format. The keys and
+their order are the reference's (:class:`batchbench.engine.rows.ScoredRow`); a test
+checks each line :func:`batchbench.engine.rows.rows_for` writes against ``json.dumps``
+of the reference's row, hostile strings and all.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from json.encoder import encode_basestring
 from typing import Any
 
@@ -105,20 +107,64 @@ def _key(key: str) -> str:
     return written
 
 
-def line(row: Mapping[str, Any], decisions_text: str) -> str:
-    """A scored row's line, keys in the row's order: its strings, numbers and nulls, its
-    ``score_components`` (a flat object of numbers), and ``decisions_text`` in place of
-    its ``decisions``."""
-    parts = []
-    for key, value in row.items():
-        kind = type(value)
-        if kind is str:
-            rendered = encode_basestring(value)
-        elif key == "decisions":
-            rendered = "[" + decisions_text + "]"
-        elif kind is dict:
-            rendered = "{" + ", ".join([_key(k) + number(v) for k, v in value.items()]) + "}"
-        else:
-            rendered = number(value)
-        parts.append(_key(key) + rendered)
-    return "{" + ", ".join(parts) + "}"
+def value(value: Any) -> str:
+    """A row's value as ``json.dumps`` writes it: a string, a number or null, or a flat
+    object of numbers (``score_components``)."""
+    if type(value) is str:
+        return encode_basestring(value)
+    if type(value) is dict:
+        form = _OBJECTS.get(tuple(value))
+        if form is None:
+            form = "{" + ", ".join([_key(k).replace("%", "%%") + "%s" for k in value]) + "}"
+            if len(_OBJECTS) < 64:  # a run's rows have a few shapes of components
+                _OBJECTS[tuple(value)] = form
+        return form % tuple(map(number, value.values()))
+    return number(value)
+
+
+_OBJECTS: dict[tuple[str, ...], str] = {}  # an object's keys → its text, a %s per value
+
+
+class Template:
+    """The lines of rows that have the same keys in the same order, and the same values
+    under some of them (``shared``: written once, here). A line is then one ``%``
+    format of the other values' texts (:func:`value`), each copied once; a key in
+    ``lists`` takes its items' text, the brackets written here."""
+
+    def __init__(
+        self, keys: Iterable[str], shared: Mapping[str, Any], lists: Iterable[str] = ()
+    ) -> None:
+        listed = set(lists)
+        # The line is literals[0] value(keys[0]) literals[1] ... literals[-1].
+        self._literals: list[str] = []
+        self._keys: list[str] = []
+        literal = "{"
+        for n, key in enumerate(keys):
+            literal += (", " if n else "") + _key(key)
+            if key in shared:
+                literal += value(shared[key])
+                continue
+            self._literals.append(literal + ("[" if key in listed else ""))
+            self._keys.append(key)
+            literal = "]" if key in listed else ""
+        self._literals.append(literal + "}")
+        self._form()
+
+    def _form(self) -> None:
+        escaped = [literal.replace("%", "%%") for literal in self._literals]
+        self.text = "".join(e + f"%({k})s" for e, k in zip(escaped, self._keys)) + escaped[-1]
+
+    def split(self, key: str) -> tuple[Template, Template]:
+        """The line's text before ``key``'s value and after it, as two templates: the
+        value is then put between them once the rest is written."""
+        at = self._keys.index(key)
+        before, after = Template((), {}), Template((), {})
+        before._literals, before._keys = [*self._literals[: at + 1]], self._keys[:at]
+        after._literals, after._keys = self._literals[at + 1 :], self._keys[at + 1 :]
+        before._form()
+        after._form()
+        return before, after
+
+    def line(self, texts: Mapping[str, str]) -> str:
+        """The line of a row whose other values are written as ``texts`` (by key)."""
+        return self.text % texts

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -102,43 +103,32 @@ def error_row(case: Case, config: RunConfig, finished: float, error: str) -> Err
 
 
 @functools.lru_cache(maxsize=4096)
-def _span(started: float, finished: float) -> tuple[str, str, float]:
-    """A row's ``started_at``, ``finished_at`` and ``elapsed_seconds`` (the cases a
-    collection ends share their end, and mostly their start: worked out once each)."""
+def _span(started: float, finished: float) -> dict[str, str]:
+    """A scored row's ``started_at``, ``finished_at`` and ``elapsed_seconds``, written
+    (timestamps as ``datetime.isoformat()`` writes them; the cases a collection ends
+    share their end, and mostly their start: each worked out once)."""
     start, end = _utc(started), _utc(finished)
-    return start.isoformat(), end.isoformat(), (end - start).total_seconds()
+    return {
+        "started_at": lines.value(start.isoformat()),
+        "finished_at": lines.value(end.isoformat()),
+        "elapsed_seconds": lines.value((end - start).total_seconds()),
+    }
 
 
-def score_row(
-    case: Case,
-    config: RunConfig,
-    *,
-    effort: str | None,
-    started: float,
-    finished: float,
-    answer: str,
-    score: float,
-    components: dict[str, Any],
-    answer_temperature: bool,
-    judge_temperature: bool,
-) -> ScoredRow:
-    """The reference's successful row, its ``decisions`` left for its line to write
-    (:func:`lines.decisions`, from the decided frame); timestamps as
-    ``datetime.isoformat()`` writes them."""
-    started_at, finished_at, elapsed = _span(started, finished)
-    return ScoredRow(
-        **base_row(case, config),
-        answer_reasoning_effort=effort,
-        answer_temperature=protocol.ANSWER_TEMPERATURE if answer_temperature else None,
-        judge_temperature=protocol.JUDGE_TEMPERATURE if judge_temperature else None,
-        started_at=started_at,
-        finished_at=finished_at,
-        elapsed_seconds=elapsed,
-        answer=answer,
-        decisions=[],
-        score=score,
-        score_components=components,
-    )
+def scored_template(config: RunConfig, effort: str | None) -> lines.Template:
+    """The lines of a run's scored rows: what every one of them says written once."""
+    shared = {
+        "protocol_version": protocol.PROTOCOL_VERSION,
+        "answer_model": config.answer_model,
+        "judge_model": config.judge_model,
+        "answer_reasoning_effort": effort,
+    }
+    return lines.Template(ScoredRow.__annotations__, shared, lists=("decisions",))
+
+
+# A request's temperature as its row says it: null when it was not sent.
+_ANSWER_TEMPERATURE = (lines.value(None), lines.value(protocol.ANSWER_TEMPERATURE))
+_JUDGE_TEMPERATURE = (lines.value(None), lines.value(protocol.JUDGE_TEMPERATURE))
 
 
 def rows_for(
@@ -164,23 +154,32 @@ def rows_for(
     if not scored or judged is None:
         return out
     chosen = _decided(judged, scored)
-    decided = lines.decisions(chosen)
     sent = {line.case_id: line.sent_temperature for line in sub.lines}
-    for case_id, (score, components) in score_records(score_joined(chosen)).items():
-        case_state = state.cases[case_id]
-        row = score_row(
-            cases[case_id],
-            config,
-            effort=effort,
-            started=case_state.started or now,
-            finished=now,
-            answer=answer_text(case_id),
-            score=score,
-            components=components,
-            answer_temperature=bool(case_state.answers.used_temperature),
-            judge_temperature=sent[case_id],
-        )
-        out.append((case_id, lines.line(row, decided.pop(case_id))))  # each text once
+    head, tail = scored_template(config, effort).split("decisions")
+    with ThreadPoolExecutor(1) as pool:
+        # The decisions' text is polars' work, which runs beside this thread's (the GIL
+        # released): the rest of each line is written meanwhile.
+        decisions = pool.submit(lines.decisions, chosen)
+        parts = []
+        for case_id, (score, components) in score_records(score_joined(chosen)).items():
+            case, case_state = cases[case_id], state.cases[case_id]
+            texts = {
+                "case_id": lines.value(case_id),
+                "benchmark": lines.value(case["benchmark"]),
+                "grading_method": lines.value(case["grading_method"]),
+                "answer_temperature": _ANSWER_TEMPERATURE[
+                    bool(case_state.answers.used_temperature)
+                ],
+                "judge_temperature": _JUDGE_TEMPERATURE[sent[case_id]],
+                **_span(case_state.started or now, now),
+                "answer": lines.value(answer_text(case_id)),
+                "score": lines.value(score),
+                "score_components": lines.value(components),
+            }
+            parts.append((case_id, head.line(texts), tail.line(texts)))
+        decided = decisions.result()
+    for case_id, before, after in parts:
+        out.append((case_id, "".join((before, decided.pop(case_id), after))))
     return out
 
 
