@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import polars as pl
 
@@ -37,7 +37,7 @@ TRANSIENT_CODES = ("request_timeout",)
 LOSSES_PER_RETRY = 3
 
 
-@dataclass
+@dataclass(slots=True)
 class Outcome:
     """What one request came to (:data:`~batchbench.kinds.OutcomeKind`)."""
 
@@ -85,22 +85,21 @@ class Collection:
         )
 
 
-@dataclass(frozen=True)
-class Sent:
+class Sent(NamedTuple):
     """One request the submission sent: its case, what its wire noted of it, and the
-    fallbacks it was sent with."""
+    fallbacks it was sent with (a tuple: a collection makes one per request)."""
 
     case_id: str
     note: dict[str, Any] | None = None
-    adjust: dict[str, Any] = field(default_factory=dict)
+    adjust: dict[str, Any] = {}
 
 
 def expected_lines(sub: Submission, state: RunState | None = None) -> dict[str, Sent]:
     """``custom_id → Sent`` for every request the submission sent."""
     out = {}
-    for cid, line in sub.ids().items():
+    for line in sub.lines:
         adjust = state.cases[line.case_id].stage(sub.stage, sub.judge_pass).adjust if state else {}
-        out[cid] = Sent(line.case_id, line.note(), adjust)
+        out[line.id(sub.stage)] = Sent(line.case_id, line.note(), adjust)
     return out
 
 
@@ -163,7 +162,9 @@ def classify(
         "retry_with",
     )
     result = {}
-    for cid, case_id, kind_, detail_, content, source, again in rows.iter_rows():
+    for cid, case_id, kind_, detail_, content, source, again in zip(
+        *(rows.get_column(c).to_list() for c in rows.columns)
+    ):
         good = kind_ == "ok"
         result[cid] = Outcome(
             case_id,
@@ -185,18 +186,23 @@ def _with_fallbacks(
     """Each line with the wire's fallback for it (``retry_with``: asked of the failed
     replies whose status the reference does not simply retry) and the reference's
     words for its HTTP error (``http_error``)."""
-    rules = wire.rules
-    retry_with: list[str | None] = []
-    for cid, status, text, failed, file in joined.select(
-        "custom_id", "status_code", "body_text", "has_error", "file"
-    ).iter_rows():
-        adjust = None
-        answered = file is not None and not failed and status not in (None, 0)
-        refused = answered and not 200 <= status < 300 and status not in rules.retried
-        if refused and not (expired and status >= 500):
-            sent = expected[cid]
-            adjust = wire.fallback(status, text or "", sent.note, sent.adjust)
-        retry_with.append(None if adjust is None else json.dumps(adjust))
+    status = pl.col("status_code")
+    refused = (  # answered, neither ok nor a status the reference simply retries
+        pl.col("file").is_not_null()
+        & ~pl.col("has_error")
+        & status.is_not_null()
+        & (status != 0)
+        & ~status.is_between(200, 299)
+        & ~status.is_in(sorted(wire.rules.retried))
+    )
+    if expired:  # an expired batch's 5xx rows were lost, not refused
+        refused = refused & (status < 500)
+    retry_with: list[str | None] = [None] * joined.height
+    asked = joined.with_row_index("at").filter(refused)
+    for at, cid, code, text in asked.select("at", "custom_id", "status_code", "body_text").rows():
+        sent = expected[cid]
+        adjust = wire.fallback(code, text or "", sent.note, sent.adjust)
+        retry_with[at] = None if adjust is None else json.dumps(adjust)
     codes, texts = joined["status_code"].to_list(), joined["body_text"].to_list()
     return joined.with_columns(
         pl.Series("retry_with", retry_with, dtype=pl.String),
