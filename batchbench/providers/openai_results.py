@@ -76,31 +76,97 @@ _BODY = msgspec.json.Decoder(Body | str | None)
 _CONTENT = msgspec.json.Decoder(str | None)
 
 
-def _content(raw: msgspec.Raw) -> str | None:
-    """A message content's text; anything but a string reads as no content."""
+def _content(content: msgspec.Raw | str | None) -> str | None:
+    """A message content's text: already text (as :class:`_TextMessage` reads it), or its
+    JSON read, where anything but a string reads as no content."""
+    if content is None or isinstance(content, str):
+        return content
     try:
-        return _CONTENT.decode(raw)
+        return _CONTENT.decode(content)
     except msgspec.ValidationError:
         return None
+
+
+# The same fields as they are on a good day: every reply a 2xx chat completion whose
+# content is text. Such files are read in one pass (a reply's body is not kept as JSON
+# and read again); any other file is read as above (:func:`read_outputs`).
+class _TextMessage(msgspec.Struct, gc=False):
+    content: str | None = None
+
+
+class _TextChoice(msgspec.Struct, gc=False):
+    message: _TextMessage | None = None
+
+
+class _TextBody(msgspec.Struct, gc=False):
+    choices: list[_TextChoice] | None = None
+    usage: _Usage | None = None
+
+
+class _TextResponse(msgspec.Struct, gc=False):
+    status_code: int | None = None
+    body: _TextBody | str | None = None
+
+
+class _TextLine(msgspec.Struct, gc=False):
+    custom_id: str | None = None
+    response: _TextResponse | None = None
+    error: LineError | None = None
+
+
+_TEXT_LINE = msgspec.json.Decoder(_TextLine)
 
 
 def read_outputs(paths: Sequence[Path], empty_error: str) -> pl.DataFrame:
     """All lines of these files as the common frame, each checked; ``empty_error`` is
     what the reference calls an empty message from this service."""
-    return outputs_frame(frames.read_files(paths, _LINE), empty_error)
+    try:
+        read = frames.read_files(paths, _TEXT_LINE)
+    except BatchFileError:
+        read = None  # not as on a good day, or not readable: the full reading says which
+    if read is None or any(not _ok(ln.response) for _, _, ln in read if ln.response):
+        return outputs_frame(frames.read_files(paths, _LINE), empty_error)
+    responses = [ln.response for _, _, ln in read]
+    bodies = [
+        r.body if r is not None and isinstance(r.body, _TextBody) else None for r in responses
+    ]
+    return frames.build(
+        {
+            **_line_columns(read),
+            "body_text": [None] * len(read),  # no failed reply
+            "empty_error": empty_error,
+            **chat_columns(bodies),
+        }
+    )
+
+
+def _ok(r: Response | _TextResponse) -> bool:
+    return r.status_code is not None and 200 <= r.status_code < 300
+
+
+def _line_columns(read: Sequence[tuple[str, int, Line | _TextLine]]) -> dict[str, list[Any]]:
+    """Where each line is, its request, status and line error."""
+    responses = [ln.response for _, _, ln in read]
+    errors = [ln.error for _, _, ln in read]
+    return {
+        "file": [f for f, _, _ in read],
+        "lineno": [n for _, n, _ in read],
+        "row": list(range(len(read))),
+        "custom_id": [ln.custom_id for _, _, ln in read],
+        "status_code": [r.status_code if r is not None else None for r in responses],
+        "has_response": [r is not None for r in responses],
+        "has_error": [e is not None for e in errors],
+        "error_code": [e.code if e is not None else None for e in errors],
+        "error_message": [e.message if e is not None else None for e in errors],
+    }
 
 
 def outputs_frame(read: Sequence[tuple[str, int, Line]], empty_error: str) -> pl.DataFrame:
     """OpenAI-shaped output lines (file, line number, line) as the common frame."""
-    files = [f for f, _, _ in read]
-    numbers = [n for _, n, _ in read]
-    lines = [line for _, _, line in read]
-    responses = [ln.response for ln in lines]
-    errors = [ln.error for ln in lines]
     bodies: list[Body | None] = []
     texts: list[str | None] = []
-    for file, lineno, r in zip(files, numbers, responses):
-        body = None
+    for file, lineno, line in read:
+        r, body = line.response, None
         if r is not None:
             try:
                 decoded = _BODY.decode(r.body)
@@ -109,20 +175,11 @@ def outputs_frame(read: Sequence[tuple[str, int, Line]], empty_error: str) -> pl
                 problem = frames.field_problem(exc)
                 raise BatchFileError(f"{where}: {problem} in response.body") from None
             body = decoded if isinstance(decoded, Body) else None
-        ok = r is not None and r.status_code is not None and 200 <= r.status_code < 300
         bodies.append(body)
-        texts.append(None if r is None or ok else bytes(r.body).decode("utf-8", "replace"))
+        texts.append(None if r is None or _ok(r) else bytes(r.body).decode("utf-8", "replace"))
     return frames.build(
         {
-            "file": files,
-            "lineno": numbers,
-            "row": range(len(lines)),
-            "custom_id": [ln.custom_id for ln in lines],
-            "status_code": [r.status_code if r is not None else None for r in responses],
-            "has_response": [r is not None for r in responses],
-            "has_error": [e is not None for e in errors],
-            "error_code": [e.code if e is not None else None for e in errors],
-            "error_message": [e.message if e is not None else None for e in errors],
+            **_line_columns(read),
             "body_text": texts,
             "empty_error": empty_error,
             **chat_columns(bodies),
@@ -130,7 +187,7 @@ def outputs_frame(read: Sequence[tuple[str, int, Line]], empty_error: str) -> pl
     )
 
 
-def chat_columns(bodies: Sequence[Body | None]) -> dict[str, list[Any]]:
+def chat_columns(bodies: Sequence[Body | _TextBody | None]) -> dict[str, list[Any]]:
     """A chat completion's answer text and usage, per line (a line without one: nulls).
     Every OpenAI-shaped reply reads so (Fireworks' too)."""
     usages = [b.usage if b is not None else None for b in bodies]
