@@ -344,6 +344,7 @@ class Pipeline:
             wire,
             unknown,
         )
+        del frame  # read: not held while the rows are written (a million decisions' replies)
         for line in result.anomalies:
             self.warn(f"warning: {line}")
         if result.notice:
