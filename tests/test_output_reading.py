@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,7 +23,7 @@ from batchbench.providers.frames import USAGE_COLUMNS
 TEXTS = ["plain", 'quote " and \\ backslash', "line\nbreak\ttab", "é😀\u2028", "", "%(x)s"]
 
 
-def _good(rng: random.Random, n: int) -> dict:
+def _good(rng: random.Random, n: int) -> dict[str, Any]:
     usage = {
         "prompt_tokens": rng.randint(1, 900),
         "completion_tokens": rng.randint(1, 90),
@@ -30,7 +31,7 @@ def _good(rng: random.Random, n: int) -> dict:
     }
     if rng.random() < 0.5:
         usage["completion_tokens_details"] = {"reasoning_tokens": 3}
-    body = {
+    body: dict[str, Any] = {
         "id": f"chatcmpl-{n}",
         "choices": [{"index": 0, "message": {"role": "assistant", "content": rng.choice(TEXTS)}}],
         "usage": usage if rng.random() < 0.9 else None,
@@ -43,10 +44,10 @@ def _good(rng: random.Random, n: int) -> dict:
     return {"status_code": 200, "request_id": "r", "body": body}
 
 
-def _lines(rng: random.Random, bad_day: bool) -> list[dict]:
+def _lines(rng: random.Random, bad_day: bool) -> list[dict[str, Any]]:
     lines = []
     for n in range(60):
-        line = {"id": f"batch_req_{n}", "custom_id": f"answer:c{n}", "error": None}
+        line: dict[str, Any] = {"id": f"batch_req_{n}", "custom_id": f"answer:c{n}", "error": None}
         roll = rng.random()
         if roll < 0.1:
             line["response"] = None
