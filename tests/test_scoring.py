@@ -99,6 +99,35 @@ def test_scores_match_an_independent_implementation_on_odd_rubrics():
             assert components[key] == value, (case["case_id"], key)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_whole_points_are_summed_at_once_to_the_references_very_bits(seed):
+    """Whole points (the usual rubric) are summed all at once, not item by item: the
+    sums must still be the reference's to the bit and the sign of zero, huge ones too."""
+    rng = random.Random(seed)
+    choices = [-3, -2, -1, 0, 1, 2, 3, -0.0, 0.0, 2.0**45, -(2.0**45), 10**15, 7.0]
+    cases = []
+    for c in range(80):
+        method = "f1_weighted_rubric" if c % 3 == 0 else "points_rubric"
+        items = [
+            {"item_id": f"w{c}_{i}", "text": "t", "points": rng.choice(choices)}
+            for i in range(rng.randint(1, 9))
+        ]
+        if method == "points_rubric" and rng.random() < 0.8:
+            items[0]["points"] = 2
+        elif method == "points_rubric":
+            items = [{"item_id": f"w{c}_0", "text": "t", "points": 1}]
+            items += [{"item_id": f"w{c}_1", "text": "t", "points": -0.0}]
+        cases.append({"case_id": f"w{c}", "grading_method": method, "rubric_items": items})
+    decisions = {
+        c["case_id"]: {it["item_id"]: rng.random() < 0.5 for it in c["rubric_items"]} for c in cases
+    }
+    got = score_cases(cases, decisions)
+    for case in cases:
+        matched = {i for i, m in decisions[case["case_id"]].items() if m}
+        expected = plain_reference.score_case(case, matched)
+        assert json.dumps(got[case["case_id"]]) == json.dumps(expected), case["case_id"]
+
+
 def test_fractional_points_are_summed_in_rubric_order_like_the_reference():
     """Points such as 0.1 do not add exactly: any order but left to right changes the
     last bit of a sum, so each sum must be the reference's own, bit for bit."""
