@@ -352,6 +352,8 @@ def collect(
         del replies
         invalid = result.judged.invalid
     for cid, o in result.outcomes.items():
+        if o.kind == "ok" and o.case_id not in invalid:
+            continue  # as it is: no cap applies
         st = state.cases[o.case_id].stage(sub.stage, sub.judge_pass)
         # A temperature refusal uses up an attempt, as in the reference.
         retried = o.kind in ("transient", "retry")
