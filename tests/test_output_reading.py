@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from batchbench.errors import BatchFileError
-from batchbench.providers import openai_results
+from batchbench.providers import frames, openai_results
 from batchbench.providers.frames import USAGE_COLUMNS
 
 TEXTS = ["plain", 'quote " and \\ backslash', "line\nbreak\ttab", "é😀\u2028", "", "%(x)s"]
@@ -127,3 +127,36 @@ def test_a_line_that_is_not_an_output_line_is_named(tmp_path):
     path.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
     with pytest.raises(BatchFileError, match=r"out.jsonl: line 2: .*response.body"):
         openai_results.read_outputs([path], "empty")
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_file_is_utf8_exactly_when_python_decodes_it(tmp_path, seed):
+    """check_utf8 reads a chunk at a time and passes ASCII chunks by; the oracle is
+    ``bytes.decode`` of the whole file, and the first line it refuses."""
+    rng = random.Random(seed)
+    text = "".join(rng.choice(["a", "{", "\n", "é", "😀", "\u2028", " "]) for _ in range(300))
+    data = bytearray(text.encode() + b"x" * rng.randrange(40))  # an ASCII tail, or none
+    for _ in range(rng.choice([0, 0, 1, 2])):  # a stray byte: a lead, a continuation, 0xFF
+        data[rng.randrange(len(data))] = rng.choice([0xC3, 0x80, 0xFF, 0xF0])
+    if seed % 5 == 0:  # a character cut off where only ASCII follows
+        data[len(text.encode()) : len(text.encode()) + 1] = b"\xc3"
+    path = tmp_path / "out.jsonl"
+    try:
+        bytes(data).decode("utf-8")
+        bad = None
+    except UnicodeDecodeError:
+        bad = next(n for n, line in enumerate(bytes(data).split(b"\n"), 1) if not _decodes(line))
+    chunk = rng.choice([1, 2, 3, 7, 64])  # chunks end inside characters
+    if bad is None:
+        frames.check_utf8(bytes(data), path, chunk=chunk)
+    else:
+        with pytest.raises(BatchFileError, match=rf"out.jsonl: line {bad}: not UTF-8 text$"):
+            frames.check_utf8(bytes(data), path, chunk=chunk)
+
+
+def _decodes(line: bytes) -> bool:
+    try:
+        line.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False

@@ -82,7 +82,10 @@ def check_utf8(data: bytes | mmap.mmap, path: Path, chunk: int = 1 << 20) -> Non
     decoder = codecs.getincrementaldecoder("utf-8")()
     try:
         for start in range(0, len(data), chunk):
-            decoder.decode(data[start : start + chunk], final=start + chunk >= len(data))
+            piece = data[start : start + chunk]
+            if piece.isascii() and not decoder.getstate()[0]:
+                continue  # ASCII is UTF-8, and no character was left half read
+            decoder.decode(piece, final=start + chunk >= len(data))
     except UnicodeDecodeError:
         for lineno, line in enumerate(bytes(data).split(b"\n"), 1):
             try:
