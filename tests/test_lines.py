@@ -170,6 +170,7 @@ def test_a_template_writes_any_row_as_json_dumps_does():
         texts["d"] = ", ".join(json.dumps(i, ensure_ascii=False) for i in items)
         expected = json.dumps({**row, "d": items}, ensure_ascii=False)
         assert template.line(texts) == expected
+        assert template.fill(tuple(texts[k] for k in template.keys)) == expected
         before, after = template.split("d")  # the list's text put in between
         assert before.line(texts) + texts["d"] + after.line(texts) == expected
 

@@ -29,14 +29,18 @@ RUBRIC_SCHEMA = {
     "item_id": pl.String,
     "points": pl.Float64,
     "points_json": pl.String,
+    "escaped": pl.Boolean,  # the item id has characters JSON escapes (rare: checked once)
 }
+# The characters json.dumps escapes in a string (ensure_ascii=False): a quote, a
+# backslash, the control characters.
+JSON_ESCAPED = r'[\x00-\x1f"\\]'
 
 
 def rubric_frame(cases: Iterable[Case]) -> pl.DataFrame:
     """One row per rubric item: case (its number here), case_id, grading_method, idx,
-    item_id, points, and points_json (the points as the case's JSON has them, an int
-    an int: what a result row echoes). Grouping by the integer ``case`` is several
-    times faster than by the ``case_id`` string."""
+    item_id, points, points_json (the points as the case's JSON has them, an int an
+    int: what a result row echoes) and escaped (the id is not its own JSON text).
+    Grouping by the integer ``case`` is several times faster than by ``case_id``."""
     case_no: list[int] = []
     case_ids: list[str] = []
     methods: list[str] = []
@@ -64,8 +68,8 @@ def rubric_frame(cases: Iterable[Case]) -> pl.DataFrame:
             "points": points,
             "points_json": points_json,
         },
-        schema=RUBRIC_SCHEMA,
-    )
+        schema={k: v for k, v in RUBRIC_SCHEMA.items() if k != "escaped"},
+    ).with_columns(pl.col("item_id").str.contains(JSON_ESCAPED).alias("escaped"))
 
 
 def _python_round4(values: np.ndarray) -> np.ndarray:

@@ -25,10 +25,6 @@ from typing import Any
 
 import polars as pl
 
-# Characters json.dumps escapes in a string (ensure_ascii=False): a quote, a backslash,
-# and the control characters.
-_ESCAPED = r'[\x00-\x1f"\\]'
-
 
 def number(value: Any) -> str:
     """A JSON value as ``json.dumps`` writes it: the fast way for the numbers and nulls
@@ -50,8 +46,8 @@ CHUNK_ROWS = 100_000
 def decisions(decided: pl.DataFrame) -> dict[str, str]:
     """Each case's ``decisions`` list as the reference writes it (without its brackets),
     from rubric rows (each case's together, in rubric order) that carry ``case``,
-    ``case_id``, ``item_id``, ``points_json`` and ``matched``; a slice of whole cases at a
-    time, so the intermediates stay small."""
+    ``case_id``, ``item_id``, ``points_json``, ``escaped`` and ``matched``; a slice of
+    whole cases at a time, so the intermediates stay small."""
     out: dict[str, str] = {}
     for part in _whole_cases(decided, CHUNK_ROWS):
         out.update(_texts(part))
@@ -75,7 +71,7 @@ def _whole_cases(decided: pl.DataFrame, rows: int) -> list[pl.DataFrame]:
 
 
 def _texts(decided: pl.DataFrame) -> dict[str, str]:
-    if decided["item_id"].str.contains(_ESCAPED).any():
+    if decided["escaped"].any():
         escaped = [encode_basestring(i)[1:-1] for i in decided["item_id"]]
         decided = decided.with_columns(pl.Series("item_id", escaped, pl.String))
     # (else, as usual, no id has anything to escape: each is its quoted self)
@@ -153,6 +149,8 @@ class Template:
     def _form(self) -> None:
         escaped = [literal.replace("%", "%%") for literal in self._literals]
         self.text = "".join(e + f"%({k})s" for e, k in zip(escaped, self._keys)) + escaped[-1]
+        self._positional = "".join(e + "%s" for e in escaped[:-1]) + escaped[-1]
+        self.keys = tuple(self._keys)  # the values a line takes, in order (:meth:`fill`)
 
     def split(self, key: str) -> tuple[Template, Template]:
         """The line's text before ``key``'s value and after it, as two templates: the
@@ -168,3 +166,7 @@ class Template:
     def line(self, texts: Mapping[str, str]) -> str:
         """The line of a row whose other values are written as ``texts`` (by key)."""
         return self.text % texts
+
+    def fill(self, texts: tuple[str, ...]) -> str:
+        """:meth:`line`, the texts given in the order of :attr:`keys` (twice as fast)."""
+        return self._positional % texts

@@ -23,7 +23,7 @@ from ..bench import protocol
 from ..bench.dataset import Case
 from ..bench.results import dump_row
 from ..bench.scoring import score_joined, score_records
-from ..errors import BatchFileError
+from ..errors import BatchFileError, InvariantError
 from . import lines
 from .runconfig import RunConfig
 from .rundir import Run
@@ -103,16 +103,16 @@ def error_row(case: Case, config: RunConfig, finished: float, error: str) -> Err
 
 
 @functools.lru_cache(maxsize=4096)
-def _span(started: float, finished: float) -> dict[str, str]:
+def _span(started: float, finished: float) -> tuple[str, str, str]:
     """A scored row's ``started_at``, ``finished_at`` and ``elapsed_seconds``, written
     (timestamps as ``datetime.isoformat()`` writes them; the cases a collection ends
     share their end, and mostly their start: each worked out once)."""
     start, end = _utc(started), _utc(finished)
-    return {
-        "started_at": lines.value(start.isoformat()),
-        "finished_at": lines.value(end.isoformat()),
-        "elapsed_seconds": lines.value((end - start).total_seconds()),
-    }
+    return (
+        lines.value(start.isoformat()),
+        lines.value(end.isoformat()),
+        lines.value((end - start).total_seconds()),
+    )
 
 
 def scored_template(config: RunConfig, effort: str | None) -> lines.Template:
@@ -126,6 +126,10 @@ def scored_template(config: RunConfig, effort: str | None) -> lines.Template:
     return lines.Template(ScoredRow.__annotations__, shared, lists=("decisions",))
 
 
+# The values each scored line takes, in the order its template writes them (checked).
+_HEAD: tuple[str, ...] = ("case_id", "benchmark", "grading_method", "answer_temperature")
+_HEAD += ("judge_temperature", "started_at", "finished_at", "elapsed_seconds", "answer")
+_TAIL = ("score", "score_components")
 # A request's temperature as its row says it: null when it was not sent.
 _ANSWER_TEMPERATURE = (lines.value(None), lines.value(protocol.ANSWER_TEMPERATURE))
 _JUDGE_TEMPERATURE = (lines.value(None), lines.value(protocol.JUDGE_TEMPERATURE))
@@ -156,6 +160,9 @@ def rows_for(
     chosen = _decided(judged, scored)
     sent = {line.case_id: line.sent_temperature for line in sub.lines}
     head, tail = scored_template(config, effort).split("decisions")
+    if (head.keys, tail.keys) != (_HEAD, _TAIL):
+        raise InvariantError(f"a scored row's keys are not {_HEAD + _TAIL}")
+    value = lines.value
     with ThreadPoolExecutor(1) as pool:
         # The decisions' text is polars' work, which runs beside this thread's (the GIL
         # released): the rest of each line is written meanwhile.
@@ -163,20 +170,18 @@ def rows_for(
         parts = []
         for case_id, (score, components) in score_records(score_joined(chosen)).items():
             case, case_state = cases[case_id], state.cases[case_id]
-            texts = {
-                "case_id": lines.value(case_id),
-                "benchmark": lines.value(case["benchmark"]),
-                "grading_method": lines.value(case["grading_method"]),
-                "answer_temperature": _ANSWER_TEMPERATURE[
-                    bool(case_state.answers.used_temperature)
-                ],
-                "judge_temperature": _JUDGE_TEMPERATURE[sent[case_id]],
-                **_span(case_state.started or now, now),
-                "answer": lines.value(answer_text(case_id)),
-                "score": lines.value(score),
-                "score_components": lines.value(components),
-            }
-            parts.append((case_id, head.line(texts), tail.line(texts)))
+            before = head.fill(
+                (
+                    value(case_id),
+                    value(case["benchmark"]),
+                    value(case["grading_method"]),
+                    _ANSWER_TEMPERATURE[bool(case_state.answers.used_temperature)],
+                    _JUDGE_TEMPERATURE[sent[case_id]],
+                    *_span(case_state.started or now, now),
+                    value(answer_text(case_id)),
+                )
+            )
+            parts.append((case_id, before, tail.fill((value(score), value(components)))))
         decided = decisions.result()
     for case_id, before, after in parts:
         out.append((case_id, "".join((before, decided.pop(case_id), after))))
