@@ -102,6 +102,8 @@ def test_a_scored_line_is_json_dumps_of_its_row(seed, hostile, chunk, monkeypatc
     verdicts = {
         c["case_id"]: {it["item_id"]: rng.random() < 0.5 for it in c["rubric_items"]} for c in cases
     }
+    for n, value in enumerate((False, True, False, True)):  # nothing matched, all matched
+        verdicts[cases[n]["case_id"]] = dict.fromkeys(verdicts[cases[n]["case_id"]], value)
     laid = {c: list(v.values()) for c, v in verdicts.items()}  # (built in rubric order)
     judged = Judged(lay_verdicts(laid, rubric_frame(cases)), laid, {})
     judge_sent = {i: rng.random() < 0.5 for i in ids}

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from json.encoder import encode_basestring
 from typing import Any
 
@@ -37,6 +37,40 @@ def number(value: Any) -> str:
     if value is None:
         return "null"
     return json.dumps(value, ensure_ascii=False)
+
+
+def numbers(values: pl.Series) -> list[str]:
+    """Each value of a column as :func:`number` writes it: finite floats without nulls
+    (a score column, as a rule) all at once."""
+    if values.dtype == pl.Float64 and not values.null_count() and values.is_finite().all():
+        return list(map(float.__repr__, values.to_list()))
+    return list(map(number, values.to_list()))
+
+
+# A scored row's ``score_components``, by grading method: its keys, in the reference's
+# order, and the score frame's columns they are read from.
+_COMPONENTS = {
+    True: ("f1_weighted", "precision_weighted", "recall_weighted", "severe_rate"),
+    False: ("matched_signed_points", "available_positive_points", "raw_score"),
+}
+
+
+def score_texts(scores: pl.DataFrame) -> Iterator[tuple[str, str, str]]:
+    """Each case's ``(case_id, score, score_components)``, the last two written as
+    ``json.dumps`` writes the values :func:`batchbench.bench.scoring.score_records`
+    gives (the same JSON types, column by column, not a dict per case)."""
+    f1s = (scores["grading_method"] == "f1_weighted_rubric").to_list()
+    components: dict[bool, Iterator[str]] = {}
+    for f1, keys in _COMPONENTS.items():
+        rows = scores.filter(pl.col("grading_method").eq("f1_weighted_rubric").eq(f1))
+        written = [numbers(rows[key]) for key in keys]
+        if not f1:  # Python's sum() over no matched items is the integer 0 (score_records')
+            nothing = rows["n_matched"].eq(0).to_list()
+            written[0] = ["0" if n else t for n, t in zip(nothing, written[0])]
+        form = "{" + ", ".join(_key(k).replace("%", "%%") + "%s" for k in keys) + "}"
+        components[f1] = map(form.__mod__, zip(*written))
+    for case_id, f1, score in zip(scores["case_id"].to_list(), f1s, numbers(scores["score"])):
+        yield case_id, score, next(components[f1])
 
 
 # Rubric rows put into text at a time: a million at once cost 400 MB of intermediates.

@@ -168,7 +168,7 @@ def rows_for(
         # released): the rest of each line is written meanwhile.
         decisions = pool.submit(lines.decisions, chosen)
         parts = []
-        for case_id, (score, components) in score_records(score_joined(chosen)).items():
+        for case_id, score, components in lines.score_texts(score_joined(chosen)):
             case, case_state = cases[case_id], state.cases[case_id]
             before = head.fill(
                 (
@@ -181,7 +181,7 @@ def rows_for(
                     value(answer_text(case_id)),
                 )
             )
-            parts.append((case_id, before, tail.fill((value(score), value(components)))))
+            parts.append((case_id, before, tail.fill((score, components))))
         decided = decisions.result()
     for case_id, before, after in parts:
         out.append((case_id, "".join((before, decided.pop(case_id), after))))
