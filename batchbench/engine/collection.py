@@ -90,8 +90,8 @@ class Sent(NamedTuple):
     fallbacks it was sent with (a tuple: a collection makes one per request)."""
 
     case_id: str
-    note: dict[str, Any] | None = None
-    adjust: dict[str, Any] = {}
+    note: dict[str, Any] | None
+    adjust: dict[str, Any]
 
 
 def expected_lines(sub: Submission, state: RunState | None = None) -> dict[str, Sent]:
