@@ -47,8 +47,8 @@ def numbers(values: pl.Series) -> list[str]:
     return list(map(number, values.to_list()))
 
 
-# A scored row's ``score_components``, by grading method: its keys, in the reference's
-# order, and the score frame's columns they are read from.
+# A scored row's ``score_components`` keys by grading method (f1 or not), in the
+# reference's order: the score frame's columns of those names.
 _COMPONENTS = {
     True: ("f1_weighted", "precision_weighted", "recall_weighted", "severe_rate"),
     False: ("matched_signed_points", "available_positive_points", "raw_score"),
@@ -67,8 +67,7 @@ def score_texts(scores: pl.DataFrame) -> Iterator[tuple[str, str, str]]:
         if not f1:  # Python's sum() over no matched items is the integer 0 (score_records')
             nothing = rows["n_matched"].eq(0).to_list()
             written[0] = ["0" if n else t for n, t in zip(nothing, written[0])]
-        form = "{" + ", ".join(_key(k).replace("%", "%%") + "%s" for k in keys) + "}"
-        components[f1] = map(form.__mod__, zip(*written))
+        components[f1] = map(_form(keys).__mod__, zip(*written))
     for case_id, f1, score in zip(scores["case_id"].to_list(), f1s, numbers(scores["score"])):
         yield case_id, score, next(components[f1])
 
@@ -143,16 +142,13 @@ def value(value: Any) -> str:
     if type(value) is str:
         return encode_basestring(value)
     if type(value) is dict:
-        form = _OBJECTS.get(tuple(value))
-        if form is None:
-            form = "{" + ", ".join([_key(k).replace("%", "%%") + "%s" for k in value]) + "}"
-            if len(_OBJECTS) < 64:  # a run's rows have a few shapes of components
-                _OBJECTS[tuple(value)] = form
-        return form % tuple(map(number, value.values()))
+        return _form(value) % tuple(map(number, value.values()))
     return number(value)
 
 
-_OBJECTS: dict[tuple[str, ...], str] = {}  # an object's keys → its text, a %s per value
+def _form(keys: Iterable[str]) -> str:
+    """A flat object's text, a ``%s`` where each key's value goes."""
+    return "{" + ", ".join(_key(k).replace("%", "%%") + "%s" for k in keys) + "}"
 
 
 class Template:

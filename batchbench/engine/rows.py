@@ -127,8 +127,10 @@ def scored_template(config: RunConfig, effort: str | None) -> lines.Template:
 
 
 # The values each scored line takes, in the order its template writes them (checked).
-_HEAD: tuple[str, ...] = ("case_id", "benchmark", "grading_method", "answer_temperature")
-_HEAD += ("judge_temperature", "started_at", "finished_at", "elapsed_seconds", "answer")
+_HEAD = (
+    *("case_id", "benchmark", "grading_method", "answer_temperature", "judge_temperature"),
+    *("started_at", "finished_at", "elapsed_seconds", "answer"),
+)
 _TAIL = ("score", "score_components")
 # A request's temperature as its row says it: null when it was not sent.
 _ANSWER_TEMPERATURE = (lines.value(None), lines.value(protocol.ANSWER_TEMPERATURE))
