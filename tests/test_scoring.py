@@ -86,17 +86,29 @@ def test_scores_match_an_independent_implementation_on_odd_rubrics():
         if method == "points_rubric":
             items[0]["points"] = 1.5
         cases.append({"case_id": f"c{c}", "grading_method": method, "rubric_items": items})
+    for case_id, (score, components), expected in _both_ways(rng, cases):
+        assert score == expected[0]
+        for key, value in expected[1].items():
+            assert components[key] == value, (case_id, key)
+
+
+def _both_ways(rng: random.Random, cases: list[dict]) -> list[tuple[str, tuple, tuple]]:
+    """Random verdicts for every case, scored by the pipeline's path and by the plain
+    reference: ``(case_id, ours, the reference's)``."""
     decisions = {
         c["case_id"]: {it["item_id"]: rng.random() < 0.5 for it in c["rubric_items"]} for c in cases
     }
     got = score_cases(cases, decisions)
-    for case in cases:
-        matched = {i for i, m in decisions[case["case_id"]].items() if m}
-        expected = plain_reference.score_case(case, matched)
-        score, components = got[case["case_id"]]
-        assert score == expected[0]
-        for key, value in expected[1].items():
-            assert components[key] == value, (case["case_id"], key)
+    return [
+        (
+            case["case_id"],
+            got[case["case_id"]],
+            plain_reference.score_case(
+                case, {i for i, m in decisions[case["case_id"]].items() if m}
+            ),
+        )
+        for case in cases
+    ]
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -118,14 +130,8 @@ def test_whole_points_are_summed_at_once_to_the_references_very_bits(seed):
             items = [{"item_id": f"w{c}_0", "text": "t", "points": 1}]
             items += [{"item_id": f"w{c}_1", "text": "t", "points": -0.0}]
         cases.append({"case_id": f"w{c}", "grading_method": method, "rubric_items": items})
-    decisions = {
-        c["case_id"]: {it["item_id"]: rng.random() < 0.5 for it in c["rubric_items"]} for c in cases
-    }
-    got = score_cases(cases, decisions)
-    for case in cases:
-        matched = {i for i, m in decisions[case["case_id"]].items() if m}
-        expected = plain_reference.score_case(case, matched)
-        assert json.dumps(got[case["case_id"]]) == json.dumps(expected), case["case_id"]
+    for case_id, ours, expected in _both_ways(rng, cases):
+        assert json.dumps(ours) == json.dumps(expected), case_id
 
 
 def test_fractional_points_are_summed_in_rubric_order_like_the_reference():
