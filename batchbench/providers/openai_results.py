@@ -89,7 +89,7 @@ def _content(content: msgspec.Raw | str | None) -> str | None:
 
 # The same fields as they are on a good day: every reply a 2xx chat completion whose
 # content is text. Such files are read in one pass (a reply's body is not kept as JSON
-# and read again); any other file is read as above (:func:`read_outputs`).
+# and read again); any other file is read with the fields above (:func:`outputs_frame`).
 class _TextMessage(msgspec.Struct, gc=False):
     content: str | None = None
 
