@@ -395,6 +395,11 @@ def test_a_result_file_that_is_a_page_or_cut_short_is_said_as_what_it_is(
         assert_one_line_error(proc, "download")
         assert proc.returncode == 5, proc.stderr
         assert ".part" not in proc.stderr and "('" not in proc.stderr
+        # said when it starts, then once a minute of the 600 s window (not once a tick)
+        said = [x for x in proc.stderr.splitlines() if x.endswith("at the next tick")]
+        again = [x for x in proc.stderr.splitlines() if "s, trying again at the next tick" in x]
+        assert len(said) == 1 and 2 <= len(again) <= 600 // 60, proc.stderr
+        assert all("(for up to 600 s)" in x for x in again)
     assert "truncated" not in proc.stderr and "internal error" not in proc.stderr
 
 

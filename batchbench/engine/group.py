@@ -31,6 +31,11 @@ class Member:
     error: str | None = None  # why this run was set aside
     done: bool = False
     failing_since: float | None = None  # its service has failed since then, without a break
+    said_at: float | None = None  # when that failing was last said (once a minute at most)
+
+    def answered(self) -> None:
+        """Its service answered: a failing streak, if any, is over."""
+        self.failing_since = self.said_at = None
 
 
 KEEP = 120.0  # the longest sleep between two renewals of a run's claim (a bucket's lease)
@@ -57,19 +62,30 @@ class Group:
             self._fail(member, exc)
             return None
         if result:  # it did something: the service answered
-            member.failing_since = None
+            member.answered()
         return result
 
     def _fail(self, member: Member, exc: BatchbenchError) -> None:
         """A service that fails for a passing reason is tried again at the next tick,
         until it has failed for ``outage_seconds``; any other failure sets the run
-        aside at once. A group of one lets the error through: it is the command's."""
+        aside at once. A group of one lets the error through: it is the command's. The
+        failing is said when it starts, then once a minute (a tick every few seconds
+        for ten minutes said it a hundred times)."""
         if isinstance(exc, TransientApiError):
             now = self.clock.time()
-            member.failing_since = member.failing_since or now
-            if now - member.failing_since < self.outage_seconds:
+            since = member.failing_since = member.failing_since or now
+            if now - since < self.outage_seconds:
                 self._faults = True
-                self.warn(f"warning: {exc}; trying again at the next tick")
+                if member.said_at is None:
+                    self.warn(f"warning: {exc}; trying again at the next tick")
+                elif now - member.said_at >= 60:
+                    self.warn(
+                        f"warning: {exc}; failing for {now - since:.0f} s, trying again"
+                        f" at the next tick (for up to {self.outage_seconds:.0f} s)"
+                    )
+                else:
+                    return
+                member.said_at = now
                 return
         if len(self.members) == 1:
             raise exc
@@ -107,7 +123,7 @@ class Group:
                     self._fail(member, exc)
                 continue
             for member in served:
-                member.failing_since = None
+                member.answered()
             for batch_id, view in found.items():
                 member, sub = owners[batch_id]
                 record = member.pipeline.submitter.record_batch
