@@ -200,7 +200,7 @@ class FakeClient:
 
 
 @pytest.fixture
-def made(tmp_path):
+def made(tmp_path, request):
     ds = load_dataset(FIXTURE)
     cases = {c["case_id"]: c for c in ds.cases[:6]}
     config = RunConfig(
@@ -218,7 +218,7 @@ def made(tmp_path):
     run.make_folder()
     with run.lock():
         run.create(config)
-    clock = FakeClock(1_000_000.0)
+    clock = FakeClock(getattr(request, "param", 1_000_000.0))  # where the clock starts
     client = FakeClient(clock)
     provider = Provider(FakeWire(), client)
 
@@ -299,7 +299,9 @@ def test_an_unknown_openai_batch_status_is_an_error_naming_the_batch():
         view({"id": "b7", "status": "paused"})
 
 
+@pytest.mark.parametrize("made", [1_000_000.0, 0.0], indirect=True, ids=["clock", "epoch"])
 def test_a_long_outage_gives_up_after_the_outage_budget(made):
+    """Also on a clock standing at the epoch: a streak begun at 0 is still a streak."""
     run, config, client, clock, pipeline = made
     p = pipeline()
     advance(p, wait=False)

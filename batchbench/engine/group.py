@@ -73,7 +73,9 @@ class Group:
         for ten minutes said it a hundred times)."""
         if isinstance(exc, TransientApiError):
             now = self.clock.time()
-            since = member.failing_since = member.failing_since or now
+            if member.failing_since is None:  # (a clock may stand at 0: not `or`)
+                member.failing_since = now
+            since = member.failing_since
             if now - since < self.outage_seconds:
                 self._faults = True
                 if member.said_at is None:
