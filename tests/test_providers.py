@@ -386,7 +386,7 @@ def test_a_result_file_that_is_a_page_or_cut_short_is_said_as_what_it_is(
         emu.hub.faults.truncate_rate = 1.0  # every download cut off part way
     argv = rig.args(emu, tmp_path, fixture_dir, "--limit", "3", cap=3)
     if not page:  # polled as by default (30 s): a poll every 0.05 s of the test's clock
-        argv += ["--poll-interval", "30"]  # made ~460 downloads of the outage window, not ~80
+        argv += ["--poll-interval", "30"]  # made ~460 downloads of the outage window, not ~265
     proc = run_cli(*argv, env=rig.env(emu))
     if page:
         assert_one_line_error(proc, "not JSON lines", "'<!DOCTYPE html>", "an HTML page")
