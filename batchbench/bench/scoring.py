@@ -204,38 +204,29 @@ def score_joined(joined: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+# A scored row's ``score_components`` keys by grading method (f1 or not), in the
+# reference's order: the score frame's columns of those names.
+COMPONENTS: dict[bool, tuple[str, ...]] = {
+    True: ("f1_weighted", "precision_weighted", "recall_weighted", "severe_rate"),
+    False: ("matched_signed_points", "available_positive_points", "raw_score"),
+}
+
+
 def score_records(scores: pl.DataFrame) -> dict[str, tuple[float, dict[str, Any]]]:
     """``{case_id: (score, score_components)}`` with the reference's exact JSON types."""
     out: dict[str, tuple[float, dict[str, Any]]] = {}
     col = scores.get_column
-    f1 = col("grading_method") == "f1_weighted_rubric"
-    for case_id, is_f1, score, *values in zip(
-        col("case_id").to_list(),
-        f1.to_list(),
-        col("score").to_list(),
-        col("n_matched").to_list(),
-        col("matched_signed_points").to_list(),
-        col("available_positive_points").to_list(),
-        col("raw_score").to_list(),
-        col("f1_weighted").to_list(),
-        col("precision_weighted").to_list(),
-        col("recall_weighted").to_list(),
-        col("severe_rate").to_list(),
+    values = {key: col(key).to_list() for keys in COMPONENTS.values() for key in keys}
+    nothing = col("n_matched").eq(0).to_list()
+    for i, (case_id, is_f1, score) in enumerate(
+        zip(
+            col("case_id").to_list(),
+            (col("grading_method") == "f1_weighted_rubric").to_list(),
+            col("score").to_list(),
+        )
     ):
-        n_matched, signed, available, raw, f1_w, precision, recall, severe = values
-        if is_f1:
-            components: dict[str, Any] = {
-                "f1_weighted": f1_w,
-                "precision_weighted": precision,
-                "recall_weighted": recall,
-                "severe_rate": severe,
-            }
-        else:
-            components = {
-                # Python's sum() over no matched items is the integer 0.
-                "matched_signed_points": signed if n_matched else 0,
-                "available_positive_points": available,
-                "raw_score": raw,
-            }
+        components: dict[str, Any] = {key: values[key][i] for key in COMPONENTS[is_f1]}
+        if not is_f1 and nothing[i]:  # Python's sum() over no matched items is the integer 0
+            components["matched_signed_points"] = 0
         out[case_id] = (score, components)
     return out

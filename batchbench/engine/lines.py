@@ -25,6 +25,8 @@ from typing import Any
 
 import polars as pl
 
+from ..bench.scoring import COMPONENTS
+
 
 def number(value: Any) -> str:
     """A JSON value as ``json.dumps`` writes it: the fast way for the numbers and nulls
@@ -47,21 +49,13 @@ def numbers(values: pl.Series) -> list[str]:
     return list(map(number, values.to_list()))
 
 
-# A scored row's ``score_components`` keys by grading method (f1 or not), in the
-# reference's order: the score frame's columns of those names.
-_COMPONENTS = {
-    True: ("f1_weighted", "precision_weighted", "recall_weighted", "severe_rate"),
-    False: ("matched_signed_points", "available_positive_points", "raw_score"),
-}
-
-
 def score_texts(scores: pl.DataFrame) -> Iterator[tuple[str, str, str]]:
     """Each case's ``(case_id, score, score_components)``, the last two written as
     ``json.dumps`` writes the values :func:`batchbench.bench.scoring.score_records`
     gives (the same JSON types, column by column, not a dict per case)."""
     f1s = (scores["grading_method"] == "f1_weighted_rubric").to_list()
     components: dict[bool, Iterator[str]] = {}
-    for f1, keys in _COMPONENTS.items():
+    for f1, keys in COMPONENTS.items():
         rows = scores.filter(pl.col("grading_method").eq("f1_weighted_rubric").eq(f1))
         written = [numbers(rows[key]) for key in keys]
         if not f1:  # Python's sum() over no matched items is the integer 0 (score_records')
