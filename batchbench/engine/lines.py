@@ -180,12 +180,18 @@ class Template:
         """The line's text before ``key``'s value and after it, as two templates: the
         value is then put between them once the rest is written."""
         at = self._keys.index(key)
-        before, after = Template((), {}), Template((), {})
-        before._literals, before._keys = [*self._literals[: at + 1]], self._keys[:at]
-        after._literals, after._keys = self._literals[at + 1 :], self._keys[at + 1 :]
-        before._form()
-        after._form()
-        return before, after
+        return (
+            self._made(self._literals[: at + 1], self._keys[:at]),
+            self._made(self._literals[at + 1 :], self._keys[at + 1 :]),
+        )
+
+    @classmethod
+    def _made(cls, literals: list[str], keys: list[str]) -> Template:
+        """A template of these literals with these keys' values between them."""
+        made = cls.__new__(cls)
+        made._literals, made._keys = literals, keys
+        made._form()
+        return made
 
     def line(self, texts: Mapping[str, str]) -> str:
         """The line of a row whose other values are written as ``texts`` (by key)."""
