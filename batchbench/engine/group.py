@@ -80,14 +80,13 @@ class Group:
                 self._faults = True
                 if member.said_at is None:
                     self.warn(f"warning: {exc}; trying again at the next tick")
+                    member.said_at = now
                 elif now - member.said_at >= 60:
                     self.warn(
                         f"warning: {exc}; failing for {now - since:.0f} s, trying again"
                         f" at the next tick (for up to {self.outage_seconds:.0f} s)"
                     )
-                else:
-                    return
-                member.said_at = now
+                    member.said_at = now
                 return
         if len(self.members) == 1:
             raise exc
