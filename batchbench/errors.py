@@ -145,6 +145,18 @@ class TransientApiError(ApiError):
     still failing once the retry policy is spent."""
 
 
+def may_land_later(exc: ApiError) -> bool:
+    """Whether a call that failed so may still reach the service and take effect: it went
+    out and nothing came back (a timeout, a connection dropped after the request was
+    sent), or a front door said it gave up waiting for the service behind it (502, 504:
+    RFC 9110 §15.6.3, §15.6.5). A reply from the service itself (429, 500, 503) says
+    the service is done with the request; nothing listening (:class:`Unreachable`)
+    says it never left."""
+    if isinstance(exc, Unreachable) or not isinstance(exc, TransientApiError):
+        return False
+    return exc.status is None or exc.status in (502, 504)
+
+
 class Unreachable(TransientApiError):
     """Nothing answers at the base URL. Before a run starts that is a wrong URL
     (said at once); once it has started, an outage (tried again for a while)."""

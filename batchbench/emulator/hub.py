@@ -56,6 +56,13 @@ _FAULTS = {
 }
 
 
+# What a front door (a load balancer, a CDN) answers when the service behind it has not
+# answered in time: the request may still be worked on (RFC 9110 §15.6.5, 504).
+GATEWAY_TIMEOUT = ApiFailure(
+    504, "Gateway Timeout: the upstream server did not answer in time", code="gateway_timeout"
+)
+
+
 @dataclass
 class Faults:
     """Seeded fault injection for API calls (not ``/_emulator/`` ones)."""
@@ -74,6 +81,11 @@ class Faults:
     # service that makes no batches for a while; everything else answers)
     refused_creates: dict[str, int] = field(default_factory=dict)
     refusal_delay: float = 0.0  # seconds each such create hangs before it fails
+    # face → how many of its next batch creates time out at its front door (504) and
+    # reach the service later, ``landing_delay`` seconds of the clock after the caller
+    # gave up: the batch appears then, as a create held in a queue does
+    late_creates: dict[str, int] = field(default_factory=dict)
+    landing_delay: float = 90.0
 
 
 class Hub:
@@ -85,6 +97,8 @@ class Hub:
         # face → "METHOD path" → calls answered (a client's cost in requests, e.g. a
         # bucket's per tick); control routes not counted
         self.calls: dict[str, dict[str, int]] = {}
+        # creates held on their way in (a late create): when each lands, and the call
+        self.landing: list[tuple[float, Route, Exchange, tuple[str, ...]]] = []
         self.control: list[Route] = [
             Route("GET", re.compile(r"^/_emulator/ledger$"), self._ledger),
             Route("GET", re.compile(r"^/_emulator/calls$"), lambda x: Reply(self.calls)),
@@ -104,11 +118,21 @@ class Hub:
     def advance(self, now: float | None = None, flush: bool = False) -> None:
         """Every face's batches to where ``now`` (the clock's time) puts them."""
         with self.store.lock:
+            when = self.store.now() if now is None else now
+            self._land(when)  # a held create lands on time, batches paused or not
             if self.store.settings.paused and now is None and not flush:
                 return
-            when = self.store.now() if now is None else now
             for face in self.faces:
                 face.advance(when, flush)
+
+    def _land(self, when: float) -> None:
+        """The held creates whose time has come take effect, in the order they were sent."""
+        due = [held for held in self.landing if held[0] <= when]
+        self.landing = [held for held in self.landing if held[0] > when]
+        for _, route, x, groups in due:
+            with contextlib.suppress(ApiFailure):  # refused on landing: nothing made
+                route.handle(x, *groups)
+            self._count("late create landed")
 
     def ledger(self) -> dict[str, Any]:
         with self.store.lock:
@@ -167,6 +191,12 @@ class Hub:
             return face.error(face.fault("overloaded")), False
         with self.store.lock:
             self.advance()
+            if route.creates and self.faults.late_creates.get(face.name, 0) > 0:
+                self.faults.late_creates[face.name] -= 1
+                land_at = self.store.now() + self.faults.landing_delay
+                self.landing.append((land_at, route, x, groups))
+                self._count("late create")
+                return face.error(GATEWAY_TIMEOUT), False
             if route.creates and self.faults.lost_creates.get(face.name, 0) > 0:
                 self.faults.lost_creates[face.name] -= 1
                 with contextlib.suppress(ApiFailure):

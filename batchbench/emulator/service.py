@@ -175,6 +175,15 @@ class Emulator:
             if colleague:
                 self.hub.faults.colleagues.add(face)
 
+    def delay_creates(self, face: str, count: int = 1, after: float = 90.0) -> None:
+        """The next ``count`` batch creates on ``face`` answer 504 at once (the front door
+        gave up waiting) and take effect ``after`` seconds of the emulator's clock later:
+        a create that lands after its caller gave up."""
+        self.face(face)
+        with self.hub.store.lock:
+            self.hub.faults.landing_delay = after
+            self.hub.faults.late_creates[face] = self.hub.faults.late_creates.get(face, 0) + count
+
     def refuse_creates(self, face: str, count: int = 1, after: float = 0.0) -> None:
         """The next ``count`` batch creates on ``face`` fail (overloaded) and make nothing,
         each ``after`` seconds (the emulator's clock) of hanging first."""

@@ -104,6 +104,17 @@ class CreateRefused(Event, tag="create_refused"):
     hold_until: float
 
 
+class CreateUnanswered(Event, tag="create_unanswered"):
+    """The create went out and nothing definite came back (a timeout, a dropped
+    connection, a front door's 502 or 504): it may still reach the service and make the
+    batch until ``land_by``. Until then the batch is looked for at each tick and no
+    other create is made."""
+
+    sub: str
+    reason: str
+    land_by: float
+
+
 class Created(Event, tag="created"):
     sub: str
     batch_id: str
@@ -356,6 +367,7 @@ AnyEvent = (
     | Uploaded
     | CreateStarted
     | CreateRefused
+    | CreateUnanswered
     | Created
     | BatchSeen
     | Downloaded

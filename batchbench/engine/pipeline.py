@@ -155,6 +155,11 @@ class Pipeline:
                     return True
                 continue  # wait for one to end: only its results can tell
             if sub.batch_id is None and not st.cancelled:
+                if sub.land_by is not None and sub.land_by > self.clock.time():
+                    every = self.settings.poll_interval  # its create may still land
+                    if self.submitter.look_for_landing(sub, st.batch_ids(), every):
+                        return True
+                    continue
                 if st.holds.get(sub.stage, 0) > self.clock.time() or not self._fits_budget(sub):
                     continue
                 self.submitter.create(sub, st.batch_ids())

@@ -20,6 +20,7 @@ from .events import (
     Created,
     CreateRefused,
     CreateStarted,
+    CreateUnanswered,
     Disowned,
     Downloaded,
     Line,
@@ -48,6 +49,9 @@ class Submission:
     uploaded: bool = False  # its request file is where the service reads it from
     file_id: str | None = None  # the uploaded input, for services that take one
     create_started: float | None = None
+    # A create of unknown outcome may still make its batch until then: nothing is
+    # created again before (looked for at each tick instead).
+    land_by: float | None = None
     batch_id: str | None = None
     adopted: bool = False
     view: BatchView | None = None  # what the service last said of the batch
@@ -82,8 +86,8 @@ class Submission:
         """Its state in batchbench's one vocabulary (:attr:`BatchView.word`)."""
         if self.view is not None:
             return self.view.word
-        if self.batch_id is None and self.candidates:
-            return "unconfirmed"  # one of its candidates, not yet told apart
+        if self.batch_id is None and (self.candidates or self.land_by is not None):
+            return "unconfirmed"  # one of its candidates, or a create that may still land
         return "submitted" if self.batch_id else "not submitted"
 
     @property
@@ -96,6 +100,7 @@ class Submission:
         not ended)."""
         if self.batch_id is None:
             running = any(v is None or v.phase != "ended" for v in self.candidates.values())
+            running = running or self.land_by is not None  # its create may still land
             return running or (self.contradiction is not None and bool(self.candidates))
         return not self.terminal or (self.contradiction is not None and not self.collected)
 
@@ -110,6 +115,7 @@ class Submission:
 def _created(sub: Submission, event: Created) -> None:
     sub.batch_id, sub.adopted = event.batch_id, event.adopted
     sub.candidates.clear()
+    sub.land_by = None
 
 
 def _disowned(sub: Submission, event: Disowned) -> None:
@@ -125,6 +131,7 @@ def _disowned(sub: Submission, event: Disowned) -> None:
 
 def _candidates(sub: Submission, event: Candidates) -> None:
     sub.candidates = {batch_id: None for batch_id in event.batch_ids}
+    sub.land_by = None  # what it may have made is found: its results will tell
 
 
 def _owed(sub: Submission, event: Contradicted | Owed | Stopped) -> None:
@@ -153,6 +160,11 @@ def _uploaded(sub: Submission, event: Uploaded) -> None:
 
 def _create_started(sub: Submission, event: CreateStarted) -> None:
     sub.create_started = event.t
+    sub.land_by = None  # made only once the last one can no longer land
+
+
+def _create_unanswered(sub: Submission, event: CreateUnanswered) -> None:
+    sub.land_by = event.land_by
 
 
 def _create_refused(sub: Submission, event: CreateRefused) -> None:
@@ -175,6 +187,7 @@ SUB_EVENTS: dict[type, Callable[[Submission, Any], None]] = {
     Uploaded: _uploaded,
     CreateStarted: _create_started,
     CreateRefused: _create_refused,
+    CreateUnanswered: _create_unanswered,
     Created: _created,
     BatchSeen: _seen,
     Downloaded: _downloaded,

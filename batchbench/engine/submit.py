@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 
 from .. import _failpoints
@@ -27,6 +28,7 @@ from ..errors import (
     InvariantError,
     NoRoom,
     TransientApiError,
+    may_land_later,
 )
 from ..kinds import Stage
 from ..providers.base import CLOCK_SKEW, BatchView, Client, Provider, Tag
@@ -39,6 +41,7 @@ from .events import (
     Created,
     CreateRefused,
     CreateStarted,
+    CreateUnanswered,
     Disowned,
     Downloaded,
     Event,
@@ -51,6 +54,10 @@ from .runconfig import RunConfig
 from .rundir import Run, batches_elsewhere
 from .state import RunState
 from .submission import Submission
+
+
+def _utc(t: float) -> str:
+    return time.strftime("%H:%M:%S UTC", time.gmtime(t))
 
 
 def watched(sub: Submission) -> list[str]:
@@ -109,6 +116,7 @@ class Submitter:
         self.warn = warn or (lambda _: None)
         self.owed = OwedResults(record, clock, self.warn)  # results the service says it has
         self.calls = CallRunner(run, config.run_id, record, state, clock, self.warn)
+        self._looked: dict[str, float] = {}  # submission → when a landing was last looked for
 
     def tag(self, sub: Submission) -> Tag:
         return Tag(
@@ -164,20 +172,54 @@ class Submitter:
         except NoRoom as exc:  # definite, nothing made: wait for a job to end
             self._no_room(sub, exc)
             return
-        except (TransientApiError, FileNotYetVisible) as exc:
-            # Ambiguous (the batch may exist: look for it first), or the file not
-            # yet visible right after its upload: create again, a little later — for
-            # as long as a service may be down (the outage window), not longer.
-            self._ambiguous_creates += 1
-            self._check_window(sub, exc)
-            if self._ambiguous_creates >= self.max_ambiguous_creates:
-                raise
-            self.clock.sleep(min(0.1 * 2**self._ambiguous_creates, 10.0))
+        except TransientApiError as exc:
+            lands_within = client.lands_within
+            if may_land_later(exc) and lands_within > 0:
+                self._unanswered(sub, exc, lands_within)
+                return
+            self._ambiguous(sub, exc)
+            return
+        except FileNotYetVisible as exc:
+            self._ambiguous(sub, exc)
             return
         self._ambiguous_creates = 0
         _failpoints.hit("created")
         self.record(Created(sub=sub.id, batch_id=view.id))
         self.record_batch(sub, view)
+
+    def _unanswered(self, sub: Submission, exc: ApiError, lands_within: float) -> None:
+        """A create that went out and got no definite answer may reach the service later
+        (:func:`~batchbench.errors.may_land_later`): looked for at each tick until it can
+        no longer land, never made again before — said once, with why."""
+        land_by = self.clock.time() + lands_within
+        self.record(CreateUnanswered(sub=sub.id, reason=str(exc), land_by=land_by))
+        service = self.providers[sub.stage].client.service
+        self.warn(
+            f"note: the create of {sub.id} got no answer ({exc}); it may still reach"
+            f" {service.provider} and make the batch for {lands_within / 60:.0f} minutes:"
+            " looking for it at each tick, and creating nothing again before"
+            f" {_utc(land_by)}"
+        )
+
+    def look_for_landing(self, sub: Submission, known: set[str], every: float) -> bool:
+        """While a create of unknown outcome may still land: look for its batch once
+        every ``every`` seconds; True when something was found (adopted or candidates)."""
+        now = self.clock.time()
+        if now - self._looked.get(sub.id, float("-inf")) < every:
+            return False
+        self._looked[sub.id] = now
+        return self.look(sub, known)
+
+    def _ambiguous(self, sub: Submission, exc: ApiError) -> None:
+        """A create the service answered with a passing failure: it may have made the
+        batch (looked for first), or the file is not visible yet right after its upload.
+        Tried again a little later — for as long as a service may be down (the outage
+        window), not longer."""
+        self._ambiguous_creates += 1
+        self._check_window(sub, exc)
+        if self._ambiguous_creates >= self.max_ambiguous_creates:
+            raise exc
+        self.clock.sleep(min(0.1 * 2**self._ambiguous_creates, 10.0))
 
     def _no_room(self, sub: Submission, exc: NoRoom) -> None:
         until = self.clock.time() + (exc.retry_after or ROOM_WAIT)
@@ -192,14 +234,19 @@ class Submitter:
     def _check_window(self, sub: Submission, last: Exception | None) -> None:
         """Stop once creates have failed for the outage window: from the first create of
         the journal that made nothing (so cron ticks, each a new process, share one
-        window), or from this invocation's start for a plain run. Nothing more is tried."""
+        window), or from this invocation's start for a plain run. Nothing more is tried.
+        A create that got no answer was waited for until it could no longer land: the
+        window is that much longer then (the second such create is the last)."""
         since = self.state().create_failing_since
         if since is None:
             return
         if self.window_from is not None:
             since = max(since, self.window_from)
         now = self.clock.time()
-        if now - since < self.outage_seconds:
+        window = self.outage_seconds
+        if sub.land_by is not None:
+            window += self.providers[sub.stage].client.lands_within
+        if now - since < window:
             return
         said = f"; last: {last}" if last is not None else ""
         raise ApiError(

@@ -27,6 +27,7 @@ from ..kinds import Ending, Phase
 from . import tls
 from .base import (
     CLOCK_SKEW,
+    LANDS_WITHIN,
     BatchView,
     Marks,
     Service,
@@ -87,6 +88,7 @@ class AnthropicClient:
     """Message Batches calls, SDK errors turned into batchbench's typed errors."""
 
     marks: Marks = "results"  # a Message Batch keeps no metadata; its request ids do
+    lands_within: float = LANDS_WITHIN  # a create of unknown outcome may land this late
 
     def __init__(
         self,

@@ -31,6 +31,12 @@ if TYPE_CHECKING:
     from .one_by_one import CallKind, Calls
 
 
+# How long a create may stay on its way after its caller gave up, where a service does
+# not keep creates unique: no service documents it, and no front door is expected to
+# hold a request longer than the SDKs themselves wait for one ("By default requests
+# time out after 10 minutes": the openai-python and anthropic-sdk-python READMEs).
+LANDS_WITHIN = 600.0
+
 # A service's clock may be this far behind ours: a batch looked for after a crash, or
 # polled by a walk of the list, is looked for from this long before our time.
 CLOCK_SKEW = 600.0
@@ -274,6 +280,11 @@ class Client(Protocol):
 
     service: Service
     marks: Marks
+    # How long after a create of unknown outcome (:func:`~batchbench.errors.may_land_later`)
+    # the create may still reach the service and make a batch: no second create before
+    # then. 0 where a second create cannot make a second batch (an id or token the run
+    # chooses, which the service keeps unique).
+    lands_within: float
 
     def check_models(self, models: Iterable[str]) -> None: ...
 

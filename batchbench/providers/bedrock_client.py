@@ -124,6 +124,7 @@ def view(job: dict[str, Any]) -> BatchView:
 
 class BedrockClient:
     marks: Marks = "tag"  # the job's name and token name the run and submission
+    lands_within: float = 0.0  # its clientRequestToken: a create repeated is the same job
 
     def __init__(
         self,

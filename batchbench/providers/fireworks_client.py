@@ -88,6 +88,7 @@ class FireworksClient:
     """Datasets and batch inference jobs through the SDK, errors turned into batchbench's."""
 
     marks: Marks = "tag"  # the job's id is the run's and the submission's
+    lands_within: float = 0.0  # the job id the run chose: a second create is refused (409)
 
     def __init__(
         self,

@@ -30,7 +30,17 @@ from ..errors import (
 )
 from ..kinds import Ending, Phase
 from . import retry, tls
-from .base import BatchError, BatchView, Marked, Marks, Service, Tag, cancel_unless_ended, walk_list
+from .base import (
+    LANDS_WITHIN,
+    BatchError,
+    BatchView,
+    Marked,
+    Marks,
+    Service,
+    Tag,
+    cancel_unless_ended,
+    walk_list,
+)
 from .downloads import verbatim
 from .google_errors import genai_errors
 from .one_by_one import CallKind, Calls
@@ -96,6 +106,7 @@ class GeminiClient:
     """Files and batch jobs through the SDK, its errors turned into batchbench's."""
 
     marks: Marks = "tag"  # a job's display name names the run and submission
+    lands_within: float = LANDS_WITHIN  # a create of unknown outcome may land this late
 
     def __init__(
         self,

@@ -20,7 +20,16 @@ from typing import Any, TypeVar
 from ..errors import ApiError, ApiNotFoundError, ConfigError, InvariantError
 from ..kinds import Ending, Phase
 from . import retry, speakeasy, tls
-from .base import BatchError, BatchView, Marks, Service, Tag, cancel_unless_ended, walk_list
+from .base import (
+    LANDS_WITHIN,
+    BatchError,
+    BatchView,
+    Marks,
+    Service,
+    Tag,
+    cancel_unless_ended,
+    walk_list,
+)
 from .downloads import Sink, verbatim
 from .mistral_wire import PREFIX
 from .one_by_one import CallKind, Calls
@@ -68,6 +77,7 @@ def view(job: dict[str, Any]) -> BatchView:
 
 class MistralClient(speakeasy.SpeakeasyClient):
     marks: Marks = "tag"  # the job's metadata
+    lands_within: float = LANDS_WITHIN  # a create of unknown outcome may land this late
 
     def make_sdk(self, service: Service, api_key: str) -> Any:
         import httpx2

@@ -24,6 +24,7 @@ from ..kinds import Ending, Phase
 from . import retry, speakeasy, tls
 from .base import (
     CLOCK_SKEW,
+    LANDS_WITHIN,
     BatchError,
     BatchView,
     Marks,
@@ -85,6 +86,7 @@ def view(batch: dict[str, Any]) -> BatchView:
 
 class OpenRouterClient(speakeasy.SpeakeasyClient):
     marks: Marks = "results"  # a batch keeps no metadata; its requests' ids carry the mark
+    lands_within: float = LANDS_WITHIN  # a create of unknown outcome may land this late
 
     def make_sdk(self, service: Service, api_key: str) -> Any:
         import httpx

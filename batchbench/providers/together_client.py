@@ -25,6 +25,7 @@ from ..errors import ApiError, ApiNotFoundError, InvariantError
 from ..kinds import Ending, Phase
 from . import tls
 from .base import (
+    LANDS_WITHIN,
     BatchError,
     BatchView,
     Marks,
@@ -80,6 +81,7 @@ def view(job: dict[str, Any]) -> BatchView:
 
 class TogetherClient:
     marks: Marks = "tag"  # the input file's name
+    lands_within: float = LANDS_WITHIN  # a create of unknown outcome may land this late
 
     def __init__(
         self,

@@ -46,7 +46,7 @@ from ..errors import (
 from ..formats import article
 from ..kinds import Ending
 from . import gcs, retry, tls
-from .base import BatchError, BatchView, Marks, Service, Tag, cancel_unless_ended
+from .base import LANDS_WITHIN, BatchError, BatchView, Marks, Service, Tag, cancel_unless_ended
 from .downloads import verbatim
 from .gemini_client import ENDINGS as GEMINI_ENDINGS
 from .gemini_client import PHASES
@@ -86,6 +86,7 @@ def _time(job: types.BatchJob) -> float | None:
 
 class VertexClient:
     marks: Marks = "tag"  # the job's display name and labels name the run and submission
+    lands_within: float = LANDS_WITHIN  # a create of unknown outcome may land this late
 
     def __init__(
         self,
