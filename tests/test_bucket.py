@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -390,3 +391,109 @@ def test_a_tick_when_nothing_changed_costs_the_store_a_few_requests(
             "GET /batchbench/team/ans-model/journal/s/000000000000-000000000010.jsonl"
         ]
     assert sum(idle[-1].values()) == sum(idle[0].values())  # no more as ticks go by
+
+
+def _objects(emu):
+    """The emulator's S3 face as obstore reaches it (the emulator's clock is the store's)."""
+    from support.buckets import emulator_s3, variables
+
+    from batchbench.storage.objects import Objects, parse_bucket
+
+    with variables(emulator_s3(emu)):
+        return Objects(parse_bucket("s3://batchbench/leases"))
+
+
+@pytest.mark.parametrize("skew", [700.0, -700.0], ids=["ahead", "behind"])
+def test_a_live_lease_is_judged_on_the_stores_clock_not_the_machines(
+    skew, batch_emulator_factory, clock
+):
+    """#61.2: a machine whose clock is 700 s ahead (or behind) reads a live runner's lease
+    as what the store says: renewed a moment ago, so refused — until the lease has lapsed
+    on the store's own clock (600 s and the margin), when the runner, never renewed, has
+    stopped itself and the run is taken."""
+    from batchbench.errors import RunLockedError
+    from batchbench.storage.lease import LEASE, MARGIN, Lease
+
+    emu = batch_emulator_factory()
+    objects = _objects(emu)
+    runner = Lease(objects, "team/run/lease", "run", clock.time)
+    runner.take()
+    skewed = Lease(objects, "team/run/lease", "run", lambda: clock.time() + skew)
+    with pytest.raises(RunLockedError, match="being advanced by another machine"):
+        skewed.take()
+    clock.advance(LEASE + MARGIN - 30)  # still the runner's, by the store's clock
+    with pytest.raises(RunLockedError, match="being advanced by another machine"):
+        skewed.take()
+    with pytest.raises(RunLockedError, match="ran out"):
+        runner.check()  # the runner stopped itself well before
+    clock.advance(31)
+    skewed.take()
+    assert not any("clock-" in k for k in objects.names("team/run/lease/"))  # probes gone
+
+
+def test_a_holder_in_another_pid_namespace_is_never_taken_for_gone(batch_emulator_factory):
+    """#61.2: a lease held by a process of the same host name whose process id this
+    machine cannot see (another container, another PID namespace) is alive until it
+    lapses; one of this machine and namespace whose process is gone has lapsed."""
+    import socket
+
+    from batchbench.errors import RunLockedError
+    from batchbench.storage import lease as leases
+
+    emu = batch_emulator_factory()
+    objects = _objects(emu)
+    dead = subprocess.Popen(["true"])  # its process id, free once it has ended
+    dead.wait()
+    here = leases.holder().split(":")[3]
+    for n, (space, taken) in enumerate([("0123456789ab", False), (here, True)]):
+        prefix = f"team/twin{n}/lease"
+        body = {"holder": f"{socket.gethostname()}:{dead.pid}:abcd1234:{space}", "expires": 1e12}
+        assert objects.create(f"{prefix}/{0:012d}.json", json.dumps(body).encode())
+        taker = leases.Lease(objects, prefix, "run")
+        if taken:
+            taker.take()
+        else:
+            with pytest.raises(RunLockedError, match="being advanced by another machine"):
+                taker.take()
+
+
+def test_a_runner_held_mid_create_keeps_its_run_from_a_machine_whose_clock_is_ahead(
+    batch_emulator_factory, tmp_path, fixture_dir, clock
+):
+    """#61.2, through the CLI: a runner stops itself right after journaling its create
+    (holding its lease; the create not yet sent). A machine whose clock is 700 s ahead
+    ticks the run: it says another machine advances it (exit 0) and buys nothing. The
+    runner goes on and finishes; every request was bought once."""
+    from batchbench.emulator import FakeClock, SystemClock
+
+    emu = batch_emulator_factory(latency=0.5, clock=SystemClock())
+    uri, variables = _store("emulator-s3", emu, None, tmp_path)
+    args = run_args(emu, tmp_path, fixture_dir, "--limit", "3", "--poll-interval", "0.05")
+    args[args.index("--jobs-dir") + 1] = uri
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "batchbench", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={
+            **os.environ,
+            **env(),
+            **variables,
+            "BATCHBENCH_FAILPOINT": "creating:1:stop",
+            "TMPDIR": str(tmp_path),
+        },
+        cwd=REPO,
+    )
+    try:
+        _, status = os.waitpid(runner.pid, os.WUNTRACED)  # stopped itself: lease held
+        assert os.WIFSTOPPED(status)
+        ahead = FakeClock(time.time() + 700)
+        tick = run_cli(*args, "--no-wait", env={**env(), **variables}, clock=ahead)
+        assert tick.returncode == 0, tick.stdout + tick.stderr
+        assert "being advanced by another machine" in tick.stdout + tick.stderr
+        assert not emu.ledger()["batches"]  # nothing bought by the tick
+    finally:
+        os.kill(runner.pid, signal.SIGCONT)
+    out, err = runner.communicate(timeout=120)
+    assert runner.returncode == 0, out + err
+    assert_no_duplicates(emu)

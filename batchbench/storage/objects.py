@@ -195,13 +195,35 @@ class Objects:
 
     def names(self, prefix: str, after: str | None = None) -> Iterator[str]:
         """The keys under ``prefix`` in order, those after ``after`` only when given."""
+        for key, _ in self.listing(prefix, after):
+            yield key
+
+    def listing(self, prefix: str, after: str | None = None) -> list[tuple[str, float]]:
+        """The keys under ``prefix`` (after ``after`` when given), each with when the store
+        last wrote it (the store's clock), sorted by key: object_store promises no order
+        ("the order of returned ObjectMeta is not guaranteed"), and a local folder's
+        listing has none."""
         import obstore
 
-        def listed(store: Any) -> list[str]:  # the stream read whole, inside the retry
+        def listed(store: Any) -> list[tuple[str, float]]:  # read whole, inside the retry
             stream = obstore.list(store, prefix, offset=after, chunk_size=1000)
-            return [str(meta["path"]) for chunk in stream for meta in chunk]
+            return [
+                (str(meta["path"]), meta["last_modified"].timestamp())
+                for chunk in stream
+                for meta in chunk
+            ]
 
-        yield from self._call(f"list {prefix}", listed)
+        found: list[tuple[str, float]] = self._call(f"list {prefix}", listed)
+        return sorted(item for item in found if after is None or item[0] > after)
+
+    def now(self, key: str) -> float:
+        """The store's own clock: ``key`` written (overwritten) and its time read back.
+        Leases are judged on it, never on a machine's clock, which may be minutes off."""
+        import obstore
+
+        self.overwrite(key, b"")
+        meta = self._call(f"read {key}", obstore.head, key)
+        return float(meta["last_modified"].timestamp())
 
     def folders(self, prefix: str) -> list[str]:
         """The names of the 'folders' right under ``prefix`` (a delimiter list)."""
