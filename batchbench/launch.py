@@ -274,7 +274,7 @@ def _start(
         pipeline.record(change)
     if options.no_wait and pipeline.done():
         return RunResult(run, None, True, note=finished_note(run, config, pipeline.state))
-    reopen(pipeline, options, say)
+    reopen(pipeline, options, say, pricing)
     if options.settle_owed:
         settle_owed(pipeline, pricing, say)
     return Member(pipeline), run, config

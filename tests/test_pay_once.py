@@ -252,3 +252,89 @@ def test_creates_that_never_answer_are_waited_for_then_stop_in_one_line(
     assert emu.ledger()["faults"]["late create"] == 3
     assert 1200 <= clock.time() - start <= 1800 + 120, clock.time() - start
     assert not emu.ledger()["batches"]
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "mistral"])
+def test_a_process_stopped_while_its_create_is_on_the_way_is_resumed_without_a_second(
+    provider, batch_emulator_factory, tmp_path, fixture_dir, clock, monkeypatch
+):
+    """#61.1 and .2: the create is held on its way in (it lands 90 s later) and the
+    process stops before it knows (the journal holds the intent, no outcome). Resumed at
+    once, the look finds nothing yet: the run waits for it as for a create with no answer
+    (said once), finds it when it lands, and buys nothing twice. `--create-wait` bounds
+    the wait: with 0 the same resume buys the batch again (what the rule prevents)."""
+    rig = RIGS[provider]
+    emu = batch_emulator_factory(latency=5.0)
+    emu.delay_creates(rig.face_name, after=90.0)
+    args = [*rig.args(emu, tmp_path, fixture_dir, "--limit", "4", cap=4), "--poll-interval", "5"]
+    monkeypatch.setenv("BATCHBENCH_FAILPOINT", "create_unanswered:1:raise")
+    with pytest.raises(Crash):
+        run_cli(*args, env=rig.env(emu))
+    monkeypatch.delenv("BATCHBENCH_FAILPOINT")
+    proc = run_cli(*args, env=rig.env(emu))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stderr.count("stopped before its answer") == 1, proc.stderr
+    clock.advance(600)
+    emu.flush()
+    assert emu.ledger()["faults"].get("late create landed") == 1
+    assert_no_duplicates(emu)
+    assert len(rows_of(_run_dir(rig, tmp_path) / "results.jsonl")) == 4
+
+
+def test_a_create_wait_of_zero_is_the_user_taking_the_risk(
+    batch_emulator_factory, tmp_path, fixture_dir, clock, monkeypatch
+):
+    """The witness that the wait above is what holds: told not to wait (`--create-wait
+    0`), the same resume creates again at once, and the late create makes a second batch
+    of the same requests."""
+    rig = RIGS["openai"]
+    emu = batch_emulator_factory(latency=5.0)
+    emu.delay_creates(rig.face_name, after=90.0)
+    args = [*rig.args(emu, tmp_path, fixture_dir, "--limit", "4", cap=4), "--poll-interval", "5"]
+    monkeypatch.setenv("BATCHBENCH_FAILPOINT", "create_unanswered:1:raise")
+    with pytest.raises(Crash):
+        run_cli(*args, env=rig.env(emu))
+    monkeypatch.delenv("BATCHBENCH_FAILPOINT")
+    assert run_cli(*args, "--create-wait", "0", env=rig.env(emu)).returncode == 0
+    clock.advance(600)
+    emu.flush()
+    made = [b for b in emu.ledger()["batches"] if b["metadata"]["batchbench_sub"] == "answers-0001"]
+    assert len(made) == 2
+
+
+def test_an_openrouter_cancel_says_what_it_bills_and_the_resume_prices_what_it_buys_again(
+    batch_emulator_factory, tmp_path, fixture_dir, clock
+):
+    """#61.3: OpenRouter returns no result rows for a cancelled batch and still bills what
+    ran ("Cancel a batch", its API reference). `cancel` says so, with how many lines ran,
+    before it cancels; `--resume-cancelled` says how many of them it buys again, priced.
+    The ledger: exactly those lines bought twice, every other once."""
+    rig = RIGS["openrouter"]
+    emu = batch_emulator_factory(latency=100.0)
+    args = rig.args(emu, tmp_path, fixture_dir, "--limit", "10", cap=10)
+    assert run_cli(*args, "--no-wait", env=rig.env(emu)).returncode == 3
+    clock.advance(125)  # validated at 100 s; some of its lines have run
+    emu.tick()
+    [batch] = emu.ledger()["batches"]
+    ran = [e for e in emu.ledger()["executions"] if e["batch_id"] == batch["id"]]
+    assert 0 < len(ran) < 10
+    jobs = ["--jobs-dir", str(tmp_path / "jobs")]
+    cancel = run_cli("cancel", rig.name(), *jobs, env=rig.env(emu))
+    assert cancel.returncode == 0, cancel.stderr
+    said = [line for line in cancel.stderr.splitlines() if "no result rows" in line]
+    assert len(said) == 1 and f"{len(ran)} of its 10" in said[0], cancel.stderr
+    emu.flush()
+    again = run_cli(*args, "--resume-cancelled", env=rig.env(emu))
+    assert again.returncode == 0, again.stdout + again.stderr
+    told = [line for line in (again.stdout + again.stderr).splitlines() if "bought again" in line]
+    assert any(f"{len(ran)} request(s)" in line and "$" in line for line in told), told
+
+    # the ones the cancelled batch ran, bought twice (said); every other request once
+    def case(e: dict) -> tuple[str, str]:
+        request = parse_id(e["custom_id"])
+        return request.stage, request.case_id
+
+    counts = Counter(case(e) for e in emu.ledger()["executions"])
+    twice = {k for k, n in counts.items() if n == 2}
+    assert twice == {case(e) for e in ran}
+    assert max(counts.values()) == 2

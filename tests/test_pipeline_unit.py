@@ -28,7 +28,7 @@ from batchbench.engine.pipeline import Pipeline, Settings
 from batchbench.engine.runconfig import RunConfig
 from batchbench.engine.rundir import Run
 from batchbench.engine.state import fold
-from batchbench.errors import ApiError, PlanError, TransientApiError
+from batchbench.errors import ApiError, PlanError, TransientApiError, Unreachable
 from batchbench.kinds import ProviderName, Stage
 from batchbench.providers import frames
 from batchbench.providers.base import (
@@ -122,6 +122,8 @@ class FakeWire:
 class FakeClient:
     """Batches finish ``duration`` seconds after creation, counting lines as they go."""
 
+    lands_within = 600.0  # a create with no answer may still land this late
+
     def __init__(self, clock: FakeClock, duration: float = 100.0) -> None:
         self.service = Service("openai", "fake://service")
         self.clock = clock
@@ -136,7 +138,7 @@ class FakeClient:
 
     def _up(self) -> None:
         if self.down:
-            raise TransientApiError("fake service: connection refused")
+            raise Unreachable("fake service: connection refused")
 
     def check_models(self, models: Iterable[str]) -> None:
         self._up()

@@ -239,6 +239,18 @@ ResubmitAfterOpt = Annotated[
     ),
 ]
 
+CreateWaitOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--create-wait",
+        metavar="SECONDS",
+        rich_help_panel=ADVANCED,
+        help="How long a batch create that got no answer (a timeout, a dropped connection,"
+        " a 502 or 504, a process stopped mid-call) may still reach the service and make its"
+        " batch: it is looked for meanwhile, and nothing is created again before. Default:"
+        " the service's (600 s; 0 on Bedrock and Fireworks, whose creates are unique).",
+    ),
+]
 TailFlexOpt = Annotated[
     float | None,
     typer.Option(

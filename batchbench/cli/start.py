@@ -18,6 +18,7 @@ from .run_options import (
     AssumedAnswerTokensOpt,
     BaseUrlOpt,
     BenchmarkOpt,
+    CreateWaitOpt,
     DatasetOpt,
     DeleteRemoteFilesOpt,
     DryRunOpt,
@@ -77,6 +78,7 @@ def run(
     resubmit_after: ResubmitAfterOpt = 12 * 3600.0,
     on_demand_remainder: OnDemandRemainderOpt = False,
     tail_flex: TailFlexOpt = None,
+    create_wait: CreateWaitOpt = None,
     resend_unknown: ResendUnknownOpt = False,
     settle_owed: SettleOwedOpt = False,
     resume_cancelled: ResumeCancelledOpt = False,
@@ -119,6 +121,7 @@ def run(
         resubmit_after=resubmit_after,
         on_demand_remainder=on_demand_remainder,
         tail_flex=tail_flex,
+        create_wait=create_wait,
         max_enqueued_tokens=max_enqueued_tokens,
         delete_remote_files=delete_remote_files,
     )

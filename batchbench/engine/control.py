@@ -12,6 +12,7 @@ from pathlib import Path
 from ..clock import SYSTEM, Clock
 from ..errors import BatchbenchError, RunLockedError, RunStateError
 from ..kinds import Stage
+from ..providers import spec
 from ..providers.base import Provider, Service
 from ..storage import token_file
 from .calls import call_kind
@@ -90,6 +91,9 @@ def cancel_run(
             warn(f"warning: {candidates_text(sub, providers[sub.stage].client.service)}")
             continue
         try:
+            note = _drops_rows(run, sub, providers[sub.stage], clock)
+            if note is not None:
+                warn(note)
             view = providers[sub.stage].client.cancel(sub.batch_id)
         except BatchbenchError as exc:
             failures.append(exc)
@@ -107,6 +111,24 @@ def cancel_run(
         )
         raise first
     return cancelled
+
+
+def _drops_rows(run: Run, sub: Submission, provider: Provider, clock: Clock) -> str | None:
+    """Before cancelling a batch on a service that returns no rows for a cancelled batch
+    yet bills what ran: how many of its requests have run (asked afresh, journaled), said."""
+    found = spec(provider.client.service.provider)
+    if not found.cancel_drops_rows or sub.batch_id is None:
+        return None
+    view = provider.client.retrieve(sub.batch_id)
+    run.record(BatchSeen.of(sub.id, view), clock.time())
+    if not view.done:
+        return None
+    return (
+        f"note: {found.label} returns no result rows for a cancelled batch and bills the"
+        f" requests that ran ({found.cancel_drops_rows}): batch {sub.batch_id} ({sub.id})"
+        f" has run {view.done} of its {view.total or len(sub.lines)} requests; cancelled, their"
+        " results are lost, and `run … --resume-cancelled` buys them again"
+    )
 
 
 def refresh_status(

@@ -115,6 +115,15 @@ class CreateUnanswered(Event, tag="create_unanswered"):
     land_by: float
 
 
+class CreateAnswered(Event, tag="create_answered"):
+    """The service answered the create with a failure (a 4xx, a 429, a 500): it is done
+    with it. A batch it may have made before failing is there already (looked for before
+    the next create); nothing is waited for."""
+
+    sub: str
+    reason: str
+
+
 class Created(Event, tag="created"):
     sub: str
     batch_id: str
@@ -368,6 +377,7 @@ AnyEvent = (
     | CreateStarted
     | CreateRefused
     | CreateUnanswered
+    | CreateAnswered
     | Created
     | BatchSeen
     | Downloaded

@@ -148,6 +148,7 @@ def _check_options(o: RunOptions) -> None:
     _number("--token-limit-wait", s.hold_seconds, low=0)
     _number("--resubmit-after", s.resubmit_after, low=0, strict=True)
     _number("--tail-flex", s.tail_flex, low=0, strict=True)
+    _number("--create-wait", s.create_wait, low=0)
     _number("--max-cost", o.budget.max_cost, low=0)
     _number("--max-attempts", s.max_attempts, low=1)
     _number("--max-retries", s.max_retries, low=1)

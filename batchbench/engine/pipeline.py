@@ -66,6 +66,8 @@ class Settings:
     # sent on demand, at the full price, only when the user says so.
     on_demand_remainder: bool = False
     tail_flex: float | None = None  # seconds before a small tail goes on flex (:mod:`.late`)
+    # How long a create with no answer may still land (None: its service's own bound)
+    create_wait: float | None = None
 
 
 class Pipeline:
@@ -107,6 +109,7 @@ class Pipeline:
             warn=warn,
             outage_seconds=settings.outage_seconds,
             window_from=window_from,
+            create_wait=settings.create_wait,
         )
         self.slots = Slots(run, lambda: self.state)  # a quota of batches at once
         self.late = late.Late(self.submitter, settings.resubmit_after, settings.tail_flex, warn)

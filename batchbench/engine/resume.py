@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..costs.pricing import Pricing, cost
+from ..formats import usd
+from ..providers import spec
 from ..storage import shown
 from .events import Redo, Resumed
 from .options import RunOptions
@@ -28,7 +31,46 @@ def finished_note(run: Run, config: RunConfig, state: RunState) -> str:
     )
 
 
-def reopen(pipeline: Pipeline, options: RunOptions, say: Callable[[str], None]) -> None:
+def rebought(pipeline: Pipeline, pricing: Pricing, assumed_output: int) -> str | None:
+    """What taking a cancelled run up again buys a second time: the requests its cancelled
+    batches ran on a service that bills them but returns no rows for a cancelled batch
+    (:attr:`~batchbench.providers.spec.ProviderSpec.cancel_drops_rows`), priced at the
+    batch price from their estimated prompt tokens and the assumed reply length."""
+    count, total, unpriced = 0, 0.0, False
+    for sub in pipeline.state.subs.values():
+        view = sub.view
+        provider = pipeline.providers[sub.stage].client.service.provider
+        if view is None or not view.done or view.ending not in (None, "cancelled"):
+            continue  # ended otherwise (its rows kept), or nothing ran
+        if not spec(provider).cancel_drops_rows:
+            continue
+        per_request = sub.tokens // max(len(sub.lines), 1)
+        priced = cost(
+            pricing.price(pipeline.config.model(sub.stage)),
+            per_request * view.done,
+            0,
+            assumed_output * view.done,
+            batch_discount=pricing.batch_discount,
+        )["batch_usd"]
+        count += view.done
+        total += priced or 0.0
+        unpriced = unpriced or priced is None
+    if not count:
+        return None
+    price = "unpriced (no price for its model)" if unpriced else f"about {usd(total)}"
+    return (
+        f"{count} request(s) its cancelled batches ran before the cancel were billed, and the"
+        " service returns no rows for a cancelled batch: they are bought again (a batch that"
+        f" ended before the cancel took keeps its rows) — {price} at the batch price"
+    )
+
+
+def reopen(
+    pipeline: Pipeline,
+    options: RunOptions,
+    say: Callable[[str], None],
+    pricing: Pricing | None = None,
+) -> None:
     """A resumed run takes new work again; a plain invocation redoes its failed cases.
 
     A --no-wait invocation (cron, every few minutes) only resumes: redoing there
@@ -46,6 +88,11 @@ def reopen(pipeline: Pipeline, options: RunOptions, say: Callable[[str], None]) 
             return
         pipeline.record(Resumed())
         say(f"taking {config.name!r} up again after its cancel, as --resume-cancelled asks")
+        again = (
+            rebought(pipeline, pricing, options.budget.assumed_answer_tokens) if pricing else None
+        )
+        if again is not None:
+            say(f"{config.name!r}: {again}")
     failed = [c for c in config.case_ids if pipeline.state.cases[c].final == "error"]
     if not failed or options.no_wait:
         return

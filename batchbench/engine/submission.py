@@ -17,6 +17,7 @@ from .events import (
     BatchSeen,
     Candidates,
     Contradicted,
+    CreateAnswered,
     Created,
     CreateRefused,
     CreateStarted,
@@ -52,6 +53,9 @@ class Submission:
     # A create of unknown outcome may still make its batch until then: nothing is
     # created again before (looked for at each tick instead).
     land_by: float | None = None
+    # A create journaled with no outcome after it: a process stopped in the middle of the
+    # call (or another machine is making it), so whether it made the batch is unknown.
+    create_open: bool = False
     batch_id: str | None = None
     adopted: bool = False
     view: BatchView | None = None  # what the service last said of the batch
@@ -115,7 +119,7 @@ class Submission:
 def _created(sub: Submission, event: Created) -> None:
     sub.batch_id, sub.adopted = event.batch_id, event.adopted
     sub.candidates.clear()
-    sub.land_by = None
+    sub.land_by, sub.create_open = None, False
 
 
 def _disowned(sub: Submission, event: Disowned) -> None:
@@ -131,7 +135,10 @@ def _disowned(sub: Submission, event: Disowned) -> None:
 
 def _candidates(sub: Submission, event: Candidates) -> None:
     sub.candidates = {batch_id: None for batch_id in event.batch_ids}
-    sub.land_by = None  # what it may have made is found: its results will tell
+    sub.land_by, sub.create_open = (
+        None,
+        False,
+    )  # what it may have made is found: its results will tell
 
 
 def _owed(sub: Submission, event: Contradicted | Owed | Stopped) -> None:
@@ -161,14 +168,20 @@ def _uploaded(sub: Submission, event: Uploaded) -> None:
 def _create_started(sub: Submission, event: CreateStarted) -> None:
     sub.create_started = event.t
     sub.land_by = None  # made only once the last one can no longer land
+    sub.create_open = True
 
 
 def _create_unanswered(sub: Submission, event: CreateUnanswered) -> None:
-    sub.land_by = event.land_by
+    sub.land_by, sub.create_open = event.land_by, False
+
+
+def _create_answered(sub: Submission, _: CreateAnswered) -> None:
+    sub.create_open = False
 
 
 def _create_refused(sub: Submission, event: CreateRefused) -> None:
     sub.create_started = None  # nothing was made: nothing to look for
+    sub.create_open = False
 
 
 def _seen(sub: Submission, event: BatchSeen) -> None:
@@ -188,6 +201,7 @@ SUB_EVENTS: dict[type, Callable[[Submission, Any], None]] = {
     CreateStarted: _create_started,
     CreateRefused: _create_refused,
     CreateUnanswered: _create_unanswered,
+    CreateAnswered: _create_answered,
     Created: _created,
     BatchSeen: _seen,
     Downloaded: _downloaded,

@@ -38,6 +38,7 @@ from .collection import check_download
 from .events import (
     BatchSeen,
     Candidates,
+    CreateAnswered,
     Created,
     CreateRefused,
     CreateStarted,
@@ -99,8 +100,10 @@ class Submitter:
         warn: Callable[[str], None] | None = None,
         outage_seconds: float = 600.0,
         window_from: float | None = None,
+        create_wait: float | None = None,
     ) -> None:
         self.run = run
+        self.create_wait = create_wait  # the user's bound on a create's landing, if given
         self.config = config
         self.providers = providers
         self.record = record
@@ -163,42 +166,67 @@ class Submitter:
             return
         if self.look(sub, known):
             return
+        if sub.create_open and self._open_create(sub):
+            return
         self._check_window(sub, None)
         client = self.providers[sub.stage].client
         tag = self.tag(sub)
         self.record(CreateStarted(sub=sub.id, file_id=sub.file_id))
+        _failpoints.hit("creating")  # the intent journaled, the call not yet made
         try:
             view = client.create(tag, sub.file_id, self.run.request_path(sub.path))
         except NoRoom as exc:  # definite, nothing made: wait for a job to end
             self._no_room(sub, exc)
             return
         except TransientApiError as exc:
-            lands_within = client.lands_within
-            if may_land_later(exc) and lands_within > 0:
-                self._unanswered(sub, exc, lands_within)
+            _failpoints.hit("create_unanswered")  # sent, no answer, nothing journaled yet
+            if may_land_later(exc) and self.lands_within(sub) > 0:
+                self._unanswered(sub, str(exc), self.clock.time())
                 return
+            self.record(CreateAnswered(sub=sub.id, reason=str(exc)))
             self._ambiguous(sub, exc)
             return
         except FileNotYetVisible as exc:
+            self.record(CreateAnswered(sub=sub.id, reason=str(exc)))
             self._ambiguous(sub, exc)
             return
+        except ApiError as exc:  # the service said no: nothing waits for it
+            self.record(CreateAnswered(sub=sub.id, reason=str(exc)))
+            raise
         self._ambiguous_creates = 0
         _failpoints.hit("created")
         self.record(Created(sub=sub.id, batch_id=view.id))
         self.record_batch(sub, view)
 
-    def _unanswered(self, sub: Submission, exc: ApiError, lands_within: float) -> None:
+    def lands_within(self, sub: Submission) -> float:
+        """How long a create of this submission's with no answer may still make its batch:
+        the user's ``--create-wait``, else its service's (:attr:`.Client.lands_within`)."""
+        if self.create_wait is not None:
+            return self.create_wait
+        return self.providers[sub.stage].client.lands_within
+
+    def _open_create(self, sub: Submission) -> bool:
+        """A create journaled with no outcome and not found on the service: the process
+        that sent it stopped mid-call (or another machine is sending it). It may still
+        land for as long as a create with no answer may: waited for (True) while it can."""
+        since = sub.create_started if sub.create_started is not None else self.clock.time()
+        if since + self.lands_within(sub) <= self.clock.time():
+            return False
+        why = "journaled with no outcome: the process that sent it stopped before its answer"
+        self._unanswered(sub, why, since)
+        return True
+
+    def _unanswered(self, sub: Submission, why: str, sent: float) -> None:
         """A create that went out and got no definite answer may reach the service later
         (:func:`~batchbench.errors.may_land_later`): looked for at each tick until it can
         no longer land, never made again before — said once, with why."""
-        land_by = self.clock.time() + lands_within
-        self.record(CreateUnanswered(sub=sub.id, reason=str(exc), land_by=land_by))
+        land_by = sent + self.lands_within(sub)
+        self.record(CreateUnanswered(sub=sub.id, reason=why, land_by=land_by))
         service = self.providers[sub.stage].client.service
         self.warn(
-            f"note: the create of {sub.id} got no answer ({exc}); it may still reach"
-            f" {service.provider} and make the batch for {lands_within / 60:.0f} minutes:"
-            " looking for it at each tick, and creating nothing again before"
-            f" {_utc(land_by)}"
+            f"note: the create of {sub.id} got no answer ({why}); it may still reach"
+            f" {service.provider} and make the batch until {_utc(land_by)}: looking for"
+            " it at each tick, and creating nothing again before"
         )
 
     def look_for_landing(self, sub: Submission, known: set[str], every: float) -> bool:
@@ -245,7 +273,7 @@ class Submitter:
         now = self.clock.time()
         window = self.outage_seconds
         if sub.land_by is not None:
-            window += self.providers[sub.stage].client.lands_within
+            window += self.lands_within(sub)
         if now - since < window:
             return
         said = f"; last: {last}" if last is not None else ""

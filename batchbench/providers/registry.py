@@ -161,6 +161,9 @@ OPENROUTER = ProviderSpec(
     base_url_hint="ending in /api/v1 (https://openrouter.ai/api/v1)",
     inspect_prefix="openrouter/",
     routing_prefix="openrouter/",
+    cancel_drops_rows='its API reference, "Cancel a batch": "OpenRouter returns no result'
+    " rows for a cancelled batch, and the provider still charges for the requests that"
+    ' finished before the cancellation"',
 )
 OPENAI = ProviderSpec(
     name="openai",
