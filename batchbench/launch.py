@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import _failpoints
 from .bench import protocol
 from .bench.dataset import Case, load_dataset, select_cases
 from .bench.results import order_and_read_for_summary
@@ -165,7 +166,12 @@ def execute_group(
             clock=shared.clock,
             outage_seconds=shared.outage_seconds,
         ).advance(wait=not shared.no_wait, on_progress=on_progress)
-        results += [_finish(member, run, config, pricing) for member, run, config in members]
+        for member, run, config in members:
+            if member.superseded is not None:  # another machine's now: nothing written here
+                note = f"{member.superseded}: nothing more for this tick"
+                results.append(RunResult(run, None, False, note=note))
+            else:
+                results.append(_finish(member, run, config, pricing))
     order = [run.root for run, _, _ in prepared]
     return sorted(results, key=lambda r: order.index(r.run.root))
 
@@ -236,6 +242,7 @@ def _start(
     if options.settings.tail_flex is not None:
         say(flex_note(stages))
     run.make_folder()
+    _failpoints.hit("locking")  # the run read, its lock not yet taken
     try:
         stack.enter_context(run.lock(options.clock))
     except RunLockedError as exc:

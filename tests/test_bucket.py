@@ -321,6 +321,18 @@ def test_a_local_run_moved_into_a_bucket_and_back_resumes_there_and_only_there(
         run_cli("status", "ans-model", "--jobs-dir", str(back), "--json", env=env()).stdout
     )
     assert status["status"] == "complete"
+    # #61.8: and back again to the folder it first came from (its note gives way there)
+    home = run_cli("move", "ans-model", "--jobs-dir", str(back), "--to", here, env=env())
+    assert home.returncode == 0, home.stderr
+    listed = json.loads(run_cli("list", "--jobs-dir", here, "--json", env=env()).stdout)
+    assert [r["run"] for r in listed] == ["ans-model"]
+    assert not [p.name for p in Path(here).iterdir() if p.name.startswith(".mov")]
+    assert normalised(Path(here) / "ans-model") == normalised(
+        tmp_path / "never-moved" / "jobs" / "ans-model"
+    )
+    assert_one_line_error(
+        run_cli("status", "ans-model", "--jobs-dir", str(back), env=env()), f"moved to {here}"
+    )
 
 
 def test_a_long_journal_is_read_back_from_segments_exactly(tmp_path, clock):
@@ -496,4 +508,137 @@ def test_a_runner_held_mid_create_keeps_its_run_from_a_machine_whose_clock_is_ah
         os.kill(runner.pid, signal.SIGCONT)
     out, err = runner.communicate(timeout=120)
     assert runner.returncode == 0, out + err
+    assert_no_duplicates(emu)
+
+
+def _bucket_runner(args: list[str], variables: dict[str, str], tmp_path: Path, point: str):
+    """A runner in a process of its own that stops itself at a failpoint (SIGSTOP): the
+    test acts while it stands there, then lets it go on (SIGCONT)."""
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "batchbench", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={
+            **os.environ,
+            **env(),
+            **variables,
+            "BATCHBENCH_FAILPOINT": f"{point}:1:stop",
+            "TMPDIR": str(tmp_path),
+        },
+        cwd=REPO,
+    )
+    _, status = os.waitpid(runner.pid, os.WUNTRACED)
+    assert os.WIFSTOPPED(status)
+    return runner
+
+
+def test_a_move_while_another_machine_advances_the_run_leaves_one_home(
+    batch_emulator_factory, tmp_path, fixture_dir, clock
+):
+    """#61.4: `move` takes the run's lease as any runner does: while a runner holds it
+    (stopped mid-create) the move is refused in one line; once the runner's tick is over,
+    the move goes. A runner that read the run before the move and takes the lease after
+    it (stopped right before locking) is refused under the lease, in one line, and writes
+    nothing into the old place: the old prefix holds the move's note alone."""
+    from support.buckets import variables as setting
+
+    from batchbench.emulator import SystemClock
+    from batchbench.storage.objects import Objects, parse_bucket
+
+    emu = batch_emulator_factory(latency=0.5, clock=SystemClock())
+    uri, variables = _store("emulator-s3", emu, None, tmp_path)
+    args = run_args(emu, tmp_path, fixture_dir, "--limit", "3", "--poll-interval", "0.05")
+    args[args.index("--jobs-dir") + 1] = uri
+    elsewhere = str(tmp_path / "elsewhere")
+    move = ["move", "ans-model", "--jobs-dir", uri, "--to", elsewhere]
+    runner = _bucket_runner([*args, "--no-wait"], variables, tmp_path, "creating")
+    try:
+        refused = run_cli(*move, env={**env(), **variables}, real=True)
+        assert_one_line_error(refused, "being advanced by another machine")
+    finally:
+        os.kill(runner.pid, signal.SIGCONT)
+    out, err = runner.communicate(timeout=120)
+    assert runner.returncode == 3, out + err  # its batches in flight
+    late = _bucket_runner([*args, "--no-wait"], variables, tmp_path, "locking")
+    try:
+        moved = run_cli(*move, env={**env(), **variables}, real=True)
+        assert moved.returncode == 0, moved.stderr
+    finally:
+        os.kill(late.pid, signal.SIGCONT)
+    out, err = late.communicate(timeout=120)
+    assert late.returncode != 0 and f"was moved to {elsewhere}/ans-model" in err, out + err
+    assert "Traceback" not in err
+    with setting(variables):
+        left = list(Objects(parse_bucket(uri)).names("team/ans-model/"))
+    assert left == ["team/ans-model/moved.json"], left
+    args[args.index("--jobs-dir") + 1] = elsewhere  # finished in its one home
+    done = run_cli(*args, env={**env(), **variables}, clock=SystemClock())
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert_no_duplicates(emu)
+
+
+def test_a_cancel_from_another_machine_while_the_run_advances_ends_it_cancelled(
+    batch_emulator_factory, tmp_path, fixture_dir, clock
+):
+    """#61.10: a runner holds the run's lease (stopped right before a create); `cancel`
+    from another machine asks it to stop (the lease's holder is the journal's one
+    writer) and tells the service to stop the batches it knows: exit 0, one note. The
+    runner, let go, journals the cancel, stops its batches, submits nothing more and
+    ends as cancelled (exit 3, never "another machine wrote line N")."""
+    from batchbench.emulator import SystemClock
+
+    emu = batch_emulator_factory(latency=30.0, clock=SystemClock())
+    uri, variables = _store("emulator-s3", emu, None, tmp_path)
+    args = run_args(emu, tmp_path, fixture_dir, "--limit", "6", "--poll-interval", "0.05", cap=3)
+    args[args.index("--jobs-dir") + 1] = uri
+    runner = _bucket_runner(args, variables, tmp_path, "creating")  # its first create
+    try:
+        cancel = run_cli(
+            "cancel", "ans-model", "--jobs-dir", uri, env={**env(), **variables}, real=True
+        )
+    finally:
+        os.kill(runner.pid, signal.SIGCONT)
+    assert cancel.returncode == 0, cancel.stdout + cancel.stderr
+    assert "being advanced by another machine" in cancel.stderr
+    out, err = runner.communicate(timeout=120)
+    assert runner.returncode == 3, out + err
+    assert "cancelled from another machine" in err and "wrote line" not in err, err
+    status = run_cli("status", "ans-model", "--jobs-dir", uri, "--json", env=variables, real=True)
+    assert json.loads(status.stdout)["status"] == "cancelled", status.stdout
+    made = emu.ledger()["batches"]
+    assert len(made) == 1 and made[0]["status"] in ("cancelling", "cancelled"), made
+    assert_no_duplicates(emu)
+
+
+def test_a_tick_that_another_machine_takes_over_ends_in_one_line_with_exit_0(
+    batch_emulator_factory, tmp_path, fixture_dir, clock
+):
+    """#61.5 and .2: a tick held up mid-create (its intent journaled) past its lease on
+    the store's clock; another machine takes the run, finds the create open and waits for
+    it rather than buy it again. The held tick, let go, sends its create, then finds
+    another machine's line where its own was to go: that is its tick's end — one line,
+    exit 0 — and nothing it held is written back. The run then finishes with each
+    request bought once (the held create's batch adopted)."""
+    emu = batch_emulator_factory(latency=5.0)  # the store's clock is the test's clock
+    uri, variables = _store("emulator-s3", emu, None, tmp_path)
+    args = run_args(emu, tmp_path, fixture_dir, "--limit", "3", cap=3)
+    args[args.index("--jobs-dir") + 1] = uri
+    held = _bucket_runner([*args, "--no-wait"], variables, tmp_path, "creating")
+    try:
+        clock.advance(700)  # its lease lapsed on the store's clock
+        other = run_cli(*args, "--no-wait", env={**env(), **variables})
+        assert other.returncode == 3, other.stdout + other.stderr
+        assert "stopped before its answer" in other.stderr  # waited for, not bought again
+    finally:
+        os.kill(held.pid, signal.SIGCONT)
+    out, err = held.communicate(timeout=120)
+    assert held.returncode == 0, out + err
+    assert "another machine wrote line" in out + err and "Traceback" not in err
+    for _ in range(20):  # ticks until done
+        clock.advance(60)
+        done = run_cli(*args, "--no-wait", env={**env(), **variables})
+        if done.returncode == 0:
+            break
+    assert done.returncode == 0, done.stdout + done.stderr
     assert_no_duplicates(emu)

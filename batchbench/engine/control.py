@@ -10,18 +10,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..clock import SYSTEM, Clock
-from ..errors import BatchbenchError, RunLockedError, RunStateError
+from ..errors import RunLockedError, RunStateError
 from ..kinds import Stage
-from ..providers import spec
-from ..providers.base import Provider, Service
+from ..providers.base import Provider
 from ..storage import token_file
-from .calls import call_kind
+from .cancelling import cancel_in_flight, look_for_lost
 from .events import BatchSeen, CancelRequested, Event
 from .runconfig import RunConfig
-from .rundir import MOVED_FILE, REMOVING, Run, existing_run, list_runs, open_run
+from .rundir import REMOVING, Run, existing_run, list_runs, open_run
 from .services import connect_all, run_services, stage_bundle
 from .state import RunState
-from .submission import Submission
 from .submit import Submitter
 
 
@@ -47,13 +45,16 @@ def cancel_run(
 ) -> list[str]:
     """Stop a run: no new batches, and every in-flight batch cancelled. Returns their ids.
 
-    It does not need the run's lock: the intent is one appended journal line,
-    which a process advancing the run reads at its next tick (it then submits
-    nothing more), and cancelling a batch is the service's business. What the
-    service says of each batch is journaled too, so ``status`` can tell a run
-    whose batches were told to stop from one whose cancel never reached them
-    (it then says to run ``cancel`` again). The journal is read (and so
-    checked) before anything is appended to it.
+    A local run needs no lock: the intent is one appended journal line, which a
+    process advancing the run reads at its next tick (it then submits nothing more).
+    A run in a bucket has one writer of its journal, the lease's holder: free, the
+    cancel takes the lease and journals as a runner does; held by another machine,
+    the cancel leaves its request beside the journal (``cancel.json``), which that
+    machine journals and acts on before its next billable call, and tells the
+    service to stop the batches it knows. Cancelling a batch is the service's
+    business either way. What the service says of each batch is journaled, so
+    ``status`` can tell a run whose batches were told to stop from one whose cancel
+    never reached them (it then says to run ``cancel`` again).
     """
     run = existing_run(jobs_dir, name)
     config = run.load_config()
@@ -65,70 +66,45 @@ def cancel_run(
             " nothing to cancel"
         )
     providers = _providers(run, config, state, base_url, warn, clock)
-    run.record(CancelRequested(), clock.time())
+    if not run.home.leased:
+        return _cancel(run, config, providers, warn, clock, journal=True)
+    try:
+        with run.lock(clock):
+            return _cancel(run, config, providers, warn, clock, journal=True)
+    except RunLockedError:
+        run.home.ask_cancel()  # the holder journals it, before its next billable call
+        warn(
+            f"note: run {name!r} is being advanced by another machine: it journals the cancel"
+            " and submits nothing more from its next step; its batches are told to stop here"
+        )
+        return _cancel(run, config, providers, warn, clock, journal=False)
+
+
+def _cancel(
+    run: Run,
+    config: RunConfig,
+    providers: dict[Stage, Provider],
+    warn: Callable[[str], None],
+    clock: Clock,
+    *,
+    journal: bool,
+) -> list[str]:
+    """The cancel itself: its intent journaled (when this process may write the journal),
+    then every in-flight batch told to stop."""
+    state = run.state(config.case_ids)
+    seen: list[Event] = []
 
     def record(event: Event) -> None:
-        run.record(event, clock.time())
+        if journal:
+            run.record(event, clock.time())
+        seen.append(event)
 
-    # A create whose outcome was lost may have made a batch: look for it first.
     submitter = Submitter(run, config, providers, record, lambda: state, clock=clock)
-    lost = [
-        s
-        for s in state.subs.values()
-        if s.batch_id is None
-        and s.create_started
-        and call_kind(s, providers[s.stage].wire) is None  # calls: no batch to look for
-    ]
-    for sub in lost:
-        if not sub.candidates:
-            submitter.look(sub, state.batch_ids())
-    if lost:
-        state = run.state(config.case_ids)
-    cancelled: list[str] = []
-    failures: list[BatchbenchError] = []
-    for sub in state.in_flight():
-        if sub.batch_id is None:
-            warn(f"warning: {candidates_text(sub, providers[sub.stage].client.service)}")
-            continue
-        try:
-            note = _drops_rows(run, sub, providers[sub.stage], clock)
-            if note is not None:
-                warn(note)
-            view = providers[sub.stage].client.cancel(sub.batch_id)
-        except BatchbenchError as exc:
-            failures.append(exc)
-            continue
-        if view is not None:
-            run.record(BatchSeen.of(sub.id, view), clock.time())
-            cancelled.append(sub.batch_id)
-    if failures:
-        # The first failure itself, its class and fields (HTTP status, batch id) kept,
-        # told how many more there were and what to do.
-        first = failures[0]
-        first.args = (
-            f"{len(failures)} batch(es) could not be cancelled, so they still run"
-            f" ({first}); run `batchbench cancel {name}` again",
-        )
-        raise first
-    return cancelled
-
-
-def _drops_rows(run: Run, sub: Submission, provider: Provider, clock: Clock) -> str | None:
-    """Before cancelling a batch on a service that returns no rows for a cancelled batch
-    yet bills what ran: how many of its requests have run (asked afresh, journaled), said."""
-    found = spec(provider.client.service.provider)
-    if not found.cancel_drops_rows or sub.batch_id is None:
-        return None
-    view = provider.client.retrieve(sub.batch_id)
-    run.record(BatchSeen.of(sub.id, view), clock.time())
-    if not view.done:
-        return None
-    return (
-        f"note: {found.label} returns no result rows for a cancelled batch and bills the"
-        f" requests that ran ({found.cancel_drops_rows}): batch {sub.batch_id} ({sub.id})"
-        f" has run {view.done} of its {view.total or len(sub.lines)} requests; cancelled, their"
-        " results are lost, and `run … --resume-cancelled` buys them again"
-    )
+    if journal:
+        record(CancelRequested())
+        if look_for_lost(submitter, state):  # found: the journal says where now
+            state = run.state(config.case_ids)
+    return cancel_in_flight(submitter, state, warn)
 
 
 def refresh_status(
@@ -174,18 +150,6 @@ def refresh_status(
     return lines, journaled
 
 
-def candidates_text(sub: Submission, service: Service) -> str:
-    """Why a submission's batch cannot be cancelled (or shown) yet: which candidates a lost
-    create left, and why the run's own is not told apart."""
-    ids = ", ".join(sub.candidates)
-    return (
-        f"{sub.id}: its create's outcome was lost, and {len(sub.candidates)} batch(es) of its"
-        f" size appeared since ({ids}) on {service}, which keeps no tag on a batch: only"
-        " their results' ids tell the run's own from another's, so none is cancelled"
-        " (cancel the right one yourself, or let them end)"
-    )
-
-
 def remove_run(jobs_dir: Path, name: str, *, force: bool = False) -> str:
     """Delete a run's folder, once nothing of it runs on a service unwatched: a batch in
     flight would run on, billed, with no folder left to collect it (``force`` forgets
@@ -224,13 +188,13 @@ def remove_run(jobs_dir: Path, name: str, *, force: bool = False) -> str:
 
 def move_run(jobs_dir: Path, name: str, to: Path) -> str:
     """Move a run to another jobs folder — a local one into a bucket, or back: one live
-    home at a time. Under the run's lock its files are copied whole (the destination
-    takes them all or, after a crash, is resumed by moving again), then the source is
-    removed and a note left in its place, so a command still pointed there says where
-    the run went instead of starting it afresh. Returns what was done, in a sentence."""
+    home at a time. Under the run's lock (a bucket's lease: a machine advancing the run
+    refuses it) its files are copied whole (the destination takes them all or, after a
+    crash, is resumed by moving again); then the source gets its note, before its files
+    go, so a command still pointed there is told where the run went instead of
+    starting it afresh. Moved back where it came from, the note there gives way.
+    Returns what was done, in a sentence."""
     import json
-    import os
-    import shutil
 
     run = existing_run(jobs_dir, name)
     dest = open_run(to, name)
@@ -238,17 +202,19 @@ def move_run(jobs_dir: Path, name: str, to: Path) -> str:
         raise RunStateError(f"run {name!r} is in {run.shown} already")
     if dest.exists():
         raise RunStateError(f"{dest.shown} holds a run already: remove it or move elsewhere")
+    config = run.load_config()
+    back = dest.moved_note()  # the note a move of this run away from there left
+    if back is not None and back.get("run_id", back.get("to")) not in (config.run_id, run.shown):
+        raise RunStateError(
+            f"{dest.shown} holds the note of another run, moved to {back.get('to')}: move"
+            " this one elsewhere"
+        )
     with run.lock():
         files = {}
         for file in run.home.files():
             run.home.fetch(file)
             files[file] = (run.root / file).read_bytes()
         dest.home.receive(files)
-        run.home.remove()  # a run in a bucket: its objects (a local run: renamed aside)
-        aside = run.root.with_name(f"{REMOVING}{run.root.name}-{os.getpid()}")
-        os.replace(run.root, aside)
-        run.root.mkdir(mode=0o700)
-        (run.root / MOVED_FILE).write_text(json.dumps({"to": dest.shown}) + "\n")
-        run.home.created(MOVED_FILE)
-    shutil.rmtree(aside)
+        note = {"to": dest.shown, "run_id": config.run_id}
+        run.home.leave(json.dumps(note).encode() + b"\n")
     return f"moved run {name!r} ({len(files)} files) to {dest.shown}"

@@ -104,24 +104,16 @@ class CreateRefused(Event, tag="create_refused"):
     hold_until: float
 
 
-class CreateUnanswered(Event, tag="create_unanswered"):
-    """The create went out and nothing definite came back (a timeout, a dropped
-    connection, a front door's 502 or 504): it may still reach the service and make the
-    batch until ``land_by``. Until then the batch is looked for at each tick and no
-    other create is made."""
+class CreateFailed(Event, tag="create_failed"):
+    """The create made no batch that is known. Answered by the service (a 4xx, a 429, a
+    500): it is done with it, and a batch it made before failing is there already (looked
+    for before the next create). Unanswered (a timeout, a dropped connection, a front
+    door's 502 or 504), it may still reach the service and make the batch until
+    ``land_by``: looked for at each tick meanwhile, and no other create is made."""
 
     sub: str
     reason: str
-    land_by: float
-
-
-class CreateAnswered(Event, tag="create_answered"):
-    """The service answered the create with a failure (a 4xx, a 429, a 500): it is done
-    with it. A batch it may have made before failing is there already (looked for before
-    the next create); nothing is waited for."""
-
-    sub: str
-    reason: str
+    land_by: float | None = None
 
 
 class Created(Event, tag="created"):
@@ -376,8 +368,7 @@ AnyEvent = (
     | Uploaded
     | CreateStarted
     | CreateRefused
-    | CreateUnanswered
-    | CreateAnswered
+    | CreateFailed
     | Created
     | BatchSeen
     | Downloaded

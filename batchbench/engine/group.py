@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..clock import SYSTEM, Clock
-from ..errors import BatchbenchError, TransientApiError
+from ..errors import BatchbenchError, RunLockedError, TransientApiError
 from ..providers.base import Client
 from ..reporting import quiet
 from .pipeline import Pipeline
@@ -32,6 +32,9 @@ class Member:
     done: bool = False
     failing_since: float | None = None  # its service has failed since then, without a break
     said_at: float | None = None  # when that failing was last said (once a minute at most)
+    # A --no-wait tick during which another machine took the run over (its lease, a line
+    # of its journal): that tick's normal end, said in one line; nothing stale is written.
+    superseded: str | None = None
 
     def answered(self) -> None:
         """Its service answered: a failing streak, if any, is over."""
@@ -50,9 +53,10 @@ class Group:
     outage_seconds: float = 600.0
     list_walks: int = field(default=0)  # poll ticks, each one walk per service
     _faults: bool = field(default=False)
+    _waiting: bool = field(default=True)
 
     def active(self) -> list[Member]:
-        return [m for m in self.members if m.error is None and not m.done]
+        return [m for m in self.members if m.error is None and not m.done and not m.superseded]
 
     def _guard(self, member: Member, action: Callable[[], object]) -> object:
         """Do a run's action; its failure is that run's (:meth:`_fail`)."""
@@ -70,7 +74,11 @@ class Group:
         until it has failed for ``outage_seconds``; any other failure sets the run
         aside at once. A group of one lets the error through: it is the command's. The
         failing is said when it starts, then once a minute (a tick every few seconds
-        for ten minutes said it a hundred times)."""
+        for ten minutes said it a hundred times). On a --no-wait tick, another machine
+        taking the run over is the tick's end, not a failure."""
+        if isinstance(exc, RunLockedError) and not self._waiting:
+            member.superseded = str(exc)
+            return
         if isinstance(exc, TransientApiError):
             now = self.clock.time()
             if member.failing_since is None:  # (a clock may stand at 0: not `or`)
@@ -137,6 +145,7 @@ class Group:
     def advance(self, *, wait: bool, on_progress: Callable[[Pipeline], None] | None = None) -> None:
         """Until every run is done or set aside; without ``wait``, until only waiting is left."""
         last_poll = float("-inf")
+        self._waiting = wait
         while self.active():
             self._faults = False
             acted = self._step_all()

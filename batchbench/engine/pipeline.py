@@ -28,7 +28,7 @@ from ..bench.results import append_lines, row_counts
 from ..bench.scoring import rubric_frame
 from ..clock import SYSTEM, Clock
 from ..costs.pricing import prompt_tokens, token_counter
-from ..errors import BelowMinimum, ConfigError, InvariantError
+from ..errors import ConfigError, InvariantError
 from ..kinds import STAGES, Stage
 from ..providers.base import Provider
 from ..providers.ids import claim
@@ -37,9 +37,11 @@ from ..reporting import quiet
 from . import late
 from .borrow import Borrower
 from .calls import call_kind, unknown_detail
+from .cancelling import take_asked_cancel
+from .candidates import check_candidate
 from .collection import Collection, RetryLimits, collect
 from .events import Event, Line, Plan
-from .requests import Request, build_request, fit_minimum, write_shards
+from .requests import Request, build_request, check_minimum, fit_minimum, write_shards
 from .rows import Answers, append_pass_rows, pass_rows, rows_for
 from .runconfig import RunConfig
 from .rundir import Run
@@ -110,6 +112,7 @@ class Pipeline:
             outage_seconds=settings.outage_seconds,
             window_from=window_from,
             create_wait=settings.create_wait,
+            look_every=settings.poll_interval,
         )
         self.slots = Slots(run, lambda: self.state)  # a quota of batches at once
         self.late = late.Late(self.submitter, settings.resubmit_after, settings.tail_flex, warn)
@@ -133,10 +136,13 @@ class Pipeline:
         self._journal_size = self.run.journal_size()
 
     def catch_up(self) -> None:
-        """Read what another process appended to the journal (``cancel``) since."""
+        """Read what another process appended to the journal (``cancel``) since, and take
+        a cancel asked of this machine (a run in a bucket: :mod:`.cancelling`)."""
         if self.run.journal_size() != self._journal_size:
             self.state = self.run.state(self.config.case_ids)
             self._journal_size = self.run.journal_size()
+        if self.run.home.leased:
+            take_asked_cancel(self.submitter, self.warn)
 
     # decisions --------------------------------------------------------------
     def done(self) -> bool:
@@ -154,19 +160,16 @@ class Pipeline:
             if sub.batch_id is None and sub.candidates:  # after a lost create, untagged
                 ended = [c for c, v in sub.candidates.items() if v and v.phase == "ended"]
                 if ended and not self.submitter.owed.later(sub):
-                    self.submitter.check_candidate(sub, ended[0])
+                    check_candidate(self.submitter, sub, ended[0])
                     return True
                 continue  # wait for one to end: only its results can tell
             if sub.batch_id is None and not st.cancelled:
-                if sub.land_by is not None and sub.land_by > self.clock.time():
-                    every = self.settings.poll_interval  # its create may still land
-                    if self.submitter.look_for_landing(sub, st.batch_ids(), every):
-                        return True
-                    continue
                 if st.holds.get(sub.stage, 0) > self.clock.time() or not self._fits_budget(sub):
                     continue
-                self.submitter.create(sub, st.batch_ids())
-                return True
+                if self.run.home.leased and take_asked_cancel(self.submitter, self.warn):
+                    return True  # a cancel asked from another machine: nothing bought
+                if self.submitter.create(sub, st.batch_ids()):
+                    return True
         # Plan before collecting the next file: the judges of a collected answer
         # file go out at once, not after every answer file is in.
         if not st.cancelled:
@@ -279,7 +282,9 @@ class Pipeline:
             wire.limits.max_lines,
         )
         cap = fit_minimum(len(pending), cap, wire.limits.min_lines, wire.limits.max_lines)
-        self._check_minimum(stage, len(pending), wire.limits.min_lines)
+        if not self.settings.on_demand_remainder:
+            label = BY_NAME[wire.name].label
+            check_minimum(self.config.name, stage, len(pending), wire.limits.min_lines, label)
         files: list[tuple[Path, list[Line], int, dict[str, Any] | None, bool]] = []
         for shared, flex, cases in groups.values():
             made = write_shards(
@@ -305,19 +310,6 @@ class Pipeline:
                     flex=flex,
                 )
             )
-
-    def _check_minimum(self, stage: Stage, requests: int, minimum: int) -> None:
-        """Requests too few for a batch the service accepts are never sent as one (it
-        would be refused) nor bought on demand unasked: the run stops, saying so."""
-        if requests >= minimum or self.settings.on_demand_remainder:
-            return
-        label = BY_NAME[self.providers[stage].wire.name].label
-        raise BelowMinimum(
-            f"{requests} {stage} request(s) of run {self.config.name!r} to send, fewer than"
-            f" the {minimum} records {label} takes in one batch job (the account's minimum):"
-            " nothing was sent; --on-demand-remainder sends them on demand, at the full"
-            " (not the batch) price"
-        )
 
     # downloading and collecting ------------------------------------------------
     def _collect(self, sub: Submission) -> None:

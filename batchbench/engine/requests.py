@@ -17,7 +17,7 @@ from .._io import durable_replace, storage
 from ..bench import protocol
 from ..bench.dataset import Case
 from ..bench.protocol import Prompt
-from ..errors import InvariantError, RunStateError
+from ..errors import BelowMinimum, InvariantError, RunStateError
 from ..kinds import Stage
 from ..providers.base import Adjust, Rendered, Wire
 
@@ -189,3 +189,16 @@ def fit_minimum(requests: int, cap: int, minimum: int, most: int) -> int:
     if requests // batches < minimum:
         batches = max(1, requests // minimum)
     return min(most, -(-requests // batches))
+
+
+def check_minimum(run: str, stage: Stage, requests: int, minimum: int, label: str) -> None:
+    """Requests too few for a batch the service accepts are never sent as one (it would
+    be refused) nor bought on demand unasked (``--on-demand-remainder``): the run stops,
+    saying so."""
+    if requests >= minimum:
+        return
+    raise BelowMinimum(
+        f"{requests} {stage} request(s) of run {run!r} to send, fewer than the {minimum}"
+        f" records {label} takes in one batch job (the account's minimum): nothing was sent;"
+        " --on-demand-remainder sends them on demand, at the full (not the batch) price"
+    )

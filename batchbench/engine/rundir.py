@@ -23,7 +23,7 @@ import msgspec
 from .._io import append_line, atomic_write_text, jsonl_lines, storage
 from ..clock import SYSTEM, Clock
 from ..errors import BatchbenchError, ConfigError, RunStateError, UnknownRun
-from ..storage import home_for, runs_in, shown
+from ..storage import MOVED, home_for, moved_away, runs_in, shown
 from .events import DECODER, ENCODER, Created, Disowned, Event
 from .runconfig import (
     RunConfig,
@@ -45,7 +45,7 @@ JOURNAL_FILE = "journal.jsonl"
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "results.summary.json"
 REPORT_FILE = "report.json"
-MOVED_FILE = "moved.json"  # all that is left where a run was moved from
+MOVED_FILE = MOVED  # all that is left where a run was moved from
 
 
 class Run:
@@ -131,20 +131,24 @@ class Run:
 
     def moved(self) -> str | None:
         """Where the run was moved to (``batchbench move``), when this is where it was."""
+        note = self.moved_note()
+        return None if note is None else str(note.get("to"))
+
+    def moved_note(self) -> dict[str, object] | None:
+        """The note a move away from here left (where to, which run), if any."""
         try:
             found = json.loads(self._here(MOVED_FILE).read_text(encoding="utf-8"))
         except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError):
             return None
-        return str(found.get("to")) if isinstance(found, dict) else None
+        return found if isinstance(found, dict) else None
 
     def refuse_if_moved(self) -> None:
         """A run moved elsewhere lives there only: one live home at a time."""
-        moved = self.moved()
-        if moved is not None:
-            raise RunStateError(
-                f"run {self.name!r} was moved to {moved}: it lives there now"
-                f" (--jobs-dir {moved.rsplit('/', 1)[0]})"
-            )
+        try:
+            note = self._here(MOVED_FILE).read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        raise moved_away(self.name, note)
 
     def load_config(self) -> RunConfig:
         try:

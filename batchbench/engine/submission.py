@@ -17,11 +17,10 @@ from .events import (
     BatchSeen,
     Candidates,
     Contradicted,
-    CreateAnswered,
     Created,
+    CreateFailed,
     CreateRefused,
     CreateStarted,
-    CreateUnanswered,
     Disowned,
     Downloaded,
     Line,
@@ -171,12 +170,8 @@ def _create_started(sub: Submission, event: CreateStarted) -> None:
     sub.create_open = True
 
 
-def _create_unanswered(sub: Submission, event: CreateUnanswered) -> None:
+def _create_failed(sub: Submission, event: CreateFailed) -> None:
     sub.land_by, sub.create_open = event.land_by, False
-
-
-def _create_answered(sub: Submission, _: CreateAnswered) -> None:
-    sub.create_open = False
 
 
 def _create_refused(sub: Submission, event: CreateRefused) -> None:
@@ -200,8 +195,7 @@ SUB_EVENTS: dict[type, Callable[[Submission, Any], None]] = {
     Uploaded: _uploaded,
     CreateStarted: _create_started,
     CreateRefused: _create_refused,
-    CreateUnanswered: _create_unanswered,
-    CreateAnswered: _create_answered,
+    CreateFailed: _create_failed,
     Created: _created,
     BatchSeen: _seen,
     Downloaded: _downloaded,

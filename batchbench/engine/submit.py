@@ -14,12 +14,10 @@ the submission looked for again (then created, if nothing else is found).
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 
 from .. import _failpoints
-from .._io import durable_replace
 from ..clock import SYSTEM, Clock
 from ..errors import (
     ApiError,
@@ -34,23 +32,20 @@ from ..kinds import Stage
 from ..providers.base import CLOCK_SKEW, BatchView, Client, Provider, Tag
 from ..providers.one_by_one import CallKind
 from .calls import CallRunner, call_kind
-from .collection import check_download
 from .events import (
     BatchSeen,
     Candidates,
-    CreateAnswered,
     Created,
+    CreateFailed,
     CreateRefused,
     CreateStarted,
-    CreateUnanswered,
     Disowned,
-    Downloaded,
     Event,
     RemoteDeleted,
     Uploaded,
 )
 from .fetch import download
-from .owed import OwedResults, stop_stage
+from .owed import OwedResults
 from .runconfig import RunConfig
 from .rundir import Run, batches_elsewhere
 from .state import RunState
@@ -101,9 +96,11 @@ class Submitter:
         outage_seconds: float = 600.0,
         window_from: float | None = None,
         create_wait: float | None = None,
+        look_every: float = 30.0,
     ) -> None:
         self.run = run
         self.create_wait = create_wait  # the user's bound on a create's landing, if given
+        self.look_every = look_every  # while a create may still land: a look this often
         self.config = config
         self.providers = providers
         self.record = record
@@ -153,50 +150,56 @@ class Submitter:
         _failpoints.hit("uploaded")
         self.record(Uploaded(sub=sub.id, file_id=file_id))
 
-    def create(self, sub: Submission, known: set[str]) -> None:
+    def create(self, sub: Submission, known: set[str]) -> bool:
         """Create once, and only after looking on the service: where batches keep the
         run's tag, for one carrying this submission's (a restored or copied run folder, a
         shortened journal: whatever the folder says, nothing is bought twice); where
         they keep none, after an ambiguous failure, for the candidates it may have made.
         Never a batch the run, or another run of the jobs folder, holds. Requests that go
-        one call at a time are sent so (:mod:`.calls`), each looked for first."""
+        one call at a time are sent so (:mod:`.calls`), each looked for first. While a
+        create of unknown outcome may still land, its batch is only looked for (False: a
+        wait, nothing done)."""
+        if sub.land_by is not None and sub.land_by > self.clock.time():
+            return self._look_for_landing(sub, known)
         kind = call_kind(sub, self.providers[sub.stage].wire)
         if kind is not None:
             self._send_calls(sub, kind)
-            return
+            return True
         if self.look(sub, known):
-            return
+            return True
         if sub.create_open and self._open_create(sub):
-            return
+            return True
         self._check_window(sub, None)
         client = self.providers[sub.stage].client
         tag = self.tag(sub)
+        self.run.home.check_home()  # not moved away meanwhile: every billable call asks
         self.record(CreateStarted(sub=sub.id, file_id=sub.file_id))
         _failpoints.hit("creating")  # the intent journaled, the call not yet made
         try:
             view = client.create(tag, sub.file_id, self.run.request_path(sub.path))
         except NoRoom as exc:  # definite, nothing made: wait for a job to end
             self._no_room(sub, exc)
-            return
+            return True
         except TransientApiError as exc:
             _failpoints.hit("create_unanswered")  # sent, no answer, nothing journaled yet
             if may_land_later(exc) and self.lands_within(sub) > 0:
                 self._unanswered(sub, str(exc), self.clock.time())
-                return
-            self.record(CreateAnswered(sub=sub.id, reason=str(exc)))
+                return True
+            self.record(CreateFailed(sub=sub.id, reason=str(exc)))
             self._ambiguous(sub, exc)
-            return
+            return True
         except FileNotYetVisible as exc:
-            self.record(CreateAnswered(sub=sub.id, reason=str(exc)))
+            self.record(CreateFailed(sub=sub.id, reason=str(exc)))
             self._ambiguous(sub, exc)
-            return
+            return True
         except ApiError as exc:  # the service said no: nothing waits for it
-            self.record(CreateAnswered(sub=sub.id, reason=str(exc)))
+            self.record(CreateFailed(sub=sub.id, reason=str(exc)))
             raise
         self._ambiguous_creates = 0
         _failpoints.hit("created")
         self.record(Created(sub=sub.id, batch_id=view.id))
         self.record_batch(sub, view)
+        return True
 
     def lands_within(self, sub: Submission) -> float:
         """How long a create of this submission's with no answer may still make its batch:
@@ -207,13 +210,14 @@ class Submitter:
 
     def _open_create(self, sub: Submission) -> bool:
         """A create journaled with no outcome and not found on the service: the process
-        that sent it stopped mid-call (or another machine is sending it). It may still
-        land for as long as a create with no answer may: waited for (True) while it can."""
-        since = sub.create_started if sub.create_started is not None else self.clock.time()
-        if since + self.lands_within(sub) <= self.clock.time():
+        that sent it stopped mid-call (or another machine, held up, is sending it). It may
+        still land for as long as a create with no answer may, counted from now: the
+        journal's stamp is the writer's clock, which may be another machine's, minutes
+        off. Waited for (True) when the service can make a second batch."""
+        if self.lands_within(sub) <= 0:
             return False
         why = "journaled with no outcome: the process that sent it stopped before its answer"
-        self._unanswered(sub, why, since)
+        self._unanswered(sub, why, self.clock.time())
         return True
 
     def _unanswered(self, sub: Submission, why: str, sent: float) -> None:
@@ -221,7 +225,7 @@ class Submitter:
         (:func:`~batchbench.errors.may_land_later`): looked for at each tick until it can
         no longer land, never made again before — said once, with why."""
         land_by = sent + self.lands_within(sub)
-        self.record(CreateUnanswered(sub=sub.id, reason=why, land_by=land_by))
+        self.record(CreateFailed(sub=sub.id, reason=why, land_by=land_by))
         service = self.providers[sub.stage].client.service
         self.warn(
             f"note: the create of {sub.id} got no answer ({why}); it may still reach"
@@ -229,11 +233,11 @@ class Submitter:
             " it at each tick, and creating nothing again before"
         )
 
-    def look_for_landing(self, sub: Submission, known: set[str], every: float) -> bool:
-        """While a create of unknown outcome may still land: look for its batch once
-        every ``every`` seconds; True when something was found (adopted or candidates)."""
+    def _look_for_landing(self, sub: Submission, known: set[str]) -> bool:
+        """While a create of unknown outcome may still land: look for its batch once a
+        poll; True when something was found (adopted, or candidates)."""
         now = self.clock.time()
-        if now - self._looked.get(sub.id, float("-inf")) < every:
+        if now - self._looked.get(sub.id, float("-inf")) < self.look_every:
             return False
         self._looked[sub.id] = now
         return self.look(sub, known)
@@ -287,6 +291,7 @@ class Submitter:
         calls = self.providers[sub.stage].client.calls(kind, self.config.model(sub.stage))
         if calls is None:
             raise InvariantError(f"{sub.id}: its service sends no {kind} calls")
+        self.run.home.check_home()
         self.record(CreateStarted(sub=sub.id))
         view = self.calls.run_calls(sub, calls)
         self.record(Created(sub=sub.id, batch_id=view.id))
@@ -313,60 +318,6 @@ class Submitter:
             for candidate in candidates:
                 self.record(BatchSeen.of(sub.id, candidate))
         return bool(candidates)
-
-    def check_candidate(self, sub: Submission, batch_id: str) -> None:
-        """An ended candidate's results, every file of them read: the submission's batch
-        when every id in them is one of its requests (adopted; its files kept), not when
-        none is (disowned). Results that read empty while its counts say lines ran are
-        owed (:meth:`owe`), never taken for a stranger's. A mix is the service
-        contradicting itself: journaled, it stops, nothing bought."""
-        view = sub.candidates[batch_id]
-        if view is None or not view.files:
-            self.record(Disowned(sub=sub.id, batch_id=batch_id))  # nothing run, nothing to tell
-            return
-        provider = self.providers[sub.stage]
-        staged = {
-            ref: self.run.raw_path(ref).with_name(f".{self.run.raw_path(ref).name}.candidate")
-            for ref in view.files
-        }
-        try:
-            frames = {}
-            for ref, staging in staged.items():
-                provider.client.download(batch_id, ref, staging)
-                frames[ref] = provider.wire.read_results([staging])
-            ids = {i for frame in frames.values() for i in frame["custom_id"].to_list()}
-            mine = set(sub.ids())
-            if not ids and view.done > 0:
-                self.owed.owe(
-                    sub,
-                    batch_id,
-                    f"candidate {batch_id} of {sub.id} ran {view.done} lines,"
-                    " but its results hold none",
-                )
-                return
-            if not ids & mine:
-                self.record(Disowned(sub=sub.id, batch_id=batch_id))
-                return
-            if not ids <= mine:
-                detail = (
-                    f"batch {batch_id}'s results name {len(ids & mine)} of {sub.id}'s requests"
-                    f" and {len(ids - mine)} others: neither the run's nor another's; it is"
-                    " not adopted, and nothing is bought again"
-                )
-                stop_stage(self.record, sub, batch_id, "mixed", detail)
-            self.record(Created(sub=sub.id, batch_id=batch_id, adopted=True))
-            self.record(BatchSeen.of(sub.id, view))
-            earlier: set[str] = set()
-            for ref, staging in staged.items():  # read already: kept as they are
-                final = self.run.raw_path(ref)
-                check_download(frames[ref], sub, earlier, str(final))
-                earlier.update(frames[ref]["custom_id"].to_list())
-                durable_replace(staging, final)
-                self.record(Downloaded(sub=sub.id, file_id=ref))
-        finally:
-            for staging in staged.values():
-                if staging.exists():
-                    os.unlink(staging)
 
     def record_batch(self, sub: Submission, view: BatchView) -> None:
         """Journal what the service says of a batch (or of a candidate) whenever it

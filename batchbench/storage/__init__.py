@@ -20,9 +20,12 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from .._io import atomic_write_bytes
 from .._io import storage as local_storage
 from ..errors import ConfigError, RunLockedError
+from .home import MOVED as MOVED
 from .home import Home, Remote
+from .home import moved_away as moved_away
 from .objects import Bucket, Objects, parse_bucket
 
 MARK = ".bucket"  # in a working folder: the URI of the bucket it stands for
@@ -129,16 +132,34 @@ def close_all() -> None:
 class Local:
     """A run in a local folder: its files are the run; the lock is an flock."""
 
+    leased = False
+
     def __init__(self, root: Path) -> None:
         self.root = root
 
     def fetch(self, name: str) -> None:
         return None
 
+    def check_home(self) -> None:
+        try:
+            note = (self.root / MOVED).read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        raise moved_away(self.root.name, note)
+
     def before_record(self) -> None:
         return None
 
     def recorded(self, line: bytes) -> None:
+        return None
+
+    def ask_cancel(self) -> None:
+        return None  # a local journal takes the cancel's own line
+
+    def cancel_asked(self) -> bool:
+        return False
+
+    def clear_cancel(self) -> None:
         return None
 
     def created(self, name: str) -> None:
@@ -166,16 +187,41 @@ class Local:
 
     def receive(self, files: dict[str, bytes]) -> None:
         """A run moved in: written whole in a folder beside, then renamed into place (a
-        crash midway leaves no half-run)."""
-        aside = self.root.with_name(f".moving-{self.root.name}-{os.getpid()}")
-        shutil.rmtree(aside, ignore_errors=True)
+        crash midway leaves no half-run). Moved back where it came from, the folder holds
+        the note it left: the files go in beside it, the configuration last, then the
+        note goes (until then a command pointed here is told the run is elsewhere)."""
         with local_storage(self.root):
-            for name, data in files.items():
-                path = aside / name
-                path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-                path.write_bytes(data)
-            os.chmod(aside, 0o700)
-            os.replace(aside, self.root)
+            if (self.root / MOVED).exists():
+                config = "run.json"
+                for name in sorted(files, key=lambda n: n == config):
+                    path = self.root / name
+                    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                    atomic_write_bytes(path, files[name])
+                (self.root / MOVED).unlink()
+                return
+            aside = self.root.with_name(f".moving-{self.root.name}-{os.getpid()}")
+            shutil.rmtree(aside, ignore_errors=True)
+            try:
+                for name, data in files.items():
+                    path = aside / name
+                    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                    path.write_bytes(data)
+                os.chmod(aside, 0o700)
+                os.replace(aside, self.root)
+            finally:
+                shutil.rmtree(aside, ignore_errors=True)  # never left for `list` to show
+
+    def leave(self, note: bytes) -> None:
+        """A move away: the note first (a command pointed here is told from now on), then
+        the run's files out of the folder — into a folder beside, removed whole — so the
+        folder never stands empty for a command to start a new run in."""
+        atomic_write_bytes(self.root / MOVED, note)
+        aside = self.root.with_name(f".moved-{self.root.name}-{os.getpid()}")
+        aside.mkdir(mode=0o700)
+        for entry in self.root.iterdir():
+            if entry.name not in (MOVED, LOCK_FILE):
+                os.replace(entry, aside / entry.name)
+        shutil.rmtree(aside)
 
     @contextlib.contextmanager
     def token_lock(self, run_id: str) -> Iterator[None]:
@@ -199,6 +245,7 @@ class Local:
                     f"run {self.root.name!r} is being advanced by another process"
                     f" (pid {holder or '?'}); wait for it or stop it"
                 )
+            self.check_home()  # moved while this process waited for the lock
             yield
 
 

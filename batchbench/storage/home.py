@@ -32,11 +32,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
 
-from ..errors import RunLockedError, StorageError
+from ..errors import RunLockedError, RunStateError, StorageError
 from .lease import Lease
 from .objects import Objects
 
 JOURNAL = "journal.jsonl"
+MOVED = "moved.json"  # all that is left where a run was moved from (``batchbench move``)
+CANCEL = "cancel.json"  # a cancel asked of the machine that holds the run's lease
 SEGMENTS = (64, 1024, 16_384)  # entries per segment, smallest first
 ROWS = ("results.jsonl", "judge_passes.jsonl")  # written before the line that counts them
 ONCE = ("requests", "raw")  # folders of files written once
@@ -46,7 +48,16 @@ _SEGMENT = re.compile(r"(\d{12})-(\d{12})\.jsonl$")
 class Home(Protocol):
     """What the engine asks of the place a run lives (:class:`.rundir.Run` asks it)."""
 
+    # One writer of the journal at a time, by a lease another machine may hold: a cancel
+    # is then asked of that machine (a local journal takes a cancel's line from anyone).
+    leased: bool
+
     def fetch(self, name: str) -> None: ...
+    def check_home(self) -> None:
+        """Before a billable call, and once its lock is taken: the run still lives here
+        (not moved away meanwhile); a RunStateError naming where it went, if not."""
+        ...
+
     def before_record(self) -> None: ...
     def recorded(self, line: bytes) -> None: ...
     def created(self, name: str) -> None: ...
@@ -60,10 +71,16 @@ class Home(Protocol):
     def shown(self) -> str: ...
     def files(self) -> list[str]: ...
     def receive(self, files: dict[str, bytes]) -> None: ...
+    def leave(self, note: bytes) -> None: ...
+    def ask_cancel(self) -> None: ...
+    def cancel_asked(self) -> bool: ...
+    def clear_cancel(self) -> None: ...
 
 
 class Remote:
     """A run in a bucket, its working folder ``root`` (see the module)."""
+
+    leased = True
 
     def __init__(self, root: Path, objects: Objects, name: str) -> None:
         self.root, self.objects, self.name = root, objects, name
@@ -77,6 +94,9 @@ class Remote:
         self.lease: Lease | None = None
         self.wrote = False  # this process advanced the run (a reader writes nothing back)
         self.removed = False
+        # Another machine wrote the run's journal (or took its lease) under this one: what
+        # this process holds is stale, and nothing of it is written back.
+        self.superseded = False
 
     def key(self, *parts: str) -> str:
         return self.where.key(self.name, *parts)
@@ -140,18 +160,35 @@ class Remote:
             path.write_bytes(b"".join(parts))
         self.seq = self.read = seq
 
+    def check_home(self) -> None:
+        """Asked of the bucket itself, never of what this command fetched before: a move
+        by another machine leaves its note there (under the run's lease)."""
+        note = self.objects.get(self.key(MOVED))
+        if note is not None:
+            raise moved_away(self.name, note)
+
+    def ask_cancel(self) -> None:
+        """A cancel for the lease's holder to journal (create-only: asked once is asked)."""
+        self.objects.create(self.key(CANCEL), b'{"cancel": true}\n')
+
+    def cancel_asked(self) -> bool:
+        return self.objects.get(self.key(CANCEL)) is not None
+
+    def clear_cancel(self) -> None:
+        self.objects.delete(self.key(CANCEL))
+
     # writing -----------------------------------------------------------------
     def before_record(self) -> None:
         """Before a journal line: the lease still ours, and every file it may name in
         the bucket (the rows it counts, the files it names)."""
-        if self.lease is not None:
-            self.lease.check()
+        self.keep()
         self._push_changed()
 
     def recorded(self, line: bytes) -> None:
         self.fetch(JOURNAL)
         key = self.key("journal", "e", f"{self.seq:012d}.json")
         if not self.objects.create(key, line):  # another machine's line stands there
+            self.superseded = True
             raise RunLockedError(
                 f"run {self.name!r}: another machine wrote line {self.seq} of its journal"
                 f" ({self.shown()}); nothing more is done here: run again"
@@ -221,12 +258,20 @@ class Remote:
     def lock(self, clock: Callable[[], float] = time.time) -> Iterator[None]:
         lease = Lease(self.objects, self.key("lease"), self.name, clock)
         lease.take()
+        try:
+            self.check_home()  # moved meanwhile: its lease here is no one's
+        except RunStateError:
+            lease.withdraw()
+            raise
         self.lease, self.wrote = lease, True
         try:
             yield
+        except RunLockedError:
+            self.superseded = True  # the lease taken, or a line written, by another machine
+            raise
         finally:
             self.lease = None
-            if not self.removed:
+            if not self.removed and not self.superseded:
                 self._push_changed(everything=True)
                 lease.release()
 
@@ -236,12 +281,18 @@ class Remote:
 
     def keep(self) -> None:
         if self.lease is not None:
-            self.lease.check()
+            try:
+                self.lease.check()
+            except RunLockedError:
+                self.superseded = True  # ran out, or taken: nothing stale is written back
+                raise
 
     def close(self) -> None:
         """The end of the command: what it wrote since the last journal line, written;
         the journal's lines since the last segment, a segment (the next reader's one
         object for them)."""
+        if self.superseded:  # another machine's run now: nothing stale is written back
+            return
         if self.wrote and (self.root / "run.json").exists():
             self._push_changed(everything=True)
         if self.wrote and self.seq > self.read and self.seq % SEGMENTS[0]:
@@ -258,7 +309,7 @@ class Remote:
                 found.add(JOURNAL)
             elif name.startswith("raw/") and name.count("/") == 2:
                 found.add(name.rsplit("/", 1)[0])
-            elif not name.startswith("lease/"):
+            elif not name.startswith("lease/") and name != CANCEL:  # the holder's to act on
                 found.add(name)
         return sorted(found)
 
@@ -270,13 +321,38 @@ class Remote:
         for name in sorted(files, key=lambda n: (n == config, n != JOURNAL, n)):
             if not self.objects.create(self.key(name), files[name]):
                 raise StorageError(f"{self.shown()}/{name} holds another run's bytes")
+        self.objects.delete(self.key(MOVED))  # moved back: the note it left goes
+
+    def leave(self, note: bytes) -> None:
+        """A move away: its note first (any command pointed here is told from now on),
+        then every other object of the run, its lease last."""
+        if not self.objects.create(self.key(MOVED), note):
+            raise StorageError(f"{self.shown()}/{MOVED} holds another move's note")
+        self._delete_all(keep=self.key(MOVED))
 
     def remove(self) -> None:
         """Every object of the run, its lease last (nothing is written back after)."""
-        keys = list(self.objects.names(self.key() + "/"))
+        self._delete_all()
+
+    def _delete_all(self, keep: str = "") -> None:
+        keys = [k for k in self.objects.names(self.key() + "/") if k != keep]
         for key in sorted(keys, key=lambda k: "/lease/" in k):
             self.objects.delete(key)
         self.removed, self.wrote = True, False
+
+
+def moved_away(name: str, note: bytes | str) -> RunStateError:
+    """The one line for a command pointed at the place a run was moved away from."""
+    import json
+
+    try:
+        found = json.loads(note)
+        to = str(found["to"])
+    except (ValueError, TypeError, KeyError):
+        return RunStateError(f"run {name!r} was moved away from here (its note is unreadable)")
+    return RunStateError(
+        f"run {name!r} was moved to {to}: it lives there now (--jobs-dir {to.rsplit('/', 1)[0]})"
+    )
 
 
 def _files(folder: Path) -> list[Path]:

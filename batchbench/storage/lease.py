@@ -139,6 +139,13 @@ class Lease:
         if now >= self.expires - LEASE + RENEW:
             self._write(self.epoch + 1, now + LEASE, "taken by another machine")
 
+    def withdraw(self) -> None:
+        """The lease taken in a place the run has left: its object deleted, nothing
+        written there (the place holds the move's note alone)."""
+        if self.epoch >= 0:
+            self.objects.delete(self._key(self.epoch))
+            self.epoch = -1
+
     def release(self) -> None:
         """Free the run for the next machine at once (an epoch that has expired)."""
         if self.epoch >= 0:
