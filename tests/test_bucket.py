@@ -642,3 +642,34 @@ def test_a_tick_that_another_machine_takes_over_ends_in_one_line_with_exit_0(
             break
     assert done.returncode == 0, done.stdout + done.stderr
     assert_no_duplicates(emu)
+
+
+@pytest.mark.parametrize(
+    "uri,said",
+    [
+        ("s3://b/team/../other", "'..'"),
+        ("s3://b/./x", "'.'"),
+        ("s3://b/team//x", "empty step"),
+        ("s3://b/te\x07am", "control character"),
+        ("s3://b/team\nother", "line break"),
+        ("s3://b/team#frag", "#fragment"),
+        ("gs://b/team/../x", "'..'"),
+    ],
+)
+def test_a_bucket_uri_the_store_cannot_name_is_one_line_never_rewritten(uri, said, tmp_path):
+    """#61.6: a URI with a '..' step, a control character or a fragment was an exit 70,
+    or was silently rewritten so that two URIs shared one run: refused in one line."""
+    for command in (["list", "--jobs-dir", uri], ["status", "x", "--jobs-dir", uri]):
+        proc = run_cli(*command, env=AWS)
+        assert_one_line_error(proc, said)
+        assert proc.returncode == 2
+
+
+def test_a_line_break_in_a_stores_variable_is_named_not_a_panic(tmp_path):
+    """#61.6: a newline in AWS_REGION made obstore's client panic (a Rust backtrace): the
+    variable is named, its value never shown."""
+    proc = run_cli(
+        "list", "--jobs-dir", "s3://b/team", env={**AWS, "AWS_REGION": "us-east-1\nsecretish"}
+    )
+    assert_one_line_error(proc, "AWS_REGION holds a line break")
+    assert "secretish" not in proc.stdout + proc.stderr and "panick" not in proc.stderr

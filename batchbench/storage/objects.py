@@ -51,9 +51,16 @@ class Bucket:
         return "/".join(p for p in (self.prefix, *parts) if p)
 
 
+def _control(text: str) -> bool:
+    """Whether a text holds a line break or another control character."""
+    return any(ord(c) < 32 or ord(c) == 127 for c in text)
+
+
 def parse_bucket(text: str) -> Bucket | None:
     """The bucket a jobs folder names, or None for a local folder. A URI with credentials
-    in it, or of another scheme, is one line."""
+    in it, or of another scheme, is one line; so is one the store cannot name as it is
+    written (a control character, a fragment, a ``.`` or ``..`` or empty step): never
+    rewritten silently, so two URIs that differ never share one run."""
     parts = urlsplit(text)
     if not parts.scheme or len(parts.scheme) == 1:  # a path (a Windows drive letter too)
         return None
@@ -67,6 +74,18 @@ def parse_bucket(text: str) -> Bucket | None:
         raise ConfigError(
             f"jobs folder {parts.scheme}://{parts.hostname or ''}/…: credentials do not go in"
             f" the URI (they would be written and printed); set {SCHEMES[scheme]}"
+        )
+    if _control(text):
+        raise ConfigError(
+            f"jobs folder {text!r}: a line break or control character in a store's URI"
+        )
+    if "#" in text:
+        raise ConfigError(f"jobs folder {text!r}: a store's URI takes no #fragment")
+    steps = parts.path.strip("/").split("/")
+    if any(step in (".", "..", "") for step in steps) and parts.path.strip("/"):
+        raise ConfigError(
+            f"jobs folder {text!r}: its path has a '.', '..' or empty step, which a store"
+            " does not resolve (name the prefix as it is)"
         )
     if scheme == "file":  # a local folder read as a bucket: its path is the bucket
         if parts.netloc or not parts.path.startswith("/"):
@@ -260,10 +279,23 @@ RETRY: RetryConfig = {
 _MEMORY: dict[str, Any] = {}  # memory:// stores, one per bucket name, for the process
 
 
+def _check_environment() -> None:
+    """The stores' own variables, read by obstore itself: one with a line break in it
+    (a value pasted with its newline) stops its client with a panic; named here instead,
+    its value never shown (it may be a secret)."""
+    for name, value in sorted(os.environ.items()):
+        if name.startswith(("AWS_", "GOOGLE_", "AZURE_")) and _control(value):
+            raise ConfigError(
+                f"{name} holds a line break or control character: set it again without"
+                " (its value is not shown)"
+            )
+
+
 def _store(where: Bucket) -> Any:
     """The obstore store for the bucket, configured from the environment."""
     from obstore import store
 
+    _check_environment()
     if where.scheme == "memory":
         return _MEMORY.setdefault(where.bucket, store.MemoryStore())
     if where.scheme == "file":
