@@ -115,3 +115,92 @@ def test_the_demo_keeps_to_its_own_sample_and_folder(project, monkeypatch):
     assert "the demo ran in a temporary folder" in proc.stdout
     assert not (project / "runs").exists()
     assert Path.cwd() == project / "work" / "deep"
+
+
+BROKEN = {
+    "not UTF-8": (b'jobs-dir = "\xff\xfe"\n', "not UTF-8"),
+    "tool = 5": (b"tool = 5\n", "tool must be a table"),
+    "nested deep": (b"x = " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested too deep"),
+    "a secret": (b'jobs-dir = "s3://AKIA:secret@team/runs"\n', "never holds a secret"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_a_broken_project_file_is_one_line_and_help_version_and_tab_still_work(
+    case, tmp_path, monkeypatch
+):
+    """#61.7: a project file that is not UTF-8, has `tool = 5`, nests thousands deep or
+    holds a URL with credentials: one line naming it (never a traceback, the secret
+    never echoed); --help and --version still answer, and a TAB completes silently."""
+    import subprocess
+    import sys
+
+    monkeypatch.delenv("BATCHBENCH_PROJECT_FILE")
+    data, said = BROKEN[case]
+    name = "pyproject.toml" if case == "tool = 5" else "batchbench.toml"  # named: ours
+    (tmp_path / name).write_bytes(data)
+    monkeypatch.chdir(tmp_path)
+    named = {"BATCHBENCH_PROJECT_FILE": str(tmp_path / name)}
+    proc = run_cli("list", env=named)
+    assert_one_line_error(proc, str(tmp_path / name), said)
+    assert "secret" not in proc.stderr.replace("never holds a secret", "")
+    for asked in (["--help"], ["--version"], ["list", "--help"]):
+        answered = run_cli(*asked, env=named)
+        assert answered.returncode == 0 and "Traceback" not in answered.stderr, answered.stderr
+    command = Path(sys.executable).with_name("batchbench")
+    tab = {
+        "COMP_WORDS": "batchbench ca",
+        "COMP_CWORD": "1",
+        "_BATCHBENCH_COMPLETE": "complete_bash",
+    }
+    done = subprocess.run(
+        [command], capture_output=True, text=True, env={**tab, **named, "PATH": "/usr/bin"}
+    )
+    assert done.stdout.split() == ["calibrate", "cancel"] and not done.stderr, done.stderr
+
+
+def test_a_project_file_that_is_no_file_is_refused_at_once(tmp_path):
+    """#61.7: BATCHBENCH_PROJECT_FILE=/dev/zero read for ever; a FIFO would block."""
+    import os
+
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    for path in ("/dev/zero", str(fifo)):
+        proc = run_cli("list", "--jobs-dir", str(tmp_path), env={"BATCHBENCH_PROJECT_FILE": path})
+        assert_one_line_error(proc, path, "not a regular file")
+
+
+def test_another_projects_broken_pyproject_above_is_passed_over(tmp_path, monkeypatch):
+    """#61.7: an unrelated pyproject.toml with a TOML error in a parent folder (or one this
+    user cannot read) is not a project file of ours: passed over, not a stop."""
+    monkeypatch.delenv("BATCHBENCH_PROJECT_FILE")
+    inner = tmp_path / "inner"
+    inner.mkdir()
+    (tmp_path / "pyproject.toml").write_text('[project\nname = "x"\n')
+    monkeypatch.chdir(inner)
+    proc = run_cli("list")
+    assert proc.returncode == 0, proc.stderr
+    assert f"no runs in {inner / 'jobs'}" in proc.stdout
+
+
+def test_a_strangers_project_file_in_a_shared_folder_is_not_obeyed(tmp_path, monkeypatch):
+    """#61.7: a batchbench.toml owned by another user in a shared folder (a /tmp, mode
+    1777) would choose this user's bucket, dataset, prices or judge: refused, naming it,
+    as git refuses a repository another user owns (CVE-2022-24765)."""
+    import os
+
+    if os.getuid() != 0:
+        pytest.skip("making a file another user's needs root")
+    monkeypatch.delenv("BATCHBENCH_PROJECT_FILE")
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o1777)
+    planted = shared / "batchbench.toml"
+    planted.write_text('jobs-dir = "s3://strangers-bucket/runs"\n')
+    os.chown(planted, 4242, 4242)
+    mine = shared / "mine"
+    mine.mkdir()
+    monkeypatch.chdir(mine)
+    monkeypatch.setattr(os, "getuid", lambda: 1000)  # a user, not root: the file is no one's here
+    proc = run_cli("list")
+    assert_one_line_error(proc, str(planted), "belongs to another user")
+    assert "strangers-bucket" not in proc.stdout

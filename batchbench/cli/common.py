@@ -106,6 +106,16 @@ class Command(TyperCommand):
         return option
 
 
+def _completing() -> bool:
+    """Whether the shell asks for completions (click's ``_<PROG>_COMPLETE`` variable)."""
+    return any(k.startswith("_") and k.endswith("_COMPLETE") for k in os.environ)
+
+
+def _asking_about_itself(args: list[str]) -> bool:
+    """Whether the command line asks for help or the version, which need no project."""
+    return any(a in ("--help", "-h", "--version") for a in args)
+
+
 class Group(TyperGroup):
     """The command group, likewise (its completion flags too); its commands' defaults
     are the project file's where it gives one (:mod:`.project`)."""
@@ -121,8 +131,13 @@ class Group(TyperGroup):
                 if found is not None:
                     extra["default_map"] = project.default_map(project.load(found), self.commands)
             except BatchbenchError as exc:
-                typer.echo(f"error: {exc}", err=True)
-                raise typer.Exit(exc.exit_code) from None
+                if _completing():  # a TAB: the shell's line is no place for an error
+                    pass
+                elif _asking_about_itself(args):  # --help, --version: answered all the same
+                    typer.echo(f"note: {exc} (not read for this)", err=True)
+                else:
+                    typer.echo(f"error: {exc}", err=True)
+                    raise typer.Exit(exc.exit_code) from None
         return super().make_context(info_name, args, parent, **extra)
 
     def get_params(self, ctx: Any) -> list[Any]:

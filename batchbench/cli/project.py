@@ -11,6 +11,7 @@ variables win over it: its values are click's ``default_map``, which sits below 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -49,7 +50,14 @@ class Project:
 
 
 def find(start: Path | None = None) -> Path | None:
-    """The project file for a command run in ``start`` (the working folder), or None."""
+    """The project file for a command run in ``start`` (the working folder), or None.
+
+    Found upward, as ruff finds its own: a ``pyproject.toml`` is ours only with a
+    ``[tool.batchbench]`` table, so one that cannot be read or parsed (another
+    project's broken file, another user's unreadable one) is passed over, never a stop.
+    A file found so must belong to this user or to root (as git refuses a repository
+    owned by someone else, CVE-2022-24765): a stranger's file in a shared folder (a
+    /tmp) would choose this user's bucket, dataset, prices or judge."""
     named = os.environ.get(VARIABLE, "").strip()
     if named:
         return None if named.lower() == "none" else Path(named).expanduser()
@@ -57,11 +65,27 @@ def find(start: Path | None = None) -> Path | None:
     for folder in (here, *here.parents):
         own = folder / OWN_FILE
         if own.is_file():
-            return own
+            return _owned(own)
         shared = folder / "pyproject.toml"
-        if shared.is_file() and _table(shared) is not None:
-            return shared
+        if shared.is_file():
+            try:
+                ours = _table(shared) is not None
+            except ConfigError:
+                ours = False  # not readable as ours: another project's file
+            if ours:
+                return _owned(shared)
     return None
+
+
+def _owned(path: Path) -> Path:
+    """A found project file, if this user or root owns it; else one line naming it."""
+    owner = path.stat().st_uid
+    if owner not in (os.getuid(), 0):
+        raise ConfigError(
+            f"{path} belongs to another user (uid {owner}): a project file found in a shared"
+            f" folder is not obeyed; move it, or name one with {VARIABLE}"
+        )
+    return path
 
 
 def load(path: Path) -> Project:
@@ -74,6 +98,11 @@ def load(path: Path) -> Project:
             raise ConfigError(f"{where}: unknown key {key!r} (known: {', '.join(KEYS)})")
         if not isinstance(value, str) or not value.strip():
             raise ConfigError(f"{where}: {key} must be a non-empty string")
+        if _SECRET.search(value):
+            raise ConfigError(
+                f"{where}: {key} holds credentials in a URL: a project file is shared and"
+                " never holds a secret (set the service's own variables instead)"
+            )
         if key in PATHS and "://" not in value:  # a bucket's URI is taken as written
             value = str((path.parent / Path(value).expanduser()).resolve())
         values[key] = value
@@ -103,19 +132,38 @@ def default_map(project: Project, commands: Mapping[str, Any]) -> dict[str, dict
     return out
 
 
+MAX_BYTES = 1 << 20  # a project file is a few lines: more is not one (a /dev/zero)
+_SECRET = re.compile(r"://[^/@\s]*@")  # user:password@ in a URL
+
+
 def _read(path: Path) -> dict[str, Any]:
+    """The TOML of a project file: a regular file, UTF-8, of sensible size and depth;
+    anything else one line naming it (never a traceback, never a hang)."""
     try:
+        if not path.is_file():
+            raise ConfigError(f"{path}: not a regular file (a project file is a TOML file)")
         with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not TOML ({exc})") from None
+            data = fh.read(MAX_BYTES + 1)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if len(data) > MAX_BYTES:
+        raise ConfigError(f"{path}: over {MAX_BYTES >> 20} MiB, not a project file")
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not TOML ({exc})") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not TOML a project file holds (nested too deep)") from None
 
 
 def _table(pyproject: Path) -> dict[str, Any] | None:
     """``[tool.batchbench]`` of a pyproject.toml, or None when it has none."""
-    found = _read(pyproject).get("tool", {}).get("batchbench")
+    tool = _read(pyproject).get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{pyproject}: tool must be a table")
+    found = tool.get("batchbench")
     if found is not None and not isinstance(found, dict):
         raise ConfigError(f"{pyproject}: tool.batchbench must be a table")
     return found
