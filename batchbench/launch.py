@@ -35,7 +35,7 @@ from .engine.services import (
     where_requests_go,
 )
 from .engine.settle import settle_owed
-from .engine.state import fold
+from .engine.state import RunState, fold
 from .errors import ConfigError, RunLockedError
 from .kinds import Stage
 from .providers import resolve
@@ -133,11 +133,11 @@ def execute_group(
     warn = warn or say
     shared = GroupOptions.of(group)
     prepared = [prepare(options) for options in group]
+    pricing = load_pricing(shared.pricing)
     if shared.no_wait:  # a cron tick of a group that has finished asks no service
-        finished = _finished_tick(prepared)
+        finished = _finished_tick(prepared, pricing)
         if finished is not None:
             return finished
-    pricing = load_pricing(shared.pricing)
     if shared.max_cost is not None:
         _check_cost(group, prepared, pricing, shared.max_cost)
     services = [
@@ -179,15 +179,19 @@ def execute_group(
 Prepared = tuple[Run, RunConfig, dict[str, Case]]
 
 
-def _finished_tick(prepared: list[Prepared]) -> list[RunResult] | None:
+def _finished_tick(prepared: list[Prepared], pricing: Pricing) -> list[RunResult] | None:
     """A --no-wait tick of a group that has finished, and that no process advances: a
-    note per run, no service asked; else None."""
+    note per run, no service asked (a summary a killed tick never wrote, written); else
+    None."""
     states = [run.state(c.case_ids) if run.exists() else None for run, c, _ in prepared]
     pairs = list(zip(states, prepared))
     if not all(s is not None and s.finished(c.judge_passes) for s, (_, c, _) in pairs):
         return None
     if any(_busy(run) for run, _, _ in prepared):
         return None
+    for (run, config, _), state in zip(prepared, states):
+        if state is not None and not run.summary_path.is_file():
+            _repair_summary(run, config, state, pricing)
     return [
         RunResult(run, None, True, note=finished_note(run, config, state))
         for (run, config, _), state in zip(prepared, states)
@@ -280,6 +284,9 @@ def _start(
     for change in changes:
         pipeline.record(change)
     if options.no_wait and pipeline.done():
+        if not run.summary_path.is_file():  # a tick killed before it wrote it: written now
+            write_run_summary(run, config)
+            write_report(run, pipeline.state, config, pricing)
         return RunResult(run, None, True, note=finished_note(run, config, pipeline.state))
     reopen(pipeline, options, say, pricing)
     if options.settle_owed:
@@ -299,6 +306,14 @@ def _finish(member: Member, run: Run, config: RunConfig, pricing: Pricing) -> Ru
 
 def _check_answer_model(clients: dict[Service, Client], service: Service, model: str) -> None:
     clients[service].check_models([resolve(model)])
+
+
+def _repair_summary(run: Run, config: RunConfig, state: RunState, pricing: Pricing) -> None:
+    """A finished run whose summary is missing (a tick killed after its last line, a
+    file deleted): written from its rows, under its lock — no service is asked."""
+    with contextlib.suppress(RunLockedError), run.lock():
+        write_run_summary(run, config)
+        write_report(run, state, config, pricing)
 
 
 def _busy(run: Run) -> bool:

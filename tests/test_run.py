@@ -375,3 +375,12 @@ def test_a_finished_runs_tick_asks_no_service(batch_emulator_factory, tmp_path, 
     proc = run_cli(*argv, "--no-wait", env=env())
     assert proc.returncode == 0, proc.stderr
     assert "run 'ans-model' is complete: 4 scored, 0 failed" in " ".join(proc.stdout.split())
+    # #61.10: a complete run whose summary is gone (a tick killed just after its last
+    # line, a file deleted) gets it back from any tick, the service still down
+    summary = tmp_path / "jobs" / "ans-model" / "results.summary.json"
+    written = summary.read_bytes()
+    summary.unlink()
+    again = run_cli(*argv, "--no-wait", env=env())
+    assert again.returncode == 0, again.stderr
+    assert summary.read_bytes() == written
+    assert run_cli("report", "ans-model", "--jobs-dir", str(tmp_path / "jobs")).returncode == 0
