@@ -704,3 +704,26 @@ def test_a_batch_whose_created_at_is_not_a_timestamp_is_one_line(
         "status", "ans-model", "--refresh", "--jobs-dir", str(tmp_path / "jobs"), env=env()
     )
     assert_one_line_error(proc, f"batch {batch['id']}", "created_at 'yesterday'", "not a timestamp")
+
+
+@pytest.mark.parametrize("fmt", ["eee", "inspect", "csv"])
+def test_exporting_a_run_whose_rows_are_missing_is_one_line(
+    fmt, batch_emulator, tmp_path, fixture_dir
+):
+    """#61.11: a finished run whose results.jsonl is gone exported an Every Eval Ever or
+    Inspect record with score NaN, model "None" and 0 samples, exit 0: refused in one
+    line naming the file, as the table export already did."""
+    assert (
+        run_cli(
+            *run_args(batch_emulator, tmp_path, fixture_dir, "--limit", "2"), env=env()
+        ).returncode
+        == 0
+    )
+    rows = tmp_path / "jobs" / "ans-model" / "results.jsonl"
+    rows.unlink()
+    out = tmp_path / f"out.{fmt}"
+    proc = run_cli(
+        "export", "ans-model", "--jobs-dir", str(tmp_path / "jobs"), "--format", fmt, "-o", str(out)
+    )
+    assert_one_line_error(proc, str(rows), "not found")
+    assert proc.returncode == 2 and not out.exists()

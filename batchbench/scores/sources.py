@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..bench.dataset import Dataset, load_dataset
 from ..engine.runconfig import NAME_RE, RunConfig
 from ..engine.rundir import Run
-from ..errors import ConfigError, NotFinished, UnknownRun
+from ..errors import ConfigError, NotFinished, ResultsError, UnknownRun
 from ..reporting import quiet
 from ..storage import shown
 
@@ -154,7 +154,12 @@ def load_finished(
     ds = run_dataset(config, dataset)
     if not run.summary_path.exists() and not run.summary_path.is_symlink():
         raise NotFinished(not_finished(run))
-    numbered = read_numbered_rows(named.results) if named.results.exists() else []
+    if not named.results.exists():  # its rows are every figure's source: none is made up
+        raise ResultsError(
+            f"{named.results}: file not found — the run's rows, from which every figure is"
+            " computed, are missing: nothing is exported or shown without them"
+        )
+    numbered = read_numbered_rows(named.results)
     check_against(numbered, named.results, ds.by_id())
     rows = [r for _, r in numbered]
     ordered = registry_order(rows, config.case_ids)
