@@ -249,3 +249,22 @@ def small_disk(tmp_path: Path) -> Iterator[Disk]:
         yield Disk(path)
     finally:
         subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """How many seeds the simulation explored, and the faults they drew (#61)."""
+    import json
+
+    from support.simulation import summary
+
+    outcomes, seen = [], set()
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) != "call" or report.nodeid in seen:
+                continue
+            for name, value in getattr(report, "user_properties", ()):
+                if name == "simulation":
+                    seen.add(report.nodeid)
+                    outcomes.append(json.loads(value))
+    if outcomes:
+        terminalreporter.write_line(summary(outcomes))

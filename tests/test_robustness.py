@@ -727,3 +727,23 @@ def test_exporting_a_run_whose_rows_are_missing_is_one_line(
     )
     assert_one_line_error(proc, str(rows), "not found")
     assert proc.returncode == 2 and not out.exists()
+
+
+def test_a_batch_that_vanishes_beside_a_running_one_is_said_once_a_minute(
+    batch_emulator_factory, tmp_path, fixture_dir, clock
+):
+    """#61.9: one of two batches vanishes (404) while the other runs on, so every poll's
+    walk answers and the 404 is asked again: it was said at every poll (580 lines in ten
+    minutes for a panel judge's, 189 a minute for Azure's). Said once a minute now —
+    the written rule bounds it — until the grace runs out and the run stops in one line."""
+    emu = batch_emulator_factory(latency=100_000)
+    args = run_args(emu, tmp_path, fixture_dir, "--limit", "4", "--poll-interval", "5", cap=2)
+    assert run_cli(*args, "--no-wait", env=env()).returncode == 3
+    first = emu.ledger()["batches"][0]
+    _http(emu, f"/_emulator/batches/{first['id']}", {"forget": True})
+    start = clock.time()
+    proc = run_cli(*args, env=env())
+    assert_one_line_error(proc, first["id"], "vanished")
+    waited = clock.time() - start
+    said = [line for line in proc.stderr.splitlines() if line.startswith("warning:")]
+    assert said and len(said) <= waited // 60 + 1, (waited, len(said), said[:3])

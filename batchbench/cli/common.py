@@ -19,6 +19,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup
 
+from .. import _failpoints
 from ..clock import SYSTEM, Clock
 from ..errors import BatchbenchError, InvariantError, StorageError
 
@@ -210,9 +211,9 @@ def friendly(fn: F) -> F:
                 try:
                     refused()  # a jobs folder the option could not take
                     result = fn(*args, **kwargs)
-                except BaseException:
+                except BaseException as exc:
                     with contextlib.suppress(Exception):  # the command's own error is said
-                        close_all()
+                        close_all(write_back=not isinstance(exc, _failpoints.Crash))
                     raise
                 close_all()
                 return result

@@ -37,8 +37,10 @@ class Member:
     superseded: str | None = None
 
     def answered(self) -> None:
-        """Its service answered: a failing streak, if any, is over."""
-        self.failing_since = self.said_at = None
+        """Its service answered: a failing streak, if any, is over. When it was last said
+        is kept: a fault between answers (a batch that vanished, asked for at each poll
+        while the list walks answer) is said once a minute, not at every poll."""
+        self.failing_since = None
 
 
 KEEP = 120.0  # the longest sleep between two renewals of a run's claim (a bucket's lease)

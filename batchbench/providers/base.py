@@ -37,9 +37,12 @@ if TYPE_CHECKING:
 # time out after 10 minutes": the openai-python and anthropic-sdk-python READMEs).
 LANDS_WITHIN = 600.0
 
-# A service's clock may be this far behind ours: a batch looked for after a crash, or
-# polled by a walk of the list, is looked for from this long before our time.
-CLOCK_SKEW = 600.0
+# A service's clock may be this far behind ours — or behind the clock of whichever
+# machine stamped the run's journal (a team's run in a bucket is ticked by several, each
+# minutes off: a machine 700 s ahead made a look miss a batch its create had made): a
+# batch looked for after a crash, or polled by a walk of the list, is looked for from
+# this long before the journal's time.
+CLOCK_SKEW = 3600.0
 
 
 # A request's fallbacks so far, in its wire's own words (a dropped temperature, an effort

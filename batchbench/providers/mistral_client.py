@@ -21,6 +21,7 @@ from ..errors import ApiError, ApiNotFoundError, ConfigError, InvariantError
 from ..kinds import Ending, Phase
 from . import retry, speakeasy, tls
 from .base import (
+    CLOCK_SKEW,
     LANDS_WITHIN,
     BatchError,
     BatchView,
@@ -162,7 +163,7 @@ class MistralClient(speakeasy.SpeakeasyClient):
 
     def _jobs_since(self, since: float) -> Iterator[dict[str, Any]]:
         """The jobs made since ``since``, newest first, a page at a time."""
-        after = datetime.fromtimestamp(max(since - 300, 0), timezone.utc)
+        after = datetime.fromtimestamp(max(since - CLOCK_SKEW, 0), timezone.utc)
         page = 0
         while True:
             listed = self._call(

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
 
+from .. import _failpoints
 from ..errors import RunLockedError, RunStateError, StorageError
 from .lease import Lease
 from .objects import Objects
@@ -268,6 +269,9 @@ class Remote:
             yield
         except RunLockedError:
             self.superseded = True  # the lease taken, or a line written, by another machine
+            raise
+        except _failpoints.Crash:  # a crash test's kill: as after SIGKILL, nothing more
+            self.superseded = True
             raise
         finally:
             self.lease = None

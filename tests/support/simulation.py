@@ -1,0 +1,180 @@
+"""A seeded simulation of the whole system (#61), as FoundationDB's and Jepsen's are: the
+emulator, a team's bucket on its S3 face, and several machines ticking one run, each with
+a clock of its own — while the seed draws the services' bad days, creates that land late
+or lose their answer, store faults, kills at failpoints, clocks that jump, and cancels
+from another machine.
+
+Every command is a real one (the CLI in this process, on the machine's view of the one
+fake clock), so a seed replays exactly: the emulator decides its faults from the call
+and the seed, never from a shared stream. After the schedule a machine with a true
+clock finishes the run, and the invariants are checked on the emulator's ledger and
+the run's files: no request executed twice, the rows and summary an undisturbed run
+has, no exit 70 or traceback, one home for the run.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from batchbench import _failpoints
+from batchbench._failpoints import Crash
+
+from .buckets import emulator_s3, pull
+from .cli import run_cli
+from .providers import RIGS
+from .runs import duplicates, normalised
+
+URI = "s3://batchbench/sim"
+# Where a kill may land: each a failpoint of the engine (crash.py's, and the creates').
+KILLS = (
+    "planned",
+    "uploaded",
+    "creating",
+    "created",
+    "create_unanswered",
+    "downloading",
+    "rows_written",
+    "locking",
+)
+# Untagged services too (Anthropic's candidates); OpenRouter's cancel re-buys what ran,
+# said and priced (test_pay_once): not a silent fault, so not drawn with a cancel.
+PROVIDERS = ("openai", "anthropic", "gemini", "mistral", "groq", "bedrock", "fireworks")
+
+
+class MachineClock:
+    """The one fake clock as a machine whose clock is ``skew`` seconds off reads it."""
+
+    def __init__(self, base: Any, skew: float) -> None:
+        self.base, self.skew = base, skew
+
+    def time(self) -> float:
+        return float(self.base.time()) + self.skew
+
+    def sleep(self, seconds: float) -> None:
+        self.base.sleep(seconds)
+
+    def jitter(self) -> float:
+        return float(self.base.jitter())
+
+
+@dataclass
+class Outcome:
+    """What one seed drew and did."""
+
+    seed: int
+    provider: str
+    faults: Counter[str] = field(default_factory=Counter)
+    steps: list[str] = field(default_factory=list)
+
+    def said(self) -> str:
+        drawn = ", ".join(f"{k} {n}" for k, n in sorted(self.faults.items()))
+        return f"seed {self.seed} ({self.provider}): {drawn or 'no faults'}"
+
+
+def simulate(seed: int, factory: Any, clock: Any, tmp_path: Path, fixture_dir: Path) -> Outcome:
+    """One seed's schedule, then the invariants (an AssertionError naming the seed)."""
+    rng = random.Random(seed)
+    provider = rng.choice(PROVIDERS)
+    rig = RIGS[provider]
+    out = Outcome(seed, provider)
+    limit, cap = rng.choice([(4, 2), (6, 3), (6, 6)])
+    reference = factory()
+    ref_args = rig.args(reference, tmp_path / "ref", fixture_dir, "--limit", str(limit), cap=cap)
+    done = run_cli(*ref_args, env=rig.env(reference))
+    assert done.returncode == 0, done.stderr
+    expected = normalised(tmp_path / "ref" / "jobs" / rig.name())
+
+    fault_rate = rng.choice([0.0, 0.0, 0.05, 0.15])
+    emu = factory(latency=rng.choice([5.0, 60.0, 400.0]), fault_rate=fault_rate, seed=seed)
+    out.faults["services failing calls"] += 1 if fault_rate else 0
+    if rng.random() < 0.4:
+        late = rng.choice([30.0, 90.0, 300.0])
+        emu.delay_creates(rig.face_name, rng.randint(1, 2), after=late)
+        out.faults["late creates"] += 1
+    if rng.random() < 0.3:
+        emu.lose_creates(rig.face_name, 1)
+        out.faults["lost creates"] += 1
+    machines = [MachineClock(clock, 0.0)] + [
+        MachineClock(clock, rng.choice([-700.0, -30.0, 30.0, 700.0]))
+        for _ in range(rng.randint(1, 2))
+    ]
+    out.faults["skewed machines"] = sum(1 for m in machines if m.skew)
+    args = rig.args(emu, tmp_path, fixture_dir, "--limit", str(limit), cap=cap)
+    args[args.index("--jobs-dir") + 1] = URI
+    env = {**rig.env(emu), **emulator_s3(emu)}
+    cancelled = False
+    for _ in range(rng.randint(6, 16)):
+        machine = rng.choice(machines)
+        roll = rng.random()
+        if roll < 0.2:
+            point = rng.choice(KILLS)
+            out.faults["kills"] += 1
+            out.steps.append(_kill(args, env, machine, point, rng.randint(1, 2)))
+        elif roll < 0.25 and not cancelled:
+            cancelled = True
+            out.faults["cancels"] += 1
+            proc = run_cli("cancel", rig.name(), "--jobs-dir", URI, env=env, clock=machine)
+            out.steps.append(_checked(proc, "cancel", ok=(0, 2, 4, 5)))
+        elif roll < 0.3:
+            status = ["status", rig.name(), "--jobs-dir", URI, "--json"]
+            proc = run_cli(*status, env=env, clock=machine)
+            out.steps.append(_checked(proc, "status", ok=(0, 2)))
+        else:
+            more = ["--resume-cancelled"] if cancelled and rng.random() < 0.5 else []
+            proc = run_cli(*args, "--no-wait", *more, env=env, clock=machine)
+            out.steps.append(_checked(proc, "tick", ok=(0, 1, 3, 4, 5)))
+        jump = rng.choice([10.0, 60.0, 200.0, 200.0, 900.0])
+        if jump > 600:
+            out.faults["clock jumps"] += 1
+        clock.advance(jump)
+    clock.advance(1200)  # every lease lapsed, every late create landed
+    more = ["--resume-cancelled"] if cancelled else []
+    final = run_cli(*args, *more, env=env, clock=machines[0])
+    assert final.returncode == 0, (out.said(), out.steps, final.stdout + final.stderr)
+    _checked(final, "final", ok=(0,))
+    clock.advance(3600)
+    emu.flush()
+    made_twice, ran_twice = duplicates(emu.ledger())
+    assert not made_twice and not ran_twice, (out.said(), made_twice, ran_twice, out.steps)
+    got = pull(URI, rig.name(), emulator_s3(emu), tmp_path / "pulled")
+    assert normalised(got / rig.name()) == expected, (out.said(), out.steps)
+    return out
+
+
+def _kill(args: list[str], env: dict[str, str], machine: Any, point: str, nth: int) -> str:
+    """A tick killed at a failpoint (nothing after it runs, nothing is written back)."""
+    _failpoints._counts.clear()
+    try:
+        killed = {**env, "BATCHBENCH_FAILPOINT": f"{point}:{nth}:raise"}
+        proc = run_cli(*args, "--no-wait", env=killed, clock=machine)
+    except Crash:
+        return f"killed at {point}:{nth}"
+    return _checked(proc, f"tick (not killed at {point})", ok=(0, 1, 3, 4, 5))
+
+
+def _checked(proc: Any, what: str, ok: tuple[int, ...]) -> str:
+    """A command's exit among those its step may end in; never a bug's (70), never a
+    traceback."""
+    text = proc.stdout + proc.stderr
+    assert proc.returncode in ok, (what, proc.returncode, text)
+    assert "Traceback" not in text and "internal error" not in text, (what, text)
+    last = [line for line in text.splitlines() if line.strip()][-1:] or [""]
+    return f"{what}: exit {proc.returncode} ({last[0][:100]})"
+
+
+def summary(outcomes: list[dict[str, Any]]) -> str:
+    """The terminal's line: seeds explored and the faults drawn over them."""
+    faults: Counter[str] = Counter()
+    for o in outcomes:
+        faults.update(o["faults"])
+    drawn = ", ".join(f"{k} {n}" for k, n in sorted(faults.items()) if n)
+    return f"simulation: {len(outcomes)} seeds explored; faults drawn: {drawn}"
+
+
+def as_property(outcome: Outcome) -> str:
+    return json.dumps({"seed": outcome.seed, "faults": dict(outcome.faults)})

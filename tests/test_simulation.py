@@ -1,0 +1,44 @@
+"""The seeded simulation of the whole system (#61; :mod:`support.simulation`): several
+machines with clocks of their own tick one run in a team's bucket while the seed draws
+faults, late and lost creates, kills, clock jumps and cancels; every invariant is checked
+after each seed. A failure names its seed; ``-k 'seed-N'`` replays it exactly.
+
+The default set runs a fixed budget of seeds; the soak set many more. To explore others:
+``BATCHBENCH_SIM_SEEDS=100-199 pytest tests/test_simulation.py -m 'soak or not soak'``.
+The terminal's summary says how many seeds were explored and which faults they drew.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from support.simulation import as_property, simulate
+
+pytest.importorskip("obstore")
+
+
+def _seeds(default: range) -> list[int]:
+    """The seeds to explore: ``BATCHBENCH_SIM_SEEDS`` (``A-B``), else ``default``."""
+    asked = os.environ.get("BATCHBENCH_SIM_SEEDS", "")
+    if not asked:
+        return list(default)
+    low, _, high = asked.partition("-")
+    return list(range(int(low), int(high or low) + 1))
+
+
+@pytest.mark.parametrize("seed", _seeds(range(1, 7)), ids=lambda s: f"seed-{s}")
+def test_a_seeded_schedule_of_faults_keeps_every_invariant(
+    seed, batch_emulator_factory, clock, tmp_path, fixture_dir, record_property
+):
+    outcome = simulate(seed, batch_emulator_factory, clock, tmp_path, fixture_dir)
+    record_property("simulation", as_property(outcome))
+
+
+@pytest.mark.soak
+@pytest.mark.parametrize("seed", _seeds(range(1000, 1040)), ids=lambda s: f"seed-{s}")
+def test_many_more_seeds_keep_every_invariant(
+    seed, batch_emulator_factory, clock, tmp_path, fixture_dir, record_property
+):
+    outcome = simulate(seed, batch_emulator_factory, clock, tmp_path, fixture_dir)
+    record_property("simulation", as_property(outcome))
