@@ -673,3 +673,29 @@ def test_a_line_break_in_a_stores_variable_is_named_not_a_panic(tmp_path):
     )
     assert_one_line_error(proc, "AWS_REGION holds a line break")
     assert "secretish" not in proc.stdout + proc.stderr and "panick" not in proc.stderr
+
+
+def test_a_corrupt_journal_object_is_named_in_the_bucket_not_in_a_removed_folder(
+    batch_emulator_factory, tmp_path, fixture_dir, clock
+):
+    """#61.9: a corrupt line of a bucket run's journal was named in the command's working
+    folder, removed by the time anyone read the message: the bucket object holding it is
+    named, with the line within it."""
+    from support.buckets import variables as setting
+
+    from batchbench.storage.objects import Objects, parse_bucket
+
+    emu = batch_emulator_factory(latency=100.0)
+    uri, variables = _store("emulator-s3", emu, None, tmp_path)
+    args = run_args(emu, tmp_path, fixture_dir, "--limit", "3", cap=3)
+    args[args.index("--jobs-dir") + 1] = uri
+    assert run_cli(*args, "--no-wait", env={**env(), **variables}).returncode == 3
+    with setting(variables):
+        objects = Objects(parse_bucket(uri))
+        [segment] = [k for k in objects.names("team/ans-model/journal/s/")]
+        lines = objects.get(segment).splitlines(keepends=True)
+        lines[1] = b'{"ev": "no such event"}\n'
+        objects.overwrite(segment, b"".join(lines))
+    proc = run_cli("status", "ans-model", "--jobs-dir", uri, env=variables)
+    assert_one_line_error(proc, f"s3://batchbench/{segment}: line 2 is corrupt")
+    assert "batchbench-bucket-" not in proc.stderr  # no working folder named

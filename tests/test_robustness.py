@@ -747,3 +747,23 @@ def test_a_batch_that_vanishes_beside_a_running_one_is_said_once_a_minute(
     waited = clock.time() - start
     said = [line for line in proc.stderr.splitlines() if line.startswith("warning:")]
     assert said and len(said) <= waited // 60 + 1, (waited, len(said), said[:3])
+
+
+def test_labels_from_a_device_that_never_ends_and_a_shell_file_that_cannot_be_written(
+    batch_emulator, tmp_path, fixture_dir
+):
+    """#61.9: `calibrate --labels /dev/zero` read for ever (or ended in exit 70), and
+    `--install-completion` with a .bashrc it cannot write printed a traceback: one line
+    each, naming the file."""
+    made = run_cli(*run_args(batch_emulator, tmp_path, fixture_dir, "--limit", "2"), env=env())
+    assert made.returncode == 0, made.stderr
+    proc = run_cli(
+        "calibrate", "ans-model", "--jobs-dir", str(tmp_path / "jobs"), "--labels", "/dev/zero"
+    )
+    assert_one_line_error(proc, "/dev/zero", "not a labels file")
+    home = tmp_path / "home"
+    (home / ".bashrc").mkdir(parents=True)  # root writes anything: a folder it cannot
+    proc = run_cli(
+        "--install-completion", "bash", env={"HOME": str(home), "SHELL": "/bin/bash"}, real=True
+    )
+    assert_one_line_error(proc, str(home / ".bashrc"))

@@ -98,13 +98,26 @@ def read_labels(
     return found
 
 
+MAX_LABELS_BYTES = 64 << 20  # a team's labels are a few MB: more is no labels file
+
+
 def _text(path: Path) -> str:
+    """A labels file's text: read up to a bound (a device that never ends, /dev/zero,
+    is refused, not read for ever; a pipe from the shell still reads)."""
     try:
-        return path.read_text(encoding="utf-8-sig")
+        with path.open("rb") as fh:
+            data = fh.read(MAX_LABELS_BYTES + 1)
     except OSError as exc:
         raise LabelsError(f"{path}: cannot read ({exc.strerror})") from None
+    if len(data) > MAX_LABELS_BYTES:
+        raise LabelsError(f"{path}: over {MAX_LABELS_BYTES >> 20} MiB: not a labels file")
+    try:
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise LabelsError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    if "\x00" in text:
+        raise LabelsError(f"{path}: not text (it holds NUL bytes)")
+    return text
 
 
 def _records(

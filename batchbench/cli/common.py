@@ -139,7 +139,12 @@ class Group(TyperGroup):
                 else:
                     typer.echo(f"error: {exc}", err=True)
                     raise typer.Exit(exc.exit_code) from None
-        return super().make_context(info_name, args, parent, **extra)
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except OSError as exc:  # --install-completion: a shell file it cannot write
+            where = exc.filename or "a file"
+            typer.echo(f"error: cannot write {where}: {exc.strerror or exc}", err=True)
+            raise typer.Exit(StorageError.exit_code) from None
 
     def get_params(self, ctx: Any) -> list[Any]:
         params = super().get_params(ctx)

@@ -232,9 +232,8 @@ class Run:
             except (msgspec.DecodeError, msgspec.ValidationError) as exc:
                 if lineno == last and isinstance(exc, msgspec.DecodeError):
                     continue  # torn by a crash mid-append: the action repeats
-                raise RunStateError(
-                    f"{self.journal_path}: line {lineno} is corrupt ({exc})"
-                ) from None
+                where = self.home.line_at(self.journal_path, lineno)
+                raise RunStateError(f"{where} is corrupt ({exc})") from None
         return events
 
     def repair(self) -> None:

@@ -142,6 +142,9 @@ class Local:
     def fetch(self, name: str) -> None:
         return None
 
+    def line_at(self, path: Path, lineno: int) -> str:
+        return f"{path}: line {lineno}"
+
     def check_home(self) -> None:
         try:
             note = (self.root / MOVED).read_bytes()

@@ -54,6 +54,11 @@ class Home(Protocol):
     leased: bool
 
     def fetch(self, name: str) -> None: ...
+    def line_at(self, path: Path, lineno: int) -> str:
+        """Where line ``lineno`` of the run's journal (read at ``path``) lives, for a
+        message: the file and line, or the bucket object that holds it."""
+        ...
+
     def check_home(self) -> None:
         """Before a billable call, and once its lock is taken: the run still lives here
         (not moved away meanwhile); a RunStateError naming where it went, if not."""
@@ -92,6 +97,7 @@ class Remote:
         self.base = 0  # of them, the lines of a copied-in journal.jsonl
         self.read = 0  # of them, those there when this command read the journal
         self.held: dict[str, bytes] = {}  # a rewritten file → the md5 of what the bucket holds
+        self.sources: list[tuple[int, str]] = []  # journal line where each object starts
         self.lease: Lease | None = None
         self.wrote = False  # this process advanced the run (a reader writes nothing back)
         self.removed = False
@@ -138,6 +144,7 @@ class Remote:
         if base:
             base = base if base.endswith(b"\n") else base[: base.rfind(b"\n") + 1]
             parts.append(base)
+            self.sources.append((0, self.key(JOURNAL)))
         seq = self.base = base.count(b"\n") if base else 0
         segments: dict[int, tuple[int, str]] = {}
         for key in self.objects.names(self.key("journal", "s") + "/"):
@@ -149,17 +156,28 @@ class Remote:
         while seq in segments:  # the longest segment starting where the journal stands
             end, key = segments[seq]
             parts.append(self.objects.get(key) or b"")
+            self.sources.append((seq, key))
             seq = end
         after = self.key("journal", "e", f"{seq - 1:012d}.json") if seq else None
         for key in self.objects.names(self.key("journal", "e") + "/", after):
             if key != self.key("journal", "e", f"{seq:012d}.json"):
                 break  # a gap: what follows is not the journal's yet
             parts.append(self.objects.get(key) or b"")
+            self.sources.append((seq, key))
             seq += 1
         if parts:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(b"".join(parts))
         self.seq = self.read = seq
+
+    def line_at(self, path: Path, lineno: int) -> str:
+        """The bucket object holding journal line ``lineno`` (1-based), and its line there:
+        the command's working folder is gone by the time anyone reads the message."""
+        starts = [(first, key) for first, key in self.sources if first < lineno]
+        if not starts:
+            return f"{self.shown()}/journal: line {lineno}"
+        first, key = starts[-1]
+        return f"{self.where.scheme}://{self.where.bucket}/{key}: line {lineno - first}"
 
     def check_home(self) -> None:
         """Asked of the bucket itself, never of what this command fetched before: a move
