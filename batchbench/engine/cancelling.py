@@ -107,7 +107,9 @@ def drops_rows(submitter: Submitter, sub: Submission) -> str | None:
     )
 
 
-def take_asked_cancel(submitter: Submitter, warn: Callable[[str], None]) -> bool:
+def take_asked_cancel(
+    submitter: Submitter, warn: Callable[[str], None], stop_batches: bool = True
+) -> bool:
     """On the machine advancing a run in a bucket: a cancel another machine asked for
     (``cancel.json``), journaled and acted on — the run submits nothing more, and its
     in-flight batches are told to stop — then the request cleared. True when there was
@@ -117,6 +119,7 @@ def take_asked_cancel(submitter: Submitter, warn: Callable[[str], None]) -> bool
         return False
     submitter.record(CancelRequested())
     warn(f"note: run {submitter.config.name!r} was cancelled from another machine")
-    cancel_in_flight(submitter, submitter.state(), warn)
+    if stop_batches:  # (not when the user takes the run up again at once)
+        cancel_in_flight(submitter, submitter.state(), warn)
     home.clear_cancel()
     return True

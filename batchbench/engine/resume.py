@@ -11,6 +11,7 @@ from ..costs.pricing import Pricing, cost
 from ..formats import usd
 from ..providers import spec
 from ..storage import shown
+from .cancelling import take_asked_cancel
 from .events import Redo, Resumed
 from .options import RunOptions
 from .pipeline import Pipeline
@@ -79,6 +80,8 @@ def reopen(
     command re-run for its other models, or a cron tick, would undo the cancel.
     """
     config = pipeline.config
+    if pipeline.run.home.leased:  # a cancel asked from another machine comes first
+        take_asked_cancel(pipeline.submitter, say, stop_batches=not options.resume_cancelled)
     if pipeline.state.cancelled:
         if not options.resume_cancelled:  # a group's command, a cron tick: not the user's say
             say(
