@@ -120,13 +120,19 @@ def _not_called(*args: object) -> None:
     raise AssertionError("a good day's file was read twice")
 
 
-def test_a_line_that_is_not_an_output_line_is_named(tmp_path):
+def test_a_line_that_is_not_an_output_line_is_that_lines_failure_named(tmp_path):
+    """#61.11: a reply whose body does not fit the documented form is that line's failure
+    (a 500, retried as a passing one is), named; the file's other lines read as ever."""
     path = Path(tmp_path / "out.jsonl")
     good = {"custom_id": "answer:a", "response": _good(random.Random(1), 1), "error": None}
     bad = {"custom_id": "answer:b", "response": {"status_code": 200, "body": {"choices": 7}}}
     path.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
-    with pytest.raises(BatchFileError, match=r"out.jsonl: line 2: .*response.body"):
-        openai_results.read_outputs([path], "empty")
+    frame = openai_results.read_outputs([path], "empty")
+    [row] = frame.filter(frame["custom_id"] == "answer:b").to_dicts()
+    assert row["status_code"] == 500 and row["content"] is None
+    assert "out.jsonl: line 2" in row["body_text"] and "response.body" in row["body_text"]
+    [kept] = frame.filter(frame["custom_id"] == "answer:a").to_dicts()
+    assert kept["status_code"] == 200
 
 
 @pytest.mark.parametrize("seed", range(40))

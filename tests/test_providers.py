@@ -10,10 +10,12 @@ What only one provider does is in its own file (``test_<provider>_runs.py``).
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import signal
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,7 @@ from support.runs import (
     assert_no_duplicates,
     judge_replies,
     normalised,
+    parse_id,
     rows_of,
 )
 
@@ -418,3 +421,48 @@ def test_a_base_url_with_the_version_the_sdk_adds_is_named_at_once(
     proc = run_cli(*rig.args(emu, tmp_path, fixture_dir, "--smoke"), env=env)
     assert_one_line_error(proc, f"ends in {ENDINGS[rig.provider]}", rig.base_variable, "https://")
     assert emu.ledger()["batches"] == [] and sum(emu.ledger()["faults"].values()) == 0
+
+
+# Where each service's results line keeps a usage counter, as its documentation shows it.
+_COUNTER = {
+    "openai": ("prompt_tokens", '"prompt_tokens": '),
+    "anthropic": ("input_tokens", '"input_tokens": '),
+    "gemini": ("promptTokenCount", '"promptTokenCount": '),
+    "fireworks": ("prompt_tokens", '"prompt_tokens": '),
+}
+
+
+@pytest.mark.parametrize("provider", sorted(_COUNTER))
+def test_a_result_line_with_a_counter_of_the_wrong_type_is_that_lines_failure(
+    provider, batch_emulator_factory, tmp_path, fixture_dir
+):
+    """#61.11: one results line whose usage counter is text ("12", not 12) blocked the
+    whole batch, no rows. A line that does not fit is that line's failure, as a passing
+    500 is: its request is sent again once, every other case is scored as the service
+    answered, and the run ends with every row."""
+    rig = RIGS[provider]
+    name, key = _COUNTER[provider]
+    struck: list[str] = []
+
+    def mangle(kind, lines):
+        if kind not in ("output", "results", "responses") or not lines or struck:
+            return lines
+        line = lines[0]
+        found = re.search(re.escape(key) + r"(\d+)", line)
+        assert found, (name, line[:300])
+        struck.append(line)
+        return [line[: found.start(1)] + f'"{found.group(1)}"' + line[found.end(1) :], *lines[1:]]
+
+    emu = batch_emulator_factory(mangle=mangle)
+    argv = rig.args(emu, tmp_path, fixture_dir, "--limit", "3", cap=3)
+    proc = run_cli(*argv, env=rig.env(emu))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert struck  # the line was struck, once
+    rows = rows_of(tmp_path / "jobs" / rig.name() / "results.jsonl")
+    assert len(rows) == 3 and all("score" in r for r in rows), rows
+    # its request bought again, once (the service billed the first); every other once
+    ran = Counter(
+        (parse_id(e["custom_id"]).stage, parse_id(e["custom_id"]).case_id)
+        for e in emu.ledger()["executions"]
+    )
+    assert sorted(ran.values()) == [1] * (len(ran) - 1) + [2], ran

@@ -280,7 +280,8 @@ def read_results(paths: Sequence[Path]) -> pl.DataFrame:
     stands for with the error object as the body's text, ``canceled`` and ``expired``
     lines the service never ran."""
     cols: dict[str, list[Any]] = {k: [] for k in frames.FRAME_SCHEMA if k != "row"}
-    for path, lineno, line in frames.read_files(paths, _LINE):
+    read, unfit = frames.read_fitting(paths, _LINE, frames.IDS)
+    for path, lineno, line in read:
         result = line.result
         if result is None:
             raise BatchFileError(f"{path}: line {lineno}: no 'result'")
@@ -311,4 +312,5 @@ def read_results(paths: Sequence[Path]) -> pl.DataFrame:
         }
         for key, value in row.items():
             cols[key].append(value)
-    return frames.build({**cols, "row": list(range(len(cols["file"])))})
+    built = frames.build({**cols, "row": list(range(len(cols["file"])))})
+    return frames.with_unfit(built, unfit)

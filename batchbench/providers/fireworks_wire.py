@@ -145,7 +145,7 @@ def _status(error: msgspec.Raw) -> int:
 def read_results(paths: Sequence[Path]) -> pl.DataFrame:
     """The output dataset's files → the common frame: a ``response`` is a 200 reply read
     as a chat completion; an ``error`` the HTTP status its code says, its text the body."""
-    read = frames.read_files(paths, _LINE)
+    read, unfit = frames.read_fitting(paths, _LINE, frames.IDS)
     for file, lineno, line in read:
         if line.response is None and bytes(line.error) == b"null":
             raise BatchFileError(f"{file}: line {lineno}: neither 'response' nor 'error'")
@@ -154,7 +154,7 @@ def read_results(paths: Sequence[Path]) -> pl.DataFrame:
     lines = [line for _, _, line in read]
     failed = [bytes(ln.error) != b"null" for ln in lines]
     bodies = [None if bad else ln.response for ln, bad in zip(lines, failed)]
-    return frames.build(
+    built = frames.build(
         {
             "file": files,
             "lineno": numbers,
@@ -173,3 +173,4 @@ def read_results(paths: Sequence[Path]) -> pl.DataFrame:
             **chat_columns(bodies),
         }
     )
+    return frames.with_unfit(built, unfit)

@@ -26,7 +26,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import msgspec
 import numpy as np
@@ -140,27 +140,56 @@ def line_problem(line: bytes) -> str:
 T = TypeVar("T")
 
 
+class RequestId(msgspec.Struct, gc=False):
+    """A result line's request id alone (OpenAI's and Anthropic's ``custom_id``, Gemini's
+    ``key``): what tells whose line one that does not fit is."""
+
+    custom_id: str | None = None
+    key: str | None = None
+
+
+IDS = msgspec.json.Decoder(RequestId)
+
+
+class Unfit(msgspec.Struct, frozen=True):
+    """A result line that is JSON but not in the service's documented form (a usage
+    counter that is text, say): that line's failure, not the file's (:func:`unfit_rows`)."""
+
+    custom_id: str | None
+    problem: str
+
+
 def decode_lines(
-    data: bytes | mmap.mmap, path: Path, decoder: msgspec.json.Decoder[T]
-) -> tuple[list[T], list[int]]:
+    data: bytes | mmap.mmap,
+    path: Path,
+    decoder: msgspec.json.Decoder[T],
+    ids: msgspec.json.Decoder[Any] | None = None,
+) -> tuple[list[T | Unfit], list[int]]:
     """Every line of a result file decoded against a service's typed schema, and its line
     number; a bad line is named with what is wrong. The whole file is decoded at once;
     only when that fails (blank lines, two values on a line, a bad line) is it read
-    again line by line, to say which."""
+    again line by line, to say which. With ``ids`` (a decoder of the line's request id
+    alone), a line of JSON whose fields do not fit is an :class:`Unfit`, that line's
+    failure, when its request can be told."""
+    whole: list[T] | None
     try:
-        lines = decoder.decode_lines(data)
+        whole = decoder.decode_lines(data)
     except (msgspec.DecodeError, msgspec.ValidationError):
-        lines = None
+        whole = None
     newlines = np.count_nonzero(np.frombuffer(data, np.uint8) == 10) if len(data) else 0
-    if lines is not None and len(lines) == newlines + (len(data) > 0 and data[-1:] != b"\n"):
-        return lines, list(range(1, len(lines) + 1))
-    lines, numbers = [], []
+    if whole is not None and len(whole) == newlines + (len(data) > 0 and data[-1:] != b"\n"):
+        return cast("list[T | Unfit]", whole), list(range(1, len(whole) + 1))
+    lines: list[T | Unfit] = []
+    numbers = []
     for lineno, line in jsonl_lines(bytes(data)):
         where = f"{path}: line {lineno}"
         try:
             lines.append(_decode_line(line, decoder))
         except msgspec.ValidationError as exc:
-            raise BatchFileError(f"{where}: {field_problem(exc)}") from None
+            request = _request_id(line, ids)
+            if request is None:
+                raise BatchFileError(f"{where}: {field_problem(exc)}") from None
+            lines.append(Unfit(request, field_problem(exc)))
         except msgspec.DecodeError:
             raise BatchFileError(f"{where}: {line_problem(line)}") from None
         numbers.append(lineno)
@@ -170,15 +199,70 @@ def decode_lines(
 def read_files(paths: Sequence[Path], decoder: msgspec.json.Decoder[T]) -> list[tuple[str, int, T]]:
     """Every line of these result files, each checked and typed: ``(file, line number,
     line)``. A file cut off mid-line is a :class:`TruncatedFileError` (download again)."""
+    return read_fitting(paths, decoder, None)[0]
+
+
+def read_fitting(
+    paths: Sequence[Path], decoder: msgspec.json.Decoder[T], ids: msgspec.json.Decoder[Any] | None
+) -> tuple[list[tuple[str, int, T]], list[tuple[str, int, Unfit]]]:
+    """As :func:`read_files`, the lines that do not fit the service's form (their request
+    told by ``ids``) apart: each that line's failure (:func:`with_unfit`)."""
     out: list[tuple[str, int, T]] = []
+    unfit: list[tuple[str, int, Unfit]] = []
     for p in paths:
         path = Path(p)
         data = map_file(path)
         check_tail(data, path)
         check_utf8(data, path)
-        lines, numbers = decode_lines(data, path, decoder)
-        out += [(str(path), n, line) for n, line in zip(numbers, lines)]
-    return out
+        lines, numbers = decode_lines(data, path, decoder, ids)
+        for n, line in zip(numbers, lines):
+            if isinstance(line, Unfit):
+                unfit.append((str(path), n, line))
+            else:
+                out.append((str(path), n, line))
+    return out, unfit
+
+
+def _request_id(line: bytes, ids: msgspec.json.Decoder[Any] | None) -> str | None:
+    """The request id of a line that does not fit, read alone (None: it cannot be told)."""
+    if ids is None:
+        return None
+    try:
+        found = ids.decode(line)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    value = getattr(found, "custom_id", None) or getattr(found, "key", None)
+    return value if isinstance(value, str) else None
+
+
+def with_unfit(frame: pl.DataFrame, unfit: Sequence[tuple[str, int, Unfit]]) -> pl.DataFrame:
+    """The frame with a row for each line that did not fit: a 500 whose body says what did
+    not fit — retried as the service's own passing failure is, never scored, and never
+    the whole file's stop."""
+    if not unfit:
+        return frame
+    rows = build(
+        {
+            "file": [f for f, _, _ in unfit],
+            "lineno": [n for _, n, _ in unfit],
+            "row": [0] * len(unfit),
+            "custom_id": [u.custom_id for _, _, u in unfit],
+            "status_code": [500] * len(unfit),
+            "has_response": [True] * len(unfit),
+            "has_error": [False] * len(unfit),
+            "error_code": [None] * len(unfit),
+            "error_message": [None] * len(unfit),
+            "body_text": [
+                f"{f}: line {n}: not in the service's documented form ({u.problem})"
+                for f, n, u in unfit
+            ],
+            "content": [None] * len(unfit),
+            "empty_error": [None] * len(unfit),
+            **{c: [None] * len(unfit) for c in USAGE_COLUMNS},
+        }
+    )
+    joined = pl.concat([frame, rows])
+    return joined.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("row"))
 
 
 def _decode_line(line: bytes, decoder: msgspec.json.Decoder[T]) -> T:

@@ -219,7 +219,8 @@ def read_results(paths: Sequence[Path]) -> pl.DataFrame:
     reply, an ``error`` (or ``status``) the HTTP status its code says, with the error
     object as the body's text."""
     cols: dict[str, list[Any]] = {k: [] for k in frames.FRAME_SCHEMA if k != "row"}
-    for path, lineno, line in frames.read_files(paths, _LINE):
+    read, unfit = frames.read_fitting(paths, _LINE, frames.IDS)
+    for path, lineno, line in read:
         failure = line.error if bytes(line.error) != b"null" else line.status
         failed = bytes(failure) != b"null"
         if line.response is None and not failed:
@@ -245,4 +246,5 @@ def read_results(paths: Sequence[Path]) -> pl.DataFrame:
         }
         for key, value in row.items():
             cols[key].append(value)
-    return frames.build({**cols, "row": list(range(len(cols["file"])))})
+    built = frames.build({**cols, "row": list(range(len(cols["file"])))})
+    return frames.with_unfit(built, unfit)

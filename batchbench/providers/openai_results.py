@@ -165,21 +165,26 @@ def outputs_frame(read: Sequence[tuple[str, int, Line]], empty_error: str) -> pl
     """OpenAI-shaped output lines (file, line number, line) as the common frame."""
     bodies: list[Body | None] = []
     texts: list[str | None] = []
-    for file, lineno, line in read:
+    unfit: dict[int, str] = {}  # a reply whose body does not fit: that line's failure
+    for n, (file, lineno, line) in enumerate(read):
         r, body = line.response, None
         if r is not None:
             try:
                 decoded = _BODY.decode(r.body)
             except msgspec.ValidationError as exc:
-                where = f"{file}: line {lineno}"
                 problem = frames.field_problem(exc)
-                raise BatchFileError(f"{where}: {problem} in response.body") from None
+                unfit[n] = f"{file}: line {lineno}: not in the service's documented form"
+                unfit[n] += f" ({problem} in response.body)"
+                decoded = None
             body = decoded if isinstance(decoded, Body) else None
         bodies.append(body)
         texts.append(None if r is None or _ok(r) else bytes(r.body).decode("utf-8", "replace"))
+    columns = _line_columns(read)
+    for n, said in unfit.items():  # a 500 (retried, never scored), not the file's stop
+        columns["status_code"][n], texts[n] = 500, said
     return frames.build(
         {
-            **_line_columns(read),
+            **columns,
             "body_text": texts,
             "empty_error": empty_error,
             **chat_columns(bodies),
