@@ -27,7 +27,18 @@ def _seeds(default: range) -> list[int]:
     return list(range(int(low), int(high or low) + 1))
 
 
-@pytest.mark.parametrize("seed", _seeds(range(1, 7)), ids=lambda s: f"seed-{s}")
+# A fixed budget: six seeds, and those that once found something (each found a way to
+# buy twice or to end wrong: 110, a look that missed under a skewed clock; 247, a resume
+# after a cancel asked of a dead holder; 445 and 468, a late create waited out on
+# another machine's clock).
+FOUND = [110, 247, 445, 468]
+
+
+@pytest.mark.parametrize(
+    "seed",
+    _seeds(range(1, 7)) + ([] if os.environ.get("BATCHBENCH_SIM_SEEDS") else FOUND),
+    ids=lambda s: f"seed-{s}",
+)
 def test_a_seeded_schedule_of_faults_keeps_every_invariant(
     seed, batch_emulator_factory, clock, tmp_path, fixture_dir, record_property
 ):

@@ -114,6 +114,9 @@ class CreateFailed(Event, tag="create_failed"):
     sub: str
     reason: str
     land_by: float | None = None
+    # The machine whose clock ``land_by`` is on: another machine (minutes off) counts
+    # its own window from when it first finds the create waiting ("": this machine's).
+    machine: str = ""
 
 
 class Created(Event, tag="created"):

@@ -51,7 +51,8 @@ class Submission:
     create_started: float | None = None
     # A create of unknown outcome may still make its batch until then: nothing is
     # created again before (looked for at each tick instead).
-    land_by: float | None = None
+    # machine → until when, on that machine's clock (:class:`.events.CreateFailed`)
+    landing: dict[str, float] = field(default_factory=dict)
     # A create journaled with no outcome after it: a process stopped in the middle of the
     # call (or another machine is making it), so whether it made the batch is unknown.
     create_open: bool = False
@@ -89,7 +90,7 @@ class Submission:
         """Its state in batchbench's one vocabulary (:attr:`BatchView.word`)."""
         if self.view is not None:
             return self.view.word
-        if self.batch_id is None and (self.candidates or self.land_by is not None):
+        if self.batch_id is None and (self.candidates or self.landing):
             return "unconfirmed"  # one of its candidates, or a create that may still land
         return "submitted" if self.batch_id else "not submitted"
 
@@ -103,7 +104,7 @@ class Submission:
         not ended)."""
         if self.batch_id is None:
             running = any(v is None or v.phase != "ended" for v in self.candidates.values())
-            running = running or self.land_by is not None  # its create may still land
+            running = running or bool(self.landing)  # its create may still land
             return running or (self.contradiction is not None and bool(self.candidates))
         return not self.terminal or (self.contradiction is not None and not self.collected)
 
@@ -118,7 +119,7 @@ class Submission:
 def _created(sub: Submission, event: Created) -> None:
     sub.batch_id, sub.adopted = event.batch_id, event.adopted
     sub.candidates.clear()
-    sub.land_by, sub.create_open = None, False
+    sub.landing, sub.create_open = {}, False
 
 
 def _disowned(sub: Submission, event: Disowned) -> None:
@@ -134,10 +135,7 @@ def _disowned(sub: Submission, event: Disowned) -> None:
 
 def _candidates(sub: Submission, event: Candidates) -> None:
     sub.candidates = {batch_id: None for batch_id in event.batch_ids}
-    sub.land_by, sub.create_open = (
-        None,
-        False,
-    )  # what it may have made is found: its results will tell
+    sub.landing, sub.create_open = {}, False  # what it may have made is found: results tell
 
 
 def _owed(sub: Submission, event: Contradicted | Owed | Stopped) -> None:
@@ -166,12 +164,16 @@ def _uploaded(sub: Submission, event: Uploaded) -> None:
 
 def _create_started(sub: Submission, event: CreateStarted) -> None:
     sub.create_started = event.t
-    sub.land_by = None  # made only once the last one can no longer land
+    sub.landing = {}  # made only once the last one can no longer land
     sub.create_open = True
 
 
 def _create_failed(sub: Submission, event: CreateFailed) -> None:
-    sub.land_by, sub.create_open = event.land_by, False
+    if event.land_by is None:  # answered: nothing waits for it
+        sub.landing = {}
+    else:
+        sub.landing[event.machine] = event.land_by
+    sub.create_open = False
 
 
 def _create_refused(sub: Submission, event: CreateRefused) -> None:

@@ -31,6 +31,7 @@ from ..errors import (
 from ..kinds import Stage
 from ..providers.base import CLOCK_SKEW, BatchView, Client, Provider, Tag
 from ..providers.one_by_one import CallKind
+from ..storage.lease import this_machine
 from .calls import CallRunner, call_kind
 from .events import (
     BatchSeen,
@@ -101,6 +102,9 @@ class Submitter:
         self.run = run
         self.create_wait = create_wait  # the user's bound on a create's landing, if given
         self.look_every = look_every  # while a create may still land: a look this often
+        # Who this is, for the clock its waits are on: the clock's own machine where it
+        # says (a test's machines, minutes apart, on one fake clock), else this host's.
+        self.machine: str = getattr(clock, "machine", None) or this_machine()
         self.config = config
         self.providers = providers
         self.record = record
@@ -159,8 +163,13 @@ class Submitter:
         one call at a time are sent so (:mod:`.calls`), each looked for first. While a
         create of unknown outcome may still land, its batch is only looked for (False: a
         wait, nothing done)."""
-        if sub.land_by is not None and sub.land_by > self.clock.time():
-            return self._look_for_landing(sub, known)
+        if sub.landing:  # a create of unknown outcome may still land: on this machine's clock
+            mine = sub.landing.get(self.machine, sub.landing.get(""))
+            if mine is None:  # made on another machine: a whole window from now, here
+                self._unanswered(sub, "its create, sent from another machine", self.clock.time())
+                return True
+            if mine > self.clock.time():
+                return self._look_for_landing(sub, known)
         kind = call_kind(sub, self.providers[sub.stage].wire)
         if kind is not None:
             self._send_calls(sub, kind)
@@ -225,7 +234,7 @@ class Submitter:
         (:func:`~batchbench.errors.may_land_later`): looked for at each tick until it can
         no longer land, never made again before — said once, with why."""
         land_by = sent + self.lands_within(sub)
-        self.record(CreateFailed(sub=sub.id, reason=why, land_by=land_by))
+        self.record(CreateFailed(sub=sub.id, reason=why, land_by=land_by, machine=self.machine))
         service = self.providers[sub.stage].client.service
         self.warn(
             f"note: the create of {sub.id} got no answer ({why}); it may still reach"
@@ -276,7 +285,7 @@ class Submitter:
             since = max(since, self.window_from)
         now = self.clock.time()
         window = self.outage_seconds
-        if sub.land_by is not None:
+        if sub.landing:
             window += self.lands_within(sub)
         if now - since < window:
             return

@@ -44,6 +44,12 @@ def _space() -> str:
     return hashlib.sha256(f"{boot} {namespace}".encode()).hexdigest()[:12]
 
 
+def this_machine() -> str:
+    """This machine (its host name, boot and PID namespace): one clock for all its
+    processes."""
+    return f"{socket.gethostname()}:{_space()}"
+
+
 def holder() -> str:
     """This process, as a lease names it (a host name, a process and where its process id
     means something: no secret)."""

@@ -47,10 +47,11 @@ PROVIDERS = ("openai", "anthropic", "gemini", "mistral", "groq", "bedrock", "fir
 
 
 class MachineClock:
-    """The one fake clock as a machine whose clock is ``skew`` seconds off reads it."""
+    """The one fake clock as a machine whose clock is ``skew`` seconds off reads it; its
+    ``machine`` is who it is (batchbench keys a machine's own waits by it)."""
 
-    def __init__(self, base: Any, skew: float) -> None:
-        self.base, self.skew = base, skew
+    def __init__(self, base: Any, skew: float, machine: str) -> None:
+        self.base, self.skew, self.machine = base, skew, machine
 
     def time(self) -> float:
         return float(self.base.time()) + self.skew
@@ -99,9 +100,9 @@ def simulate(seed: int, factory: Any, clock: Any, tmp_path: Path, fixture_dir: P
     if rng.random() < 0.3:
         emu.lose_creates(rig.face_name, 1)
         out.faults["lost creates"] += 1
-    machines = [MachineClock(clock, 0.0)] + [
-        MachineClock(clock, rng.choice([-700.0, -30.0, 30.0, 700.0]))
-        for _ in range(rng.randint(1, 2))
+    machines = [MachineClock(clock, 0.0, "sim-0")] + [
+        MachineClock(clock, rng.choice([-700.0, -30.0, 30.0, 700.0]), f"sim-{n}")
+        for n in range(1, rng.randint(2, 3))
     ]
     out.faults["skewed machines"] = sum(1 for m in machines if m.skew)
     args = rig.args(emu, tmp_path, fixture_dir, "--limit", str(limit), cap=cap)
