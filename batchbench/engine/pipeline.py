@@ -1,13 +1,11 @@
 """The state machine that advances a run, one journaled action at a time.
 
-``Pipeline.step()`` reads the folded state, picks the single next useful action,
-journals the intent, does it, and journals the outcome. After a crash the loop
-repeats at most one action, and every action is safe to repeat: an upload is
-merely orphaned, a create is preceded by a look for the batch it may have
-made, a download rewrites the same bytes, and a case's rows are written once
-(the journal counts them). Each stage speaks to its own provider; what a collected
-batch means is decided by :mod:`.collection`, rows are built by :mod:`.rows`, and
-:class:`.group.Group` runs the loop.
+``Pipeline.step()`` reads the folded state, picks the single next useful action, journals
+the intent, does it, and journals the outcome. After a crash the loop repeats at most one
+action, and every action is safe to repeat: an upload is merely orphaned, a create is
+preceded by a look for the batch it may have made, a download rewrites the same bytes,
+and a case's rows are written once (the journal counts them). What a collected batch
+means is :mod:`.collection`'s, rows are :mod:`.rows`', and :class:`.group.Group` loops.
 """
 
 from __future__ import annotations
@@ -100,6 +98,7 @@ class Pipeline:
         )
         self.answers = Answers(run, providers["answers"].wire, lambda: self.state)
         self._rows_on_disk: Counter[str] | None = None
+        self._cancel_asked_at = float("-inf")  # a run in a bucket: cancel.json last looked for
         self.submitter = Submitter(
             run,
             config,
@@ -141,7 +140,9 @@ class Pipeline:
         if self.run.journal_size() != self._journal_size:
             self.state = self.run.state(self.config.case_ids)
             self._journal_size = self.run.journal_size()
-        if self.run.home.leased:
+        now = self.clock.time()
+        if self.run.home.leased and now - self._cancel_asked_at >= self.settings.poll_interval:
+            self._cancel_asked_at = now  # once a poll (a GET): and before every create
             take_asked_cancel(self.submitter, self.warn)
 
     # decisions --------------------------------------------------------------
