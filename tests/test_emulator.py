@@ -731,3 +731,21 @@ def test_faults_and_bad_days_aimed_at_nothing_are_refused(batch_emulator):
     assert refused.value.code == 400 and b"unknown anomaly" in refused.value.read()
     batch_emulator.lose_creates("vertex")  # the face that serves both Vertex records
     assert batch_emulator.hub.faults.lost_creates["vertex"] == 1
+
+
+def test_the_tokenizer_counts_a_text_of_any_length(batch_emulator):
+    """#61.11: bpe-openai refuses very long input ("Input too long to encode safely"): a
+    ~10 MB judge file raised in the emulator, and every later request failed. A long
+    text is counted in pieces cut at spaces, which no o200k token spans: the same count
+    as its paragraphs counted one by one. The emulator answers on after such a call."""
+    from batchbench.emulator.model import estimate_tokens, tokenizer_name
+
+    paragraph = " The patient takes warfarin 5 mg daily; INR 3.2 today, no bleeding."
+    big = paragraph * 150_000  # ~10 MB
+    if tokenizer_name().startswith("o200k"):
+        assert estimate_tokens(big) == 150_000 * estimate_tokens(paragraph)
+    else:  # the estimate: one token per four characters
+        assert estimate_tokens(big) == -(-len(big) // 4)
+    assert estimate_tokens("x" * 3_000_000) > 0  # no space to cut at: estimated, no error
+    client = openai.OpenAI(api_key="k", base_url=batch_emulator.base_url, max_retries=0)
+    assert client.models.list().data  # still answering
