@@ -110,3 +110,29 @@ def test_remove_refuses_names_that_are_not_runs(tmp_path, name):
     (tmp_path / "jobs").mkdir()
     proc = run_cli("remove", name, "--jobs-dir", str(tmp_path / "jobs"))
     assert proc.returncode != 0 and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_what_a_cancelled_batch_ran_is_shown_and_said_when_removed(
+    batch_emulator_factory, tmp_path, fixture_dir, clock
+):
+    """#61.10: a cancelled batch whose output held the lines it ran (billed) showed `0/40
+    lines done` once OpenAI's counts reset, and `remove` deleted it without a word. The
+    lines the service said had run are kept as the batch's own: status shows them, and
+    remove says they were billed and never collected — as many as the ledger executed."""
+    emu = batch_emulator_factory(latency=100.0)
+    args = run_args(emu, tmp_path, fixture_dir, "--limit", "40", cap=40)
+    assert run_cli(*args, "--no-wait", env=env()).returncode == 3
+    clock.advance(130)  # validated at 100 s; some of its lines have run
+    jobs = ["--jobs-dir", str(tmp_path / "jobs")]
+    assert run_cli("status", "ans-model", *jobs, "--refresh", env=env()).returncode == 0
+    assert run_cli("cancel", "ans-model", *jobs, env=env()).returncode == 0
+    clock.advance(700)  # ended cancelled: its counts now read 0
+    refresh = run_cli("status", "ans-model", *jobs, "--refresh", env=env())
+    [batch] = emu.ledger()["batches"]
+    ran = sum(1 for e in emu.ledger()["executions"] if e["batch_id"] == batch["id"])
+    assert batch["status"] == "cancelled" and 0 < ran < 40
+    status = run_cli("status", "ans-model", *jobs).stdout
+    assert f"{ran} of its 40 lines ran (billed)" in status, refresh.stdout + status
+    removed = run_cli("remove", "ans-model", *jobs)
+    assert removed.returncode == 0, removed.stderr
+    assert f"{ran} line(s) its batches ran, billed, were never collected" in removed.stdout

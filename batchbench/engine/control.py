@@ -183,6 +183,9 @@ def remove_run(jobs_dir: Path, name: str, *, force: bool = False) -> str:
         token_file(jobs_dir, config.run_id).unlink(missing_ok=True)  # no folder holds that run
     scored = sum(1 for c in state.cases.values() if c.final == "scored")
     forgotten = f"; {len(flying)} batch(es) in flight forgotten" if flying else ""
+    ran = sum(s.ran for s in state.subs.values() if not s.collected)
+    if ran:  # billed by the service, whatever became of them
+        forgotten += f"; {ran} line(s) its batches ran, billed, were never collected"
     return f"removed run {name!r} ({scored} of {len(state.cases)} cases scored){forgotten}"
 
 

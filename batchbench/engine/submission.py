@@ -75,6 +75,9 @@ class Submission:
     flex: bool = False  # its requests go one call at a time on the flex tier
     settled: bool = False  # its owed results settled by the user: what arrived is kept
     downloaded: set[str] = field(default_factory=set)
+    # The most lines the service has said its batch ran: billed, whatever its counts say
+    # later (OpenAI's reset a cancelled batch's completed to 0).
+    ran: int = 0
     collected: bool = False
     remote_deleted: bool = False
 
@@ -129,7 +132,7 @@ def _disowned(sub: Submission, event: Disowned) -> None:
     if event.batch_id in sub.candidates:
         del sub.candidates[event.batch_id]
         return
-    sub.batch_id, sub.adopted, sub.view = None, False, None
+    sub.batch_id, sub.adopted, sub.view, sub.ran = None, False, None, 0
     sub.downloaded.clear()
 
 
@@ -186,6 +189,7 @@ def _seen(sub: Submission, event: BatchSeen) -> None:
         sub.candidates[event.batch_id] = event.view()
     else:
         sub.view, sub.seen_at = event.view(), event.t
+        sub.ran = max(sub.ran, sub.view.done)
 
 
 def _downloaded(sub: Submission, event: Downloaded) -> None:

@@ -124,7 +124,13 @@ def stage_status(state: RunState, stage: Stage) -> StageStatus:
             answered = sum(1 for rid in sub.ids() if rid in state.calls_done)
             running.append(f"{sub.id} on flex: {answered}/{len(sub.lines)} lines answered")
         elif sub.in_flight and view is not None and view.total:
-            running.append(f"{sub.id} {sub.word}: {view.lines_text}")
+            ran = f" ({sub.ran} ran before, billed)" if sub.ran > view.done else ""
+            running.append(f"{sub.id} {sub.word}: {view.lines_text}{ran}")
+        elif sub.terminal and not sub.collected and sub.ran:
+            running.append(
+                f"{sub.id} {sub.word}: {sub.ran} of its {len(sub.lines)} lines ran (billed),"
+                " not collected yet: the run's next `run` collects them"
+            )
         elif sub.batch_id is None and sub.candidates:
             running.append(
                 f"{sub.id} unconfirmed: one of {', '.join(sub.candidates)} (a lost create;"
