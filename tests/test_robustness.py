@@ -767,3 +767,23 @@ def test_labels_from_a_device_that_never_ends_and_a_shell_file_that_cannot_be_wr
         "--install-completion", "bash", env={"HOME": str(home), "SHELL": "/bin/bash"}, real=True
     )
     assert_one_line_error(proc, str(home / ".bashrc"))
+
+
+@pytest.mark.parametrize("model", ["azure/", "groq/", "together/"])
+def test_a_routing_prefix_with_no_model_after_it_is_refused(model, tmp_path, fixture_dir):
+    """#61.11: `--answer-model azure/` made a run folder named `azure`: no model is named."""
+    jobs = tmp_path / "jobs"
+    for flag in ("--answer-model", "--judge-model"):
+        models = {"--answer-model": "ans-model", "--judge-model": "judge-model", flag: model}
+        proc = run_cli(
+            "run",
+            *[a for f, m in models.items() for a in (f, m)],
+            "--jobs-dir",
+            str(jobs),
+            "--dataset",
+            str(fixture_dir),
+            "--dry-run",
+            env=env(),
+        )
+        assert_one_line_error(proc, flag, f"{model!r} names no model")
+    assert not jobs.exists()
