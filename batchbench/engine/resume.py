@@ -25,7 +25,15 @@ def finished_note(run: Run, config: RunConfig, state: RunState) -> str:
     cases = state.cases.values()
     scored = sum(1 for c in cases if c.final == "scored")
     failed = sum(1 for c in cases if c.final == "error")
-    redo = "; run it without --no-wait to redo the failed cases" if failed else ""
+    unknown = sum(1 for c in cases if c.final == "error" and c.unknown)
+    redo = ""
+    if failed > unknown:  # what a plain run redoes (reopen): never a call of unknown outcome
+        redo = f"; run it without --no-wait to redo the {failed - unknown} failed case(s)"
+    if unknown:
+        redo += (
+            f"; {unknown} failed with a call sent and never answered (it may have been"
+            " billed): only `run … --resend-unknown` sends those again"
+        )
     return (
         f"run {config.name!r} is complete: {scored} scored, {failed} failed"
         f" ({shown(run.results_path)}){redo}"
