@@ -79,6 +79,10 @@ def object_path(text: str) -> Path | None:
     where = parse_bucket(text)
     if where is None:
         return None
+    if where.scheme == "file":  # its path is the bucket: the jobs folder is two steps up
+        parts = where.bucket.rsplit("/", 2)
+        if len(parts) == 3:
+            where = Bucket("file", parts[0] or "/", f"{parts[1]}/{parts[2]}")
     run_key, _, name = where.prefix.rpartition("/")
     jobs_key, _, run = run_key.rpartition("/")
     if not name or not run:
