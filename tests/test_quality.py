@@ -36,3 +36,25 @@ def test_the_code_passes(command):
         [_tool(command[0]), *command[1:]], cwd=REPO, capture_output=True, text=True, timeout=600
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_every_install_line_of_the_readme_names_this_project():
+    """#63.1: `pip install 'batchbench[bucket]'` resolves to the index's unrelated
+    `batchbench` package. Every pip line of the README installs this checkout (`.`, a path,
+    a wheel of ours) or the project by its name on the index (its pyproject's name)."""
+    import re
+
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    name = tomllib.loads((root / "pyproject.toml").read_text())["project"]["name"]
+    text = (root / "README.md").read_text()
+    installs = re.findall(r"pip install (?:-q )?(?:-e )?'?([^'\s`]+)", text)
+    assert installs
+    for target in installs:
+        if target.startswith((".", "/", "-")) or target.endswith(".whl[all]"):
+            continue  # this checkout, a path, a wheel built here
+        assert target.split("[")[0] in (name, name.replace("-", "_")), target
