@@ -9,6 +9,7 @@ cap) does so before a run folder or a batch exists.
 from __future__ import annotations
 
 import contextlib
+import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +39,7 @@ from .engine.settle import settle_owed
 from .engine.state import RunState, fold
 from .errors import ConfigError, RunLockedError
 from .kinds import Stage
-from .providers import resolve
+from .providers import ALIASES, resolve, routing_rule
 from .providers.base import Client, Service
 from .reporting import quiet
 from .scores.noise import write_noise
@@ -150,6 +151,12 @@ def execute_group(
         (s["judges"], c.model("judges")) for (s, _), (_, c, _) in zip(services, prepared)
     }:
         clients[judge[0]].check_models([judge[1]])
+    if len(group) > 1:  # every model resolved and checked before anything is bought
+        _check_group(
+            clients,
+            [(s["answers"], c.answer_model) for (s, _), (_, c, _) in zip(services, prepared)],
+            pricing,
+        )
     results: list[RunResult] = []
     members: list[tuple[Member, Run, RunConfig]] = []
     with contextlib.ExitStack() as stack:
@@ -302,6 +309,25 @@ def _finish(member: Member, run: Run, config: RunConfig, pricing: Pricing) -> Ru
         write_noise(run, config, member.pipeline.cases, collected)
     write_report(run, member.pipeline.state, config, pricing)
     return RunResult(run, summary, member.pipeline.done(), member.error)
+
+
+def _check_group(
+    clients: dict[Service, Client], models: list[tuple[Service, str]], pricing: Pricing
+) -> None:
+    """A group's answer models, each asked of its service before any run of the group
+    starts: one its service does not know stops the whole command, naming the routing
+    rule it fell under and the nearest known name — nothing bought for the others."""
+    for service, model in models:
+        try:
+            _check_answer_model(clients, service, model)
+        except ConfigError as exc:
+            known = [*pricing.models, *ALIASES]
+            near = difflib.get_close_matches(model, known, n=1, cutoff=0.75)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            raise ConfigError(
+                f"{exc} ({routing_rule(model)}){hint}: nothing was started for any model of"
+                " this command"
+            ) from None
 
 
 def _check_answer_model(clients: dict[Service, Client], service: Service, model: str) -> None:

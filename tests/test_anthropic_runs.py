@@ -87,3 +87,24 @@ def test_status_says_only_how_many_lines_are_processing(
     assert run_cli(*argv, env=RIG.env(emu)).returncode == 3
     text = run_cli("status", "opus-5", "--jobs-dir", str(tmp_path / "jobs")).stdout
     assert "3 of 3 lines still processing" in text and "0/3 lines done" not in text
+
+
+def test_a_group_with_a_misspelt_model_buys_nothing_and_says_what_was_meant(
+    batch_emulator, tmp_path, fixture_dir
+):
+    """#63.7: `claud-sonnet-4-6` (a typo) is routed to OpenAI, which does not know it: the
+    good model's batch was bought before the typo was refused. Every model of the group
+    is checked first; the typo stops the command in one line with the routing rule it
+    fell under and the nearest known name, and nothing is created for any model."""
+    from support.cli import assert_one_line_error
+
+    emu = batch_emulator
+    emu.store.settings.unknown_models = ["claud-sonnet-4-6"]
+    argv = RIG.args(emu, tmp_path, fixture_dir, "--limit", "6", "--run", "grp")
+    at = argv.index("--answer-model")
+    argv[at : at + 2] = ["--answer-model", "ans-model", "--answer-model", "claud-sonnet-4-6"]
+    proc = run_cli(*argv, env=RIG.env(emu))
+    assert_one_line_error(
+        proc, "claud-sonnet-4-6", "routed to OpenAI", "did you mean 'claude-sonnet-4-6'?"
+    )
+    assert not emu.ledger()["batches"] and not emu.ledger()["executions"]

@@ -29,6 +29,7 @@ __all__ = [
     "judge_provider",
     "resolve",
     "route",
+    "routing_rule",
     "spec",
     "wire",
 ]
@@ -43,6 +44,17 @@ def route(model: str) -> str:
     """The reference's routing of an answer model, on its resolved id."""
     resolved = resolve(model)
     return next(p.name for p in PROVIDERS if p.claims(resolved))
+
+
+def routing_rule(model: str) -> str:
+    """Which provider a name goes to and by which rule, for a message about a name that
+    went astray (a typo routed to OpenAI, the reference's catch-all)."""
+    name = route(model)
+    label = BY_NAME[name].label
+    if name != "openai":
+        return f"routed to {label} by its name"
+    others = ", ".join(f"{spec.named} to {spec.label}" for spec in PROVIDERS if spec.named)
+    return f"routed to OpenAI, as every name no other provider claims is ({others})"
 
 
 def judge_provider(model: str) -> str:

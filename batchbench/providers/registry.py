@@ -28,6 +28,7 @@ ANTHROPIC = ProviderSpec(
     name="anthropic",
     label="Anthropic",
     claims=lambda model: model.startswith("claude-"),
+    named="claude-…",
     wire=halves.anthropic_wire,
     client=halves.anthropic_client,
     sdk="anthropic",
@@ -45,6 +46,7 @@ GEMINI = ProviderSpec(
     name="gemini",
     label="Gemini",
     claims=lambda model: model.startswith("gemini"),
+    named="gemini…",
     wire=halves.gemini_wire,
     client=halves.gemini_client,
     sdk="google.genai",
@@ -63,6 +65,7 @@ FIREWORKS = ProviderSpec(
     name="fireworks",
     label="Fireworks",
     claims=lambda model: model.startswith("accounts/"),
+    named="accounts/…",
     wire=halves.fireworks_wire,
     client=halves.fireworks_client,
     sdk="fireworks",
@@ -86,6 +89,7 @@ GROQ = ProviderSpec(
     name="groq",
     label="Groq",
     claims=lambda model: model.startswith("groq/"),  # groq/ID: Groq's model id
+    named="groq/…",
     wire=halves.groq_wire,
     client=halves.groq_client,
     sdk="groq",
@@ -102,6 +106,7 @@ TOGETHER = ProviderSpec(
     name="together",
     label="Together AI",
     claims=lambda model: model.startswith("together/"),  # together/ID: Together's model id
+    named="together/…",
     wire=halves.together_wire,
     client=halves.together_client,
     sdk="together",
@@ -118,6 +123,7 @@ MISTRAL = ProviderSpec(
     name="mistral",
     label="Mistral",
     claims=lambda model: model.startswith("mistral/"),  # mistral/ID: Mistral's model id
+    named="mistral/…",
     wire=halves.mistral_wire,
     client=halves.mistral_client,
     sdk="mistralai.client",
@@ -135,6 +141,7 @@ XAI = ProviderSpec(
     name="xai",
     label="xAI",
     claims=lambda model: model.startswith("xai/"),  # xai/ID: xAI's model id
+    named="xai/…",
     wire=halves.xai_wire,
     client=halves.xai_client,
     sdk="openai",  # xAI's REST API, as its docs drive it (its own SDK speaks gRPC)
@@ -151,6 +158,7 @@ OPENROUTER = ProviderSpec(
     name="openrouter",
     label="OpenRouter",
     claims=lambda model: model.startswith("openrouter/"),  # openrouter/ID: its model id
+    named="openrouter/…",
     wire=halves.openrouter_wire,
     client=halves.openrouter_client,
     sdk="openrouter",
@@ -195,6 +203,7 @@ AZURE = ProviderSpec(
     name="azure",
     label="Azure OpenAI",
     claims=lambda model: model.startswith("azure/"),  # azure/DEPLOYMENT
+    named="azure/…",
     wire=halves.azure_wire,
     client=halves.azure_client,
     sdk="openai",
@@ -214,6 +223,7 @@ BEDROCK = ProviderSpec(
     name="bedrock",
     label="Amazon Bedrock",
     claims=lambda model: model.startswith("bedrock/"),  # bedrock/MODEL_ID or a profile
+    named="bedrock/…",
     wire=halves.bedrock_wire,
     client=halves.bedrock_client,
     sdk="boto3",
@@ -271,6 +281,7 @@ def _vertex(
     client: ClientFactory,
     developer: str,
     inspect_prefix: str,
+    named: str,
     priced_as: Callable[[str], str] | None = None,
 ) -> ProviderSpec:
     """Vertex AI, for one publisher's models: the same settings, each its own wire."""
@@ -278,6 +289,7 @@ def _vertex(
         name=name,
         label=label,
         claims=claims,
+        named=named,
         wire=wire,
         client=client,
         developer=developer,
@@ -312,6 +324,7 @@ VERTEX_CLAUDE = _vertex(
     "vertex-claude",
     "Vertex AI (Claude)",
     lambda model: model.startswith("vertex/claude-"),
+    named="vertex/claude-…",
     wire=halves.vertex_claude_wire,
     client=halves.vertex_claude_client,
     developer="anthropic",
@@ -321,6 +334,7 @@ VERTEX_GEMINI = _vertex(
     "vertex-gemini",
     "Vertex AI (Gemini)",
     lambda model: model.startswith("vertex/"),
+    named="vertex/gemini…",
     wire=halves.vertex_gemini_wire,
     client=halves.vertex_gemini_client,
     priced_as=lambda model: model.removeprefix("vertex/"),  # Vertex's batch price is Gemini's

@@ -115,6 +115,8 @@ class ProviderSpec:
     routing_prefix: str = ""
     # Where its jobs run when the account names no location (Vertex AI's region).
     default_location: str = ""
+    # The names ``claims`` takes, for people ("claude-…"; "": OpenAI's catch-all).
+    named: str = ""
     # Where the service returns no result rows for a cancelled batch yet bills the
     # requests that ran before the cancel: where it says so (cancel warns, a resume
     # prices what it buys again). "": a cancelled batch's results are kept.
