@@ -488,3 +488,24 @@ def test_new_commands_name_their_bad_input_in_one_line(tmp_path):
         assert_one_line_error(run_cli(*args, "--jobs-dir", str(jobs)), *fragments)
     proc = run_cli("emulator", "--anomaly", "status-zero=x", real=True)
     assert proc.returncode == 2 and "'x' is not a rate from 0 to 1" in proc.stderr
+
+
+@pytest.mark.parametrize("command", ["report", "export"])
+def test_a_labels_file_given_as_a_run_or_a_label_is_refused_naming_labels(
+    command, batch_emulator, tmp_path, fixture_dir
+):
+    """#63.4: `--label dr_a.csv` (typed for --labels) was taken as the run's name on the
+    page, and a sheet given where a run goes was read as one: refused in one line naming
+    --labels, nothing written."""
+    from support.cli import assert_one_line_error
+
+    made = run_cli(*run_args(batch_emulator, tmp_path, fixture_dir, "--limit", "2"), env=env())
+    assert made.returncode == 0, made.stderr
+    sheet = tmp_path / "dr_a.csv"
+    sheet.write_text("run,case_id,item_id,verdict,rater\n")
+    out = tmp_path / "out.html"
+    jobs = ["--jobs-dir", str(tmp_path / "jobs"), "-o", str(out)]
+    for given in (["ans-model", "--label", str(sheet)], ["ans-model", str(sheet)]):
+        proc = run_cli(command, *given, *jobs)
+        assert_one_line_error(proc, "--labels")
+        assert not out.exists()

@@ -102,6 +102,18 @@ def not_finished(run: Run) -> str:
 def resolve_all(items: Sequence[str], jobs_dir: Path, labels: Sequence[str] = ()) -> list[Named]:
     """Each item resolved and named (by ``--label``, in order, when given); the same
     source twice, or two sources of one name, is refused with the names said."""
+    for item in items:  # a labels sheet where a run is expected: --labels was meant
+        if item.lower().endswith((".csv", ".tsv")):
+            raise ConfigError(
+                f"{item!r} is a sheet, not a run or a results file: physicians' labels are"
+                " given with --labels FILE"
+            )
+    for label in labels:  # --label typed for --labels
+        if label.lower().endswith((".csv", ".tsv", ".json", ".jsonl")) or Path(label).is_file():
+            raise ConfigError(
+                f"--label {label!r} names a file: physicians' labels are given with --labels"
+                " FILE (--label NAME names each run on the page, in order)"
+            )
     named = [resolve(item, jobs_dir) for item in items]
     if labels:
         if len(labels) != len(named):
