@@ -246,12 +246,7 @@ def _start(
             raise
         say(f"error: run {config.name!r} not started: {exc}")
         return RunResult(run, None, False, str(exc))
-    say(f"{'RESUMING' if run.exists() else 'NEW'} run {config.name!r} in {run.shown}")
-    inside = where_requests_go(stages)
-    if inside:
-        say(inside)
-    if options.settings.tail_flex is not None:
-        say(flex_note(stages))
+    existed = run.exists()
     run.make_folder()
     _failpoints.hit("locking")  # the run read, its lock not yet taken
     try:
@@ -269,6 +264,14 @@ def _start(
         if not options.no_wait:
             raise
         return RunResult(run, None, False, note=f"{exc}: nothing for this tick")
+    # Said once the run is this command's: a refusal (moved, locked, another
+    # configuration) is said alone, never after a word of a run it does not advance.
+    say(f"{'RESUMING' if existed else 'NEW'} run {config.name!r} in {run.shown}")
+    inside = where_requests_go(stages)
+    if inside:
+        say(inside)
+    if options.settings.tail_flex is not None:
+        say(flex_note(stages))
     if run.name != config.name:
         warn(
             f"warning: folder {run.shown} holds run {config.name!r} (its"

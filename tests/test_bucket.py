@@ -153,6 +153,7 @@ def test_a_run_another_machine_advances_is_said_in_one_line(
     proc = run_cli(*args, "--no-wait", env={**env(), **variables})
     assert proc.returncode == 0, proc.stderr
     assert "being advanced by another machine (ci-runner-7:4242:abcd" in proc.stdout
+    assert "RESUMING" not in proc.stdout  # #63.9: no word of a run this tick did not advance
     assert len(emu.ledger()["batches"]) == made
 
 
@@ -575,6 +576,7 @@ def test_a_move_while_another_machine_advances_the_run_leaves_one_home(
         os.kill(late.pid, signal.SIGCONT)
     out, err = late.communicate(timeout=120)
     assert late.returncode != 0 and f"was moved to {elsewhere}/ans-model" in err, out + err
+    assert "RESUMING" not in out  # #63.9: the refusal alone
     assert "Traceback" not in err
     with setting(variables):
         left = list(Objects(parse_bucket(uri)).names("team/ans-model/"))
