@@ -490,23 +490,8 @@ def test_a_runner_held_mid_create_keeps_its_run_from_a_machine_whose_clock_is_ah
     uri, variables = _store("emulator-s3", emu, None, tmp_path)
     args = run_args(emu, tmp_path, fixture_dir, "--limit", "3", "--poll-interval", "0.05")
     args[args.index("--jobs-dir") + 1] = uri
-    runner = subprocess.Popen(
-        [sys.executable, "-m", "batchbench", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={
-            **os.environ,
-            **env(),
-            **variables,
-            "BATCHBENCH_FAILPOINT": "creating:1:stop",
-            "TMPDIR": str(tmp_path),
-        },
-        cwd=REPO,
-    )
+    runner = _bucket_runner(args, variables, tmp_path, "creating")  # stopped: lease held
     try:
-        _, status = os.waitpid(runner.pid, os.WUNTRACED)  # stopped itself: lease held
-        assert os.WIFSTOPPED(status)
         ahead = FakeClock(time.time() + 700)
         tick = run_cli(*args, "--no-wait", env={**env(), **variables}, clock=ahead)
         assert tick.returncode == 0, tick.stdout + tick.stderr

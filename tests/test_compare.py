@@ -245,15 +245,21 @@ def test_two_models_in_one_command_each_run_as_the_reference_would(
     assert board[3] == f"paired differences: batchbench compare {' '.join(ranked)}"
 
 
-def test_one_models_failure_does_not_stop_the_other(batch_emulator_factory, tmp_path):
+def test_a_model_its_service_does_not_know_stops_the_group_before_anything_is_bought(
+    batch_emulator_factory, tmp_path
+):
+    """#63.7 reverses the rule this test once held (the other model ran on): the good
+    model's batch was bought before a misspelt one was refused. Every model of a group is
+    checked first; one its service does not know stops the command, nothing created."""
+    from support.cli import assert_one_line_error
     from support.runs import env
 
     emu = batch_emulator_factory(latency=0.05, unknown_models=["model-b"])
     proc = run_cli(*_group_args(emu, tmp_path, "--smoke"), env=env())
-    assert proc.returncode == 1
-    assert "model-b-smoke: not started (model 'model-b' is not available" in proc.stdout
-    rows = (tmp_path / "jobs" / "model-a-smoke" / "results.jsonl").read_text().splitlines()
-    assert len(rows) == 10 and not (tmp_path / "jobs" / "model-b-smoke").exists()
+    assert_one_line_error(proc, "model 'model-b' is not available", "nothing was started")
+    assert not emu.ledger()["batches"]
+    assert not (tmp_path / "jobs" / "model-a-smoke").exists()
+    assert not (tmp_path / "jobs" / "model-b-smoke").exists()
 
 
 def test_the_group_survives_a_sigkill_and_pays_once(batch_emulator_factory, tmp_path):

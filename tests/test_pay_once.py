@@ -254,6 +254,19 @@ def test_creates_that_never_answer_are_waited_for_then_stop_in_one_line(
     assert not emu.ledger()["batches"]
 
 
+def _stopped_while_its_create_is_on_the_way(rig, factory, tmp_path, fixture_dir, monkeypatch):
+    """A run whose create is held on its way in (it lands 90 s later), stopped before it
+    knows (a crash at the failpoint): the emulator, and the run's arguments."""
+    emu = factory(latency=5.0)
+    emu.delay_creates(rig.face_name, after=90.0)
+    args = [*rig.args(emu, tmp_path, fixture_dir, "--limit", "4", cap=4), "--poll-interval", "5"]
+    monkeypatch.setenv("BATCHBENCH_FAILPOINT", "create_unanswered:1:raise")
+    with pytest.raises(Crash):
+        run_cli(*args, env=rig.env(emu))
+    monkeypatch.delenv("BATCHBENCH_FAILPOINT")
+    return emu, args
+
+
 @pytest.mark.parametrize("provider", ["openai", "anthropic", "mistral"])
 def test_a_process_stopped_while_its_create_is_on_the_way_is_resumed_without_a_second(
     provider, batch_emulator_factory, tmp_path, fixture_dir, clock, monkeypatch
@@ -264,13 +277,9 @@ def test_a_process_stopped_while_its_create_is_on_the_way_is_resumed_without_a_s
     (said once), finds it when it lands, and buys nothing twice. `--create-wait` bounds
     the wait: with 0 the same resume buys the batch again (what the rule prevents)."""
     rig = RIGS[provider]
-    emu = batch_emulator_factory(latency=5.0)
-    emu.delay_creates(rig.face_name, after=90.0)
-    args = [*rig.args(emu, tmp_path, fixture_dir, "--limit", "4", cap=4), "--poll-interval", "5"]
-    monkeypatch.setenv("BATCHBENCH_FAILPOINT", "create_unanswered:1:raise")
-    with pytest.raises(Crash):
-        run_cli(*args, env=rig.env(emu))
-    monkeypatch.delenv("BATCHBENCH_FAILPOINT")
+    emu, args = _stopped_while_its_create_is_on_the_way(
+        rig, batch_emulator_factory, tmp_path, fixture_dir, monkeypatch
+    )
     proc = run_cli(*args, env=rig.env(emu))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stderr.count("stopped before its answer") == 1, proc.stderr
@@ -288,13 +297,9 @@ def test_a_create_wait_of_zero_is_the_user_taking_the_risk(
     0`), the same resume creates again at once, and the late create makes a second batch
     of the same requests."""
     rig = RIGS["openai"]
-    emu = batch_emulator_factory(latency=5.0)
-    emu.delay_creates(rig.face_name, after=90.0)
-    args = [*rig.args(emu, tmp_path, fixture_dir, "--limit", "4", cap=4), "--poll-interval", "5"]
-    monkeypatch.setenv("BATCHBENCH_FAILPOINT", "create_unanswered:1:raise")
-    with pytest.raises(Crash):
-        run_cli(*args, env=rig.env(emu))
-    monkeypatch.delenv("BATCHBENCH_FAILPOINT")
+    emu, args = _stopped_while_its_create_is_on_the_way(
+        rig, batch_emulator_factory, tmp_path, fixture_dir, monkeypatch
+    )
     assert run_cli(*args, "--create-wait", "0", env=rig.env(emu)).returncode == 0
     clock.advance(600)
     emu.flush()
