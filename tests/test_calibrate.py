@@ -725,3 +725,23 @@ def test_the_sheet_format_may_be_named(batch_emulator, tmp_path, fixture_dir):
     assert tasks and all("predictions" in t and "case_id" in t["data"] for t in tasks)
     bad = run_cli(*args, str(tmp_path / "x.csv"), "--format", "xlsx", *jobs)
     assert_one_line_error(bad, "--format 'xlsx'", "label-studio")
+
+
+def test_calibrate_given_a_runs_results_file_says_how_to_name_the_run(
+    batch_emulator, tmp_path, fixture_dir
+):
+    """#61.11: `calibrate results.jsonl` said only that it reads runs: it says which run
+    the file is, and the command that names it (exit 2: the user's input)."""
+    from support.cli import assert_one_line_error
+    from support.runs import env, run_args
+
+    made = run_cli(*run_args(batch_emulator, tmp_path, fixture_dir, "--limit", "2"), env=env())
+    assert made.returncode == 0, made.stderr
+    labels = tmp_path / "dr_a.csv"
+    labels.write_text("run,case_id,item_id,verdict,rater\n")
+    rows = tmp_path / "jobs" / "ans-model" / "results.jsonl"
+    proc = run_cli("calibrate", str(rows), "--labels", str(labels))
+    assert_one_line_error(
+        proc, "not a results file", f"calibrate ans-model --jobs-dir {tmp_path / 'jobs'}"
+    )
+    assert proc.returncode == 2

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..bench.dataset import Case, Dataset
-from ..errors import NotFinished
+from ..errors import ConfigError
 from ..reporting import quiet
 from ..scores.sources import Named, load_finished
 from ..scores.summary import Summary, last_rows
@@ -37,7 +37,15 @@ def load_run(
     an error, each case's last), its summary (checked against its rows:
     :func:`..scores.summary_file.summary_of`) and its cases."""
     if named.run is None:
-        raise NotFinished(f"{named.name}: calibrate reads runs (by name), not results files")
+        folder = named.results.parent
+        hint = ""
+        if (folder / "run.json").is_file():  # a run's own rows: say how to name that run
+            hint = f"; this one is run {folder.name!r}'s: calibrate {folder.name} --jobs-dir"
+            hint += f" {folder.parent}"
+        raise ConfigError(
+            f"{named.results}: calibrate reads a run by its name (its judge's decisions, its"
+            f" dataset and configuration), not a results file{hint}"
+        )
     found = load_finished(named, dataset, warn)
     last, last_ok = last_rows(found.rows)
     chosen = set(found.config.case_ids)
