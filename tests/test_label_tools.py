@@ -335,3 +335,28 @@ def test_several_label_files_after_one_labels(batch_emulator, tmp_path, fixture_
     )
     assert page.returncode == 0, page.stderr
     assert "PPI" in (tmp_path / "r.html").read_text()
+
+
+def test_a_labels_file_told_the_wrong_format_or_in_the_wrong_shape_is_said_as_what_it_is(
+    batch_emulator, tmp_path, fixture_dir
+):
+    """#61.11: batchbench's own sheet given with `--labels-format label-studio` was read as
+    a Label Studio CSV missing its cells; a .jsonl whose first line is a list was "not
+    Label Studio's JSON". Each is said as what it is, in one line naming the file."""
+    from support.cli import assert_one_line_error, run_cli
+    from support.runs import env, run_args
+
+    made = run_cli(*run_args(batch_emulator, tmp_path, fixture_dir, "--limit", "2"), env=env())
+    assert made.returncode == 0, made.stderr
+    jobs = ["--jobs-dir", str(tmp_path / "jobs")]
+    sheet = tmp_path / "sheet.csv"
+    made = run_cli("calibrate", "sheet", "ans-model", *jobs, "--cases", "2", "-o", str(sheet))
+    assert made.returncode == 0, made.stderr
+    told = run_cli(
+        "calibrate", "ans-model", *jobs, "--labels", str(sheet), "--labels-format", "label-studio"
+    )
+    assert_one_line_error(told, str(sheet), "batchbench's labelling sheet", "--labels-format sheet")
+    listed = tmp_path / "lists.jsonl"
+    listed.write_text('[{"case_id": "x"}]\n[{"case_id": "y"}]\n')
+    proc = run_cli("calibrate", "ans-model", *jobs, "--labels", str(listed))
+    assert_one_line_error(proc, str(listed), "line 1 is a JSON list", "one object a line")

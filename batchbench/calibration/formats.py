@@ -71,6 +71,11 @@ PRODIGY_KEYS = ("answer", "_input_hash", "_task_hash", "_annotator_id", "_sessio
 def detect(path: Path, text: str) -> LabelsFormat:
     """The format a labels file is in, by its content (its name only breaks a tie)."""
     head = text.lstrip()[:1]
+    if head == "[" and path.suffix.lower() == ".jsonl":  # a list per line is no labels file
+        raise FormatError(
+            f"{path}: line 1 is a JSON list: a .jsonl labels file (Prodigy's, HealthBench's)"
+            " holds one object a line; Label Studio's export is one list in a .json file"
+        )
     if head == "[":  # Label Studio's JSON and JSON_MIN exports are one JSON list
         return "label-studio"
     if head == "{":
@@ -85,12 +90,13 @@ def detect(path: Path, text: str) -> LabelsFormat:
         return "label-studio" if path.suffix.lower() == ".json" and not prodigy else "prodigy"
     if redcap.is_export(text):
         return "redcap"
-    if {"annotation_id", "annotator"} <= set(_csv_header(text)):
+    if {"annotation_id", "annotator"} <= set(csv_header(text)):
         return "label-studio"  # its CSV export
     return "sheet"
 
 
-def _csv_header(text: str) -> list[str]:
+def csv_header(text: str) -> list[str]:
+    """A CSV text's first row's cells (its header)."""
     first = text.lstrip("\ufeff").split("\n", 1)[0]
     return [cell.strip() for cell in next(csv.reader([first]), [])]
 

@@ -20,6 +20,7 @@ from .csvtext import csv_records
 from .formats import (
     LabelsFormat,
     Row,
+    csv_header,
     detect,
     healthbench_rows,
     label_studio_rows,
@@ -135,7 +136,16 @@ def _records(
     if dictionary is not None and dictionary.record_id is not None:
         record_id = dictionary.record_id
         ours = first in (record_id, dictionary.labels.get(record_id))
-    fmt = fmt or ("redcap" if ours else detect(path, text))
+    content: LabelsFormat = "redcap" if ours else detect(path, text)
+    lines = (ln for ln in text.lstrip("\ufeff").splitlines() if ln.strip())
+    header = next((ln for ln in lines if not ln.lstrip().startswith("#")), "")  # past notes
+    sheet = content == "sheet" and set(REQUIRED) <= set(csv_header(header))
+    if fmt is not None and fmt != "sheet" and sheet:  # told wrong: say what it is
+        raise LabelsError(
+            f"{path} is batchbench's labelling sheet (its columns say so), not {fmt}'s"
+            " export: --labels-format sheet, or leave the format out (the content says)"
+        )
+    fmt = fmt or content
     if fmt == "redcap":
         items = sorted({i["item_id"] for case in cases.values() for i in case["rubric_items"]})
         yield from redcap.export_rows(path, text, run, items, dictionary)
