@@ -211,3 +211,12 @@ def test_a_plan_out_of_reach_says_what_is_within_it(batch_emulator, tmp_path, fi
         assert f"±{wider:g} takes {b['wider']['needed']}" in line
         checked += 1
     assert checked, "a width of ±0.1 is out of reach somewhere in the fixture"
+
+
+def test_a_corrected_score_from_labels_that_do_not_vary_says_so():
+    """#61.11: labels all alike printed `1.000 [1.000, 1.000]*`, an interval of no width
+    read as certainty: it says there is no interval."""
+    from batchbench.calibration.text import _corrected
+
+    assert _corrected(1.0, [1.0, 1.0], True) == "1.000 (no spread)*"
+    assert _corrected(0.5, [0.25, 0.75], False).startswith("0.500 [0.250, 0.750]")

@@ -61,6 +61,8 @@ def _corrected(estimate: float | None, ci: list[float] | None, small: bool) -> s
     cut = "†" if any(x < 0 or x > 1 for x in figures) else ""
     shown = [_cut(x) for x in figures]
     interval = _ci(shown[1:]) if ci is not None else ""
+    if ci is not None and len(ci) == 2 and ci[0] == ci[1]:  # every label alike: no spread
+        interval = "(no spread)"  # the note below the table says why
     return f"{shown[0]:.3f} {interval}".rstrip() + cut + ("*" if small else "")
 
 
@@ -253,6 +255,11 @@ def _notes(c: Calibration) -> list[str]:
         notes.append(
             f"* fewer than {SMALL_N} labelled cases: a normal interval undercovers there,"
             " and ρ² and n_eff are not shown (label more cases before relying on it)"
+        )
+    if "(no spread)" in "".join(cells[8] for cells in _cells(c)):
+        notes.append(
+            "(no spread): the labelled cases' scores do not vary, so no interval can be"
+            " drawn — not a certainty; label cases the judge and physicians may differ on"
         )
     if "†" in "".join(cells[8] for cells in _cells(c)):
         notes.append(
