@@ -297,9 +297,9 @@ def test_fifty_thousand_lines_complete(batch_emulator_factory):
 
 
 def test_enqueued_token_limit(batch_emulator_factory, clock):
-    emu = batch_emulator_factory(latency=2.0, enqueued_token_limit=60)
+    emu = batch_emulator_factory(latency=2.0, enqueued_token_limit=200)
     c = client(emu)
-    first = submit(c, [line(i) for i in range(10)])  # ~3 tokens a line
+    first = submit(c, [line(i) for i in range(10)])  # ~10 tokens a line (chat format: 7 + text)
     clock.set(created_at(emu, first.id) + 2.0)  # in progress: its tokens are enqueued
     assert c.batches.retrieve(first.id).status == "in_progress"
     second = submit(c, [line(i) for i in range(20)])
@@ -749,3 +749,40 @@ def test_the_tokenizer_counts_a_text_of_any_length(batch_emulator):
     assert estimate_tokens("x" * 3_000_000) > 0  # no space to cut at: estimated, no error
     client = openai.OpenAI(api_key="k", base_url=batch_emulator.base_url, max_retries=0)
     assert client.models.list().data  # still answering
+
+
+def test_a_chat_request_is_billed_as_openais_cookbook_counts_it(batch_emulator):
+    """#62.4: the emulator counted a chat request's text only ("What is 1+1?": 7 tokens).
+    OpenAI's cookbook ("How to count tokens with tiktoken", num_tokens_from_messages)
+    counts 3 tokens a message, each of its values' tokens, 1 for a name, and 3 priming
+    the reply: 14 for that question alone. Held by the rule written out here, on the
+    real o200k tokenizer, through the SDK's own batch."""
+    bpe = pytest.importorskip("bpe_openai")
+    enc = bpe.get_encoding("o200k_base")
+
+    def cookbook(messages: list[dict]) -> int:  # the documented rule, plainly
+        n = 3
+        for message in messages:
+            n += 3
+            for key, value in message.items():
+                n += len(enc.encode_ordinary(value)) + (1 if key == "name" else 0)
+        return n
+
+    asked = [
+        [{"role": "user", "content": "What is 1+1?"}],
+        [
+            {"role": "system", "content": "You are a helpful assistant."},
+            {"role": "user", "content": "Dose of amoxicillin for otitis?", "name": "dr_a"},
+        ],
+    ]
+    assert cookbook(asked[0]) == 14
+    c = client(batch_emulator)
+    lines = [line(i) for i in range(len(asked))]
+    for body_line, messages in zip(lines, asked):
+        body_line["body"]["messages"] = messages
+    done = finish(batch_emulator, c, submit(c, lines).id)
+    billed = {
+        r["custom_id"]: r["response"]["body"]["usage"]["prompt_tokens"]
+        for r in records(c, done.output_file_id)
+    }
+    assert billed == {f"req-{i}": cookbook(m) for i, m in enumerate(asked)}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from .model import estimate_tokens, request_text, texts
+from .model import estimate_tokens, prompt_tokens, texts
 
 COMMON = {"model", "user", "metadata", "store", "service_tier", "stream", "stream_options"}
 SAMPLING = {"temperature", "top_p", "n", "stop", "presence_penalty", "frequency_penalty", "seed"}
@@ -152,9 +152,7 @@ def shape(
 ) -> dict[str, Any]:
     """The endpoint's reply body for a reply text ``content``, made at ``now``."""
     model, created = body.get("model"), int(now)
-    prompt = tokens(
-        "".join(texts(body.get("messages"))) + request_text(body) * ("messages" not in body)
-    )
+    prompt = prompt_tokens(body)
     out = tokens(content)
     if endpoint == "/v1/responses":
         return {

@@ -126,9 +126,30 @@ def request_text(body: dict[str, Any]) -> str:
 
 
 def prompt_tokens(body: dict[str, Any]) -> int:
-    messages = body.get("messages") or []
-    text = "".join(str(m.get("content", "")) for m in messages if isinstance(m, dict))
-    return estimate_tokens(text)
+    """A request's input tokens as OpenAI bills them: a chat request by the count OpenAI's
+    cookbook documents ("How to count tokens with tiktoken": 3 tokens a message, its
+    role's and content's tokens, 1 for a name, and 3 priming the reply: "What is 1+1?"
+    alone is 14, not its text's 7); any other request, its text."""
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return estimate_tokens(request_text(body))
+    total = 3  # every reply is primed with <|start|>assistant<|message|>
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        total += 3  # <|start|>{role}<|message|>{content}<|end|>
+        for key, value in message.items():
+            text = value if isinstance(value, str) else "".join(_texts(value))
+            if text:
+                total += len_tokens(text)
+            if key == "name":
+                total += 1
+    return total
+
+
+def len_tokens(text: str) -> int:
+    """A text's tokens, none for no text (a message's parts; a whole prompt is never 0)."""
+    return estimate_tokens(text) if text else 0
 
 
 # The judge system message's first line (bench.protocol's; the emulator imports nothing
