@@ -53,3 +53,22 @@ def test_many_more_seeds_keep_every_invariant(
 ):
     outcome = simulate(seed, batch_emulator_factory, clock, tmp_path, fixture_dir)
     record_property("simulation", as_property(outcome))
+
+
+@pytest.mark.parametrize("seed", _seeds(range(1, 5)), ids=lambda s: f"seed-{s}")
+def test_a_seeded_schedule_with_moves_keeps_one_home(
+    seed, batch_emulator_factory, clock, tmp_path, fixture_dir, record_property
+):
+    """The same schedules, with the run moved between two prefixes now and then while the
+    old cron still ticks the old place: one home, nothing bought twice."""
+    outcome = simulate(seed, batch_emulator_factory, clock, tmp_path, fixture_dir, moves=True)
+    record_property("simulation", as_property(outcome))
+
+
+@pytest.mark.soak
+@pytest.mark.parametrize("seed", _seeds(range(2000, 2012)), ids=lambda s: f"seed-{s}")
+def test_many_more_seeds_with_moves_keep_one_home(
+    seed, batch_emulator_factory, clock, tmp_path, fixture_dir, record_property
+):
+    outcome = simulate(seed, batch_emulator_factory, clock, tmp_path, fixture_dir, moves=True)
+    record_property("simulation", as_property(outcome))

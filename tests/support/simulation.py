@@ -30,6 +30,7 @@ from .providers import RIGS
 from .runs import duplicates, normalised
 
 URI = "s3://batchbench/sim"
+ELSEWHERE = "s3://batchbench/sim-moved"  # where a `move` takes the run, and back
 # Where a kill may land: each a failpoint of the engine (crash.py's, and the creates').
 KILLS = (
     "planned",
@@ -77,9 +78,16 @@ class Outcome:
         return f"seed {self.seed} ({self.provider}): {drawn or 'no faults'}"
 
 
-def simulate(seed: int, factory: Any, clock: Any, tmp_path: Path, fixture_dir: Path) -> Outcome:
-    """One seed's schedule, then the invariants (an AssertionError naming the seed)."""
+def simulate(
+    seed: int, factory: Any, clock: Any, tmp_path: Path, fixture_dir: Path, moves: bool = False
+) -> Outcome:
+    """One seed's schedule, then the invariants (an AssertionError naming the seed). With
+    ``moves``, a second stream of the seed moves the run between two prefixes of the bucket
+    from time to time, while the old cron still ticks the old place now and then (its
+    schedule otherwise the seed's own, unchanged)."""
     rng = random.Random(seed)
+    moving = random.Random(seed * 7919 + 1)
+    homes, home, moved = [URI, ELSEWHERE], 0, False
     provider = rng.choice(PROVIDERS)
     rig = RIGS[provider]
     out = Outcome(seed, provider)
@@ -112,6 +120,16 @@ def simulate(seed: int, factory: Any, clock: Any, tmp_path: Path, fixture_dir: P
     for _ in range(rng.randint(6, 16)):
         machine = rng.choice(machines)
         roll = rng.random()
+        if moves and moving.random() < 0.2:  # another machine moves the run
+            out.faults["moves"] += 1
+            move = ["move", rig.name(), "--jobs-dir", homes[home], "--to", homes[1 - home]]
+            proc = run_cli(*move, env=env, clock=machine)
+            out.steps.append(_checked(proc, "move", ok=(0, 2, 4)))
+            if proc.returncode == 0:
+                home, moved = 1 - home, True
+        if moves:  # most ticks find the run where it lives; the old cron, where it was
+            stale = moved and moving.random() < 0.2
+            args[args.index("--jobs-dir") + 1] = homes[1 - home if stale else home]
         if roll < 0.2:
             point = rng.choice(KILLS)
             out.faults["kills"] += 1
@@ -124,7 +142,7 @@ def simulate(seed: int, factory: Any, clock: Any, tmp_path: Path, fixture_dir: P
         elif roll < 0.3:
             status = ["status", rig.name(), "--jobs-dir", URI, "--json"]
             proc = run_cli(*status, env=env, clock=machine)
-            out.steps.append(_checked(proc, "status", ok=(0, 2)))
+            out.steps.append(_checked(proc, "status", ok=(0, 2, 4)))  # 4: moved away
         else:
             more = ["--resume-cancelled"] if cancelled and rng.random() < 0.5 else []
             proc = run_cli(*args, "--no-wait", *more, env=env, clock=machine)
@@ -134,6 +152,7 @@ def simulate(seed: int, factory: Any, clock: Any, tmp_path: Path, fixture_dir: P
             out.faults["clock jumps"] += 1
         clock.advance(jump)
     clock.advance(1200)  # every lease lapsed, every late create landed
+    args[args.index("--jobs-dir") + 1] = homes[home]
     more = ["--resume-cancelled"] if cancelled else []
     final = run_cli(*args, *more, env=env, clock=machines[0])
     assert final.returncode == 0, (out.said(), out.steps, final.stdout + final.stderr)
@@ -142,9 +161,23 @@ def simulate(seed: int, factory: Any, clock: Any, tmp_path: Path, fixture_dir: P
     emu.flush()
     made_twice, ran_twice = duplicates(emu.ledger())
     assert not made_twice and not ran_twice, (out.said(), made_twice, ran_twice, out.steps)
-    got = pull(URI, rig.name(), emulator_s3(emu), tmp_path / "pulled")
+    got = pull(homes[home], rig.name(), emulator_s3(emu), tmp_path / "pulled")
     assert normalised(got / rig.name()) == expected, (out.said(), out.steps)
+    if out.faults["moves"]:  # one home: the other place holds the move's note at most
+        _one_home(homes[1 - home], rig.name(), emu, out)
     return out
+
+
+def _one_home(uri: str, name: str, emu: Any, out: Outcome) -> None:
+    from batchbench.storage.objects import Objects, parse_bucket
+
+    from .buckets import variables
+
+    with variables(emulator_s3(emu)):
+        where = parse_bucket(uri)
+        assert where is not None
+        left = [k.rsplit("/", 1)[-1] for k in Objects(where).names(where.key(name) + "/")]
+    assert left in ([], ["moved.json"]), (out.said(), left, out.steps)
 
 
 def _kill(args: list[str], env: dict[str, str], machine: Any, point: str, nth: int) -> str:
