@@ -1,15 +1,13 @@
 """Starting, resuming and pricing runs from their options.
 
-The CLI parses options into :class:`RunOptions` and calls one function here.
-Everything that can refuse (options, the dataset, a conflicting resume, a
-service other than the run's, a model the service does not know, the cost
-cap) does so before a run folder or a batch exists.
+The CLI parses options into :class:`RunOptions` and calls one function here. Everything
+that can refuse (options, the dataset, a conflicting resume, a service other than the
+run's, a model a service does not know, the cost cap) does so before a run exists.
 """
 
 from __future__ import annotations
 
 import contextlib
-import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +26,8 @@ from .engine.resume import finished_note, reopen
 from .engine.runconfig import RunConfig, Selection, check_name, default_name
 from .engine.rundir import Run
 from .engine.services import (
+    check_answer_model,
+    check_group_models,
     connect_all,
     flex_note,
     new_services,
@@ -39,7 +39,6 @@ from .engine.settle import settle_owed
 from .engine.state import RunState, fold
 from .errors import ConfigError, RunLockedError
 from .kinds import Stage
-from .providers import ALIASES, resolve, routing_rule
 from .providers.base import Client, Service
 from .reporting import quiet
 from .scores.noise import write_noise
@@ -152,7 +151,7 @@ def execute_group(
     }:
         clients[judge[0]].check_models([judge[1]])
     if len(group) > 1:  # every model resolved and checked before anything is bought
-        _check_group(
+        check_group_models(
             clients,
             [(s["answers"], c.answer_model) for (s, _), (_, c, _) in zip(services, prepared)],
             pricing,
@@ -187,9 +186,8 @@ Prepared = tuple[Run, RunConfig, dict[str, Case]]
 
 
 def _finished_tick(prepared: list[Prepared], pricing: Pricing) -> list[RunResult] | None:
-    """A --no-wait tick of a group that has finished, and that no process advances: a
-    note per run, no service asked (a summary a killed tick never wrote, written); else
-    None."""
+    """A --no-wait tick of a finished group no process advances: a note per run, no
+    service asked (a summary a killed tick never wrote, written); else None."""
     states = [run.state(c.case_ids) if run.exists() else None for run, c, _ in prepared]
     pairs = list(zip(states, prepared))
     if not all(s is not None and s.finished(c.judge_passes) for s, (_, c, _) in pairs):
@@ -240,7 +238,7 @@ def _start(
     run, config, cases = made
     stages, changes = found
     try:  # before a word of a new run: a misspelt model is not one
-        _check_answer_model(clients, stages["answers"], config.answer_model)
+        check_answer_model(clients, stages["answers"], config.answer_model)
     except ConfigError as exc:
         if runs == 1:
             raise
@@ -264,8 +262,7 @@ def _start(
         if not options.no_wait:
             raise
         return RunResult(run, None, False, note=f"{exc}: nothing for this tick")
-    # Said once the run is this command's: a refusal (moved, locked, another
-    # configuration) is said alone, never after a word of a run it does not advance.
+    # Said once the run is this command's: a refusal (moved, locked, …) is said alone.
     say(f"{'RESUMING' if existed else 'NEW'} run {config.name!r} in {run.shown}")
     inside = where_requests_go(stages)
     if inside:
@@ -314,32 +311,9 @@ def _finish(member: Member, run: Run, config: RunConfig, pricing: Pricing) -> Ru
     return RunResult(run, summary, member.pipeline.done(), member.error)
 
 
-def _check_group(
-    clients: dict[Service, Client], models: list[tuple[Service, str]], pricing: Pricing
-) -> None:
-    """A group's answer models, each asked of its service before any run of the group
-    starts: one its service does not know stops the whole command, naming the routing
-    rule it fell under and the nearest known name — nothing bought for the others."""
-    for service, model in models:
-        try:
-            _check_answer_model(clients, service, model)
-        except ConfigError as exc:
-            known = [*pricing.models, *ALIASES]
-            near = difflib.get_close_matches(model, known, n=1, cutoff=0.75)
-            hint = f"; did you mean {near[0]!r}?" if near else ""
-            raise ConfigError(
-                f"{exc} ({routing_rule(model)}){hint}: nothing was started for any model of"
-                " this command"
-            ) from None
-
-
-def _check_answer_model(clients: dict[Service, Client], service: Service, model: str) -> None:
-    clients[service].check_models([resolve(model)])
-
-
 def _repair_summary(run: Run, config: RunConfig, state: RunState, pricing: Pricing) -> None:
-    """A finished run whose summary is missing (a tick killed after its last line, a
-    file deleted): written from its rows, under its lock — no service is asked."""
+    """A finished run's missing summary (a tick killed after its last line): written from
+    its rows, under its lock — no service is asked."""
     with contextlib.suppress(RunLockedError), run.lock():
         write_run_summary(run, config)
         write_report(run, state, config, pricing)

@@ -32,19 +32,8 @@ HEADER = (
     "ρ²",
     "n_eff",
 )
-WIDTHS = (
-    26,
-    4,
-    5,
-    5,
-    5,
-    6,
-    23,
-    10,
-    25,
-    5,
-    6,
-)  # the text table's columns (right-aligned but the first)
+# the text table's columns (right-aligned but the first)
+WIDTHS = (26, 4, 5, 5, 5, 6, 23, 10, 25, 5, 6)
 
 
 def _cut(value: float) -> float:

@@ -14,12 +14,14 @@ records the one it uses.
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
 from .. import providers
 from ..clock import SYSTEM, Clock
+from ..costs.pricing import Pricing
 from ..errors import ConfigError
 from ..kinds import STAGES, Stage
 from ..providers.base import Client, Provider, Service
@@ -216,3 +218,27 @@ def where_requests_go(stages: Mapping[Stage, Service]) -> str | None:
     return f"{where} ({cloud.label} does not serve judges" + (
         f"; {agreed} keeps them under an agreement too)" if agreed else ")"
     )
+
+
+def check_group_models(
+    clients: dict[Service, Client], models: list[tuple[Service, str]], pricing: Pricing
+) -> None:
+    """A group's answer models, each asked of its service before any run of the group
+    starts: one its service does not know stops the whole command, naming the routing
+    rule it fell under and the nearest known name — nothing bought for the others."""
+    for service, model in models:
+        try:
+            check_answer_model(clients, service, model)
+        except ConfigError as exc:
+            known = [*pricing.models, *providers.ALIASES]
+            near = difflib.get_close_matches(model, known, n=1, cutoff=0.75)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            raise ConfigError(
+                f"{exc} ({providers.routing_rule(model)}){hint}: nothing was started for any"
+                " model of this command"
+            ) from None
+
+
+def check_answer_model(clients: dict[Service, Client], service: Service, model: str) -> None:
+    """The model as its service knows it, asked of the service (one line if it does not)."""
+    clients[service].check_models([providers.resolve(model)])

@@ -102,8 +102,8 @@ class Submitter:
         self.run = run
         self.create_wait = create_wait  # the user's bound on a create's landing, if given
         self.look_every = look_every  # while a create may still land: a look this often
-        # Who this is, for the clock its waits are on: the clock's own machine where it
-        # says (a test's machines, minutes apart, on one fake clock), else this host's.
+        # Whose clock its waits are on: the clock's machine where it says (a test's, minutes
+        # apart on one fake clock), else this host's.
         self.machine: str = getattr(clock, "machine", None) or this_machine()
         self.config = config
         self.providers = providers
@@ -243,8 +243,7 @@ class Submitter:
         )
 
     def _look_for_landing(self, sub: Submission, known: set[str]) -> bool:
-        """While a create of unknown outcome may still land: look for its batch once a
-        poll; True when something was found (adopted, or candidates)."""
+        """A look once a poll while a create may still land; True when one found a batch."""
         now = self.clock.time()
         if now - self._looked.get(sub.id, float("-inf")) < self.look_every:
             return False

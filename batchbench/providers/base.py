@@ -1,13 +1,12 @@
 """The provider seam: what a batch service must do for a run, as two protocols and plain records.
 
-A provider has two halves. Its :class:`Wire` is offline and needs no SDK: how a
-neutral :class:`Prompt` is rendered into the service's request body, the
-request ids, the request file's lines and rules, and how downloaded result
-files read into the one frame :mod:`batchbench.engine.collection` consumes. Its
-:class:`Client` speaks to the service through the official SDK: upload (or
-not), create, find a batch again after a crash, poll, cancel, download. The
-pipeline, journal, progress and report read only these records, never a
-service's own vocabulary, so a provider is one module pair behind this seam.
+A provider has two halves. Its :class:`Wire` is offline and needs no SDK: how a neutral
+:class:`Prompt` is rendered into the service's request body, the request ids, the request
+file's lines and rules, and how downloaded result files read into the one frame
+:mod:`batchbench.engine.collection` consumes. Its :class:`Client` speaks to the service
+through the official SDK: upload (or not), create, find a batch again after a crash,
+poll, cancel, download. The pipeline, journal, progress and report read only these
+records, never a service's own vocabulary: a provider is one module pair behind this seam.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from ..bench.protocol import Prompt
 from ..errors import ApiError
@@ -31,17 +30,14 @@ if TYPE_CHECKING:
     from .one_by_one import CallKind, Calls
 
 
-# How long a create may stay on its way after its caller gave up, where a service does
-# not keep creates unique: no service documents it, and no front door is expected to
-# hold a request longer than the SDKs themselves wait for one ("By default requests
-# time out after 10 minutes": the openai-python and anthropic-sdk-python READMEs).
+# How long a create may still land after its caller gave up: undocumented by any service;
+# no front door holds a request longer than the SDKs wait ("By default requests time out
+# after 10 minutes": the openai-python and anthropic-sdk-python READMEs).
 LANDS_WITHIN = 600.0
 
-# A service's clock may be this far behind ours — or behind the clock of whichever
-# machine stamped the run's journal (a team's run in a bucket is ticked by several, each
-# minutes off: a machine 700 s ahead made a look miss a batch its create had made): a
-# batch looked for after a crash, or polled by a walk of the list, is looked for from
-# this long before the journal's time.
+# A service's clock may be this far behind the clock that stamped the journal (a run in
+# a bucket is ticked by machines minutes apart: one 700 s ahead missed its own batch): a
+# batch is looked for, or polled by a walk of the list, from this long before.
 CLOCK_SKEW = 3600.0
 
 
@@ -283,10 +279,9 @@ class Client(Protocol):
 
     service: Service
     marks: Marks
-    # How long after a create of unknown outcome (:func:`~batchbench.errors.may_land_later`)
-    # the create may still reach the service and make a batch: no second create before
-    # then. 0 where a second create cannot make a second batch (an id or token the run
-    # chooses, which the service keeps unique).
+    # How long a create of unknown outcome (:func:`~batchbench.errors.may_land_later`) may
+    # still make a batch: no second create before. 0 where the service keeps creates
+    # unique (an id or token the run chooses).
     lands_within: float
 
     def check_models(self, models: Iterable[str]) -> None: ...
@@ -377,24 +372,6 @@ def timestamp(value: Any, where: str) -> float | None:
         with contextlib.suppress(ValueError):
             return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
     raise ApiError(f"{where}: its created_at {str(value)[:40]!r} is not a timestamp")
-
-
-class Marked(Generic[T]):
-    """A run's marked batches on a service (submission → the service's record), kept
-    between looks: the first look walks the list back to the run's start, each later one
-    only back to the previous look's (less :data:`CLOCK_SKEW`)."""
-
-    def __init__(self) -> None:
-        self._runs: dict[str, tuple[float, dict[str, T]]] = {}
-
-    def index(
-        self, run_id: str, since: float, now: float, walk: Callable[[str, float], dict[str, T]]
-    ) -> dict[str, T]:
-        last, found = self._runs.get(run_id, (None, {}))
-        floor = (since if last is None else max(since, last)) - CLOCK_SKEW
-        merged = {**found, **walk(run_id, floor)}  # the newer walk's word wins
-        self._runs[run_id] = (now, merged)
-        return merged
 
 
 def cancel_unless_ended(

@@ -34,7 +34,6 @@ from .base import (
     LANDS_WITHIN,
     BatchError,
     BatchView,
-    Marked,
     Marks,
     Service,
     Tag,
@@ -43,6 +42,7 @@ from .base import (
 )
 from .downloads import verbatim
 from .google_errors import genai_errors
+from .marked import Marked
 from .one_by_one import CallKind, Calls
 from .retry import Retrier
 from .spec import ClientContext

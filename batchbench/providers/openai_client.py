@@ -30,7 +30,6 @@ from .base import (
     LANDS_WITHIN,
     BatchError,
     BatchView,
-    Marked,
     Marks,
     Service,
     Tag,
@@ -39,6 +38,7 @@ from .base import (
     walk_list,
 )
 from .http_errors import one_line
+from .marked import Marked
 from .one_by_one import CallKind, Calls
 from .openai_flex import flex_calls
 from .openai_wire import ENDPOINT

@@ -126,11 +126,9 @@ def stage_status(state: RunState, stage: Stage) -> StageStatus:
         elif sub.in_flight and view is not None and view.total:
             ran = f" ({sub.ran} ran before, billed)" if sub.ran > view.done else ""
             running.append(f"{sub.id} {sub.word}: {view.lines_text}{ran}")
-        elif sub.terminal and not sub.collected and sub.ran:
-            running.append(
-                f"{sub.id} {sub.word}: {sub.ran} of its {len(sub.lines)} lines ran (billed),"
-                " not collected yet: the run's next `run` collects them"
-            )
+        elif sub.terminal and not sub.collected and sub.ran:  # billed, not yet collected
+            said = f"{sub.ran} of its {len(sub.lines)} lines ran (billed), not collected yet"
+            running.append(f"{sub.id} {sub.word}: {said}: the run's next `run` collects them")
         elif sub.batch_id is None and sub.candidates:
             running.append(
                 f"{sub.id} unconfirmed: one of {', '.join(sub.candidates)} (a lost create;"
@@ -175,17 +173,14 @@ def flex_record(state: RunState, config: RunConfig, pricing: Pricing) -> FlexRec
     return {"sent": sent, "finished": finished, "batch_usd": cost}
 
 
-def projected_cost(
-    state: RunState, cost: RunCost, judge_passes: int
-) -> dict[str, float | None] | None:
-    """What each stage will have cost when done, at its cost per request so far (None
-    for a stage with no priced request yet), and the total once every stage has one;
-    None when no stage has anything to go by."""
+def projected_cost(state: RunState, cost: RunCost, passes: int) -> dict[str, float | None] | None:
+    """What each stage will have cost when done, at its cost per request so far (None for a
+    stage with no priced request yet), the total once every stage has one; None if none."""
     out: dict[str, float | None] = {}
     for stage in STAGES:
         spent = cost["stages"][stage]
         requests, usd_ = spent.get("requests", 0), spent["batch_usd"]
-        expected = state.progress(stage).total * (judge_passes if stage == "judges" else 1)
+        expected = state.progress(stage).total * (passes if stage == "judges" else 1)
         out[stage] = (
             None if not requests or usd_ is None else usd_ / requests * max(requests, expected)
         )
@@ -258,8 +253,7 @@ def run_status(
         out["judge_service"] = service
     if run.summary_path.exists() or run.summary_path.is_symlink():
         summary = read_summary(run.summary_path)
-        # Checked against the journal's count of the cases it summarises (status reads no
-        # rows): a summary left stale by rows written since states no figure here.
+        # Checked against the journal's count of its cases: a stale summary states nothing.
         scored = sum(1 for c in state.cases.values() if c.final == "scored")
         errors = sum(1 for c in state.cases.values() if c.final == "error")
         if (summary["completed_cases"], summary["errors"]) == (scored, errors):
