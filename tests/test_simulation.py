@@ -47,7 +47,7 @@ def test_a_seeded_schedule_of_faults_keeps_every_invariant(
 
 
 @pytest.mark.soak
-@pytest.mark.parametrize("seed", _seeds(range(1000, 1024)), ids=lambda s: f"seed-{s}")
+@pytest.mark.parametrize("seed", _seeds(range(1000, 1012)), ids=lambda s: f"seed-{s}")
 def test_many_more_seeds_keep_every_invariant(
     seed, batch_emulator_factory, clock, tmp_path, fixture_dir, record_property
 ):
@@ -66,7 +66,7 @@ def test_a_seeded_schedule_with_moves_keeps_one_home(
 
 
 @pytest.mark.soak
-@pytest.mark.parametrize("seed", _seeds(range(2000, 2012)), ids=lambda s: f"seed-{s}")
+@pytest.mark.parametrize("seed", _seeds(range(2000, 2006)), ids=lambda s: f"seed-{s}")
 def test_many_more_seeds_with_moves_keep_one_home(
     seed, batch_emulator_factory, clock, tmp_path, fixture_dir, record_property
 ):
