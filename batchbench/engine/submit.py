@@ -189,15 +189,11 @@ class Submitter:
         except NoRoom as exc:  # definite, nothing made: wait for a job to end
             self._no_room(sub, exc)
             return True
-        except TransientApiError as exc:
+        except (TransientApiError, FileNotYetVisible) as exc:
             _failpoints.hit("create_unanswered")  # sent, no answer, nothing journaled yet
             if may_land_later(exc) and self.lands_within(sub) > 0:
                 self._unanswered(sub, str(exc), self.clock.time())
                 return True
-            self.record(CreateFailed(sub=sub.id, reason=str(exc)))
-            self._ambiguous(sub, exc)
-            return True
-        except FileNotYetVisible as exc:
             self.record(CreateFailed(sub=sub.id, reason=str(exc)))
             self._ambiguous(sub, exc)
             return True
