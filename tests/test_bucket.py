@@ -693,3 +693,22 @@ def test_a_corrupt_journal_object_is_named_in_the_bucket_not_in_a_removed_folder
     proc = run_cli("status", "ans-model", "--jobs-dir", uri, env=variables)
     assert_one_line_error(proc, f"s3://batchbench/{segment}: line 2 is corrupt")
     assert "batchbench-bucket-" not in proc.stderr  # no working folder named
+
+
+def test_a_skewed_taker_is_refused_on_an_s3_nobody_here_wrote(moto_url, tmp_path):
+    """#61.2's witness beyond our emulator: on moto's S3, whose Last-Modified is its own
+    clock, a machine 700 s ahead (or behind) reads a fresh lease as alive."""
+    from support.buckets import variables
+
+    from batchbench.errors import RunLockedError
+    from batchbench.storage.lease import Lease
+    from batchbench.storage.objects import Objects, parse_bucket
+
+    with variables({**AWS, "AWS_ENDPOINT_URL_S3": moto_url}):
+        objects = Objects(parse_bucket(f"s3://team/{tmp_path.name}"))
+    prefix = f"{tmp_path.name}/run/lease"
+    Lease(objects, prefix, "run").take()
+    for skew in (700.0, -700.0):
+        taker = Lease(objects, prefix, "run", lambda s=skew: time.time() + s)
+        with pytest.raises(RunLockedError, match="being advanced by another machine"):
+            taker.take()
