@@ -9,15 +9,20 @@ is a second payment too, unless the user asks for it with --resend-unknown).
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
 from collections import Counter
 
 import pytest
-from support.cli import run_cli
+from support.cli import REPO, run_cli
 from support.providers import RIGS
 from support.runs import normalised, rows_of
 
 from batchbench._failpoints import Crash
+from batchbench.emulator import SystemClock
 
 OPENAI = RIGS["openai"]
 SLOW = 1000.0  # seconds a batch's lines take to run, on the emulator's clock
@@ -70,6 +75,51 @@ def test_a_folder_copied_while_its_tail_runs_on_flex_pays_nothing_twice(
     for args in runs if first == "original" else runs[::-1]:
         proc = run_cli(*args, env=OPENAI.env(emu))
         assert proc.returncode == 1, proc.stderr  # the call the crash cut short: unknown
+    _paid_once(emu)
+    assert normalised(jobs / OPENAI.name()) == normalised(jobs / "copy")
+
+
+def test_a_folder_copied_while_its_flex_tail_runs_waits_for_the_original(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    """#61.11: the copy resumed *while* the original still runs its flex tail. A real
+    process stops itself just after a flex call was paid, before its answer is journaled;
+    the folder is copied then, and the copy is run: it is refused in one line (the run's
+    token lock), buying nothing. The original goes on to its end; the copy then runs and
+    adopts what the original bought. Each request executes once on the service's ledger.
+    The stuck-tail anomaly holds the batch's last lines back, so the tail is cut whatever
+    the machine's speed; the test waits on the stop (waitpid), on no clock."""
+    emu = batch_emulator_factory(latency=0.05, clock=SystemClock())
+    emu.store.settings.anomalies = {"stuck-tail": 0.05}
+    emu.store.settings.flex_busy = 0.0
+    argv = OPENAI.args(emu, tmp_path, fixture_dir, "--limit", "40", cap=40)
+    argv += ["--poll-interval", "0.2", "--tail-flex", "0.5"]
+    original = subprocess.Popen(
+        [sys.executable, "-m", "batchbench", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **OPENAI.env(emu), "BATCHBENCH_FAILPOINT": "flexed:1:stop"},
+        cwd=REPO,
+    )
+    try:
+        _, status = os.waitpid(original.pid, os.WUNTRACED)  # paid, not yet journaled
+        assert os.WIFSTOPPED(status)
+        jobs = tmp_path / "jobs"
+        shutil.copytree(jobs / OPENAI.name(), jobs / "copy")
+        paid = len(emu.ledger()["executions"])
+        proc = run_cli(*argv, "--run", "copy", env=OPENAI.env(emu))
+        said = " ".join(proc.stderr.split())
+        assert proc.returncode != 0 and "holds the same run as" in said, said
+        assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in said
+        assert len(emu.ledger()["executions"]) == paid  # the copy bought nothing
+    finally:
+        os.kill(original.pid, signal.SIGCONT)
+        out, err = original.communicate(timeout=120)
+    assert original.returncode == 0, err
+    assert [e for e in emu.ledger()["executions"] if e["batch_id"] == "flex"]
+    proc = run_cli(*argv, "--run", "copy", env=OPENAI.env(emu))
+    assert proc.returncode == 0, proc.stderr
     _paid_once(emu)
     assert normalised(jobs / OPENAI.name()) == normalised(jobs / "copy")
 

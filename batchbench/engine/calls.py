@@ -176,15 +176,19 @@ class CallRunner:
 
     def _adopt(self, sub: Submission, rids: Sequence[str]) -> None:
         """What another folder of the run, or an older batchbench's files beside the
-        request file, knows of these calls, journaled here before anything is sent."""
+        request file, knows of these calls, journaled here before anything is sent. A
+        call open here (a copy taken while the original waited for its answer) takes the
+        answer another folder journaled since: it is not lost, nor sent again."""
         legacy_open, legacy_done = self._legacy(sub)
         st = self.state()
         for rid in rids:
-            if rid in st.calls_open or rid in st.calls_done:
+            if rid in st.calls_done:
                 continue
-            if rid in self.others.done:
+            if rid in self.others.done:  # answered there, even one left open here
                 reply, where = self.others.done[rid]
                 self.record(CallAnswered(sub=sub.id, rid=rid, reply=reply, adopted_from=where))
+            elif rid in st.calls_open:
+                continue
             elif rid in legacy_done:
                 self.record(CallAnswered(sub=sub.id, rid=rid, reply=legacy_done[rid]))
             elif rid in self.others.open:
