@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from . import _failpoints
 from .bench import protocol
 from .bench.dataset import Case, load_dataset, select_cases
-from .bench.results import order_and_read_for_summary
 from .costs.pricing import Pricing, load_pricing
 from .engine.dryrun import DryRun, MaxCost, plan
 from .engine.events import ServiceSet
@@ -36,14 +34,14 @@ from .engine.services import (
     where_requests_go,
 )
 from .engine.settle import settle_owed
-from .engine.state import RunState, fold
+from .engine.state import fold
 from .errors import ConfigError, RunLockedError
+from .finished import Prepared, RunResult, finished_group, write_run_summary
 from .kinds import Stage
 from .providers.base import Client, Service
 from .reporting import quiet
 from .scores.noise import write_noise
-from .scores.summary import DEFAULT_SAMPLES, Summary, check_samples, summarize
-from .scores.summary_file import write_summary
+from .scores.summary import DEFAULT_SAMPLES, Summary, check_samples
 from .views.status import write_report
 
 __all__ = ["RunOptions", "dry_run", "execute", "execute_group", "prepare"]
@@ -96,15 +94,6 @@ def prepare(
     return run, config, {c["case_id"]: c for c in selected}
 
 
-@dataclass
-class RunResult:
-    run: Run
-    summary: Summary | None
-    complete: bool
-    error: str | None = None  # why this run was set aside (in a group of several)
-    note: str | None = None  # a --no-wait tick that had nothing to do, and why
-
-
 def execute(
     options: RunOptions,
     *,
@@ -134,10 +123,9 @@ def execute_group(
     shared = GroupOptions.of(group)
     prepared = [prepare(options) for options in group]
     pricing = load_pricing(shared.pricing)
-    if shared.no_wait:  # a cron tick of a group that has finished asks no service
-        finished = _finished_tick(prepared, pricing)
-        if finished is not None:
-            return finished
+    finished = finished_group(group, prepared, pricing)  # asks no service
+    if finished is not None:
+        return finished
     if shared.max_cost is not None:
         _check_cost(group, prepared, pricing, shared.max_cost)
     services = [
@@ -180,28 +168,6 @@ def execute_group(
                 results.append(_finish(member, run, config, pricing))
     order = [run.root for run, _, _ in prepared]
     return sorted(results, key=lambda r: order.index(r.run.root))
-
-
-Prepared = tuple[Run, RunConfig, dict[str, Case]]
-
-
-def _finished_tick(prepared: list[Prepared], pricing: Pricing) -> list[RunResult] | None:
-    """A --no-wait tick of a finished group no process advances: a note per run, no
-    service asked (a summary a killed tick never wrote, written); else None."""
-    states = [run.state(c.case_ids) if run.exists() else None for run, c, _ in prepared]
-    pairs = list(zip(states, prepared))
-    if not all(s is not None and s.finished(c.judge_passes) for s, (_, c, _) in pairs):
-        return None
-    if any(_busy(run) for run, _, _ in prepared):
-        return None
-    for (run, config, _), state in zip(prepared, states):
-        if state is not None and not run.summary_path.is_file():
-            _repair_summary(run, config, state, pricing)
-    return [
-        RunResult(run, None, True, note=finished_note(run, config, state))
-        for (run, config, _), state in zip(prepared, states)
-        if state is not None
-    ]
 
 
 def _services(
@@ -311,23 +277,6 @@ def _finish(member: Member, run: Run, config: RunConfig, pricing: Pricing) -> Ru
     return RunResult(run, summary, member.pipeline.done(), member.error)
 
 
-def _repair_summary(run: Run, config: RunConfig, state: RunState, pricing: Pricing) -> None:
-    """A finished run's missing summary (a tick killed after its last line): written from
-    its rows, under its lock — no service is asked."""
-    with contextlib.suppress(RunLockedError), run.lock():
-        write_run_summary(run, config)
-        write_report(run, state, config, pricing)
-
-
-def _busy(run: Run) -> bool:
-    """Whether another process is advancing the run (it may be redoing its errors)."""
-    try:
-        with run.lock():
-            return False
-    except RunLockedError:
-        return True
-
-
 def _check_cost(
     group: list[RunOptions],
     prepared: list[tuple[Run, RunConfig, dict[str, Case]]],
@@ -339,18 +288,6 @@ def _check_cost(
     refusal = cost_refusal(plans, max_cost)
     if refusal:
         raise ConfigError(f"{refusal}; nothing was submitted")
-
-
-def write_run_summary(run: Run, config: RunConfig) -> Summary | None:
-    """Summarise a run's rows as the reference would, into its private summary file."""
-    if not run.results_path.exists():
-        return None
-    rows = order_and_read_for_summary(run.results_path, config.case_ids)
-    summary = summarize(
-        rows, expected_case_ids=config.case_ids, dataset_sha256=config.dataset_sha256
-    )
-    write_summary(run.summary_path, summary, mode=0o600)
-    return summary
 
 
 def make_plan(

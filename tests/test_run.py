@@ -384,3 +384,26 @@ def test_a_finished_runs_tick_asks_no_service(batch_emulator_factory, tmp_path, 
     assert again.returncode == 0, again.stderr
     assert summary.read_bytes() == written
     assert run_cli("report", "ans-model", "--jobs-dir", str(tmp_path / "jobs")).returncode == 0
+    # #61.11: a plain run of it too (the service still down) shows its summary, exit 0
+    plain = run_cli(*argv, env=env())
+    assert plain.returncode == 0, plain.stderr
+    assert "overall (macro)" in plain.stdout and not plain.stderr
+    assert summary.read_bytes() == written
+
+
+def test_a_finished_groups_plain_run_asks_no_service(batch_emulator_factory, tmp_path, fixture_dir):
+    """#61.11: a finished group's command run again with the service down exited 5 (its
+    model look-up); it shows each run's summary and the leaderboard, exit 0. (A failed
+    case is still a plain run's to redo: test_reference_edges.)"""
+    emu = batch_emulator_factory()
+    argv = run_args(emu, tmp_path, fixture_dir, "--limit", "4")
+    del argv[argv.index("--run") : argv.index("--run") + 2]
+    at = argv.index("--answer-model")
+    argv[at : at + 2] = ["--answer-model", "ans-model", "--answer-model", "gpt-5.4-mini"]
+    first = run_cli(*argv, env=env())
+    assert first.returncode == 0, first.stderr
+    emu.stop()
+    again = run_cli(*argv, env=env())
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.count("overall (macro)") == 2 and "leaderboard" in again.stdout
+    assert again.stdout.split("leaderboard")[1] == first.stdout.split("leaderboard")[1]
