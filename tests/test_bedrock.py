@@ -242,6 +242,31 @@ def test_the_role_and_the_s3_location_may_be_given_as_options(
     }
 
 
+def test_a_fixed_role_or_a_new_s3_location_is_not_a_service_move(
+    batch_emulator, tmp_path, fixture_dir
+):
+    """#61.11: a run submitted under one role and S3 location, resumed with the role fixed
+    and another location: the jobs live in the account and region (each keeps its own
+    role and output), so the resume is not refused as a move; it collects the jobs made
+    before, buys nothing twice, and makes new jobs with what it is given now. The region
+    (the endpoint) is still where the jobs live: another is refused."""
+    emu = batch_emulator
+    argv = BEDROCK.args(emu, tmp_path, fixture_dir, "--limit", "2")
+    first = run_cli(*argv, "--no-wait", env=BEDROCK.env(emu))
+    assert first.returncode == 3, first.stderr  # submitted, not done
+    made = len(emu.ledger()["batches"])
+    role = "arn:aws:iam::123456789012:role/the-fixed-one"
+    env = {**BEDROCK.env(emu), "BEDROCK_ROLE_ARN": role, "BATCHBENCH_S3_URI": "s3://batchbench/b"}
+    proc = run_cli(*argv, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "--move-service" not in proc.stderr
+    assert_no_duplicates(emu)
+    assert len(emu.ledger()["batches"]) > made  # the judges' jobs: made now, as told
+    run = json.loads((tmp_path / "jobs" / BEDROCK.name() / "run.json").read_text())
+    journal = (tmp_path / "jobs" / BEDROCK.name() / "journal.jsonl").read_text()
+    assert role in journal and run["services"]["answers"]["account"]["BEDROCK_ROLE_ARN"] != role
+
+
 @pytest.mark.parametrize(
     "change,said",
     [

@@ -98,16 +98,21 @@ def run_services(
         stored_account = config.account(state, stage)
         current = providers.account_from_env(name, _environment(settings))
         account = current if stored_account is None else stored_account
-        if stored_account is not None and stored_account != current:
+        lives, lives_now = (
+            providers.where_batches_live(name, a) for a in (stored_account or (), current)
+        )
+        if stored_account is not None and lives != lives_now:
             account = _differs(
                 config.name,
-                f"{stage} batches under {providers.account_text(stored_account)}",
-                f"the environment says {providers.account_text(current)}",
+                f"{stage} batches under {providers.account_text(lives)}",
+                f"the environment says {providers.account_text(lives_now)}",
                 stored_account,
                 current,
                 move=move,
                 say=say,
             )
+        elif stored_account is not None and say is None:  # a new role, a new S3 location
+            account = current
         if url != stored or account != stored_account:
             changes.append(
                 ServiceSet(stage=stage, provider=name, base_url=url, account=dict(account))

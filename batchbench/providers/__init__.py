@@ -221,6 +221,13 @@ def account_from_env(name: str, env: Mapping[str, str] = os.environ) -> Account:
     return tuple((v, env[v]) for v in spec(name).account_variables if env.get(v))
 
 
+def where_batches_live(name: str, account: Account) -> Account:
+    """The part of an account that says where the batches live: a change there moves
+    the run; a change in the rest (:attr:`ProviderSpec.movable_variables`) does not."""
+    movable = spec(name).movable_variables
+    return tuple((k, v) for k, v in account if k not in movable)
+
+
 def account_text(account: Account) -> str:
     """``FIREWORKS_ACCOUNT_ID=acme``, or ``the key's default account`` when none is set."""
     return ", ".join(f"{k}={v}" for k, v in account) or "the key's default account"

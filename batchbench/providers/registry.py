@@ -239,6 +239,7 @@ BEDROCK = ProviderSpec(
     default_base_url="",
     base_url_hint="Bedrock's control-plane endpoint (https://bedrock.REGION.amazonaws.com)",
     account_variables=("BEDROCK_ROLE_ARN", "BATCHBENCH_S3_URI"),
+    movable_variables=("BEDROCK_ROLE_ARN", "BATCHBENCH_S3_URI"),  # each job keeps its own
     flags=(
         Flag("BEDROCK_ROLE_ARN", "--bedrock-role", "ARN", "The service role Bedrock jobs run as"),
         Flag(

@@ -82,6 +82,10 @@ class ProviderSpec:
     # The variables naming the account a key works in (where the batches live within
     # the service): part of the service a run remembers.
     account_variables: tuple[str, ...] = ()
+    # Of those, the ones a resume may change without moving the run: how new batches are
+    # made (the role a job runs as, where its files go), not where batches live — a job
+    # keeps its own role and output location, and is listed by the account.
+    movable_variables: tuple[str, ...] = ()
     # May serve the judge stage: every service whose API can hold the judge request (the
     # reference judges on OpenAI only; see :func:`batchbench.providers.judge_note`).
     judges: bool = True
