@@ -26,6 +26,7 @@ from .engine.rundir import Run
 from .engine.services import (
     check_answer_model,
     check_group_models,
+    check_on_demand,
     connect_all,
     flex_note,
     new_services,
@@ -210,6 +211,8 @@ def _start(
             raise
         say(f"error: run {config.name!r} not started: {exc}")
         return RunResult(run, None, False, str(exc))
+    if options.settings.on_demand_remainder:
+        check_on_demand(clients, stages, config)
     existed = run.exists()
     run.make_folder()
     _failpoints.hit("locking")  # the run read, its lock not yet taken

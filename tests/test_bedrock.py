@@ -242,6 +242,56 @@ def test_the_role_and_the_s3_location_may_be_given_as_options(
     }
 
 
+def test_a_silent_s3_endpoint_is_named_as_s3s_not_bedrocks(
+    batch_emulator, tmp_path, fixture_dir, monkeypatch
+):
+    """#61.11: S3 at an address that takes the connection and never answers was blamed
+    on the Bedrock endpoint after minutes; the pre-flight names S3's endpoint and its
+    variable after one short attempt, before anything is bought."""
+    import socket
+
+    from batchbench.providers import retry
+
+    monkeypatch.setattr(retry, "PREFLIGHT_TIMEOUT", 0.5)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # takes connections (the kernel's backlog), never answers
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        env = {**BEDROCK.env(batch_emulator), "AWS_ENDPOINT_URL_S3": url}
+        argv = BEDROCK.args(batch_emulator, tmp_path, fixture_dir, "--limit", "2")
+        proc = run_cli(*argv, env=env)
+    assert_one_line_error(proc, "took the connection but sent no answer")
+    said = proc.stderr
+    assert url in said and "AWS_ENDPOINT_URL_S3" in said and "AWS_ENDPOINT_URL_BEDROCK" not in said
+    assert not batch_emulator.ledger()["batches"]
+
+
+def test_the_on_demand_endpoint_is_reached_before_anything_is_paid(
+    batch_emulator, tmp_path, fixture_dir
+):
+    """#61.11: with --on-demand-remainder, a runtime endpoint that is not there was found
+    only when the remainder was sent, after the jobs; it is named before anything is
+    bought, by a free CountTokens call (boto3's own, against the face), which the
+    service's ledger does not bill."""
+    import socket
+
+    emu = batch_emulator
+    rig = BEDROCK.__class__(**{**BEDROCK.__dict__, "emulator": {"bedrock_min_records": 100}})
+    argv = [*rig.args(emu, tmp_path, fixture_dir, "--limit", "2"), "--on-demand-remainder"]
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        nobody = f"http://127.0.0.1:{free.getsockname()[1]}"  # closed once the block ends
+    env = {**rig.env(emu), "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": nobody}
+    proc = run_cli(*argv, env=env)
+    assert_one_line_error(proc, "reach the on-demand endpoint")
+    assert nobody in proc.stderr
+    assert not emu.ledger()["batches"] and not emu.ledger()["executions"]
+    proc = run_cli(*argv, env=rig.env(emu))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    runtime = [e for e in emu.ledger()["executions"] if e["provider"] == "bedrock-runtime"]
+    assert len(runtime) == 2  # the two records, on demand; the probe billed nothing
+
+
 def test_a_fixed_role_or_a_new_s3_location_is_not_a_service_move(
     batch_emulator, tmp_path, fixture_dir
 ):

@@ -110,3 +110,29 @@ def test_a_jobs_manifest_counts_its_tokens(aws, batch_emulator):
     assert manifest["successRecordCount"] == 100
     assert manifest["inputTokenCount"] == sum(u["input_tokens"] for u in usage) > 0
     assert manifest["outputTokenCount"] == sum(u["output_tokens"] for u in usage) > 0
+
+
+def test_count_tokens_counts_what_invoke_bills_and_bills_nothing(aws, batch_emulator):
+    """CountTokens as boto3 sends it (its body a blob, base64 in JSON): the input tokens
+    an InvokeModel of the same body reports, AWS's documented promise ("will match the
+    token count that would be charged"), with nothing executed; a body that is not a
+    Messages request is a ValidationException."""
+    runtime = boto3.session.Session(region_name="us-east-1").client(
+        "bedrock-runtime", config=Config(retries={"total_max_attempts": 1})
+    )
+    model = "anthropic.claude-opus-5-v1:0"
+    body = {
+        "anthropic_version": "bedrock-2023-05-31",
+        "max_tokens": 16,
+        "system": "You are a careful clinician.",
+        "messages": [{"role": "user", "content": "Which dose of amoxicillin for a child?"}],
+    }
+    counted = runtime.count_tokens(
+        modelId=model, input={"invokeModel": {"body": json.dumps(body).encode()}}
+    )["inputTokens"]
+    assert not batch_emulator.ledger()["executions"]
+    reply = json.loads(runtime.invoke_model(modelId=model, body=json.dumps(body))["body"].read())
+    assert counted == reply["usage"]["input_tokens"] > 0
+    with pytest.raises(ClientError) as refused:
+        runtime.count_tokens(modelId=model, input={"invokeModel": {"body": b"{}"}})
+    assert refused.value.response["Error"]["Code"] == "ValidationException"

@@ -247,3 +247,14 @@ def check_group_models(
 def check_answer_model(clients: dict[Service, Client], service: Service, model: str) -> None:
     """The model as its service knows it, asked of the service (one line if it does not)."""
     clients[service].check_models([providers.resolve(model)])
+
+
+def check_on_demand(
+    clients: Mapping[Service, Client], stages: Mapping[Stage, Service], config: RunConfig
+) -> None:
+    """With ``--on-demand-remainder``: the endpoint each stage's on-demand calls go to is
+    reached before anything is paid (:attr:`~batchbench.providers.one_by_one.Calls.check`)."""
+    for stage, service in stages.items():
+        calls = clients[service].calls("ondemand", config.model(stage))
+        if calls is not None:
+            calls.check()

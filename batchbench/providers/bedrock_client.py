@@ -48,7 +48,7 @@ from .base import (
     cancel_unless_ended,
     timestamp,
 )
-from .bedrock_on_demand import on_demand_calls
+from .bedrock_on_demand import on_demand_calls, reach_runtime
 from .bedrock_wire import claude, model_id
 from .downloads import Sink, verbatim
 from .one_by_one import CallKind, Calls
@@ -190,7 +190,9 @@ class BedrockClient:
             "bedrock", region_name=where, endpoint_url=service.base_url, config=quick
         )
         self.s3 = aws.client("s3", region_name=where, config=config)
+        self.s3_look = aws.client("s3", region_name=where, config=quick)
         self.runtime = aws.client("bedrock-runtime", region_name=where, config=config)
+        self.runtime_look = aws.client("bedrock-runtime", region_name=where, config=quick)
 
     # errors -------------------------------------------------------------------
     def errors(
@@ -235,10 +237,15 @@ class BedrockClient:
                         " the region"
                     ) from None
                 raise
-        try:
-            self.preflight(
+        try:  # S3 has its own endpoint: a silent one is named as such, not as Bedrock's
+            self.retry.preflight(
                 f"list s3://{self.bucket}/{self.prefix}",
-                lambda: self.s3.list_objects_v2(Bucket=self.bucket, Prefix=self.prefix, MaxKeys=1),
+                lambda: self.s3_look.list_objects_v2(
+                    Bucket=self.bucket, Prefix=self.prefix, MaxKeys=1
+                ),
+                url=self.s3.meta.endpoint_url,
+                where="AWS_ENDPOINT_URL_S3 (or AWS_ENDPOINT_URL) and the region",
+                errors=self.errors,
             )
         except ApiError as exc:
             if exc.status == 404:
@@ -254,10 +261,14 @@ class BedrockClient:
 
     def calls(self, kind: CallKind, model: str) -> Calls | None:
         """Records too few for a job, on demand (:mod:`.bedrock_on_demand`)."""
-        return (
-            on_demand_calls(self.runtime, self._call, model_id(model))
-            if kind == "ondemand"
-            else None
+        if kind != "ondemand":
+            return None
+        found = model_id(model)
+        return on_demand_calls(
+            self.runtime,
+            self._call,
+            found,
+            functools.partial(reach_runtime, self.retry, self.runtime_look, self.errors, found),
         )
 
     def upload(self, path: Path, tag: Tag) -> str | None:

@@ -56,6 +56,9 @@ class Calls:
     ok: Callable[[dict[str, Any]], bool]
     label: str  # "flex", "on-demand"
     status: str  # the made batch's status, for people
+    # Before anything is paid: the endpoint the calls go to answers (a free call); a
+    # wrong or silent one is said now, not when the remainder is sent, hours later.
+    check: Callable[[], None] = lambda: None
 
 
 def batch_id(kind: CallKind, run_id: str, sub: str) -> str:

@@ -113,10 +113,15 @@ def check_params(params: Any, allowed: frozenset[str]) -> str | None:
     return None
 
 
-def message(params: dict[str, Any], text: str, message_id: str) -> dict[str, Any]:
-    """A Messages API reply holding one text block."""
+def input_tokens(params: dict[str, Any]) -> int:
+    """A Messages request's input tokens, as its reply's usage (and CountTokens) says."""
     system = params.get("system")
     system_text = system if isinstance(system, str) else json.dumps(system or "")
+    return tokens(system_text + request_text(params))
+
+
+def message(params: dict[str, Any], text: str, message_id: str) -> dict[str, Any]:
+    """A Messages API reply holding one text block."""
     return {
         "id": message_id,
         "type": "message",
@@ -126,7 +131,7 @@ def message(params: dict[str, Any], text: str, message_id: str) -> dict[str, Any
         "stop_reason": "end_turn",
         "stop_sequence": None,
         "usage": {
-            "input_tokens": tokens(system_text + request_text(params)),
+            "input_tokens": input_tokens(params),
             "output_tokens": tokens(text),
             "cache_creation_input_tokens": 0,
             "cache_read_input_tokens": 0,

@@ -19,7 +19,7 @@ from urllib.parse import unquote
 from ...core import HEX, ApiFailure, Store
 from ...face import Exchange, FaultKind, Handle, Reply, Route, route
 from . import s3
-from .invoke import invoke
+from .invoke import count_tokens, invoke
 from .jobs import ACCOUNT, REGION, Jobs
 
 PROFILE = re.compile(r"^(us|eu|apac|global|us-gov|jp|au)\.")
@@ -46,6 +46,7 @@ class BedrockFace:
             route("GET", r"^/model-invocation-job/(.+?)$", self.get),
             route("POST", r"^/model-invocation-job/(.+)/stop$", self.stop, writes=True),
             route("POST", r"^/model/(.+)/invoke$", self.invoke, writes=True),
+            route("POST", r"^/model/(.+)/count-tokens$", self.count_tokens),
             route("GET", r"^/foundation-models$", self.foundation_models),
             route("GET", r"^/foundation-models/(.+)$", self.foundation_model),
             route("GET", r"^/inference-profiles/(.+)$", self.inference_profile),
@@ -245,6 +246,19 @@ class BedrockFace:
                 "type": "SYSTEM_DEFINED",
             }
         )
+
+    def count_tokens(self, x: Exchange, model_id: str) -> Reply:
+        """CountTokens: what an InvokeModel of this body would count as input, free of
+        charge (AWS: "no charge"), so nothing is executed or billed."""
+        model_id = unquote(model_id)
+        if not self.jobs.knows(model_id):
+            raise ApiFailure(
+                400, "The provided model identifier is invalid.", code="ValidationException"
+            )
+        status, body = count_tokens(x.json())
+        if status != 200:
+            raise ApiFailure(status, str(body.get("message")), code="ValidationException")
+        return Reply(body, 200, {"x-amzn-RequestId": self._request_id()})
 
     def invoke(self, x: Exchange, model_id: str) -> Reply:
         model_id = unquote(model_id)

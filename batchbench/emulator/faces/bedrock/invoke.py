@@ -9,11 +9,13 @@ job's or the call's), and the sampling parameters are accepted.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from typing import Any
 
 from ...core import BASE58, Store
-from ..anthropic_book import message
+from ..anthropic_book import input_tokens, message
 
 VERSION = "bedrock-2023-05-31"
 FIELDS = frozenset(
@@ -79,3 +81,21 @@ def invoke(
     if isinstance(reply, dict) and isinstance(reply.get("error"), dict):
         return 400, {"message": str(reply["error"].get("message"))}
     return 500, {"message": f"responder returned {type(reply).__name__}; expected str or dict"}
+
+
+def count_tokens(body: Any) -> tuple[int, dict[str, Any]]:
+    """CountTokens of an ``invokeModel`` input (its body base64, as boto3 sends a blob):
+    ``{"inputTokens"}`` as the reply's usage would count them, or a refusal."""
+    given = ((body or {}).get("input") or {}).get("invokeModel") if isinstance(body, dict) else None
+    if not isinstance(given, dict) or not isinstance(given.get("body"), str):
+        return 400, {"message": "1 validation error detected: input.invokeModel.body is required"}
+    try:
+        model_input = json.loads(base64.b64decode(given["body"], validate=True))
+    except (binascii.Error, ValueError):
+        return 400, {"message": "Malformed input request: the body is not JSON"}
+    if not isinstance(model_input, dict):
+        return 400, {"message": "Malformed input request: #: expected type: JSONObject"}
+    refused = problem(model_input, VERSION)
+    if refused is not None:
+        return 400, {"message": refused}
+    return 200, {"inputTokens": input_tokens(model_input)}
