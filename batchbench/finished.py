@@ -16,7 +16,7 @@ from .engine.rundir import Run
 from .engine.state import RunState
 from .errors import RunLockedError
 from .scores.summary import Summary, summarize
-from .scores.summary_file import read_summary, write_summary
+from .scores.summary_file import write_summary
 from .views.status import write_report
 
 Prepared = tuple[Run, RunConfig, dict[str, Case]]
@@ -43,41 +43,42 @@ def write_run_summary(run: Run, config: RunConfig) -> Summary | None:
     return summary
 
 
-def finished_group(
-    group: list[RunOptions], prepared: list[Prepared], pricing: Pricing
-) -> list[RunResult] | None:
-    """A group whose runs have all finished, no process advancing them, and nothing this
-    invocation would redo: its summaries (a summary a killed tick never wrote, written)
-    and no service asked — a service down is no reason to fail a finished run. A
-    --no-wait tick says a note per run; a plain run shows its summary. Else None."""
+def finished_tick(prepared: list[Prepared], pricing: Pricing) -> list[RunResult] | None:
+    """A --no-wait tick of a finished group no process advances: a note per run, no
+    service asked (a summary a killed tick never wrote, written); else None."""
     states = [run.state(c.case_ids) if run.exists() else None for run, c, _ in prepared]
-    for options, state, (_, config, _) in zip(group, states, prepared):
-        if state is None or not state.finished(config.judge_passes):
-            return None
-        if not options.no_wait and _redoes(options, state):
-            return None
+    pairs = list(zip(states, prepared))
+    if not all(s is not None and s.finished(c.judge_passes) for s, (_, c, _) in pairs):
+        return None
     if any(busy(run) for run, _, _ in prepared):
         return None
-    results = []
-    for options, (run, config, _), state in zip(group, prepared, states):
-        assert state is not None
-        if not run.summary_path.is_file():
+    for (run, config, _), state in zip(prepared, states):
+        if state is not None and not run.summary_path.is_file():
             repair_summary(run, config, state, pricing)
-        if options.no_wait or not run.summary_path.is_file():
-            results.append(RunResult(run, None, True, note=finished_note(run, config, state)))
-        else:
-            results.append(RunResult(run, read_summary(run.summary_path), True))
-    return results
+    return [
+        RunResult(run, None, True, note=finished_note(run, config, state))
+        for (run, config, _), state in zip(prepared, states)
+        if state is not None
+    ]
+
+
+def settled(group: list[RunOptions], prepared: list[Prepared]) -> bool:
+    """Whether every run of a plain invocation has finished with nothing it would redo or
+    buy: then its model look-ups are not asked for (a service down is no reason to fail
+    a finished run's command); it still writes its summary, noise and report."""
+    for options, (run, config, _) in zip(group, prepared):
+        state = run.state(config.case_ids) if run.exists() else None
+        if state is None or not state.finished(config.judge_passes) or _redoes(options, state):
+            return False
+    return True
 
 
 def _redoes(options: RunOptions, state: RunState) -> bool:
-    """Whether a plain invocation has work in a finished run: failed cases it redoes (a
-    call of unknown outcome only with --resend-unknown), a cancel taken up again, a bill
-    to settle."""
+    """Whether a plain invocation has work in a finished run: a failed case (it redoes
+    one, or says why not), a cancel taken up again, a bill to settle."""
     if options.settle_owed or (options.resume_cancelled and state.cancelled):
         return True
-    cases = state.cases.values()
-    return any(c.final == "error" and (options.resend_unknown or not c.unknown) for c in cases)
+    return any(c.final == "error" for c in state.cases.values())
 
 
 def repair_summary(run: Run, config: RunConfig, state: RunState, pricing: Pricing) -> None:

@@ -37,7 +37,7 @@ from .engine.services import (
 from .engine.settle import settle_owed
 from .engine.state import fold
 from .errors import ConfigError, RunLockedError
-from .finished import Prepared, RunResult, finished_group, write_run_summary
+from .finished import Prepared, RunResult, finished_tick, settled, write_run_summary
 from .kinds import Stage
 from .providers.base import Client, Service
 from .reporting import quiet
@@ -124,9 +124,10 @@ def execute_group(
     shared = GroupOptions.of(group)
     prepared = [prepare(options) for options in group]
     pricing = load_pricing(shared.pricing)
-    finished = finished_group(group, prepared, pricing)  # asks no service
-    if finished is not None:
-        return finished
+    if shared.no_wait:  # a cron tick of a group that has finished asks no service
+        finished = finished_tick(prepared, pricing)
+        if finished is not None:
+            return finished
     if shared.max_cost is not None:
         _check_cost(group, prepared, pricing, shared.max_cost)
     services = [
@@ -135,11 +136,13 @@ def execute_group(
     clients = connect_all(
         (s for s, _ in services), warn=warn, credentials=shared.credentials, clock=shared.clock
     )
+    preflight = not settled(group, prepared)  # a finished run buys nothing: no look-ups
     for judge in {
         (s["judges"], c.model("judges")) for (s, _), (_, c, _) in zip(services, prepared)
     }:
-        clients[judge[0]].check_models([judge[1]])
-    if len(group) > 1:  # every model resolved and checked before anything is bought
+        if preflight:
+            clients[judge[0]].check_models([judge[1]])
+    if preflight and len(group) > 1:  # every model checked before anything is bought
         check_group_models(
             clients,
             [(s["answers"], c.answer_model) for (s, _), (_, c, _) in zip(services, prepared)],
@@ -149,7 +152,9 @@ def execute_group(
     members: list[tuple[Member, Run, RunConfig]] = []
     with contextlib.ExitStack() as stack:
         for options, made, found in zip(group, prepared, services):
-            started = _start(stack, options, made, found, clients, len(group), say, warn, pricing)
+            started = _start(
+                stack, options, made, found, clients, len(group), say, warn, pricing, preflight
+            )
             if isinstance(started, RunResult):
                 results.append(started)
             else:
@@ -197,21 +202,23 @@ def _start(
     say: Callable[[str], None],
     warn: Callable[[str], None],
     pricing: Pricing,
+    preflight: bool = True,
 ) -> tuple[Member, Run, RunConfig] | RunResult:
-    """One run of the group, made ready to advance: its model checked, its folder made and
-    locked, its pipeline built; or set aside (a RunResult) — a model its service does not
-    know (when the group has others), a lock another process holds (a --no-wait tick),
-    a tick of a run already done."""
+    """One run of the group, made ready to advance: its model checked (``preflight``), its
+    folder made and locked, its pipeline built; or set aside (a RunResult) — a model its
+    service does not know (when the group has others), a lock another process holds (a
+    --no-wait tick), a tick of a run already done."""
     run, config, cases = made
     stages, changes = found
     try:  # before a word of a new run: a misspelt model is not one
-        check_answer_model(clients, stages["answers"], config.answer_model)
+        if preflight:
+            check_answer_model(clients, stages["answers"], config.answer_model)
     except ConfigError as exc:
         if runs == 1:
             raise
         say(f"error: run {config.name!r} not started: {exc}")
         return RunResult(run, None, False, str(exc))
-    if options.settings.on_demand_remainder:
+    if preflight and options.settings.on_demand_remainder:
         check_on_demand(clients, stages, config)
     existed = run.exists()
     run.make_folder()
