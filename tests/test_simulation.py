@@ -3,7 +3,8 @@ machines with clocks of their own tick one run in a team's bucket while the seed
 faults, late and lost creates, kills, clock jumps and cancels; every invariant is checked
 after each seed. A failure names its seed; ``-k 'seed-N'`` replays it exactly.
 
-The default set runs a fixed budget of seeds; the soak set many more. To explore others:
+The default set runs a fixed budget of seeds (with moves, and with removes, in families
+of their own); the soak set many more. To explore others:
 ``BATCHBENCH_SIM_SEEDS=100-199 pytest tests/test_simulation.py -m 'soak or not soak'``.
 The terminal's summary says how many seeds were explored and which faults they drew.
 """
@@ -71,4 +72,16 @@ def test_many_more_seeds_with_moves_keep_one_home(
     seed, batch_emulator_factory, clock, tmp_path, fixture_dir, record_property
 ):
     outcome = simulate(seed, batch_emulator_factory, clock, tmp_path, fixture_dir, moves=True)
+    record_property("simulation", as_property(outcome))
+
+
+@pytest.mark.parametrize("seed", _seeds(range(1, 4)), ids=lambda s: f"seed-{s}")
+def test_a_seeded_schedule_with_removes_loses_nothing_it_keeps(
+    seed, batch_emulator_factory, clock, tmp_path, fixture_dir, record_property
+):
+    """The same schedules, with another machine trying `remove` now and then: refused
+    while anything of the run may still run or another machine holds it; once done, the
+    cron's next tick starts afresh, and the run still ends with the undisturbed rows,
+    nothing bought twice under one run's name."""
+    outcome = simulate(seed, batch_emulator_factory, clock, tmp_path, fixture_dir, removes=True)
     record_property("simulation", as_property(outcome))

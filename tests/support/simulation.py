@@ -79,14 +79,24 @@ class Outcome:
 
 
 def simulate(
-    seed: int, factory: Any, clock: Any, tmp_path: Path, fixture_dir: Path, moves: bool = False
+    seed: int,
+    factory: Any,
+    clock: Any,
+    tmp_path: Path,
+    fixture_dir: Path,
+    moves: bool = False,
+    removes: bool = False,
 ) -> Outcome:
     """One seed's schedule, then the invariants (an AssertionError naming the seed). With
     ``moves``, a second stream of the seed moves the run between two prefixes of the bucket
     from time to time, while the old cron still ticks the old place now and then (its
-    schedule otherwise the seed's own, unchanged)."""
+    schedule otherwise the seed's own, unchanged). With ``removes``, a third stream has
+    another machine try ``remove`` (no --force): refused while anything of the run may
+    run on a service or another machine holds it; when it is done, the cron starts a run
+    afresh (a new run token: nothing of the old one is bought again under its name)."""
     rng = random.Random(seed)
     moving = random.Random(seed * 7919 + 1)
+    removing = random.Random(seed * 104729 + 3)
     homes, home, moved = [URI, ELSEWHERE], 0, False
     provider = rng.choice(PROVIDERS)
     rig = RIGS[provider]
@@ -127,6 +137,14 @@ def simulate(
             out.steps.append(_checked(proc, "move", ok=(0, 2, 4)))
             if proc.returncode == 0:
                 home, moved = 1 - home, True
+        if removes and removing.random() < 0.15:  # another machine removes the run
+            out.faults["removes tried"] += 1
+            remove = ["remove", rig.name(), "--jobs-dir", homes[home]]
+            proc = run_cli(*remove, env=env, clock=removing.choice(machines))
+            out.steps.append(_checked(proc, "remove", ok=(0, 2, 4)))
+            if proc.returncode == 0:
+                out.faults["removes done"] += 1
+                cancelled = False  # the next tick starts a new run
         if moves:  # most ticks find the run where it lives; the old cron, where it was
             stale = moved and moving.random() < 0.2
             args[args.index("--jobs-dir") + 1] = homes[1 - home if stale else home]
