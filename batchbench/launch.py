@@ -137,23 +137,23 @@ def execute_group(
         (s for s, _ in services), warn=warn, credentials=shared.credentials, clock=shared.clock
     )
     preflight = not settled(group, prepared)  # a finished run buys nothing: no look-ups
-    for judge in {
-        (s["judges"], c.model("judges")) for (s, _), (_, c, _) in zip(services, prepared)
-    }:
-        if preflight:
-            clients[judge[0]].check_models([judge[1]])
-    if preflight and len(group) > 1:  # every model checked before anything is bought
-        check_group_models(
-            clients,
-            [(s["answers"], c.answer_model) for (s, _), (_, c, _) in zip(services, prepared)],
-            pricing,
-        )
+    if preflight:
+        _look_up(group, prepared, services, clients, pricing)
     results: list[RunResult] = []
     members: list[tuple[Member, Run, RunConfig]] = []
     with contextlib.ExitStack() as stack:
         for options, made, found in zip(group, prepared, services):
             started = _start(
-                stack, options, made, found, clients, len(group), say, warn, pricing, preflight
+                stack,
+                options,
+                made,
+                found,
+                clients,
+                len(group),
+                say,
+                warn,
+                pricing,
+                preflight and len(group) > 1,
             )
             if isinstance(started, RunResult):
                 results.append(started)
@@ -174,6 +174,34 @@ def execute_group(
                 results.append(_finish(member, run, config, pricing))
     order = [run.root for run, _, _ in prepared]
     return sorted(results, key=lambda r: order.index(r.run.root))
+
+
+def _look_up(
+    group: list[RunOptions],
+    prepared: list[Prepared],
+    services: list[tuple[dict[Stage, Service], list[ServiceSet]]],
+    clients: dict[Service, Client],
+    pricing: Pricing,
+) -> None:
+    """Every model the invocation buys from, asked of its service before anything is
+    bought: a single run's answer model first (the one the user named), the judges, every
+    model of a group (with a did-you-mean), the on-demand endpoints. A group's members
+    are looked up again one by one as they start: an unknown one sets its run aside."""
+    if len(group) == 1:
+        check_answer_model(clients, services[0][0]["answers"], prepared[0][1].answer_model)
+    for service, model in {
+        (s["judges"], c.model("judges")) for (s, _), (_, c, _) in zip(services, prepared)
+    }:
+        clients[service].check_models([model])
+    if len(group) > 1:
+        check_group_models(
+            clients,
+            [(s["answers"], c.answer_model) for (s, _), (_, c, _) in zip(services, prepared)],
+            pricing,
+        )
+    for options, (stages, _), (_, config, _) in zip(group, services, prepared):
+        if options.settings.on_demand_remainder:
+            check_on_demand(clients, stages, config)
 
 
 def _services(
@@ -202,24 +230,22 @@ def _start(
     say: Callable[[str], None],
     warn: Callable[[str], None],
     pricing: Pricing,
-    preflight: bool = True,
+    check_model: bool = True,
 ) -> tuple[Member, Run, RunConfig] | RunResult:
-    """One run of the group, made ready to advance: its model checked (``preflight``), its
+    """One run of the group, made ready to advance: its model checked (``check_model``), its
     folder made and locked, its pipeline built; or set aside (a RunResult) — a model its
     service does not know (when the group has others), a lock another process holds (a
     --no-wait tick), a tick of a run already done."""
     run, config, cases = made
     stages, changes = found
     try:  # before a word of a new run: a misspelt model is not one
-        if preflight:
+        if check_model:
             check_answer_model(clients, stages["answers"], config.answer_model)
     except ConfigError as exc:
         if runs == 1:
             raise
         say(f"error: run {config.name!r} not started: {exc}")
         return RunResult(run, None, False, str(exc))
-    if preflight and options.settings.on_demand_remainder:
-        check_on_demand(clients, stages, config)
     existed = run.exists()
     run.make_folder()
     _failpoints.hit("locking")  # the run read, its lock not yet taken
