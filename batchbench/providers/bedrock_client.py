@@ -217,26 +217,9 @@ class BedrockClient:
 
     # the service ---------------------------------------------------------------
     def check_models(self, models: Iterable[str]) -> None:
-        """Before anything is paid: each model a Claude model the account can use (its
-        foundation model or inference profile), the role and the S3 location readable."""
-        for model in dict.fromkeys(models):
-            found = claude(model)
-            profile = bool(PROFILE.match(found)) or ":inference-profile/" in found
-            look_up: Callable[[], Any] = (
-                functools.partial(self.look.get_inference_profile, inferenceProfileIdentifier=found)
-                if profile
-                else functools.partial(self.look.get_foundation_model, modelIdentifier=found)
-            )
-            try:
-                self.preflight(f"look up model {found!r}", look_up)
-            except ApiError as exc:
-                if exc.status in (400, 404):
-                    raise ConfigError(
-                        f"model {model!r} is not available on Bedrock at"
-                        f" {self.service.base_url} (HTTP {exc.status}); check its name and"
-                        " the region"
-                    ) from None
-                raise
+        """Before anything is paid: the S3 location readable (first: its own endpoint,
+        which no other look-up tests), then each model a Claude model the account can use
+        (its foundation model or inference profile)."""
         try:  # S3 has its own endpoint: a silent one is named as such, not as Bedrock's
             self.retry.preflight(
                 f"list s3://{self.bucket}/{self.prefix}",
@@ -255,6 +238,24 @@ class BedrockClient:
                     " credentials)"
                 ) from None
             raise
+        for model in dict.fromkeys(models):
+            found = claude(model)
+            profile = bool(PROFILE.match(found)) or ":inference-profile/" in found
+            look_up: Callable[[], Any] = (
+                functools.partial(self.look.get_inference_profile, inferenceProfileIdentifier=found)
+                if profile
+                else functools.partial(self.look.get_foundation_model, modelIdentifier=found)
+            )
+            try:
+                self.preflight(f"look up model {found!r}", look_up)
+            except ApiError as exc:
+                if exc.status in (400, 404):
+                    raise ConfigError(
+                        f"model {model!r} is not available on Bedrock at"
+                        f" {self.service.base_url} (HTTP {exc.status}); check its name and"
+                        " the region"
+                    ) from None
+                raise
 
     def _key(self, tag: Tag, name: str) -> str:
         return "/".join(p for p in (self.prefix, f"bb-{tag.token}", name) if p)
