@@ -509,3 +509,25 @@ def test_a_labels_file_given_as_a_run_or_a_label_is_refused_naming_labels(
         proc = run_cli(command, *given, *jobs)
         assert_one_line_error(proc, "--labels")
         assert not out.exists()
+
+
+@pytest.mark.parametrize("shell,made", [("zsh", ".zfunc/_batchbench"), ("fish", None)])
+def test_completion_for_the_shell_named(tmp_path, shell, made):
+    """#63.11: `--install-completion zsh` installed bash's (Typer's flags take no shell
+    when it can detect one), and where no shell can be detected (cron, a container) a
+    named one failed: the shell named is the one installed or shown, whatever runs the
+    command; an unknown one is one line."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"HOME": str(home), "SHELL": "/bin/bash"}  # the shell it runs under: not asked
+    if made:
+        proc = run_cli("--install-completion", shell, env=env, real=True)
+        assert proc.returncode == 0, proc.stderr
+        assert f"{shell} completion installed in {home / made}" in proc.stdout
+        assert "_BATCHBENCH_COMPLETE=complete_zsh" in (home / made).read_text()
+        assert not (home / ".bashrc").exists()
+    shown = run_cli("--show-completion", shell, env=env, real=True)
+    assert shown.returncode == 0 and f"complete_{shell}" in shown.stdout
+    assert_one_line_error(
+        run_cli("--show-completion", "tcsh", env=env, real=True), "unknown shell 'tcsh'"
+    )

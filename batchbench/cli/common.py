@@ -124,8 +124,12 @@ class Group(TyperGroup):
     def make_context(
         self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any
     ) -> Any:
-        from . import project
+        from . import completion, project
 
+        try:  # a completion flag, with its shell named or not: before any project file
+            completion.take(info_name or "batchbench", args)
+        except OSError as exc:
+            raise _unwritable(exc) from None
         if "default_map" not in extra:
             try:
                 found = project.find()
@@ -142,9 +146,7 @@ class Group(TyperGroup):
         try:
             return super().make_context(info_name, args, parent, **extra)
         except OSError as exc:  # --install-completion: a shell file it cannot write
-            where = exc.filename or "a file"
-            typer.echo(f"error: cannot write {where}: {exc.strerror or exc}", err=True)
-            raise typer.Exit(StorageError.exit_code) from None
+            raise _unwritable(exc) from None
 
     def get_params(self, ctx: Any) -> list[Any]:
         params = super().get_params(ctx)
@@ -158,6 +160,13 @@ class Group(TyperGroup):
         if option is not None:
             option.metavar = ""
         return option
+
+
+def _unwritable(exc: OSError) -> typer.Exit:
+    """A shell file --install-completion cannot write, said in one line."""
+    where = exc.filename or "a file"
+    typer.echo(f"error: cannot write {where}: {exc.strerror or exc}", err=True)
+    return typer.Exit(StorageError.exit_code)
 
 
 def finite(value: object, missing: list[str] | None = None, where: str = "") -> object:
