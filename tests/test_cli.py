@@ -531,3 +531,31 @@ def test_completion_for_the_shell_named(tmp_path, shell, made):
     assert_one_line_error(
         run_cli("--show-completion", "tcsh", env=env, real=True), "unknown shell 'tcsh'"
     )
+
+
+def test_tab_completes_run_names_and_formats(batch_emulator, tmp_path, fixture_dir):
+    """#63.11: a TAB after a command that takes runs offered file names; it offers the
+    jobs folder's runs (the one typed, else the default), `sheet` for calibrate, and the
+    formats --format takes — as bash asks the installed command."""
+    import subprocess
+    import sys
+
+    from support.runs import env, run_args
+
+    made = run_cli(*run_args(batch_emulator, tmp_path, fixture_dir, "--limit", "2"), env=env())
+    assert made.returncode == 0, made.stderr
+    (tmp_path / "jobs" / "other-run").mkdir()  # a folder, not a run: never offered
+    command = Path(sys.executable).with_name("batchbench")
+
+    def tab(line: str) -> list[str]:
+        words = line.split(" ")
+        asked = {"COMP_WORDS": line, "COMP_CWORD": str(len(words) - 1), "PATH": "/usr/bin"}
+        asked |= {"_BATCHBENCH_COMPLETE": "complete_bash", "HOME": str(tmp_path)}
+        done = subprocess.run([command], capture_output=True, text=True, env=asked, cwd=tmp_path)
+        return done.stdout.split()
+
+    assert tab("batchbench status a") == ["ans-model"]  # ./jobs, the default
+    assert tab(f"batchbench report --jobs-dir {tmp_path / 'jobs'} ") == ["ans-model"]
+    assert tab("batchbench calibrate ") == ["sheet", "ans-model"]
+    assert tab("batchbench export --format ") == ["parquet", "csv", "eee", "inspect"]
+    assert tab("batchbench calibrate ans-model --labels-format l") == ["label-studio"]

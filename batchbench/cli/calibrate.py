@@ -15,7 +15,19 @@ if TYPE_CHECKING:
     from ..calibration.labels import Label
     from ..calibration.panel import PanelCalibration
 
-from .common import JobsDirOpt, JsonOpt, finite, friendly, warn
+from .common import JobsDirOpt, JsonOpt, complete_runs, finite, friendly, warn
+
+
+def _labels_formats() -> list[str]:
+    from ..calibration.formats import FORMATS
+
+    return list(FORMATS)
+
+
+def _runs_or_sheet(ctx: typer.Context, incomplete: str) -> list[str]:
+    """A TAB: ``sheet`` first (when nothing is typed yet), and the runs."""
+    first = [] if ctx.params.get("runs") else [w for w in ("sheet",) if w.startswith(incomplete)]
+    return first + complete_runs(ctx, incomplete)
 
 
 @friendly
@@ -26,6 +38,7 @@ def calibrate(
             metavar="[sheet] RUN...",
             help="`sheet RUN...` writes a blind labelling sheet of these runs' answers;"
             " `RUN --labels FILE...` calibrates the run's judge against the labels.",
+            autocompletion=_runs_or_sheet,
         ),
     ],
     labels: Annotated[
@@ -45,6 +58,7 @@ def calibrate(
         typer.Option(
             "--labels-format",
             metavar="FORMAT",
+            autocompletion=_labels_formats,
             help="sheet, label-studio, prodigy, healthbench (its meta-eval JSONL) or redcap.",
         ),
     ] = None,
@@ -68,6 +82,7 @@ def calibrate(
         typer.Option(
             "--format",
             metavar="FORMAT",
+            autocompletion=lambda: list(SHEET_KINDS),
             help="sheet: csv, html (a form), label-studio (tasks with the judge's verdicts"
             " as predictions) or redcap (a REDCap project's data dictionary: a record a case"
             " and rater, a yes/no field an item); default: from -o's suffix.",
@@ -152,6 +167,7 @@ def _panel(
     return calibrate_panel(graded_of, labels, graded.cases)
 
 
+SHEET_KINDS = ("csv", "html", "label-studio", "redcap")
 SHEET_FORMATS = {"csv": "csv", "html": "html", "htm": "html", "json": "label-studio"}
 
 
@@ -174,7 +190,7 @@ def _sheet(
         raise ConfigError("calibrate sheet needs --cases N (at least 1)")
     if output is None:
         raise ConfigError("calibrate sheet needs -o FILE (.csv, or .html for a form)")
-    if fmt is not None and fmt not in ("csv", "html", "label-studio", "redcap"):
+    if fmt is not None and fmt not in SHEET_KINDS:
         raise ConfigError(f"--format {fmt!r}: the sheet is csv, html, label-studio or redcap")
     graded = [load_run(resolve(r, jobs_dir), warn=warn) for r in runs]
     digests = {g.summary["dataset_sha256"] for g in graded}

@@ -305,6 +305,24 @@ def jobs_folder(value: str | Path) -> Path:
         return Path(str(value))
 
 
+def complete_runs(ctx: typer.Context, incomplete: str) -> list[str]:
+    """A TAB where a run's name goes: the runs of the jobs folder typed (or its default,
+    the project file's or ``jobs``). A local folder only: a TAB never asks a bucket (its
+    working folder is let go at once)."""
+    from ..engine.rundir import list_runs
+    from ..storage import bucket_of, close_all
+
+    folder = ctx.params.get("jobs_dir") or Path("jobs")
+    if bucket_of(Path(folder)) is not None:
+        close_all(write_back=False)
+        return []
+    try:
+        names = [run.root.name for run in list_runs(Path(folder))]
+    except (OSError, BatchbenchError):
+        return []
+    return [name for name in names if name.startswith(incomplete)]
+
+
 JobsDirOpt = Annotated[
     Path,
     typer.Option(
@@ -321,7 +339,16 @@ JobsDirOpt = Annotated[
 
 # Options the commands that read runs or results files share.
 SourcesArg = Annotated[
-    list[str], typer.Argument(metavar="RUN_OR_RESULTS...", help="Runs or files.")
+    list[str],
+    typer.Argument(
+        metavar="RUN_OR_RESULTS...", help="Runs or files.", autocompletion=complete_runs
+    ),
+]
+RunArg = Annotated[
+    str, typer.Argument(metavar="RUN", help="Run name.", autocompletion=complete_runs)
+]
+RunsArg = Annotated[
+    list[str], typer.Argument(metavar="RUN...", help="Run names.", autocompletion=complete_runs)
 ]
 FilesDatasetOpt = Annotated[
     Path | None,

@@ -11,6 +11,7 @@ import typer
 if TYPE_CHECKING:
     from ..scores.sources import Named
 
+from ..exports import FORMATS as EXPORT_FORMATS
 from .common import (
     SAMPLE_DATASET,
     AllowPartialOpt,
@@ -21,8 +22,10 @@ from .common import (
     LabelOpt,
     LimitOpt,
     MarginOpt,
+    RunArg,
     SmokeOpt,
     SourcesArg,
+    complete_runs,
     friendly,
     strict_json,
     warn,
@@ -129,7 +132,7 @@ def validate(dataset: DatasetOpt = SAMPLE_DATASET) -> None:
 
 @friendly
 def show(
-    run_name: Annotated[str, typer.Argument(metavar="RUN", help="Run name.")],
+    run_name: RunArg,
     case_id: Annotated[str, typer.Argument(metavar="CASE_ID", help="Case id.")],
     jobs_dir: JobsDirOpt = Path("jobs"),
     dataset: Annotated[
@@ -159,6 +162,7 @@ def export(
         str | None,
         typer.Option(
             "--format",
+            autocompletion=lambda: list(EXPORT_FORMATS),
             help="parquet or csv (default: from -o's suffix); eee: Every Eval Ever records"
             " (schema 0.3.0) of each run, under -o as the datastore lays them out; inspect:"
             " an Inspect log that `inspect view` opens (-o FILE.eval; a folder for several"
@@ -333,7 +337,12 @@ def _calibrations(runs: list[str], jobs_dir: Path, labels: list[Path]) -> list[s
 @friendly
 def plan(
     runs: Annotated[
-        list[str], typer.Argument(metavar="RUN_A RUN_B", help="Two finished runs: the pilot.")
+        list[str],
+        typer.Argument(
+            metavar="RUN_A RUN_B",
+            help="Two finished runs: the pilot.",
+            autocompletion=complete_runs,
+        ),
     ],
     mde: Annotated[
         float,

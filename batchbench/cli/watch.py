@@ -8,7 +8,17 @@ from typing import Annotated
 import typer
 
 from ..storage import shown
-from .common import JobsDirOpt, clock_of, friendly, jobs_folder, strict_json, warn
+from .common import (
+    JobsDirOpt,
+    RunArg,
+    RunsArg,
+    clock_of,
+    complete_runs,
+    friendly,
+    jobs_folder,
+    strict_json,
+    warn,
+)
 from .project import current_project
 
 
@@ -17,7 +27,11 @@ def status(
     ctx: typer.Context,
     names: Annotated[
         list[str] | None,
-        typer.Argument(metavar="[RUN]...", help="Run names (default: every run)."),
+        typer.Argument(
+            metavar="[RUN]...",
+            help="Run names (default: every run).",
+            autocompletion=complete_runs,
+        ),
     ] = None,
     jobs_dir: JobsDirOpt = Path("jobs"),
     as_json: Annotated[bool, typer.Option("--json", metavar="", help="Print JSON.")] = False,
@@ -112,7 +126,7 @@ def list_command(
 @friendly
 def cancel(
     ctx: typer.Context,
-    names: Annotated[list[str], typer.Argument(metavar="RUN...", help="Run names.")],
+    names: RunsArg,
     jobs_dir: JobsDirOpt = Path("jobs"),
     base_url: Annotated[
         str | None, typer.Option(help="OpenAI's base URL (default: the run's).", metavar="URL")
@@ -147,7 +161,7 @@ def cancel(
 
 @friendly
 def remove(
-    names: Annotated[list[str], typer.Argument(metavar="RUN...", help="Run names.")],
+    names: RunsArg,
     jobs_dir: JobsDirOpt = Path("jobs"),
     force: Annotated[
         bool,
@@ -171,7 +185,7 @@ def remove(
 
 @friendly
 def move(
-    name: Annotated[str, typer.Argument(metavar="RUN", help="Run name.")],
+    name: RunArg,
     to: Annotated[
         Path,
         typer.Option(
