@@ -542,8 +542,9 @@ def test_cli_emulator_with_file_responder(tmp_path):
         wanted = {f"export AZURE_OPENAI_ENDPOINT={url}", f"export OPENAI_BASE_URL={base_url}"}
         # and the keys the SDKs read (a newcomer pastes the lines and has a full environment)
         keys = {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "FIREWORKS_API_KEY"}
-        last = "export OPENAI_API_KEY="  # the last line it prints
-        variables = [x.strip() for x in read_lines(proc.stdout, 60, until=lambda x: last in x)]
+        last = "/_emulator/ledger"  # the last line it prints: where its ledger is (#63.11)
+        banner = [x.strip() for x in read_lines(proc.stdout, 60, until=lambda x: last in x)]
+        variables, said = banner[:-1], banner[-1]
         printed = dict(x.removeprefix("export ").partition("=")[::2] for x in variables)
         assert wanted <= set(variables) and keys <= set(printed), variables
         c = OpenAI(
@@ -554,6 +555,13 @@ def test_cli_emulator_with_file_responder(tmp_path):
         done = wait(c, b.id)
         [rec] = records(c, done.output_file_id)
         assert rec["response"]["body"]["choices"][0]["message"]["content"] == "scripted m"
+        # the banner's last line, a shell comment, says where the ledger is
+        assert said.startswith("# ") and said.split()[-1] == f"{url}/_emulator/ledger"
+        import urllib.request
+
+        with urllib.request.urlopen(said.split()[-1]) as reply:
+            ledger = json.loads(reply.read())
+        assert [e["custom_id"] for e in ledger["executions"]] == ["req-1"]
     finally:
         proc.terminate()
         proc.wait(timeout=10)

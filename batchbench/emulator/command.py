@@ -102,6 +102,8 @@ def emulator_command(
     ] = None,
 ) -> None:
     """Serve the providers' batch APIs on one loopback port (every face) until Ctrl-C.
+    What it executed, as a real service would bill it (each request, batch and fault),
+    is JSON at GET /_emulator/ledger.
 
     Example: batchbench emulator --port 8765 --latency 2 --fault-rate 0.1
     """

@@ -249,3 +249,6 @@ def _announce(emulator: Emulator, announce: Callable[[str], None]) -> None:
             keys[variable] = key or "rehearsal-not-secret"
     for name, value in {**emulator.environment(), **keys}.items():
         announce(f"  export {name}={value}")
+    announce(
+        f"# what it executed, as a real service would bill it: curl {emulator.url}/_emulator/ledger"
+    )
