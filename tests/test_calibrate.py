@@ -178,8 +178,13 @@ def test_a_bad_label_is_one_line_naming_the_file_and_line(
     labels = _label(rows, judged, ["dr_a"], rate=0.2)
     labels[3] = {**labels[3], **change}
     _write(tmp_path / "labels.csv", note, labels)
+    with (tmp_path / "labels.csv").open(newline="") as fh:  # the line labels[3] starts on,
+        reader = csv.reader(fh)  # as Python's csv module counts lines (an answer's count)
+        for _ in range(4):  # the header, labels[0..2]
+            next(reader)
+        line = reader.line_num + 1
     proc = run_cli("calibrate", "ans-model", "--labels", str(tmp_path / "labels.csv"), *jobs)
-    assert_one_line_error(proc, f"{tmp_path / 'labels.csv'}: line 6", fragment)
+    assert_one_line_error(proc, f"{tmp_path / 'labels.csv'}: line {line}", fragment)
 
 
 def test_the_html_form_saves_the_same_csv_in_a_real_browser(batch_emulator, tmp_path, fixture_dir):
@@ -280,7 +285,7 @@ def test_hostile_answers_neither_run_as_formulas_nor_drop_labels(
     jobs, judged = _hostile_run(batch_emulator_factory, tmp_path, fixture_dir)
     path = tmp_path / "sheet.csv"
     _sheet(jobs, path, cases=10)
-    records = list(csv.reader(io.StringIO(path.read_text(), newline="")))[1:]
+    records = list(csv.reader(io.StringIO(path.read_text(), newline="")))[:-1]  # no note
     cells = [cell for record in records for cell in record]
     assert not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")]
     header = records[0]
@@ -292,7 +297,7 @@ def test_hostile_answers_neither_run_as_formulas_nor_drop_labels(
     rows = [dict(zip(header, r)) for r in records[1:]]
     labelled = _label(rows, judged, ["dr_a"], 0.2)
     out = io.StringIO()
-    out.write(path.read_text().splitlines()[0] + "\n")
+    out.write("# an older sheet's note, above its header (still read)\n")
     writer = csv.DictWriter(out, fieldnames=list(labelled[0]), lineterminator="\n")
     writer.writeheader()
     writer.writerows(labelled)
@@ -355,10 +360,10 @@ def test_hostile_answers_keep_the_forms_save_button_in_a_real_browser(
         said = chrome.evaluate("document.getElementById('said').textContent")
         saved = chrome.evaluate("csvText()")
     sheet_text = (tmp_path / "sheet.csv").read_text()
-    items = len(list(csv.reader(io.StringIO(sheet_text, newline="")))) - 2  # note, header
+    items = len(list(csv.reader(io.StringIO(sheet_text, newline="")))) - 2  # header, note
     assert said == f"saved labels-dr_form.csv ({items} items not yet labelled)"
     form = list(csv.reader(io.StringIO(saved, newline="")))
-    sheet = list(csv.reader(io.StringIO((tmp_path / "sheet.csv").read_text(), newline="")))[1:]
+    sheet = list(csv.reader(io.StringIO((tmp_path / "sheet.csv").read_text(), newline="")))[:-1]
     header = sheet[0]
     assert form[0] == header
     skip = {header.index("rater"), header.index("verdict")}

@@ -207,7 +207,10 @@ def test_a_plan_out_of_reach_says_what_is_within_it(batch_emulator, tmp_path, fi
         assert b["narrowest"] == pytest.approx(best, rel=1e-9)
         wider = math.ceil(best * 100 - 1e-9) / 100
         assert b["wider"] == {"width": wider, "needed": ppi.needed(*args, wider)}
-        assert f"with all {len(mine)} of its cases labelled ±{best:.3f} at best" in line
+        shown = math.ceil(best * 1000 - 1e-9) / 1000  # rounded up: never the width met
+        assert shown > 0.1
+        assert f"with all {len(mine)} of its cases labelled ±{shown:.3f} at best," in line
+        assert "wider than ±0.1" in line
         assert f"±{wider:g} takes {b['wider']['needed']}" in line
         checked += 1
     assert checked, "a width of ±0.1 is out of reach somewhere in the fixture"

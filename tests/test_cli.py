@@ -559,3 +559,24 @@ def test_tab_completes_run_names_and_formats(batch_emulator, tmp_path, fixture_d
     assert tab("batchbench calibrate ") == ["sheet", "ans-model"]
     assert tab("batchbench export --format ") == ["parquet", "csv", "eee", "inspect"]
     assert tab("batchbench calibrate ans-model --labels-format l") == ["label-studio"]
+
+
+def test_ctrl_c_in_a_command_with_nothing_to_resume_says_no_resume(
+    batch_emulator, tmp_path, fixture_dir, monkeypatch
+):
+    """#63.9: Ctrl-C in `report` said "run the same command to resume": a page is written
+    whole or not at all, so nothing is resumed; only `run` (and `move`) say so."""
+    from support.runs import env, run_args
+
+    from batchbench.views import page
+
+    made = run_cli(*run_args(batch_emulator, tmp_path, fixture_dir, "--limit", "2"), env=env())
+    assert made.returncode == 0, made.stderr
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(page, "render", interrupted)
+    proc = run_cli("report", "ans-model", "--jobs-dir", str(tmp_path / "jobs"))
+    assert proc.returncode == 130
+    assert proc.stderr.strip() == "interrupted: nothing is lost"

@@ -106,8 +106,9 @@ def test_labels_add_each_benchmarks_calibrated_score(batch_emulator, tmp_path, f
         "calibrate", "sheet", "ans-model", "--cases", "30", "-o", str(tmp_path / "s.csv"), *jobs
     )
     assert proc.returncode == 0, proc.stderr
-    lines = (tmp_path / "s.csv").read_text().splitlines()
-    sheet = list(csv.DictReader(lines[1:]))
+    from support.labelling import sheet_rows
+
+    note, sheet = sheet_rows(tmp_path / "s.csv")
     judged = {r["case_id"]: r for r in rows}
     filled = []
     for row in sheet:  # one physician who agrees with the judge but for every third item
@@ -117,7 +118,7 @@ def test_labels_add_each_benchmarks_calibrated_score(batch_emulator, tmp_path, f
         )
         filled.append({**row, "rater": "dr_a", "verdict": "1" if met else "0"})
     with (tmp_path / "labels.csv").open("w", newline="") as fh:
-        fh.write(lines[0] + "\n")
+        fh.write(note + "\n")
         writer = csv.DictWriter(fh, fieldnames=list(filled[0]))
         writer.writeheader()
         writer.writerows(filled)

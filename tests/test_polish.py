@@ -338,6 +338,10 @@ def test_one_exit_code_per_problem(batch_emulator, tmp_path, fixture_dir, fixtur
     ):
         proc = run_cli(*argv, *jobs)
         assert proc.returncode == 3 and "not finished yet" in proc.stderr, (argv, proc.stderr)
+    # #63.9: a name one slip away from a run's gets the run's name back
+    for argv in (["status", "ans-modle"], ["remove", "ans-mode"]):
+        assert_one_line_error(run_cli(*argv, *jobs), "did you mean 'ans-model'?")
+    assert "did you mean" not in run_cli("status", "gpt-5.4-mini", *jobs).stderr
 
 
 def test_compare_labels_name_files_of_the_same_name(fixture_dir, fixture_golden_dir, tmp_path):

@@ -166,13 +166,20 @@ def _records(
         yield from ((f"{path}: line {n}", row) for n, row in _rows(path, text))
 
 
+def _note(record: list[str]) -> bool:
+    """The sheet's note: a first cell starting with "#", every other cell empty."""
+    return bool(record) and record[0].startswith("#") and not any(c.strip() for c in record[1:])
+
+
 def _rows(path: Path, text: str) -> list[tuple[int, dict[str, str]]]:
     # CSV records first (a quoted cell may hold line breaks, and an answer's line may
     # start with "#"), each with the line it starts on; then the sheet's own notes, the
     # records before the header whose first cell starts with "#", are skipped.
     records = csv_records(path, text, LabelsError)
     while records and records[0][1] and records[0][1][0].startswith("#"):
-        records.pop(0)
+        records.pop(0)  # an older sheet's note, above its header
+    while records and _note(records[-1][1]):
+        records.pop()  # the sheet's note, after its rows: one cell
     records = [(n, r) for n, r in records if any(cell.strip() for cell in r)]
     if not records:
         raise LabelsError(f"{path}: empty")

@@ -113,11 +113,13 @@ def restored(value: str) -> str:
 
 
 def write_csv(path: Path, note: str, rows: Sequence[Mapping[str, Any]]) -> None:
+    """The header on the first row, as every spreadsheet and CSV reader expects; the
+    note last, one quoted cell (its commas kept inside it), which the reader skips."""
     out = io.StringIO()
-    out.write(f"# {note}\n")
     writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
     writer.writeheader()
     writer.writerows({k: neutral(str(v)) for k, v in row.items()} for row in rows)
+    csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_ALL).writerow([f"# {note}"])
     atomic_write_text(path, out.getvalue(), mode=0o644)
 
 

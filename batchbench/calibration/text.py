@@ -356,8 +356,11 @@ def plan_text(p: dict[str, Any]) -> str:
         reach = ""
         if "narrowest" in b:
             wider = b["wider"]
+            # rounded up, never to the width asked: ±0.0504 is not ±0.05 met (#63.9)
+            best = math.ceil(b["narrowest"] * 1000 - 1e-9) / 1000
             reach = (
-                f"; with all {b['cases']} of its cases labelled ±{b['narrowest']:.3f} at best"
+                f"; with all {b['cases']} of its cases labelled ±{best:.3f} at best,"
+                f" wider than ±{p['width']:g}"
                 + (
                     f", ±{wider['width']:g} takes {wider['needed']}"
                     if wider["needed"] is not None

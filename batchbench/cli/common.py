@@ -162,6 +162,15 @@ class Group(TyperGroup):
         return option
 
 
+# What Ctrl-C leaves to do, for the commands that leave something (a report, a status or
+# an export is written whole or not at all: nothing to resume, #63.9).
+AFTER_INTERRUPT = {
+    "run": "; run the same command to resume",
+    "demo": "; run the same command to resume",
+    "move": "; run the same command to finish the move",
+}
+
+
 def _unwritable(exc: OSError) -> typer.Exit:
     """A shell file --install-completion cannot write, said in one line."""
     where = exc.filename or "a file"
@@ -243,7 +252,8 @@ def friendly(fn: F) -> F:
             typer.echo(f"error: {exc.filename or 'a file'}: {exc.strerror or exc}", err=True)
             raise typer.Exit(StorageError.exit_code) from None
         except KeyboardInterrupt:
-            typer.echo("interrupted: nothing is lost; run the same command to resume", err=True)
+            after = AFTER_INTERRUPT.get(fn.__name__, "")
+            typer.echo(f"interrupted: nothing is lost{after}", err=True)
             raise typer.Exit(130) from None
         except (typer.Exit, typer.Abort):
             raise

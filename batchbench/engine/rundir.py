@@ -10,6 +10,7 @@ is repeated, and every action is safe to repeat).
 from __future__ import annotations
 
 import contextlib
+import difflib
 import gc
 import json
 import os
@@ -281,7 +282,10 @@ def existing_run(jobs_dir: Path, name: str) -> Run:
     run = open_run(jobs_dir, name)
     if not run.exists():
         run.refuse_if_moved()
-        raise UnknownRun(f"no run {name!r} in {shown(Path(jobs_dir))}")
+        names = [r.root.name for r in list_runs(Path(jobs_dir))]
+        close = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise UnknownRun(f"no run {name!r} in {shown(Path(jobs_dir))}{hint}")
     return run
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
 
 from .cli import run_cli
@@ -38,8 +39,16 @@ def sheet(jobs, path, cases=30, seed=5):
         *jobs,
     )
     assert proc.returncode == 0, proc.stderr
-    lines = path.read_text().splitlines()
-    return lines[0], list(csv.DictReader(lines[1:]))
+    return sheet_rows(path)
+
+
+def sheet_rows(path):
+    """A sheet's note and rows, read as a CSV reader reads the file: the header on the
+    first row, the note (one cell) last (#63.9)."""
+    records = list(csv.reader(io.StringIO(path.read_text(), newline="")))
+    header, *body, [note] = records
+    assert note.startswith("# ") and "," in note and header[0] == "run", records[:1]
+    return note, [dict(zip(header, r)) for r in body]
 
 
 def label(rows, judged, raters, rate):
@@ -57,11 +66,11 @@ def label(rows, judged, raters, rate):
 
 
 def write_sheet(path, note, rows):
-    with path.open("w", newline="") as fh:
-        fh.write(note + "\n")
+    with path.open("w", newline="") as fh:  # as the sheet was: the note last
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
+        csv.writer(fh, quoting=csv.QUOTE_ALL).writerow([note])
 
 
 def grown(fixture_dir, root, per):
