@@ -361,6 +361,16 @@ def test_compare_ranks_the_models_under_each_judge_and_says_when_the_ranking_cha
                 by_bench.setdefault(case["benchmark"], []).append(score)
             means[model] = sum(sum(v) / len(v) for v in by_bench.values()) / len(by_bench)
         order[judge] = sorted(means, key=lambda m: -means[m])
+    # #63.2: the run's own leaderboards, one per judge (a lenient judge's runs never
+    # ranked with the first judge's), each with a `compare` that works
+    for judge, suffix in (("judge-model", ""), ("sim-judge-lenient", "--sim-judge-lenient")):
+        board = proc.stdout.split(f"leaderboard under judge {judge} ")[1].split("\n\n")[0]
+        ranked = [line.split()[1] for line in board.splitlines()[2:] if line[:1].isdigit()]
+        assert ranked == [f"day-{m}{suffix}" for m in order[judge]], board
+        [hint] = [x for x in board.splitlines() if x.startswith("paired differences: ")]
+        asked = hint.removeprefix("paired differences: batchbench ").split()
+        assert sorted(asked[1:]) == sorted(ranked)
+        assert run_cli(*asked, "--jobs-dir", str(jobs)).returncode == 0
     out = run_cli("compare", "day-sim-a", "day-sim-b", "--jobs-dir", str(jobs))
     assert out.returncode == 0, out.stderr
     text = out.stdout.split("under each judge of the panel")[1]

@@ -99,7 +99,21 @@ def listing_table(rows: list[dict[str, Any]]) -> str:
 def leaderboard_text(runs: list[Run], pricing: Pricing, hint: bool = True) -> str:
     """The runs of one command side by side, best overall macro mean first: what a
     group's N summary tables leave the reader to assemble. Unscored runs come last; the
-    intervals are each run's own (``compare`` gives paired differences)."""
+    intervals are each run's own (``compare`` gives paired differences). Runs judged by
+    different judges are never ranked together (a lenient judge's run would "win",
+    #63.2): one leaderboard per judge, each with the `compare` that works for it."""
+    judges: dict[str, list[Run]] = {}
+    for run in runs:
+        judges.setdefault(run.load_config().judge_model, []).append(run)
+    if len(judges) == 1:
+        return _board(runs, pricing, hint, "leaderboard (overall macro mean)")
+    return "\n\n".join(
+        _board(theirs, pricing, hint, f"leaderboard under judge {judge} (overall macro mean)")
+        for judge, theirs in judges.items()
+    )
+
+
+def _board(runs: list[Run], pricing: Pricing, hint: bool, title: str) -> str:
     rows = [run_listing(r, pricing) for r in runs]
     scored = [r for r in rows if isinstance(r.get("overall_macro_mean"), float)]
     scored = [r for r in scored if math.isfinite(r["overall_macro_mean"])]
@@ -128,7 +142,7 @@ def leaderboard_text(runs: list[Run], pricing: Pricing, hint: bool = True) -> st
     names = " ".join(r["run"] for r in scored)
     compare = f"paired differences: batchbench compare {names}" if len(scored) > 1 else ""
     compare = compare if hint else ""
-    return "\n".join(["leaderboard (overall macro mean)", *lines, *([compare] if compare else [])])
+    return "\n".join([title, *lines, *([compare] if compare else [])])
 
 
 def _ci(run: Run) -> str:
