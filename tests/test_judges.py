@@ -474,6 +474,41 @@ def test_the_physicians_pick_the_judge_that_agrees_best(
     assert got["ceiling"]["kappa"] == pytest.approx(_kappa(between), abs=1e-12)
     text = run_cli(*argv).stdout
     assert "agrees best: judge-model" in text and "physicians among themselves" in text
+    # #63.3: which judge's number to report, and a judge above the physicians' own κ
+    assert "report: the score line above, judge-model's corrected score" in " ".join(text.split())
+    above = [j["judge"] for j in got["judges"] if j["kappa"] > got["ceiling"]["kappa"]]
+    said = "agrees with the physicians more than they agree among themselves"
+    assert (f"{above[0]} {said}" in " ".join(text.split())) if len(above) == 1 else above
+    # physicians who side with the strict judge: the line names it, and its run
+    siding = []
+    for rater in ("dr_a", "dr_b"):
+        for row in rows:
+            met = verdicts[("ans-model--sim-judge-strict", row["case_id"], row["item_id"])]
+            met = met != flip(rater, row["case_id"], row["item_id"], 0.05)
+            siding.append({**row, "rater": rater, "verdict": "1" if met else "0"})
+    write_sheet(tmp_path / "siding.csv", note, siding)
+    other = ["calibrate", "ans-model", "--labels", str(tmp_path / "siding.csv"), *jobs]
+    assert json.loads(run_cli(*other, "--json").stdout)["panel"]["best"] == "sim-judge-strict"
+    flat = " ".join(run_cli(*other).stdout.split())
+    assert "report: the score line above is judge-model's (this run's judge);" in flat
+    assert "sim-judge-strict agrees best with the physicians" in flat
+    assert "run ans-model--sim-judge-strict)" in flat
+    # the report with the labels: the panel's table too, each judge's κ as calibrate's
+    page = tmp_path / "labelled.html"
+    made = run_cli(
+        "report", "ans-model", "--labels", str(tmp_path / "siding.csv"), "-o", str(page), *jobs
+    )
+    assert made.returncode == 0, made.stderr
+    html = page.read_text()
+    assert "id='panel-ans-model'" in html
+    for found in json.loads(run_cli(*other, "--json").stdout)["panel"]["judges"]:
+        assert (
+            f"<td>{found['judge']}</td><td>{found['verdicts']}</td><td>{found['kappa']:.3f}</td>"
+            in html
+        )
+    # calibrating the second judge's run: its labels are the first run's sheet, said so
+    proc = run_cli(*other[:1], "ans-model--sim-judge-strict", *other[2:])
+    assert_one_line_error(proc, "no verdicts on run", "calibrate ans-model --labels")
     # the sheet of a panel's run is blind, and says so
     out = run_cli(
         "calibrate", "sheet", "ans-model", "--cases", "10", "-o", str(tmp_path / "s.csv"), *jobs

@@ -4,16 +4,20 @@ verdicts read back (:mod:`.labels`), agreement and the PPI++ corrected score
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..bench.dataset import Case, Dataset
 from ..errors import ConfigError
 from ..reporting import quiet
 from ..scores.sources import Named, load_finished
 from ..scores.summary import Summary, last_rows
+
+if TYPE_CHECKING:
+    from .labels import Label
+    from .panel import PanelCalibration
 
 
 @dataclass(frozen=True)
@@ -53,3 +57,28 @@ def load_run(
     rows = [r for cid, r in (last if errors else last_ok).items() if cid in cases]
     summary = found.summary
     return Graded(named.name, rows, summary, cases)
+
+
+def judge_panel(
+    named: Named,
+    labels: Sequence[Label],
+    graded: Graded,
+    warn: Callable[[str], None] = quiet,
+) -> PanelCalibration | None:
+    """A judge panel's judges against the same labels (#50), when the run named has a
+    panel (its other judges' runs read beside it); else None."""
+    from ..scores.panel import panel_of
+    from .panel import calibrate_panel
+
+    if named.run is None:
+        return None
+    members = panel_of(named.run)
+    if len(members) < 2:
+        return None
+    graded_of = {
+        judge: graded
+        if run.name == graded.name
+        else load_run(Named(run.name, run.results_path, run), warn=warn)
+        for judge, run in members.items()
+    }
+    return calibrate_panel(graded_of, labels, graded.cases)

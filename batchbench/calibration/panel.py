@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from html import escape
 from typing import TypedDict
 
 import numpy as np
@@ -175,9 +176,8 @@ def calibrate_panel(
     )
 
 
-def panel_text(result: PanelCalibration) -> str:
-    """The judges side by side, the ceiling, and which agrees best (and whether by more
-    than the noise)."""
+def _rows(result: PanelCalibration) -> list[list[str]]:
+    """The panel's table: a header, then a row a judge."""
     rows = [["judge", "verdicts", "κ", "95% CI", "balanced F1", "95% CI", "raw", "corrected"]]
     rows[0].append("bias")
     for j in result["judges"]:
@@ -194,24 +194,32 @@ def panel_text(result: PanelCalibration) -> str:
                 MISSING if j["bias"] is None else f"{j['bias']:+.3f}",
             ]
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = [
+    return rows
+
+
+def _title(result: PanelCalibration) -> str:
+    return (
         f"the judge panel against the physicians ({result['labelled_cases']} labelled cases;"
-        " intervals: a bootstrap over the labelled cases):"
-    ]
-    lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+        " intervals: a bootstrap over the labelled cases)"
+    )
+
+
+def _notes(result: PanelCalibration) -> list[str]:
+    """What the table says: the physicians' own agreement, which judge agrees best (and
+    whether by more than the noise), which number to report, what bias means."""
+    lines = []
     ceiling = result["ceiling"]
     if ceiling is not None:
         lines.append(
-            f"  physicians among themselves ({ceiling['pairs']} verdict pairs): κ"
+            f"physicians among themselves ({ceiling['pairs']} verdict pairs): κ"
             f" {num(ceiling['kappa'])}, balanced F1 {num(ceiling['balanced_f1'])} — the most a"
             " judge can be asked to reach"
         )
     paired = result["paired"]
     if result["best"] is None:
-        lines.append("  no judge's agreement could be measured (no labelled verdict)")
+        lines.append("no judge's agreement could be measured (no labelled verdict)")
     elif paired is None:
-        lines.append(f"  agrees best: {result['best']}")
+        lines.append(f"agrees best: {result['best']}")
     else:
         verdict = (
             "larger than the noise"
@@ -219,16 +227,87 @@ def panel_text(result: PanelCalibration) -> str:
             else "not larger than the noise: label more cases before choosing on agreement"
         )
         lines.append(
-            f"  agrees best: {paired['best']}; against {paired['other']} the difference is"
+            f"agrees best: {paired['best']}; against {paired['other']} the difference is"
             f" {verdict} (McNemar over the labelled verdicts: {paired['best_only']} right only"
             f" by {paired['best']}, {paired['other_only']} only by {paired['other']};"
             f" p = {paired['p_value']:.3g})"
         )
+    lines += _report_lines(result)
     lines.append(
-        "  bias: the judge's raw score minus the physicians'-corrected one (PPI++); a judge"
+        "bias: the judge's raw score minus the physicians'-corrected one (PPI++); a judge"
         " with a large bias needs the corrected score reported"
     )
-    return "\n".join(lines)
+    return lines
+
+
+def panel_text(result: PanelCalibration) -> str:
+    """The judges side by side, the ceiling, which agrees best (and whether by more than
+    the noise), and which number to report."""
+    rows = _rows(result)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = [_title(result) + ":"]
+    lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    return "\n".join(lines + ["  " + note for note in _notes(result)])
+
+
+def panel_html(result: PanelCalibration, run: str) -> str:
+    """The report's section for a panel: the same table and notes (#63.3)."""
+    head, *body = _rows(result)
+    cells = "".join(
+        "<tr>" + "".join(f"<{t}>{escape(c)}</{t}>" for c in row) + "</tr>"
+        for t, row in [("th", head), *[("td", r) for r in body]]
+    )
+    notes = "".join(f"<li>{escape(n)}.</li>" for n in _notes(result))
+    return (
+        f"<h2 id='panel-{escape(run)}'>The judge panel against physicians: {escape(run)}</h2>"
+        f"<p>{escape(_title(result).capitalize())}.</p><table>{cells}</table><ul>{notes}</ul>"
+    )
+
+
+def _report_lines(result: PanelCalibration) -> list[str]:
+    """Which judge's number the score line above is, and which to report (#63.3); a
+    judge that agrees with the physicians more than they agree among themselves, why
+    that can be."""
+    judges = result["judges"]
+    if not judges:
+        return []
+    first, best = judges[0], result["best"]
+    out = []
+    if best is not None and best != first["judge"]:
+        chosen = next(j for j in judges if j["judge"] == best)
+        settled = result["paired"] is not None and result["paired"]["larger_than_noise"]
+        why = (
+            "by more than the noise: its corrected score is the one to report"
+            if settled
+            else "but not by more than the noise: either corrected score may be reported;"
+            " say which, and that the judge was chosen before the scores were seen"
+        )
+        out.append(
+            f"report: the score line above is {first['judge']}'s (this run's judge);"
+            f" {best} agrees best with the physicians, {why} ({best}: corrected"
+            f" {num(chosen['corrected'])}, run {chosen['run']})"
+        )
+    else:
+        out.append(
+            f"report: the score line above, {first['judge']}'s corrected score: this"
+            " run's judge is the one that agrees best"
+        )
+    ceiling = result["ceiling"]
+    top = ceiling["kappa"] if ceiling is not None else None
+    above = [
+        j["judge"]
+        for j in judges
+        if isinstance(top, float) and j["kappa"] is not None and j["kappa"] > top
+    ]
+    if above:
+        out.append(
+            f"{', '.join(above)} agree{'s' if len(above) == 1 else ''} with the physicians"
+            " more than they agree among themselves: with few labels, chance agreement on"
+            " rare verdicts, or a judge that follows one physician closely, this can happen;"
+            " it is no sign of a judge better than physicians (label more cases, and see"
+            " each physician's own agreement)"
+        )
+    return out
 
 
 class JudgesPlan(TypedDict):

@@ -4,16 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from ..calibration import Graded
-    from ..calibration.labels import Label
-    from ..calibration.panel import PanelCalibration
 
 from .common import JobsDirOpt, JsonOpt, complete_runs, finite, friendly, warn
 
@@ -106,10 +99,10 @@ def calibrate(
     then batchbench calibrate gpt-5.4-mini --labels sheet.csv
     """
 
-    from ..calibration import load_run
+    from ..calibration import judge_panel, load_run
     from ..calibration.analysis import calibrate as calibrate_run
     from ..calibration.analysis import plan_labels
-    from ..calibration.labels import read_labels
+    from ..calibration.labels import NoVerdicts, read_labels
     from ..calibration.text import calibration_text, plan_text
     from ..errors import ConfigError
     from ..scores.sources import resolve
@@ -126,7 +119,17 @@ def calibrate(
 
     if labels_format is not None and labels_format not in FORMATS:
         raise ConfigError(f"--labels-format {labels_format!r}: one of {', '.join(FORMATS)}")
-    found = read_labels(labels, graded.name, graded.cases, labels_format)
+    try:
+        found = read_labels(labels, graded.name, graded.cases, labels_format)
+    except NoVerdicts as exc:
+        first = _first_of_panel(runs[0], jobs_dir)
+        if first is None:
+            raise
+        raise NoVerdicts(
+            f"{exc}: run {graded.name!r} judges the answers of run {first!r} (a judge"
+            f" panel), whose sheet the labels are: `batchbench calibrate {first} --labels"
+            " …` sets every judge of the panel against them"
+        ) from None
     if plan:
         if width is None or not 0 < width < 1:
             raise ConfigError("--plan needs --width W, a half-width in (0, 1)")
@@ -134,7 +137,7 @@ def calibrate(
         typer.echo(json_text(planned) if as_json else plan_text(planned))
         return
     result = calibrate_run(graded.name, graded.rows, graded.summary, found, graded.cases)
-    panel = _panel(runs[0], jobs_dir, found, graded)
+    panel = judge_panel(resolve(runs[0], jobs_dir), found, graded, warn=warn)
     if as_json:
         typer.echo(json_text({**result, **({"panel": panel} if panel else {})}))
         return
@@ -143,28 +146,12 @@ def calibrate(
     typer.echo(calibration_text(result) + (f"\n\n{panel_text(panel)}" if panel else ""))
 
 
-def _panel(
-    name: str, jobs_dir: Path, labels: Sequence[Label], graded: Graded
-) -> PanelCalibration | None:
-    """A judge panel's judges against the same labels (#50), when the run has a panel."""
-    from ..calibration import load_run
-    from ..calibration.panel import calibrate_panel
-    from ..scores.panel import panel_of
-    from ..scores.sources import Named, resolve
+def _first_of_panel(name: str, jobs_dir: Path) -> str | None:
+    """The run whose answers this one judges (a panel's first run), if any."""
+    from ..scores.sources import resolve
 
     named = resolve(name, jobs_dir)
-    if named.run is None:
-        return None
-    members = panel_of(named.run)
-    if len(members) < 2:
-        return None
-    graded_of = {
-        judge: graded
-        if run.name == graded.name
-        else load_run(Named(run.name, run.results_path, run), warn=warn)
-        for judge, run in members.items()
-    }
-    return calibrate_panel(graded_of, labels, graded.cases)
+    return None if named.run is None else named.run.load_config().answers_from
 
 
 SHEET_KINDS = ("csv", "html", "label-studio", "redcap")

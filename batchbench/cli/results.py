@@ -310,9 +310,10 @@ def report(
 
 def _calibrations(runs: list[str], jobs_dir: Path, labels: list[Path]) -> list[str]:
     """Each run's calibration section, for the runs the labels speak of (none: refused)."""
-    from ..calibration import load_run
+    from ..calibration import judge_panel, load_run
     from ..calibration.analysis import calibrate
     from ..calibration.labels import NoVerdicts, read_labels
+    from ..calibration.panel import panel_html
     from ..calibration.text import calibration_html
     from ..errors import ConfigError
     from ..scores.sources import resolve
@@ -329,6 +330,9 @@ def _calibrations(runs: list[str], jobs_dir: Path, labels: list[Path]) -> list[s
             continue
         result = calibrate(graded.name, graded.rows, graded.summary, found, graded.cases)
         sections.append(calibration_html(result))
+        panel = judge_panel(named, found, graded, warn=warn)
+        if panel is not None:  # its other judges against the same labels (#63.3)
+            sections.append(panel_html(panel, graded.name))
     if not sections:
         raise ConfigError(f"--labels: no verdicts on any of the runs {', '.join(runs)}")
     return sections
