@@ -329,6 +329,14 @@ def test_a_panel_judges_every_answer_with_each_judge_and_buys_the_answers_once(
     made = run_cli("report", *runs.values(), "--jobs-dir", str(jobs), "-o", str(page))
     assert made.returncode == 0, made.stderr
     assert all(f"judged by {judge})" in page.read_text() for judge in runs)
+    # #63.5: the page says its columns are judges, not models, and what a difference is
+    html = page.read_text()
+    judges = ", ".join(f"{judge} (run {run})" for judge, run in runs.items())
+    caveat = "where the judges disagree, not a better model"
+    assert f"<dt>judges</dt><dd>{judges}: the same answers judged by other judges" in html
+    assert "<dt>model</dt><dd>ans-model</dd>" in html and "<dt>models</dt>" not in html
+    said = f"the same answers judged by other judges: each difference on this page is {caveat}"
+    assert f"<p class='caveat'>{said}.</p>" in html
 
 
 def test_compare_ranks_the_models_under_each_judge_and_says_when_the_ranking_changes(

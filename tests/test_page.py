@@ -236,9 +236,9 @@ def test_a_page_of_many_cases_shows_the_worst_and_says_how_it_was_thinned(tmp_pa
     from the results file itself here) and says so; the summary numbers stay whole."""
     import re
 
-    from batchbench.views import page
+    from batchbench.views import page_cases
 
-    monkeypatch.setattr(page, "CASES_SHOWN", 7)
+    monkeypatch.setattr(page_cases, "CASES_SHOWN", 7)
     results = tmp_path / "full.jsonl"
     shutil.copy(FIXTURE / "golden" / "full.jsonl", results)
     out = tmp_path / "ref.html"
