@@ -147,6 +147,12 @@ def test_labels_add_each_benchmarks_calibrated_score(batch_emulator, tmp_path, f
             [judged[c]["score"] for c in mine if c not in physician],
         )
         assert result["score_details"]["score"] == pytest.approx(theta, rel=1e-12, abs=1e-15)
+        # #63.6: the judgement goes with the figure (20 labelled cases for it to hold)
+        said = result["score_details"]["details"]
+        assert said["labelled_cases"] == str(len(lab))
+        assert said["reliable"] == ("true" if len(lab) >= 20 else "false")
+        assert ("a pointer, not a finding" in said.get("caveat", "")) == (len(lab) < 20)
+    assert any(r["score_details"]["details"]["reliable"] == "false" for r in calibrated.values())
 
 
 def test_a_results_file_is_refused_in_one_line(batch_emulator, tmp_path, fixture_dir):

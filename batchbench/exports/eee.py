@@ -29,6 +29,7 @@ from .. import __version__, providers
 from .._io import atomic_write_bytes
 from ..bench import protocol
 from ..bench.dataset import Case
+from ..scores.stats import SMALL_N
 from ..scores.summary import Summary, last_rows
 
 SCHEMA_VERSION = "0.3.0"
@@ -67,6 +68,7 @@ class Uncertainty(TypedDict, total=False):
 
 class ScoreDetails(TypedDict, total=False):
     score: float
+    details: dict[str, str]  # the schema's key-value strings
     uncertainty: Uncertainty
 
 
@@ -286,7 +288,19 @@ def _calibrated(
     metric: MetricConfig,
     corrected: Mapping[str, Any],
 ) -> EvaluationResult:
-    details: ScoreDetails = {"score": corrected["estimate"]}
+    # The judgement calibrate makes goes with the figure (#63.6): how many labelled cases
+    # it rests on, and whether that is enough for its interval to hold.
+    labelled, holds = (
+        int(corrected["n"]),
+        not corrected.get("small_n") and bool(corrected.get("ci95")),
+    )
+    said = {"labelled_cases": str(labelled), "reliable": "true" if holds else "false"}
+    if not holds:
+        said["caveat"] = (
+            f"rests on {labelled} physician-labelled case(s), fewer than {SMALL_N}: too few"
+            " for its interval to hold; a pointer, not a finding"
+        )
+    details: ScoreDetails = {"score": corrected["estimate"], "details": said}
     uncertainty: Uncertainty = {}
     if corrected.get("se") is not None:
         uncertainty["standard_error"] = {"value": corrected["se"], "method": "PPI++"}
