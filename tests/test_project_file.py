@@ -56,6 +56,26 @@ def test_a_run_takes_the_judge_dataset_and_jobs_folder_from_the_project_file(
     assert as_json["project_file"] == str(toml)
 
 
+def test_list_and_errors_say_who_chose_the_jobs_folder(batch_emulator, project, tmp_path):
+    """#63.10: a jobs folder the user did not type — the project file's, found upward, or
+    BATCHBENCH_JOBS_DIR's — is named with who chose it, by `list` and by every error that
+    names the folder; one typed is not."""
+    toml = project / "batchbench.toml"
+    runs = project / "runs"
+    assert run_cli(*_run(batch_emulator), env=env()).returncode == 0
+    listed = run_cli("list")
+    assert listed.returncode == 0
+    assert listed.stdout.splitlines()[0] == f"runs in {runs} (the jobs folder {toml} names)"
+    proc = run_cli("status", "ans-modle")
+    assert_one_line_error(proc, f"no run 'ans-modle' in {runs}", f"(the jobs folder {toml} names)")
+    proc = run_cli("status", "nope", env={"BATCHBENCH_JOBS_DIR": str(tmp_path)})
+    assert_one_line_error(proc, f"in {tmp_path} (the jobs folder BATCHBENCH_JOBS_DIR names)")
+    proc = run_cli("status", "nope", "--jobs-dir", str(runs))
+    assert_one_line_error(proc, f"no run 'nope' in {runs}")
+    assert "names)" not in proc.stderr
+    assert run_cli("list", "--jobs-dir", str(runs)).stdout.startswith("run ")  # the table
+
+
 def test_flags_and_the_environment_win_over_the_project_file(batch_emulator, project, tmp_path):
     flagged = tmp_path / "flagged"
     proc = run_cli(*_run(batch_emulator, "--jobs-dir", str(flagged)), env=env())

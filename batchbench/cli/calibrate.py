@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from .common import JobsDirOpt, JsonOpt, complete_runs, finite, friendly, warn
+from .common import JobsDirOpt, JsonOpt, finite, friendly, warn
+from .folders import complete_runs
 
 
 def _labels_formats() -> list[str]:

@@ -22,6 +22,7 @@ from typer.core import TyperArgument, TyperCommand, TyperGroup
 from .. import _failpoints
 from ..clock import SYSTEM, Clock
 from ..errors import BatchbenchError, InvariantError, StorageError
+from .folders import complete_runs, jobs_folder, with_origin
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -246,7 +247,7 @@ def friendly(fn: F) -> F:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             raise typer.Exit(0) from None
         except BatchbenchError as exc:
-            typer.echo(f"error: {exc}", err=True)
+            typer.echo(f"error: {with_origin(str(exc))}", err=True)
             raise typer.Exit(exc.exit_code) from None
         except OSError as exc:  # file work no module turned into a StorageError
             typer.echo(f"error: {exc.filename or 'a file'}: {exc.strerror or exc}", err=True)
@@ -303,36 +304,6 @@ LimitOpt = Annotated[
 ]
 
 
-def jobs_folder(value: str | Path) -> Path:
-    """The jobs folder the commands work in: a local folder, or a bucket's working
-    folder (:mod:`..storage`); a URI they cannot read is one line."""
-    from ..storage import jobs_path, refuse
-
-    try:
-        return jobs_path(value)
-    except BatchbenchError as exc:  # said in one line when the command starts (friendly)
-        refuse(exc)
-        return Path(str(value))
-
-
-def complete_runs(ctx: typer.Context, incomplete: str) -> list[str]:
-    """A TAB where a run's name goes: the runs of the jobs folder typed (or its default,
-    the project file's or ``jobs``). A local folder only: a TAB never asks a bucket (its
-    working folder is let go at once)."""
-    from ..engine.rundir import list_runs
-    from ..storage import bucket_of, close_all
-
-    folder = ctx.params.get("jobs_dir") or Path("jobs")
-    if bucket_of(Path(folder)) is not None:
-        close_all(write_back=False)
-        return []
-    try:
-        names = [run.root.name for run in list_runs(Path(folder))]
-    except (OSError, BatchbenchError):
-        return []
-    return [name for name in names if name.startswith(incomplete)]
-
-
 JobsDirOpt = Annotated[
     Path,
     typer.Option(
@@ -342,7 +313,8 @@ JobsDirOpt = Annotated[
         rich_help_panel=SELECTION,
         parser=jobs_folder,
         help="Folder holding one directory per run, or a bucket a team shares"
-        " (s3://BUCKET/PREFIX, gs://…, az://…; or BATCHBENCH_JOBS_DIR).",
+        " (s3://BUCKET/PREFIX, gs://…, az://…); or BATCHBENCH_JOBS_DIR, or `jobs-dir` in"
+        " the project file (batchbench.toml, or \\[tool.batchbench] in pyproject.toml).",
     ),
 ]
 

@@ -13,8 +13,9 @@ import typer
 from ..engine.rundir import Run
 from ..errors import ConfigError
 from ..kinds import Stage
-from .common import SAMPLE_DATASET, DatasetOpt, clock_of, friendly, jobs_folder
+from .common import SAMPLE_DATASET, DatasetOpt, clock_of, friendly
 from .finish import finish_run, print_leaderboard
+from .folders import jobs_folder
 from .run_options import TailFlexOpt
 from .start import group_run_name
 

@@ -25,11 +25,11 @@ from .common import (
     RunArg,
     SmokeOpt,
     SourcesArg,
-    complete_runs,
     friendly,
     strict_json,
     warn,
 )
+from .folders import complete_runs
 
 
 @friendly

@@ -59,7 +59,9 @@ DatasetOpt = Annotated[
         metavar="DIR",
         envvar="BATCHBENCH_DATASET",
         rich_help_panel=SELECTION,
-        help="BedsideBench checkout (registry.json at its root); required.",
+        help="BedsideBench checkout (registry.json at its root); required: here, in"
+        " BATCHBENCH_DATASET, or as `dataset` in the project file (batchbench.toml, or"
+        " \\[tool.batchbench] in pyproject.toml, found upward).",
     ),
 ]
 

@@ -8,17 +8,8 @@ from typing import Annotated
 import typer
 
 from ..storage import shown
-from .common import (
-    JobsDirOpt,
-    RunArg,
-    RunsArg,
-    clock_of,
-    complete_runs,
-    friendly,
-    jobs_folder,
-    strict_json,
-    warn,
-)
+from .common import JobsDirOpt, RunArg, RunsArg, clock_of, friendly, strict_json, warn
+from .folders import complete_runs, jobs_folder, jobs_origin
 from .project import current_project
 
 
@@ -115,11 +106,15 @@ def list_command(
 
     pricing = load_pricing(None)
     listing = [run_listing(r, pricing) for r in list_runs(jobs_dir)]
+    origin = jobs_origin()
+    chosen = f" (the jobs folder {origin} names)" if origin else ""
     if as_json:
         typer.echo(strict_json([for_json(r) for r in listing]))
     elif not listing:
-        typer.echo(f"no runs in {shown(jobs_dir)}")
+        typer.echo(f"no runs in {shown(jobs_dir)}{chosen}")
     else:
+        if chosen:  # the folder the user did not type: where, and who chose it
+            typer.echo(f"runs in {shown(jobs_dir)}{chosen}")
         typer.echo(listing_table(listing))
 
 
