@@ -234,3 +234,79 @@ def test_a_stop_while_the_emulator_announces_itself_still_cleans_up():
     assert not key.parent.exists()
     with pytest.raises(OSError):
         urllib.request.urlopen(emulator.url + "/v1/models", timeout=2)
+
+
+def test_a_self_signed_jwt_is_taken_as_google_takes_it(batch_emulator, monkeypatch):
+    """#62.1: google-auth's service-account credentials with ``always_use_jwt_access``
+    (google-cloud-aiplatform's clients, Curator's Gemini backend) send a JWT they signed
+    themselves, and no token request; Vertex takes it (AIP-4111). The face takes what
+    Google takes — google-auth's own JWT, with a scope or with the service as audience —
+    and refuses, in Google's envelope, what Google refuses: another key's signature, an
+    expired JWT, another service's audience."""
+    import time
+
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from google.auth import crypt
+    from google.auth import jwt as google_jwt
+    from google.auth.transport.requests import AuthorizedSession, Request
+    from google.oauth2 import service_account
+
+    emu = batch_emulator
+    for name, value in GEMINI.env(emu).items():
+        monkeypatch.setenv(name, value)
+    path = os.environ["GOOGLE_APPLICATION_CREDENTIALS"]
+    info = json.loads(Path(path).read_text())
+    url = (
+        f"{emu.base_urls['vertex']}/v1/projects/{PROJECT}/locations/us-central1/batchPredictionJobs"
+    )
+    scoped = service_account.Credentials.from_service_account_file(
+        path, scopes=["https://www.googleapis.com/auth/cloud-platform"], always_use_jwt_access=True
+    )
+    host = emu.base_urls["vertex"].split("//", 1)[1]
+    audienced = service_account.Credentials.from_service_account_file(
+        path, always_use_jwt_access=True
+    )
+    audienced._create_self_signed_jwt(f"https://{host}/")  # as a generated client does
+    for creds in (scoped, audienced):
+        taken = AuthorizedSession(creds).get(url)
+        assert taken.status_code == 200, taken.text
+        assert creds.token.count(".") == 2  # a JWT: no token was asked for
+    assert not emu.face("vertex").tokens
+
+    def signed(claims: dict, key_pem: str = info["private_key"]) -> str:
+        signer = crypt.RSASigner.from_string(key_pem, info["private_key_id"])
+        return google_jwt.encode(signer, claims).decode()
+
+    now = int(time.time())
+    good = {"iss": info["client_email"], "sub": info["client_email"], "iat": now, "exp": now + 3600}
+    good["scope"] = "https://www.googleapis.com/auth/cloud-platform"
+    stranger = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    other_pem = stranger.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+    refused = {
+        "another key's": signed(good, other_pem),
+        "expired": signed({**good, "iat": now - 7200, "exp": now - 3600}),
+        "another service's": signed(
+            {
+                **{k: v for k, v in good.items() if k != "scope"},
+                "aud": "https://storage.googleapis.com/",
+            }
+        ),
+        "living too long": signed({**good, "exp": now + 7200}),
+    }
+    assert AuthorizedSession(scoped).get(url).status_code == 200  # the same, signed well
+    session = Request()
+    for why, token in refused.items():
+        reply = session(url=url, method="GET", headers={"Authorization": f"Bearer {token}"})
+        body = json.loads(reply.data)
+        assert reply.status == 401 and body["error"]["status"] == "UNAUTHENTICATED", why
+    # a JWT of the account, on a project it cannot see: Google's 403
+    elsewhere = url.replace(f"projects/{PROJECT}/", "projects/someone-elses/")
+    reply = session(
+        url=elsewhere, method="GET", headers={"Authorization": f"Bearer {signed(good)}"}
+    )
+    assert reply.status == 403 and json.loads(reply.data)["error"]["status"] == "PERMISSION_DENIED"

@@ -775,6 +775,7 @@ def _vertex_env(rig: Rig, emu: Any) -> dict[str, str]:
     key = _key_folder() / f"{hashlib.sha256(url.encode()).hexdigest()[:16]}.json"
     if not key.exists():  # its content is the URL's: written once, never while read
         key.write_text(json.dumps(info))
+    emu.face("vertex").trust(info)  # its public key known, as Google knows every account's
     return {
         "STORAGE_EMULATOR_HOST": url,
         "GOOGLE_CLOUD_PROJECT": "batchbench-test",

@@ -9,9 +9,11 @@ and what google-auth sends to refresh the credentials of the file
 ``GOOGLE_APPLICATION_CREDENTIALS`` names (``POST /token``). Both API versions are
 served, ``v1`` and google-genai's default ``v1beta1``.
 
-Calls to Vertex carry ``Authorization: Bearer`` and a token the token endpoint gave:
-a call without one, or with one it never gave or that has expired (the emulator's
-``expired_tokens`` setting, to rehearse it), is 401 UNAUTHENTICATED; a call on a
+Calls to Vertex carry ``Authorization: Bearer`` and a token the token endpoint gave, or
+a JWT the service account signed itself (:mod:`.jwt`, as Google takes it): a call
+without one, with one it never gave or that has expired (the emulator's
+``expired_tokens`` setting, to rehearse it), or with a JWT Google would refuse (another
+key's, expired, for another service), is 401 UNAUTHENTICATED; a call on a
 project other than the service account's own (the ``@PROJECT.iam`` of the JWT its
 client signed) is 403 PERMISSION_DENIED, as Google answers a project the credentials
 cannot see. Errors are Google's ``{"error": {code, message, status}}``.
@@ -34,11 +36,13 @@ from urllib.parse import parse_qs, unquote
 from ...core import HEX, ApiFailure, Store
 from ...face import Exchange, FaultKind, Reply, Route, bearer, route
 from ..gemini_model import STATUS_NAMES
+from . import jwt
 from .gcs import DEFAULT_BUCKET, Storage, StorageRoutes
 from .gcs_xml import PREFIX, XmlRoutes, xml_errors
 from .jobs import Jobs, publisher_of
 
 PROJECT = "batchbench-demo"
+KEY_ID = "emulator"  # the credentials file's private_key_id: a self-signed JWT's kid
 LOCATION = "us-central1"
 PARENT = r"^/v1(?:beta1)?/(projects/[^/]+/locations/[^/]+)"
 _VERSIONED = ("/v1/projects/", "/v1/publishers/", "/v1beta1/projects/", "/v1beta1/publishers/")
@@ -56,6 +60,9 @@ class VertexFace:
         self.gcs = StorageRoutes(self.storage, store.now)
         self._adc: Path | None = None
         self._pem = ""
+        # The service accounts whose self-signed JWTs are taken: email → (key id, public
+        # key), as Google publishes each account's (the emulator's own, and any trusted).
+        self.accounts: dict[str, tuple[str, Any]] = {}
         self.tokens: dict[str, tuple[float, str]] = {}  # token → (issued at, its project)
         self.routes: Sequence[Route] = [
             route("POST", "^/token$", self.token),
@@ -108,6 +115,10 @@ class VertexFace:
                 " access token, login cookie or other valid authentication credential.",
             )
         issued = self.tokens.get(token)
+        if issued is None and jwt.looks_like(token):
+            email = jwt.verified(token, self.accounts, x.header("Host"))
+            if email is not None:  # signed by the account itself: its project's
+                issued = (self.store.now(), _project_of_account(email))
         if issued is None or issued[0] < self.store.settings.expired_tokens:
             return ApiFailure(
                 401,
@@ -179,7 +190,8 @@ class VertexFace:
     def credentials(self, url: str) -> Path | None:
         """An Application Default Credentials file whose token endpoint is this emulator:
         a service account with a key made for this emulator alone (google-auth signs its
-        token request with it, unchanged; the emulator does not check the signature).
+        token request with it, unchanged: the token endpoint does not check that
+        signature; a self-signed JWT's, sent as the bearer token, is checked).
         None without ``cryptography``, which comes only with the Vertex clients."""
         if self._adc is None:
             try:  # google-auth's own dependency: there whenever Vertex's SDKs are
@@ -204,14 +216,24 @@ class VertexFace:
         info = {
             "type": "service_account",
             "project_id": PROJECT,
-            "private_key_id": "emulator",
+            "private_key_id": KEY_ID,
             "private_key": self._pem,
             "client_email": f"batchbench@{PROJECT}.iam.gserviceaccount.com",
             "client_id": "1",
             "token_uri": f"{url}/token",
         }
         self._adc.write_text(json.dumps(info))
+        self.trust(info)
         return self._adc
+
+    def trust(self, info: Mapping[str, Any]) -> None:
+        """A service account (its credentials file's content) whose self-signed JWTs are
+        taken, as Google takes any account's: its public key, from the private one."""
+        from cryptography.hazmat.primitives import serialization
+
+        key = serialization.load_pem_private_key(str(info["private_key"]).encode(), None)
+        public = key.public_key()
+        self.accounts[str(info["client_email"])] = (str(info["private_key_id"]), public)
 
     def close(self) -> None:
         """The credentials folder (its private key) removed: the emulator has stopped."""
@@ -289,6 +311,12 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _project_of_account(email: str) -> str:
+    """The project of a service account (``NAME@PROJECT.iam.gserviceaccount.com``)."""
+    found = _SERVICE_ACCOUNT.match(email)
+    return found.group(1) if found else PROJECT
+
+
 def _project_of(body: bytes) -> str:
     """The project of the service account whose JWT a token request carries (its
     ``iss``, ``NAME@PROJECT.iam.gserviceaccount.com``); the demo's when it does not say."""
@@ -298,8 +326,7 @@ def _project_of(body: bytes) -> str:
         claims = json.loads(base64.urlsafe_b64decode(assertion.split(".")[1] + "=="))
     except (IndexError, ValueError):
         return PROJECT
-    found = _SERVICE_ACCOUNT.match(str(claims.get("iss", "")))
-    return found.group(1) if found else PROJECT
+    return _project_of_account(str(claims.get("iss", "")))
 
 
 def make(store: Store) -> VertexFace:
