@@ -468,3 +468,46 @@ def test_a_result_line_with_a_counter_of_the_wrong_type_is_that_lines_failure(
         for e in emu.ledger()["executions"]
     )
     assert sorted(ran.values()) == [1] * (len(ran) - 1) + [2], ran
+
+
+# Each vendor's answer to a key it does not know, as its API words it (the sources are
+# public reports of the live service's replies, cited in each face).
+REFUSED_KEYS = {
+    "groq": (401, {"error": {"message": "Invalid API Key", "type": "invalid_request_error"}}),
+    "mistral": (401, {"message": "Unauthorized"}),
+    "openrouter": (401, {"error": {"code": 401, "message": "User not found."}}),
+    "xai": (400, {"code": "Client specified an invalid argument"}),
+}
+
+
+@pytest.mark.parametrize("provider", sorted(REFUSED_KEYS))
+def test_a_wrong_key_gets_the_vendors_own_answer_and_one_line(
+    provider, batch_emulator_factory, tmp_path, fixture_dir
+):
+    """#62.2: a wrong key got OpenAI's 401 on every face; each answers in its vendor's
+    status and words, and batchbench still says in one line which key was refused,
+    without echoing it, before anything is bought."""
+    import urllib.error
+    import urllib.request
+
+    rig = RIGS[provider]
+    emu = batch_emulator_factory(api_key="the-right-key")
+    status, expected = REFUSED_KEYS[provider]
+    models = f"{emu.base_urls[provider]}{ENDINGS.get(provider, '')}/models"  # SDK's base
+    asked = urllib.request.Request(models, headers={"Authorization": "Bearer wr0ng-key-x9"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(asked)
+    body = json.loads(refused.value.read())
+    assert refused.value.code == status
+
+    def within(small, big):
+        return all(
+            within(v, big[k]) if isinstance(v, dict) else big.get(k) == v for k, v in small.items()
+        )
+
+    assert within(expected, body), body
+    if provider == "xai":
+        assert body["error"].startswith("Incorrect API key provided: wr***x9.")
+    proc = run_cli(*rig.args(emu, tmp_path, fixture_dir, "--smoke"), env=rig.env(emu))
+    assert_one_line_error(proc, rig.key_variable)
+    assert rig.key not in proc.stderr + proc.stdout and not emu.ledger()["batches"]

@@ -131,9 +131,13 @@ class OpenAIClient:
             display=context.label,
             key_hint=context.key_hint,
             warn=warn,
-            refine=_file_not_visible,
+            refine=self.refine,
             clock=clock,
         )
+
+    def refine(self, what: str, exc: Any) -> ApiError | None:
+        """This service's own reading of a status error (before the common one), if any."""
+        return _file_not_visible(what, exc)
 
     def module(self) -> ModuleType:
         """The SDK's module (its exceptions): openai's, or a Stainless SDK made like it."""

@@ -91,6 +91,19 @@ class XAIClient(OpenAIClient):
             http_client=tls.http_client(openai),
         )
 
+    def refine(self, what: str, exc: Any) -> ApiError | None:
+        """xAI refuses a key with a 400 (``Incorrect API key provided: xa***yz…``), not a
+        401: read as the key refused, naming its variable (the key is never echoed)."""
+        body = getattr(exc, "body", None)  # the SDK keeps the body's "error" (a string)
+        said = body.get("error") if isinstance(body, dict) else body
+        if exc.status_code == 400 and isinstance(said, str) and "API key" in said:
+            return ApiError(
+                f"{what}: the service refused the key (HTTP 400: incorrect API key);"
+                f" check {self.context.key_hint}",
+                status=401,
+            )
+        return super().refine(what, exc)
+
     def service_id(self, model: str) -> str:
         """``xai/ID`` → ``ID``, xAI's own (:mod:`.xai_wire`)."""
         return model.removeprefix(PREFIX)

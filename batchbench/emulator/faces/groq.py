@@ -11,7 +11,7 @@ OpenAI's and Azure's faces cannot take its calls.
 
 from __future__ import annotations
 
-from ..core import Store
+from ..core import ApiFailure, Store
 from ..face import Exchange, Reply
 from .openai import OPENAI_LIMITS, OpenAIFace
 from .openai.validate import Limits
@@ -41,6 +41,11 @@ class GroqFace(OpenAIFace):
 
     def environment(self, url: str) -> dict[str, str]:
         return {"GROQ_BASE_URL": self.base_url(url)}
+
+    def key_refused(self, token: str) -> ApiFailure:
+        """Groq's 401 for a key it does not know, or none: ``Invalid API Key`` (as its API
+        answers it, e.g. spring-projects/spring-ai#997)."""
+        return ApiFailure(401, "Invalid API Key", code="invalid_api_key")
 
     def list_batches(self, x: Exchange) -> Reply:
         """Every batch of the key, newest first, in one list (the groq SDK's list takes no

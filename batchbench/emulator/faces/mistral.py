@@ -24,13 +24,14 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import unquote
 
-from ..core import ApiFailure, Store
+from ..core import HEX, ApiFailure, Store
 from ..face import Exchange, Reply, route
 from ..multipart import multipart
 from .openai import OPENAI_LIMITS, OpenAIFace
 from .openai.validate import Limits
 
 MOUNT = "/mistral"
+UNAUTHORIZED = "unauthorized"  # a refused key: its own body (:meth:`MistralFace.error`)
 ENDPOINT = "/v1/chat/completions"
 MISTRAL_LIMITS = Limits(
     max_lines=1_000_000, endpoints={ENDPOINT: ENDPOINT}, file_expiry=OPENAI_LIMITS.file_expiry
@@ -96,8 +97,17 @@ class MistralFace(OpenAIFace):
     def claims(self, x: Exchange) -> bool:
         return x.path.startswith(f"{MOUNT}/")
 
+    def key_refused(self, token: str) -> ApiFailure:
+        """Mistral's 401, without a key or with one it does not know: ``Unauthorized``,
+        with the request's id (as its API answers it, e.g. cline/cline#1734)."""
+        return ApiFailure(401, "Unauthorized", kind=UNAUTHORIZED)
+
     def error(self, failure: ApiFailure) -> Reply:
-        """Mistral's error body: ``{"object": "error", "message", "type", "param", "code"}``."""
+        """Mistral's error body: ``{"object": "error", "message", "type", "param", "code"}``;
+        a refused key's is ``{"message": "Unauthorized", "request_id"}``."""
+        if failure.kind == UNAUTHORIZED:
+            said = {"message": failure.message, "request_id": self.store.decide.token(HEX, 32)}
+            return Reply(said, failure.status, dict(failure.headers))
         body = {
             "object": "error",
             "message": failure.message,

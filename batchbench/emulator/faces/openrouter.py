@@ -76,6 +76,11 @@ class OpenRouterFace(OpenAIFace):
     def claims(self, x: Exchange) -> bool:
         return x.path.startswith("/openrouter/")
 
+    def key_refused(self, token: str) -> ApiFailure:
+        """OpenRouter's 401s (openrouter.ai/docs, errors): ``No auth credentials found``
+        without a key, ``User not found.`` for a key it does not know."""
+        return ApiFailure(401, "User not found." if token else "No auth credentials found")
+
     def error(self, failure: ApiFailure) -> Reply:
         body = {"error": {"code": failure.status, "message": failure.message}}
         return Reply(body, failure.status, dict(failure.headers))

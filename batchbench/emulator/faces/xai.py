@@ -78,6 +78,18 @@ class XAIFace(OpenAIFace):
         body = {"code": failure.code or str(failure.status), "error": failure.message}
         return Reply(body, failure.status, dict(failure.headers))
 
+    def key_refused(self, token: str) -> ApiFailure:
+        """xAI's answer to a key it does not know: 400, ``Client specified an invalid
+        argument``, the key's first and last two characters shown (as its API answers it,
+        e.g. openai/codex#1352, i-am-bee/beeai-framework#447); a call with none, likewise."""
+        shown = f"{token[:2]}***{token[-2:]}" if token else "none"
+        return ApiFailure(
+            400,
+            f"Incorrect API key provided: {shown}. You can obtain an API key from"
+            " https://console.x.ai.",
+            code="Client specified an invalid argument",
+        )
+
     def base_url(self, url: str) -> str:
         return url + MOUNT
 

@@ -83,11 +83,17 @@ class OpenAIFace:
 
     def authorise(self, x: Exchange, api_key: str | None) -> ApiFailure | None:
         token = bearer(x)
+        if not token or (api_key is not None and token != api_key):
+            return self.key_refused(token)
+        return None
+
+    def key_refused(self, token: str) -> ApiFailure:
+        """What the service answers a call without a key (``token`` empty) or with one it
+        does not know, in its own status and words: OpenAI's here; each vendor whose
+        differ says its own (with the source it was read from)."""
         if not token:
             return ApiFailure(401, "You didn't provide an API key.", code="invalid_api_key")
-        if api_key is not None and token != api_key:
-            return ApiFailure(401, "Incorrect API key provided.", code="invalid_api_key")
-        return None
+        return ApiFailure(401, "Incorrect API key provided.", code="invalid_api_key")
 
     def error(self, failure: ApiFailure) -> Reply:
         kind = failure.kind or ("invalid_request_error" if failure.status < 500 else "server_error")
