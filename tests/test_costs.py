@@ -250,3 +250,62 @@ def test_enqueued_token_budget_releases_files_within_it(
         elif e["ev"] == "batch" and e["status"] in ("completed", "failed", "expired", "cancelled"):
             flying.discard(e["sub"])
     assert overlap and peak > budget / 2  # files were released together, up to the budget
+
+
+def test_each_venue_has_its_own_discount_with_its_source(fixture_dir, tmp_path):
+    """Groq's documented batch discount is 25 % (console.groq.com/docs/batch), OpenAI's
+    50 % (its Batch API FAQ), Together's only on selected models: a price file of prices
+    alone keeps each venue's own, and the dry run says which and where it was read."""
+    prices = tmp_path / "prices.json"
+    models = {
+        "groq/openai/gpt-oss-120b": {"input": 1.0, "output": 2.0},
+        "together/openai/gpt-oss-120b": {"input": 1.0, "output": 2.0},
+        "judge-model": {"input": 3.0, "output": 4.0},
+    }
+    prices.write_text(json.dumps({"models": models}))
+    plan = dry(fixture_dir, "--smoke", "--pricing", str(prices), answer="groq/openai/gpt-oss-120b")
+    answers, judges = plan["stages"]["answers"], plan["stages"]["judges"]
+    sync = (answers["input_tokens"] * 1.0 + answers["output_tokens"] * 2.0) / 1e6
+    assert answers["batch_usd"] == round(sync * 0.75, 6)
+    assert "25%" in answers["discount_source"]
+    assert "console.groq.com/docs/batch" in answers["discount_source"]
+    judge_sync = (judges["input_tokens"] * 3.0 + judges["output_tokens"] * 4.0) / 1e6
+    assert judges["batch_usd"] == round(judge_sync * 0.5, 6)
+    assert "help.openai.com" in judges["discount_source"]
+    together = dry(
+        fixture_dir, "--smoke", "--pricing", str(prices), answer="together/openai/gpt-oss-120b"
+    )["stages"]["answers"]
+    assert together["batch_usd"] == together["sync_usd"]  # no discount assumed
+    assert "selected models" in together["discount_source"]
+    # A model the user knows to be discounted there, named in their own table.
+    venues = {"together": {"discount": 0.0, "models": {"together/openai/gpt-oss-120b": 0.5}}}
+    prices.write_text(json.dumps({"models": models, "batch_discounts": venues}))
+    together = dry(
+        fixture_dir, "--smoke", "--pricing", str(prices), answer="together/openai/gpt-oss-120b"
+    )["stages"]["answers"]
+    assert together["batch_usd"] == round(together["sync_usd"] / 2, 6)
+    # One batch_discount in a file is the user's figure for every venue.
+    prices.write_text(json.dumps({"models": models, "batch_discount": 0.4}))
+    groq = dry(fixture_dir, "--smoke", "--pricing", str(prices), answer="groq/openai/gpt-oss-120b")[
+        "stages"
+    ]["answers"]
+    assert groq["batch_usd"] == round(groq["sync_usd"] * 0.6, 6)
+    assert "prices.json" in groq["discount_source"]
+
+
+def test_a_bad_venue_discount_is_one_line_naming_it(fixture_dir, tmp_path):
+    bad = tmp_path / "p.json"
+    bad.write_text(json.dumps({"models": {}, "batch_discounts": {"groq": {"discount": 2}}}))
+    proc = run_cli(
+        "run",
+        "--answer-model",
+        "m",
+        "--judge-model",
+        "m",
+        "--dataset",
+        str(fixture_dir),
+        "--dry-run",
+        "--pricing",
+        str(bad),
+    )
+    assert_one_line_error(proc, "p.json", "batch_discounts.groq.discount")

@@ -158,10 +158,11 @@ def test_the_dry_run_prices_the_answers_and_max_cost_refuses(rig, tmp_path, fixt
         )
         argv = [*base, "--dry-run", "--json", "--pricing", str(prices)]
         answers = json.loads(run_cli(*argv).stdout)["stages"]["answers"]
-        price = (1.0, 4.0)
+        price, off = (1.0, 4.0), 0.5  # the file's one discount, for every venue
     else:
-        price = rig.price
-    expected = (answers["input_tokens"] * price[0] + answers["output_tokens"] * price[1]) / 1e6 / 2
+        price, off = rig.price, rig.batch_discount
+    sync = (answers["input_tokens"] * price[0] + answers["output_tokens"] * price[1]) / 1e6
+    expected = sync * (1 - off)
     assert answers["batch_usd"] == pytest.approx(expected, abs=1e-6)  # shown to 6 places
     proc = run_cli(*base, "--max-cost", "0.000001", env=no_keys)
     assert_one_line_error(proc, "--max-cost", "nothing was submitted")

@@ -156,7 +156,7 @@ def _rehearsal_cost(run: Run) -> str:
     config = run.load_config()
     stand_ins = {config.models[s]: real for s, real in DEMO_STAND_INS.items()}
     pricing = load_pricing().priced_as(stand_ins)
-    cost = run_cost(run.state(config.case_ids).usage, config.models, pricing)
+    cost = run_cost(run.state(config.case_ids).usage, config.models, pricing, config.providers)
     sync = cost["total"]["sync_usd"]
     return (
         f"with {DEMO_STAND_INS['answers']} answers and {DEMO_STAND_INS['judges']} judges, these"

@@ -23,6 +23,7 @@ from ..bench.protocol import Prompt
 from ..errors import ConfigError
 from ..providers import priced_as, resolve
 from ..tokens import estimate_tokens
+from .discounts import Discount, VenueDiscount, parse_venues
 
 TOKENS_PER_MESSAGE = 3
 TOKENS_PER_REPLY = 3
@@ -115,10 +116,22 @@ def _names(model: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Pricing:
-    batch_discount: float
+    default: Discount  # a venue's batch discount where the table names none for it
     models: dict[str, Price]
     source: str
     unpriced: dict[str, str] = field(default_factory=dict)  # model → why it has no price
+    venues: dict[str, VenueDiscount] = field(default_factory=dict)  # provider → discount
+
+    def discount(self, provider: str, model: str) -> Discount:
+        """The batch discount ``model`` gets on ``provider`` (a venue's own, else the
+        table's default), with its source."""
+        venue = self.venues.get(provider)
+        if venue is None:
+            return self.default
+        for name in _names(model):
+            if name in venue.models:
+                return venue.models[name]
+        return venue.usual
 
     def price(self, model: str) -> Price | None:
         for name in _names(model):
@@ -137,7 +150,7 @@ class Pricing:
             if price is None:
                 raise ConfigError(f"{self.source}: no price for {real!r} to stand in for {model!r}")
             models[model] = price
-        return Pricing(self.batch_discount, models, self.source, self.unpriced)
+        return Pricing(self.default, models, self.source, self.unpriced, self.venues)
 
     def why_unpriced(self, model: str) -> str:
         """Why a model has no price here, for the user."""
@@ -163,9 +176,7 @@ def load_pricing(path: str | Path | None = None) -> Pricing:
         raise ConfigError(f"{source}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
     if not isinstance(data, dict) or not isinstance(data.get("models"), dict):
         raise ConfigError(f"{source}: needs a 'models' object")
-    discount = data.get("batch_discount", 0.5)
-    if not isinstance(discount, (int, float)) or not 0 <= discount < 1:
-        raise ConfigError(f"{source}: batch_discount must be a number in [0, 1)")
+    default, venues = _discounts(data, source, path is None)
     models: dict[str, Price] = {}
     unpriced: dict[str, str] = {}
     same_as: dict[str, Any] = {}
@@ -192,7 +203,7 @@ def load_pricing(path: str | Path | None = None) -> Pricing:
             as_of=as_of if isinstance(as_of, str) else None,
             source=said if isinstance(said, str) else None,
         )
-    table = Pricing(float(discount), models, source, unpriced)
+    table = Pricing(default, models, source, unpriced, venues)
     if not same_as:
         return table
     fallback = load_pricing() if path is not None else table
@@ -206,6 +217,25 @@ def load_pricing(path: str | Path | None = None) -> Pricing:
             )
         models[name] = price
     return table
+
+
+def _discounts(
+    data: dict[str, Any], source: str, built_in: bool
+) -> tuple[Discount, dict[str, VenueDiscount]]:
+    """A price file's batch discounts: its venues' own (``batch_discounts``), its one
+    ``batch_discount`` for every venue, or — a file that says neither — the built-in
+    table's venues (a file of prices alone does not make every venue's discount 50 %)."""
+    default = data.get("batch_discount", 0.5)
+    if isinstance(default, bool) or not isinstance(default, (int, float)) or not 0 <= default < 1:
+        raise ConfigError(f"{source}: batch_discount must be a number in [0, 1)")
+    said = data.get("batch_discount_source")
+    usual = Discount(float(default), said if isinstance(said, str) else source)
+    if "batch_discounts" in data:
+        return usual, parse_venues(data["batch_discounts"], source)
+    if "batch_discount" in data or built_in:
+        return usual, {}
+    built = load_pricing()
+    return built.default, built.venues
 
 
 def cost(

@@ -48,14 +48,19 @@ class RunCost(TypedDict):
 
 
 def run_cost(
-    usage: Mapping[str, Mapping[str, int]], models: Mapping[Stage, str], pricing: Pricing
+    usage: Mapping[str, Mapping[str, int]],
+    models: Mapping[Stage, str],
+    pricing: Pricing,
+    providers: Mapping[Stage, str],
 ) -> RunCost:
-    """The cost of each stage's usage (``models``: stage → the model it ran on)."""
+    """The cost of each stage's usage (``models``: stage → the model it ran on;
+    ``providers``: stage → the venue, whose batch discount it got)."""
     stages: dict[str, StageCost] = {}
     for stage, model in models.items():
         used = dict(usage.get(stage, {}))
         price = pricing.price(model)
-        one = StageCost(model=model, **usage_cost(used, price, pricing.batch_discount))  # type: ignore[typeddict-item]
+        off = pricing.discount(providers[stage], model).fraction
+        one = StageCost(model=model, **usage_cost(used, price, off))  # type: ignore[typeddict-item]
         one.update(used)
         if price is None:
             one["no_price"] = pricing.why_unpriced(model)

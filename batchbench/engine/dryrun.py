@@ -39,6 +39,8 @@ class _StagePlan(TypedDict):
     input_tokens: int
     output_tokens: int
     tokenizer: str
+    batch_discount: float  # the venue's, for this model
+    discount_source: str  # where that figure was read
     priced: bool
     no_price: str | None  # why, when not priced
     batch_usd: float | None
@@ -70,7 +72,6 @@ class _DryRun(TypedDict):
     cases: int
     assumed_answer_tokens: int
     pricing: str
-    batch_discount: float
     stages: dict[Stage, StagePlan]
     total: PlanTotal
     note: str
@@ -111,7 +112,8 @@ def _stage(
     prompt = sum(tokens)
     output = sum(output_tokens(r) for r in requests)
     price = pricing.price(model)
-    priced = cost(price, prompt, 0, output, batch_discount=pricing.batch_discount)
+    off = pricing.discount(wire.name, model)
+    priced = cost(price, prompt, 0, output, batch_discount=off.fraction)
     found: StagePlan = {
         "batch_usd": priced["batch_usd"],
         "sync_usd": priced["sync_usd"],
@@ -124,6 +126,8 @@ def _stage(
         "input_tokens": prompt,
         "output_tokens": output,
         "tokenizer": described,
+        "batch_discount": off.fraction,
+        "discount_source": off.text(),
         "priced": price is not None,
         "no_price": None if price is not None else pricing.why_unpriced(model),
     }
@@ -232,7 +236,6 @@ def plan(
         "cases": len(cases),
         "assumed_answer_tokens": assumed_answer_tokens,
         "pricing": pricing.source,
-        "batch_discount": pricing.batch_discount,
         "stages": stages,
         "total": total,
         "note": "judge inputs assume answers of the assumed length; reasoning tokens are"
@@ -263,10 +266,7 @@ def grand_total(plans: Sequence[DryRun]) -> str:
 
 
 def plan_text(p: DryRun) -> str:
-    lines = [
-        f"dry run: {p['cases']} cases; prices from {p['pricing']}"
-        f" (batch discount {p['batch_discount']:.0%})"
-    ]
+    lines = [f"dry run: {p['cases']} cases; prices from {p['pricing']}"]
     header = (
         f"{'stage':<8} {'requests':>8} {'files':>5} {'MB':>8} {'input tok':>11}"
         f" {'output tok':>11} {'batch':>12} {'sync':>12}"
@@ -281,7 +281,7 @@ def plan_text(p: DryRun) -> str:
     for name, s in p["stages"].items():
         lines.append(
             f"{name}: {s['model']} ({s['provider']}), {_files(s['file_sizes'])},"
-            f" tokens by {s['tokenizer']}"
+            f" tokens by {s['tokenizer']}; {s['discount_source']}"
             + ("" if s["priced"] else f"; no price for {s['model']}: {s.get('no_price')}")
         )
         below = s.get("below_minimum")

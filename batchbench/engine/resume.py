@@ -54,12 +54,13 @@ def rebought(pipeline: Pipeline, pricing: Pricing, assumed_output: int) -> str |
         if not spec(provider).cancel_drops_rows:
             continue
         per_request = sub.tokens // max(len(sub.lines), 1)
+        model = pipeline.config.model(sub.stage)
         priced = cost(
-            pricing.price(pipeline.config.model(sub.stage)),
+            pricing.price(model),
             per_request * view.done,
             0,
             assumed_output * view.done,
-            batch_discount=pricing.batch_discount,
+            batch_discount=pricing.discount(provider, model).fraction,
         )["batch_usd"]
         count += view.done
         total += priced or 0.0

@@ -43,9 +43,10 @@ def settle_owed(pipeline: Pipeline, pricing: Pricing, say: Callable[[str], None]
         per = {c: int(used[c].sum()) / max(used.height, 1) for c in USAGE_COLUMNS}
         model = pipeline.config.model(sub.stage)
         price = pricing.price(model)
-        cost = usage_cost(
-            {c: round(v * len(missing)) for c, v in per.items()}, price, pricing.batch_discount
-        )["batch_usd"]
+        off = pricing.discount(pipeline.config.providers[sub.stage], model).fraction
+        cost = usage_cost({c: round(v * len(missing)) for c, v in per.items()}, price, off)[
+            "batch_usd"
+        ]
         pipeline.record(
             Settled(
                 sub=sub.id,

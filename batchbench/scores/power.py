@@ -28,7 +28,9 @@ def _cost_per_case(named: Named) -> float | None:
         return None
     config = named.run.load_config()
     state = named.run.state(config.case_ids)
-    usd = run_cost(state.usage, config.models, load_pricing())["total"]["batch_usd"]
+    usd = run_cost(state.usage, config.models, load_pricing(), config.providers)["total"][
+        "batch_usd"
+    ]
     return None if usd is None else usd / len(state.cases)
 
 

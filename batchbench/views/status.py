@@ -154,7 +154,7 @@ def stage_status(state: RunState, stage: Stage) -> StageStatus:
 
 
 def _run_cost(state: RunState, config: RunConfig, pricing: Pricing) -> RunCost:
-    return run_cost(state.usage, config.models, pricing)
+    return run_cost(state.usage, config.models, pricing, config.providers)
 
 
 def flex_record(state: RunState, config: RunConfig, pricing: Pricing) -> FlexRecord | None:
@@ -168,7 +168,9 @@ def flex_record(state: RunState, config: RunConfig, pricing: Pricing) -> FlexRec
         for stage in STAGES
         if case.stage(stage).sub in flex and case.stage(stage).status == "ok"
     )
-    cost = run_cost(state.flex_usage, config.models, pricing)["total"]["priced_batch_usd"]
+    cost = run_cost(state.flex_usage, config.models, pricing, config.providers)["total"][
+        "priced_batch_usd"
+    ]
     sent = sum(len(state.subs[s].lines) for s in flex)
     return {"sent": sent, "finished": finished, "batch_usd": cost}
 

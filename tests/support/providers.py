@@ -64,6 +64,9 @@ class Rig:
     retried: set[int]
     ended: str  # a cancelled batch's status in the ledger
     price: tuple[float, float] | None  # USD per 1M input, output tokens (sync), or unpriced
+    # The venue's batch discount, as its own documentation states it (Groq's 25 %,
+    # console.groq.com/docs/batch; Together's "selected models" only, none assumed).
+    batch_discount: float = 0.5
     more_env: dict[str, str] = field(default_factory=dict)
     ordered: bool = True  # the body reaches the model in the reference's key order
     script: dict[int, list[Any]] = field(default_factory=dict)
@@ -524,6 +527,7 @@ GROQ = dataclasses.replace(
     extra="groq",
     label="Groq",
     price=(0.15, 0.6),
+    batch_discount=0.25,
     body=lambda prompt, effort, s: {
         **OPENAI.body(prompt, effort, s),
         "model": "openai/gpt-oss-120b",
@@ -546,6 +550,7 @@ TOGETHER = dataclasses.replace(
     extra="together",
     label="Together",
     price=(0.15, 0.6),
+    batch_discount=0.0,
     body=lambda prompt, effort, s: {
         **OPENAI.body(prompt, effort, s),
         "model": "openai/gpt-oss-120b",
