@@ -15,7 +15,7 @@ from batchbench.providers import registry
 MB = 1024 * 1024
 # provider → (requests a batch, bytes a batch), as documented
 DOCUMENTED = {
-    "groq": (50_000, 200 * MB),  # console.groq.com/docs/batch
+    "groq": (50_000, 100 * MB),  # the groq SDK's files.create: ".jsonl files up to 100 MB"
     "together": (50_000, 100 * MB),  # docs.together.ai batch inference
     "mistral": (1_000_000, 200 * MB),  # docs.mistral.ai batch processing (1M requests)
     "openrouter": (5_000, 200 * MB),  # openrouter.ai/docs batch quickstart
@@ -51,3 +51,64 @@ def test_openrouters_service_refuses_a_batch_of_one_request_too_many(batch_emula
         endpoint="/v1/chat/completions", model="anthropic/claude-opus-5", requests=requests[:5_000]
     )
     assert made.status == "validating" and made.request_counts.total == 5_000
+
+
+def _line(custom_id: str, model: str) -> bytes:
+    body = {"model": model, "messages": [{"role": "user", "content": "What is 1+1?"}]}
+    return json.dumps({"custom_id": custom_id, "body": body}).encode()
+
+
+def test_groq_keeps_the_window_asked_and_refuses_what_its_sdk_documents(batch_emulator):
+    """console.groq.com/docs/batch: a window of 24 hours to 7 days, kept as asked (not
+    run as 24 h); the groq SDK's files.create: purpose "batch" only, files up to 100 MB."""
+    groq = pytest.importorskip("groq")
+    sdk = groq.Groq(api_key="k", base_url=batch_emulator.base_urls["groq"], max_retries=0)
+    line = {"custom_id": "c1", "method": "POST", "url": "/v1/chat/completions"}
+    body = {"model": "openai/gpt-oss-120b", "messages": [{"role": "user", "content": "hi"}]}
+    data = json.dumps({**line, "body": body}).encode()
+    uploaded = sdk.files.create(file=("in.jsonl", data), purpose="batch")
+    day = batch_emulator.store.settings.completion_window
+    for window, days in (("24h", 1), ("48h", 2), ("7d", 7)):
+        made = sdk.batches.create(
+            input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window=window
+        )
+        seen = sdk.batches.retrieve(made.id)
+        assert seen.completion_window == window
+        assert seen.expires_at - seen.created_at == pytest.approx(days * day, abs=1)
+    with pytest.raises(groq.BadRequestError, match="completion_window"):
+        sdk.batches.create(
+            input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="8d"
+        )
+    with pytest.raises(groq.BadRequestError, match="purpose"):
+        sdk.files.create(file=("in.jsonl", data), purpose="fine-tune")  # type: ignore[arg-type]
+    big = data + b"\n" + b" " * (100 * MB)
+    with pytest.raises(groq.BadRequestError, match="too large"):
+        sdk.files.create(file=("big.jsonl", big), purpose="batch")
+
+
+def test_together_keeps_the_model_id_and_refuses_a_long_id_by_its_length(batch_emulator, tmp_path):
+    """The together SDK's batches.create takes a model_id, kept on the job; its docs say
+    a custom_id has at most 64 characters (a 65-character one fails the batch saying
+    so, not something about a method), and an input file at most 100 MB."""
+    together = pytest.importorskip("together")
+    sdk = together.Together(api_key="k", base_url=batch_emulator.base_urls["together"])
+    model = "openai/gpt-oss-120b"
+    good, long = tmp_path / "good.jsonl", tmp_path / "long.jsonl"
+    good.write_bytes(_line("c" * 64, model) + b"\n")
+    long.write_bytes(_line("c" * 65, model) + b"\n")
+    ok = sdk.files.upload(file=good, purpose="batch-api", check=False)
+    bad = sdk.files.upload(file=long, purpose="batch-api", check=False)
+    made = sdk.batches.create(
+        input_file_id=ok.id, endpoint="/v1/chat/completions", model_id=model
+    ).job
+    assert made.x_model_id == model  # the SDK's name for the job's model_id
+    assert sdk.batches.retrieve(made.id).x_model_id == model
+    with pytest.raises(together.NotFoundError):
+        sdk.batches.create(
+            input_file_id=ok.id, endpoint="/v1/chat/completions", model_id="no/such-model"
+        )
+    failed = sdk.batches.create(input_file_id=bad.id, endpoint="/v1/chat/completions").job
+    batch_emulator.store.clock.advance(60)
+    seen = sdk.batches.retrieve(failed.id)
+    assert seen.status == "FAILED"
+    assert "65 characters" in seen.error and "64" in seen.error and "method" not in seen.error

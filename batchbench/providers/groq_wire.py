@@ -4,7 +4,8 @@ Groq takes OpenAI's batch shape under ``/openai/v1/`` (console.groq.com/docs/bat
 same request lines (``custom_id``, ``method``, ``url: /v1/chat/completions``, ``body``),
 result and error files and statuses. What is Groq's own: the model a line names is
 Groq's id (``groq/ID`` names it here, ``groq/openai/gpt-oss-120b`` → ``openai/gpt-oss-120b``),
-and a file holds up to 50,000 lines of up to 200 MB.
+and a file holds up to 50,000 lines of up to 100 MB (the groq SDK's ``files.create``:
+"The Batch API only supports `.jsonl` files up to 100 MB in size").
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from typing import Final
 
 from ..kinds import ProviderName
 from .base import Limits, LineRules
-from .openai_wire import MAX_BYTES, MAX_LINES, RETRIED, OpenAIWire
+from .openai_wire import MAX_LINES, RETRIED, OpenAIWire
 
 PREFIX: Final = "groq/"
+MAX_BYTES: Final = 100 * 1024 * 1024
 
 
 @dataclass

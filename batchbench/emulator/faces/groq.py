@@ -3,7 +3,9 @@
 What the groq SDK sends and Groq answers (console.groq.com/docs/batch): the SDK's base
 URL is the host (``https://api.groq.com``) and its paths start ``/openai/v1``; the key
 is a bearer token; a batch's ``completion_window`` is 24 hours to 7 days; ``metadata``
-is kept; the batch list is one whole list, no pages; models are Groq's ids
+is kept and the window named is the batch's (its deadline, ``expires_at``); files are
+``.jsonl`` of up to 100 MB with purpose ``batch`` only (the SDK's ``files.create``); the
+batch list is one whole list, no pages; models are Groq's ids
 (``openai/gpt-oss-120b``: the catalogue's ``groq/openai/gpt-oss-120b``). On this
 emulator's port the face lives under ``/groq`` (its base URL ``{url}/groq``), where
 OpenAI's and Azure's faces cannot take its calls.
@@ -23,6 +25,10 @@ GROQ_LIMITS = Limits(
     endpoints={"/v1/chat/completions": "/v1/chat/completions"},
     file_expiry=OPENAI_LIMITS.file_expiry,
     windows=WINDOWS,
+    # The groq SDK's files.create: "The Batch API only supports `.jsonl` files up to
+    # 100 MB in size", and its one purpose is "batch".
+    batch_file_bytes=100 * 1024 * 1024,
+    purposes=("batch",),
 )
 
 

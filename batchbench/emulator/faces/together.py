@@ -8,6 +8,8 @@ As the service documents them (docs.together.ai batch inference; the SDK's own c
   ``PUT`` of the bytes there; ``POST /v1/files/{id}/preprocess``, which answers the file;
 - a line is ``{"custom_id", "body"}``, ``custom_id`` at most 64 characters, no method
   or url (the batch names its endpoint); 50,000 lines, 100 MB;
+- a create may name the ``model_id`` (the SDK's ``batches.create``): looked up, kept
+  and shown on the job;
 - ``POST /v1/batches`` answers ``{"job", "warning"}``; a job says ``VALIDATING``,
   ``IN_PROGRESS``, ``COMPLETED``, ``FAILED``, ``EXPIRED`` or ``CANCELLED``, a progress
   percentage and no line counts, and keeps no metadata; ``GET /v1/batches`` is one list;
@@ -35,9 +37,13 @@ from .openai.validate import Limits
 
 MOUNT = "/together"
 ENDPOINT = "/v1/chat/completions"
-MAX_ID = 64
+MAX_ID = 64  # docs.together.ai batch inference: custom_id "max 64 characters"
+MAX_BYTES = 100 * 1024 * 1024  # its rate limits: "Up to 100 MB per input file"
 TOGETHER_LIMITS = Limits(
-    max_lines=50_000, endpoints={ENDPOINT: ENDPOINT}, file_expiry=OPENAI_LIMITS.file_expiry
+    max_lines=50_000,
+    endpoints={ENDPOINT: ENDPOINT},
+    file_expiry=OPENAI_LIMITS.file_expiry,
+    max_id=MAX_ID,
 )
 STATUS = {
     "validating": "VALIDATING",
@@ -57,8 +63,8 @@ def _iso(t: float | None) -> str | None:
 
 def _as_openai_line(raw: bytes) -> bytes:
     """A Together line as the OpenAI book reads one: the batch's endpoint as its url. A
-    line that is not Together's (no id, an id over 64 characters, no body) is handed
-    over as it is, and fails the batch's validation."""
+    line that is not Together's (no id, no body) is handed over as it is, and fails the
+    batch's validation (an id over 64 characters fails it by its length)."""
     try:
         line = json.loads(raw)
     except ValueError:
@@ -66,7 +72,6 @@ def _as_openai_line(raw: bytes) -> bytes:
     ok = (
         isinstance(line, dict)
         and isinstance(line.get("custom_id"), str)
-        and len(line["custom_id"]) <= MAX_ID
         and isinstance(line.get("body"), dict)
         and "url" not in line
     )
@@ -84,6 +89,7 @@ class TogetherFace(OpenAIFace):
         self.uploads: dict[str, tuple[str, str, str]] = {}  # id → name, purpose, checksum
         self.originals: dict[str, bytes] = {}  # file id → its bytes as uploaded
         self.by_checksum: dict[str, str] = {}
+        self.model_ids: dict[str, str] = {}  # batch id → the model_id its create named
         p = "^" + MOUNT
         self.routes = [
             route("POST", p + r"/v1/files$", self.start_upload, writes=True),
@@ -142,7 +148,8 @@ class TogetherFace(OpenAIFace):
     def put_upload(self, x: Exchange, file_id: str) -> Reply:
         if file_id not in self.uploads:
             raise ApiFailure(404, "No such upload")
-        name, purpose, checksum = self.uploads[file_id]
+        if len(x.body) > MAX_BYTES:
+            raise ApiFailure(413, f"File size {len(x.body)} bytes exceeds the 100 MB limit")
         self.originals[file_id] = x.body
         return Reply(b"", 200)
 
@@ -210,7 +217,7 @@ class TogetherFace(OpenAIFace):
             "created_at": _iso(batch.get("created_at")),
             "endpoint": ENDPOINT,
             "progress": 100.0 * ran / total if total else 0.0,
-            "model_id": None,
+            "model_id": self.model_ids.get(str(batch["id"])),
             "output_file_id": batch.get("output_file_id"),
             "error_file_id": batch.get("error_file_id"),
             "error": "; ".join(str(e.get("message")) for e in errors) or None,
@@ -225,6 +232,11 @@ class TogetherFace(OpenAIFace):
             raise ApiFailure(
                 400, f"Invalid endpoint: {payload.get('endpoint')!r}", param="endpoint"
             )
+        model_id = payload.get("model_id")
+        if model_id is not None and (
+            not isinstance(model_id, str) or not self.model_known(model_id)
+        ):
+            raise ApiFailure(404, f"Model {model_id} not found", code="model_not_found")
         made = self.book.create_batch(
             {
                 "input_file_id": payload.get("input_file_id"),
@@ -232,6 +244,8 @@ class TogetherFace(OpenAIFace):
                 "completion_window": payload.get("completion_window") or "24h",
             }
         )
+        if model_id is not None:  # kept and shown, as the SDK's BatchJob.model_id
+            self.model_ids[str(made["id"])] = model_id
         return Reply({"job": self._job(made), "warning": None}, 201)
 
     def list_batches(self, x: Exchange) -> Reply:

@@ -57,9 +57,11 @@ class OpenAIBook:
     def upload(
         self, filename: str, purpose: str, data: bytes, expires_after: dict[str, Any] | None
     ) -> dict[str, Any]:
-        if purpose not in UPLOAD_PURPOSES:
+        if purpose not in (self.limits.purposes or UPLOAD_PURPOSES):
             raise ApiFailure(400, f"Invalid purpose: {purpose!r}", param="purpose")
         limit = self.store.settings.max_batch_bytes if purpose == "batch" else MAX_FILE_BYTES
+        if purpose == "batch" and self.limits.batch_file_bytes is not None:
+            limit = min(limit, self.limits.batch_file_bytes)
         if len(data) > limit:
             raise ApiFailure(400, "File is too large.", param="file")
         # Not judged by its name (clients that upload bytes name it "upload"), and
@@ -124,6 +126,7 @@ class OpenAIBook:
             created=self.store.now(),
             seq=self.seq,
             output_expires_after=expires_after["seconds"] if expires_after else None,
+            window=payload["completion_window"],
         )
         self.batches[batch.id] = batch
         self.made.append(batch)
@@ -180,7 +183,7 @@ class OpenAIBook:
         """Each phase ends when the clock says it did (not when a call first notices), so
         a batch polled an hour late is where an hour puts it."""
         settings = self.store.settings
-        lat, window = settings.latency, settings.completion_window
+        lat, window = settings.latency, settings.completion_window * batch.span
         deadline = batch.created + window
         if batch.status == "validating" and (flush or now >= batch.created + lat):
             self._validate(batch, now if flush else min(batch.created + lat, deadline))

@@ -74,6 +74,14 @@ class Batch:
     polls: int = 0
     reported: dict[str, int] | None = None  # the counts the last poll saw (lagging-counts)
     overrides: dict[str, Any] = field(default_factory=dict)  # tests: fields it misreports
+    window: str = "24h"  # the completion window the create named (Groq's run to 7d)
+
+    @property
+    def span(self) -> float:
+        """The window in days: what the emulated day (``--completion-window``) is
+        multiplied by for this batch's deadline."""
+        number, unit = int(self.window[:-1]), self.window[-1]
+        return number / 24 if unit == "h" else float(number)
 
     def counts(self) -> dict[str, int]:
         ok = sum(1 for _, r, e in self.results if _ok(r, e))
@@ -111,13 +119,13 @@ class Batch:
             "model": self.model,
             "errors": None if self.errors is None else {"object": "list", "data": self.errors},
             "input_file_id": self.input_file_id,
-            "completion_window": "24h",
+            "completion_window": self.window,
             "status": self.status,
             "output_file_id": self.output_file_id,
             "error_file_id": self.error_file_id,
             "created_at": int(self.created),
             "in_progress_at": stamp("in_progress"),
-            "expires_at": int(self.created + window),
+            "expires_at": int(self.created + window * self.span),
             "finalizing_at": stamp("finalizing"),
             "completed_at": stamp("completed"),
             "failed_at": stamp("failed"),

@@ -27,6 +27,9 @@ class Limits:
     endpoints: dict[str, str]  # endpoint a create may name → the endpoint it is
     file_expiry: tuple[int, int]  # upload expires_after.seconds range
     windows: frozenset[str] = frozenset({"24h"})  # completion windows a create may name
+    batch_file_bytes: int | None = None  # a batch file's size limit, where the service's own
+    purposes: tuple[str, ...] | None = None  # the upload purposes it takes (None: OpenAI's)
+    max_id: int | None = None  # the characters a custom_id may have, where limited
 
     def url_ok(self, url: Any, endpoint: str) -> bool:
         """Whether a line's ``url`` names the batch's endpoint (in any spelling allowed)."""
@@ -93,6 +96,13 @@ def parse_input(
                 )
         if not isinstance(obj["custom_id"], str):
             return fail("invalid_request", f"custom_id must be a string on line {n}.", n)
+        if limits.max_id is not None and len(obj["custom_id"]) > limits.max_id:
+            return fail(
+                "invalid_request",
+                f"custom_id on line {n} has {len(obj['custom_id'])} characters; at most"
+                f" {limits.max_id} are allowed.",
+                n,
+            )
         if obj["custom_id"] in seen:
             return fail(
                 "duplicate_custom_id",
