@@ -112,3 +112,50 @@ def test_together_keeps_the_model_id_and_refuses_a_long_id_by_its_length(batch_e
     seen = sdk.batches.retrieve(failed.id)
     assert seen.status == "FAILED"
     assert "65 characters" in seen.error and "64" in seen.error and "method" not in seen.error
+
+
+def test_openrouter_pages_results_refuses_another_model_and_any_window_but_24h(
+    batch_emulator,
+):
+    """openrouter.ai/docs: GET /batches/{id}/results pages a finished batch's results by
+    cursor; the quickstart rejects a request whose body names another model; the SDK's
+    completion_window is "24h" alone (a client that sends "1h" is refused)."""
+    openrouter = pytest.importorskip("openrouter")
+    import httpx
+
+    base = batch_emulator.base_urls["openrouter"]
+    sdk = openrouter.OpenRouter(api_key="k", server_url=base)
+    model = "anthropic/claude-opus-5"
+    body = {"messages": [{"role": "user", "content": "hi"}]}
+    other = {**body, "model": "openai/gpt-oss-120b"}
+    requests = [{"custom_id": f"c{i}", "body": body} for i in range(5)]
+    with pytest.raises(openrouter.errors.OpenRouterError) as refused:
+        sdk.batch.create_batches(
+            endpoint="/v1/chat/completions",
+            model=model,
+            requests=[*requests, {"custom_id": "x", "body": other}],
+        )
+    assert refused.value.status_code == 400 and "requests[5].body.model" in str(refused.value.body)
+    headers = {"Authorization": "Bearer k"}
+    said = {"endpoint": "/v1/chat/completions", "model": model, "completion_window": "1h"}
+    reply = httpx.post(f"{base}/batches", json={**said, "requests": requests}, headers=headers)
+    assert reply.status_code == 400 and "completion_window" in reply.text
+    made = sdk.batch.create_batches(endpoint="/v1/chat/completions", model=model, requests=requests)
+    early = httpx.get(f"{base}/batches/{made.id}/results", headers=headers)
+    assert early.status_code == 409
+    batch_emulator.store.clock.advance(60)
+    inline = sdk.batch.get_batches(id=made.id).results
+    seen, cursor, pages = [], None, 0
+    while True:
+        query = {"limit": 2, **({"cursor": cursor} if cursor else {})}
+        page = httpx.get(f"{base}/batches/{made.id}/results", params=query, headers=headers)
+        found = page.json()
+        assert page.status_code == 200 and found["object"] == "list"
+        seen += found["data"]
+        pages += 1
+        if not found["has_more"]:
+            assert found["next_cursor"] is None
+            break
+        cursor = found["next_cursor"]
+    assert pages == 3
+    assert [r["custom_id"] for r in seen] == [r.custom_id for r in inline]

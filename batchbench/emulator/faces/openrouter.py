@@ -8,6 +8,10 @@ As the service documents them (openrouter.ai/docs batch quickstart; the SDK's ty
   ``failed``, ``expired``, ``cancelling`` or ``cancelled``, with ``request_counts``, and
   once ended carries its ``results`` inline (``custom_id``, ``response`` with
   ``status_code`` and ``body``, or ``error``);
+- ``GET /batches/{id}/results`` pages a finished batch's results (``cursor``, ``limit``;
+  ``next_cursor``, ``has_more``), the same rows as the inline ones;
+- a request whose ``body.model`` is not the batch's is refused with the batch (the
+  quickstart: one model a batch); ``completion_window`` is ``24h`` or absent;
 - ``GET /batches`` pages with ``limit`` and ``after``; ``DELETE /batches/{id}`` deletes
   an ended batch (409 while it runs); ``POST /batches/{id}/cancel`` (in the API
   reference, not in the SDK) answers the batch still ``in_progress`` until its provider
@@ -68,6 +72,7 @@ class OpenRouterFace(OpenAIFace):
             route("POST", p + r"/batches$", self.create_batch, creates=True),
             route("GET", p + r"/batches$", self.list_batches),
             route("GET", p + r"/batches/([^/]+)$", self.get_batch),
+            route("GET", p + r"/batches/([^/]+)/results$", self.get_results),
             route("DELETE", p + r"/batches/([^/]+)$", self.delete_batch, writes=True),
             route("POST", p + r"/batches/([^/]+)/cancel$", self.cancel_batch, writes=True),
             route("GET", p + r"/models$", self.models),
@@ -156,6 +161,18 @@ class OpenRouterFace(OpenAIFace):
             raise ApiFailure(400, f"{model} is not a valid model ID")
         if not isinstance(requests, list) or not 0 < len(requests) <= MAX_REQUESTS:
             raise ApiFailure(400, f"A batch holds 1 to {MAX_REQUESTS} requests")
+        window = payload.get("completion_window", "24h")
+        if window != "24h":  # the SDK's BatchObjectCompletionWindow: "24h" alone
+            raise ApiFailure(400, f"Invalid completion_window {window!r}: only '24h' is supported")
+        for i, r in enumerate(requests):
+            body = r.get("body") if isinstance(r, dict) else None
+            named = body.get("model") if isinstance(body, dict) else None
+            if named is not None and named != model:  # the quickstart: one model a batch
+                raise ApiFailure(
+                    400,
+                    f"requests[{i}].body.model {named!r} does not match the batch's model"
+                    f" {model!r}: a batch runs one model",
+                )
         lines = []
         for r in requests:
             body = r.get("body") if isinstance(r, dict) else None
@@ -192,6 +209,36 @@ class OpenRouterFace(OpenAIFace):
         head = json.dumps({**found, "results": None}).encode()
         spliced = head.replace(b'"results": null', b'"results": [' + b", ".join(parts) + b"]")
         return Reply(spliced, content_type="application/json")
+
+    def get_results(self, x: Exchange, batch_id: str) -> Reply:
+        """A finished batch's results a page at a time (the API reference's ``GET
+        /batches/{id}/results``): ``limit`` rows from ``cursor`` (the previous page's
+        ``next_cursor``), the same rows as the batch object's inline ``results``."""
+        batch = self.book.batch_obj(batch_id)
+        if self._object(batch)["status"] not in ENDED - {"cancelled"}:
+            raise ApiFailure(409, f"Batch {batch_id} has not finished: no results yet")
+        limit = x.int_param("limit", 100, 1, 1000, coerce=True)
+        cursor = x.query.get("cursor") or "r0"
+        if not cursor.startswith("r") or not cursor[1:].isdigit():
+            raise ApiFailure(400, f"Invalid cursor {cursor!r}")
+        start = int(cursor[1:])
+        try:
+            parts = self._results(batch)
+        except Page as page:
+            return Reply(page.body, 200, content_type="text/html")
+        page_rows = parts[start : start + limit]
+        more = start + limit < len(parts)
+        head = {
+            "object": "list",
+            "data": None,
+            "has_more": more,
+            "next_cursor": f"r{start + limit}" if more else None,
+        }
+        text = json.dumps(head).encode()
+        return Reply(
+            text.replace(b'"data": null', b'"data": [' + b", ".join(page_rows) + b"]"),
+            content_type="application/json",
+        )
 
     def cancel_batch(self, x: Exchange, batch_id: str) -> Reply:
         """The batch in its current status (``in_progress`` until its provider confirms);
