@@ -159,3 +159,48 @@ def test_openrouter_pages_results_refuses_another_model_and_any_window_but_24h(
         cursor = found["next_cursor"]
     assert pages == 3
     assert [r["custom_id"] for r in seen] == [r.custom_id for r in inline]
+
+
+def test_mistral_takes_inline_requests_several_files_and_its_sdks_file_and_job_calls(
+    batch_emulator,
+):
+    """The mistralai SDK's batch.jobs.create takes several input_files or inline requests
+    (docs.mistral.ai, since 2026-01-19); its files.list, files.retrieve and
+    batch.jobs.delete are calls the service answers."""
+    pytest.importorskip("mistralai")
+    from mistralai.client import Mistral
+    from mistralai.client.errors import MistralError
+
+    sdk = Mistral(api_key="k", server_url=batch_emulator.base_urls["mistral"])
+    model = "mistral-large-latest"
+    body = {"messages": [{"role": "user", "content": "What is 1+1?"}], "max_tokens": 64}
+
+    def upload(ids: list[str]) -> str:
+        data = b"".join(json.dumps({"custom_id": i, "body": body}).encode() + b"\n" for i in ids)
+        name = f"{ids[0]}.jsonl"
+        return sdk.files.upload(file={"file_name": name, "content": data}, purpose="batch").id
+
+    first, second = upload(["a1", "a2"]), upload(["b1"])
+    files = sdk.batch.jobs.create(
+        endpoint="/v1/chat/completions", model=model, input_files=[first, second]
+    )
+    inline = sdk.batch.jobs.create(
+        endpoint="/v1/chat/completions",
+        model=model,
+        requests=[{"custom_id": "i1", "body": body}, {"body": body}],
+    )
+    batch_emulator.store.clock.advance(60)
+    assert sdk.batch.jobs.get(job_id=inline.id).succeeded_requests == 2
+    done = sdk.batch.jobs.get(job_id=files.id)
+    assert done.status == "SUCCESS" and done.succeeded_requests == 3
+    out = sdk.files.download(file_id=done.output_file).read().decode().splitlines()
+    assert sorted(json.loads(line)["custom_id"] for line in out) == ["a1", "a2", "b1"]
+    listed = sdk.files.list(purpose="batch", sample_type=["batch_request"])
+    assert {f.id for f in listed.data} == {first, second} and listed.total == 2
+    got = sdk.files.retrieve(file_id=done.output_file)
+    assert got.sample_type == "batch_result" and got.source == "mistral" and not got.deleted
+    gone = sdk.batch.jobs.delete(job_id=inline.id)
+    assert gone.deleted and gone.id == inline.id
+    assert inline.id not in {j.id for j in sdk.batch.jobs.list().data}
+    with pytest.raises(MistralError):
+        sdk.batch.jobs.create(endpoint="/v1/chat/completions", model=model)  # neither

@@ -4,13 +4,18 @@ As the service documents them (docs.mistral.ai batch processing; the SDK's types
 
 - a file is uploaded multipart (``purpose=batch``); its lines are ``{"custom_id",
   "body"}``, the body without a model;
-- ``POST /v1/batch/jobs`` names the input files, the endpoint, the model (one a job),
+- ``POST /v1/batch/jobs`` names the input files (one or several, read one after the
+  other) or carries the ``requests`` inline (since 2026-01-19; ``custom_id`` optional),
+  the endpoint, the model (one a job),
   ``metadata`` (kept, and listed) and ``timeout_hours``; a job says ``QUEUED``,
   ``RUNNING``, ``SUCCESS``, ``FAILED``, ``TIMEOUT_EXCEEDED``,
   ``CANCELLATION_REQUESTED`` or ``CANCELLED``, with its request counts, its output and
   error files;
 - ``GET /v1/batch/jobs`` pages (``page``, ``page_size``, ``created_after``) and says the
-  ``total``; models are ``GET /v1/models/{id}`` cards.
+  ``total``; ``DELETE /v1/batch/jobs/{id}`` deletes a job; ``GET /v1/files`` pages the
+  files (``purpose``, ``sample_type``) and ``GET /v1/files/{id}`` retrieves one (the
+  SDK's ``FileSchema``: a job's outputs are ``batch_result``/``batch_error``);
+  models are ``GET /v1/models/{id}`` cards.
 
 The jobs run in an OpenAI book (lifecycle, bad days, result lines as OpenAI's, which
 is how Mistral writes them); each line is handed to it with the job's model and
@@ -48,6 +53,10 @@ STATUS = {
 }
 
 
+def _ended(data: bytes) -> bytes:
+    return data if not data or data.endswith(b"\n") else data + b"\n"
+
+
 def _with_model(data: bytes, model: str) -> bytes:
     """The job's lines as the OpenAI book reads them: the job's model in each body, the
     job's endpoint as each url. A line that is not Mistral's (no id, no body, a body
@@ -81,14 +90,18 @@ class MistralFace(OpenAIFace):
     def __init__(self, store: Store) -> None:
         super().__init__(store, prefix=f"{MOUNT}/v1", limits=MISTRAL_LIMITS, provider="mistral")
         self.jobs: dict[str, dict[str, Any]] = {}  # batch id → model, metadata, input files
+        self.uploaded: set[str] = set()  # the files a client uploaded (not the book's copies)
         p = "^" + MOUNT + "/v1"
         self.routes = [
             route("POST", p + r"/files$", self.upload, writes=True),
+            route("GET", p + r"/files$", self.list_files),
+            route("GET", p + r"/files/([^/]+)$", self.get_file),
             route("GET", p + r"/files/([^/]+)/content$", self.content),
             route("DELETE", p + r"/files/([^/]+)$", self.delete_file, writes=True),
             route("POST", p + r"/batch/jobs$", self.create_batch, creates=True),
             route("GET", p + r"/batch/jobs$", self.list_batches),
             route("GET", p + r"/batch/jobs/([^/]+)$", self.get_batch),
+            route("DELETE", p + r"/batch/jobs/([^/]+)$", self.delete_batch, writes=True),
             route("POST", p + r"/batch/jobs/([^/]+)/cancel$", self.cancel, writes=True),
             route("GET", p + r"/models$", self.models),
             route("GET", p + r"/models/(.+)$", self.model),
@@ -135,22 +148,69 @@ class MistralFace(OpenAIFace):
         purpose = fields.get("purpose", "fine-tune")
         name, data = files["file"]
         made = self.book.upload(name, "batch" if purpose == "batch" else "fine-tune", data, None)
-        return Reply(
-            {
-                "id": made["id"],
-                "object": "file",
-                "bytes": len(data),
-                "created_at": made["created_at"],
-                "filename": name,
-                "purpose": purpose,
-                "sample_type": "batch_request" if purpose == "batch" else "instruct",
-                "source": "upload",
-                "num_lines": data.count(b"\n"),
-            }
+        self.uploaded.add(made["id"])
+        return Reply(self._file(made["id"]))
+
+    def _file(self, file_id: str) -> dict[str, Any]:
+        """A file as the SDK's ``FileSchema`` holds one: a job's output and error files
+        are the service's own (``batch_result``, ``batch_error``, source ``mistral``)."""
+        f = self.book.get_file(file_id)
+        mine = file_id in self.uploaded
+        kind = "batch_request" if f.purpose == "batch" else "instruct"
+        if not mine:
+            kind = "batch_error" if file_id in self.error_files() else "batch_result"
+        return {
+            "id": f.id,
+            "object": "file",
+            "bytes": len(f.data),
+            "created_at": f.created_at,
+            "filename": f.filename,
+            "purpose": "batch" if f.purpose != "fine-tune" else "fine-tune",
+            "sample_type": kind,
+            "source": "upload" if mine else "mistral",
+            "num_lines": f.data.count(b"\n"),
+            "mimetype": "application/jsonl",
+            "signature": None,
+            "expires_at": None,
+            "visibility": "workspace",
+        }
+
+    def error_files(self) -> set[str]:
+        return {str(b.error_file_id) for b in self.book.batches.values() if b.error_file_id}
+
+    def shown(self, file_id: str) -> bool:
+        """A file the list shows: one uploaded, or a job's output or error file (not the
+        copy of a job's lines the book runs)."""
+        if file_id in self.uploaded:
+            return True
+        return any(
+            file_id in (b.output_file_id, b.error_file_id) for b in self.book.batches.values()
         )
+
+    def list_files(self, x: Exchange) -> Reply:
+        """The SDK's ``files.list``: a page (``page``, ``page_size``), newest first, of the
+        files of a ``purpose`` and ``sample_type`` if named, with the ``total``."""
+        page = x.int_param("page", 0, 0, 10**6, coerce=True)
+        size = x.int_param("page_size", 100, 1, 1000, coerce=True)
+        kinds = {x.query["sample_type"]} if x.query.get("sample_type") else set()
+        found = [self._file(i) for i in reversed(list(self.book.files)) if self.shown(i)]
+        found = [
+            f
+            for f in found
+            if (not x.query.get("purpose") or f["purpose"] == x.query["purpose"])
+            and (not kinds or f["sample_type"] in kinds)
+        ]
+        chunk = found[page * size : (page + 1) * size]
+        return Reply({"object": "list", "data": chunk, "total": len(found)})
+
+    def get_file(self, x: Exchange, file_id: str) -> Reply:
+        if not self.shown(file_id):
+            raise ApiFailure(404, f"File {file_id} not found")
+        return Reply({**self._file(file_id), "deleted": False})
 
     def delete_file(self, x: Exchange, file_id: str) -> Reply:
         self.book.delete_file(file_id)
+        self.uploaded.discard(file_id)
         return Reply({"id": file_id, "object": "file", "deleted": True})
 
     # jobs -----------------------------------------------------------------------
@@ -186,19 +246,33 @@ class MistralFace(OpenAIFace):
         if not isinstance(payload, dict):
             raise ApiFailure(422, "Request body must be a JSON object")
         files, model = payload.get("input_files"), payload.get("model")
+        inline = payload.get("requests")
         if payload.get("endpoint") != ENDPOINT:
             raise ApiFailure(
                 422, f"Invalid endpoint: {payload.get('endpoint')!r}", param="endpoint"
             )
-        if not isinstance(files, list) or len(files) != 1 or not isinstance(model, str):
-            raise ApiFailure(
-                422, "A job names its model and one input file here", param="input_files"
-            )
+        if not isinstance(model, str):
+            raise ApiFailure(422, "A job names its model here", param="model")
+        if (files is None) == (inline is None):  # the SDK: input files, or inline requests
+            raise ApiFailure(422, "A job takes either input_files or requests", param="input_files")
+        if files is not None and (not isinstance(files, list) or not files):
+            raise ApiFailure(422, "input_files must name at least one file", param="input_files")
+        if inline is not None and (not isinstance(inline, list) or not inline):
+            raise ApiFailure(422, "requests must hold at least one request", param="requests")
         if not self.model_known(model):
             raise ApiFailure(400, f"Invalid model: {model}", code="1500")
-        source = self.book.get_file(str(files[0]))
+        if files is not None:  # several files: their lines, one after the other
+            data = b"".join(_ended(self.book.get_file(str(f)).data) for f in files)
+            name = self.book.get_file(str(files[0])).filename
+        else:  # inline (since 2026-01-19): each {custom_id?, body}, an id given if none
+            data = b"".join(
+                json.dumps({"custom_id": str(i), **r} if isinstance(r, dict) else r).encode()
+                + b"\n"
+                for i, r in enumerate(inline or [])
+            )
+            name = "inline.jsonl"
         # The job's lines, with its model, as a file of the book's own.
-        moved = self.book.upload(source.filename, "batch", _with_model(source.data, model), None)
+        moved = self.book.upload(name, "batch", _with_model(data, model), None)
         made = self.book.create_batch(
             {
                 "input_file_id": moved["id"],
@@ -210,9 +284,16 @@ class MistralFace(OpenAIFace):
         self.jobs[made["id"]] = {
             "model": model,
             "metadata": payload.get("metadata"),
-            "input_files": files,
+            "input_files": files or [],
         }
         return Reply(self._job(made))
+
+    def delete_batch(self, x: Exchange, batch_id: str) -> Reply:
+        """The SDK's ``batch.jobs.delete``: the job is gone from the list (its files stay)."""
+        self.book.batch_obj(batch_id)  # 404 for a job it does not know
+        del self.book.batches[batch_id]
+        self.jobs.pop(batch_id, None)
+        return Reply({"id": batch_id, "object": "batch", "deleted": True})
 
     def list_batches(self, x: Exchange) -> Reply:
         page = x.int_param("page", 0, 0, 10**6, coerce=True)
