@@ -80,7 +80,7 @@ def test_groq_keeps_the_window_asked_and_refuses_what_its_sdk_documents(batch_em
             input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="8d"
         )
     with pytest.raises(groq.BadRequestError, match="purpose"):
-        sdk.files.create(file=("in.jsonl", data), purpose="fine-tune")  # type: ignore[arg-type]
+        sdk.files.create(file=("in.jsonl", data), purpose="fine-tune")
     big = data + b"\n" + b" " * (100 * MB)
     with pytest.raises(groq.BadRequestError, match="too large"):
         sdk.files.create(file=("big.jsonl", big), purpose="batch")

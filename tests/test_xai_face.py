@@ -72,3 +72,37 @@ def test_a_cancel_is_xai_sdks_batch_with_its_cancel_time(batch_emulator_factory)
     )
     cancelled = _parsed(batch_pb2.Batch, http.post(f"/batches/{made.batch_id}:cancel"))
     assert cancelled.cancel_time.seconds > 0
+
+
+def test_a_batch_made_by_name_takes_requests_added_afterwards(batch_emulator):
+    """docs.x.ai's own flow: create a batch by name, then add requests to it (the body as
+    tryAGI's client, generated from xAI's OpenAPI, sends it); the batch is xai-sdk's
+    Batch throughout, keeps its name, runs what was added and returns its results. A
+    request naming a model xAI does not serve is refused with the call, naming it."""
+    emu = batch_emulator
+    _, http = _clients(emu)
+    made = _parsed(batch_pb2.Batch, http.post("/batches", json={"name": "evening-run"}))
+    assert made.name == "evening-run" and made.state.num_requests == 0
+    asked = [
+        {
+            "batch_request_id": f"r{i}",
+            "batch_request": {"chat_get_completion": _line(i)["body"]},
+        }
+        for i in range(3)
+    ]
+    added = http.post(f"/batches/{made.batch_id}/requests", json={"batch_requests": asked})
+    assert added.status_code == 200, added.text
+    emu.store.clock.advance(60)
+    seen = _parsed(batch_pb2.Batch, http.get(f"/batches/{made.batch_id}"))
+    assert seen.name == "evening-run"
+    assert (seen.state.num_requests, seen.state.num_success, seen.state.num_pending) == (3, 3, 0)
+    listed = _parsed(batch_pb2.ListBatchesResponse, http.get("/batches"))
+    assert [b.batch_id for b in listed.batches] == [made.batch_id]  # its groups not shown
+    results = http.get(f"/batches/{made.batch_id}/results").json()["results"]
+    assert sorted(r["batch_request_id"] for r in results) == ["r0", "r1", "r2"]
+    unknown = {
+        **asked[0],
+        "batch_request": {"chat_get_completion": {**_line(9)["body"], "model": "grok-nonesuch"}},
+    }
+    refused = http.post(f"/batches/{made.batch_id}/requests", json={"batch_requests": [unknown]})
+    assert refused.status_code == 404 and "grok-nonesuch" in refused.json()["error"]

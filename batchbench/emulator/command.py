@@ -105,6 +105,10 @@ def emulator_command(
     What it executed, as a real service would bill it (each request, batch and fault),
     is JSON at GET /_emulator/ledger.
 
+    Each face is the service's HTTP API, driven by its own SDK; xAI's is its REST batch
+    API only (files, create by file or by name then add requests, get, list, cancel,
+    results): xai-sdk speaks gRPC, which is not served.
+
     Example: batchbench emulator --port 8765 --latency 2 --fault-rate 0.1
     """
     from .model import load_responder  # the server only when it is asked for
