@@ -794,3 +794,6 @@ def test_a_chat_request_is_billed_as_openais_cookbook_counts_it(batch_emulator):
         for r in records(c, done.output_file_id)
     }
     assert billed == {f"req-{i}": cookbook(m) for i, m in enumerate(asked)}
+    said = batch_emulator.ledger()["tokenizers"]  # whose count each face's is, said
+    assert "OpenAI's own" in said["openai"] and "stand-in" in said["anthropic"]
+    assert set(said) == {face.name for face in batch_emulator.hub.faces}

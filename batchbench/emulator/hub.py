@@ -27,7 +27,7 @@ from typing import Any
 from .anomalies import parse_anomaly
 from .core import ApiFailure, Store
 from .face import Exchange, Face, FaultKind, Reply, Route, Tampers, match
-from .model import tokenizer_name
+from .model import tokenizer_name, tokenizers
 
 _SETTINGS = (
     "latency",
@@ -142,6 +142,7 @@ class Hub:
                 "executions": list(self.store.executions),
                 "faults": dict(self.store.faults),
                 "tokenizer": tokenizer_name(),  # what counted the tokens the replies report
+                "tokenizers": tokenizers([face.name for face in self.faces]),  # per face
             }
 
     # one call -----------------------------------------------------------------

@@ -64,6 +64,31 @@ def tokenizer_name() -> str:
     return _tokenizer()[0]
 
 
+# Whose counts the one tokenizer gives on each face: OpenAI's own where the service is
+# OpenAI's (o200k, with the chat framing its cookbook documents), a stand-in elsewhere —
+# said, so that nobody reads a rehearsal's token counts as the vendor's.
+STANDS_IN_FOR = {
+    "openai": "OpenAI's own count (o200k_base; chat framing per OpenAI's cookbook)",
+    "azure": "Azure OpenAI's, which is OpenAI's (o200k_base; OpenAI's chat framing)",
+    "anthropic": "a stand-in: Claude's tokenizer is not public (CountTokens is the truth)",
+    "bedrock": "a stand-in: Claude's tokenizer is not public (Bedrock's CountTokens is)",
+    "vertex": "a stand-in for Gemini's and Claude's own tokenizers (not public offline)",
+    "gemini": "a stand-in for Gemini's SentencePiece tokenizer (countTokens is the truth)",
+    "fireworks": "a stand-in for each open model's own tokenizer",
+    "groq": "near gpt-oss's own (o200k_harmony); a stand-in for other models'",
+    "together": "near gpt-oss's own (o200k_harmony); a stand-in for other models'",
+    "openrouter": "a stand-in for the routed model's own tokenizer",
+    "xai": "a stand-in for Grok's tokenizer (not public)",
+    "mistral": "a stand-in for Mistral's Tekken tokenizer",
+}
+
+
+def tokenizers(faces: list[str]) -> dict[str, str]:
+    """Per face: the tokenizer that counted its tokens, and whose count that is."""
+    name = tokenizer_name()
+    return {face: f"{name}: {STANDS_IN_FOR.get(face, 'a stand-in')}" for face in faces}
+
+
 def estimate_tokens(text: str) -> int:
     """A text's tokens: the real tokenizer's count when one is installed (at least one,
     as a service never reports an empty prompt as none), else one per four characters."""
