@@ -176,6 +176,13 @@ class ApiConflictError(ApiError):
     """The API refused a change of state (409), e.g. cancelling a finished batch."""
 
 
+class CanaryFailed(BatchbenchError):
+    """A canary batch came back with no good case: nothing more of its stage was bought
+    (:mod:`batchbench.engine.canary`)."""
+
+    exit_code = 5
+
+
 class JudgeReplyError(ValueError):
     """A judge reply breaks the protocol; its message is the case's error-row text."""
 

@@ -396,6 +396,7 @@ def test_help_version_and_the_order_of_commands():
     top = run_cli("-h").stdout
     order = [
         "demo",
+        "check",
         "run",
         "status",
         "list",

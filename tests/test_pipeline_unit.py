@@ -24,9 +24,10 @@ from batchbench.bench.protocol import Prompt
 from batchbench.emulator import FakeClock
 from batchbench.emulator.model import default_content
 from batchbench.engine.group import Group, Member
-from batchbench.engine.pipeline import Pipeline, Settings
+from batchbench.engine.pipeline import Pipeline
 from batchbench.engine.runconfig import RunConfig
 from batchbench.engine.rundir import Run
+from batchbench.engine.settings import Settings
 from batchbench.engine.state import fold
 from batchbench.errors import ApiError, PlanError, TransientApiError, Unreachable
 from batchbench.kinds import ProviderName, Stage
@@ -125,7 +126,8 @@ class FakeClient:
     lands_within = 600.0  # a create with no answer may still land this late
 
     def __init__(self, clock: FakeClock, duration: float = 100.0) -> None:
-        self.service = Service("openai", "fake://service")
+        # loopback: a stand-in, which no canary precedes
+        self.service = Service("openai", "http://127.0.0.1:9/fake")
         self.clock = clock
         self.duration = duration
         self.files: dict[str, bytes] = {}

@@ -1,7 +1,7 @@
 """The command line: parse options, call the package, print. Nothing else lives here.
 
-Commands are listed in the order of the work: try it, run, watch, look, compare,
-share, stop, and the tools.
+Commands are listed in the order of the work: try it, check a service, run, watch,
+look, compare, share, stop, and the tools.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import typer
 
 from ..emulator.command import emulator_command
 from .calibrate import calibrate
+from .check import check
 from .common import Command, Group
 from .demo import demo
 from .results import compare, export, plan, report, show, summarize, validate
@@ -52,6 +53,7 @@ def root(
 
 
 app.command(cls=Command)(demo)
+app.command(cls=Command)(check)
 app.command(cls=Command)(run)
 app.command(cls=Command)(status)
 app.command("list", cls=Command)(list_command)

@@ -66,7 +66,7 @@ def demo(
 
     from ..emulator import Emulator
     from ..engine.options import Cases, Services
-    from ..engine.pipeline import Settings
+    from ..engine.settings import Settings
     from ..launch import RunOptions, execute_group
     from ..providers import PROVIDERS
     from ..views.progress import Progress

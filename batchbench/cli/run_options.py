@@ -133,6 +133,19 @@ DeleteRemoteFilesOpt = Annotated[
     ),
 ]
 
+CanaryOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--canary/--no-canary",
+        rich_help_panel=API,
+        help="Send a few cases first and read them through to rows before buying the rest,"
+        " the first time this jobs folder sends a stage to a service and model for real"
+        " (default: on for a real service, off for a loopback one: the emulator).",
+        show_default=False,
+        metavar="",
+    ),
+]
+
 DryRunOpt = Annotated[
     bool,
     typer.Option(

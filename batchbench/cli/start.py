@@ -18,6 +18,7 @@ from .run_options import (
     AssumedAnswerTokensOpt,
     BaseUrlOpt,
     BenchmarkOpt,
+    CanaryOpt,
     CreateWaitOpt,
     DatasetOpt,
     DeleteRemoteFilesOpt,
@@ -64,6 +65,7 @@ def run(
     no_wait: NoWaitOpt = False,
     poll_interval: PollIntervalOpt = 30.0,
     delete_remote_files: DeleteRemoteFilesOpt = False,
+    canary: CanaryOpt = None,
     dry_run: DryRunOpt = False,
     as_json: AsJsonOpt = False,
     max_cost: MaxCostOpt = None,
@@ -95,7 +97,7 @@ def run(
     --dataset ../bedside-bench --smoke
     """
     from ..engine.options import Budget, Cases, Services
-    from ..engine.pipeline import Settings
+    from ..engine.settings import Settings
     from ..errors import ConfigError
     from ..launch import RunOptions, execute_group
 
@@ -124,6 +126,7 @@ def run(
         create_wait=create_wait,
         max_enqueued_tokens=max_enqueued_tokens,
         delete_remote_files=delete_remote_files,
+        canary=canary,
     )
     judges = list(dict.fromkeys(judge_model))
     options = RunOptions(

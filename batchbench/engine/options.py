@@ -15,8 +15,8 @@ from ..clock import SYSTEM, Clock
 from ..errors import ConfigError, InvariantError
 from ..kinds import ProviderName
 from ..providers import PROVIDERS, check_base_url, wire
-from .pipeline import Settings
 from .runconfig import check_name
+from .settings import Settings
 
 
 @dataclass(frozen=True)

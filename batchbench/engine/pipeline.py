@@ -14,7 +14,6 @@ import functools
 import json
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +34,7 @@ from ..reporting import quiet
 from . import late
 from .borrow import Borrower
 from .calls import call_kind, unknown_detail
+from .canary import Canary
 from .cancelling import take_asked_cancel
 from .candidates import check_candidate
 from .collection import Collection, RetryLimits, collect
@@ -43,31 +43,11 @@ from .requests import Request, build_request, check_minimum, fit_minimum, write_
 from .rows import Answers, append_pass_rows, pass_rows, rows_for
 from .runconfig import RunConfig
 from .rundir import Run
+from .settings import Settings
 from .slots import Slots
 from .state import RunState
 from .submission import Submission
 from .submit import Submitter
-
-
-@dataclass
-class Settings:
-    max_requests_per_batch: int = 50_000
-    max_bytes_per_batch: int = 200 * 1024 * 1024
-    max_attempts: int = 3  # judge replies per answer before an invalid one is an error
-    max_retries: int = 6  # attempts per request, as the reference's --max-retries
-    poll_interval: float = 30.0
-    hold_seconds: float = 60.0  # wait after token_limit_exceeded before creating again
-    max_enqueued_tokens: int | None = None  # estimated prompt tokens in flight per model
-    delete_remote_files: bool = False  # delete a batch's files on the server once collected
-    outage_seconds: float = 600.0  # give up when the API has failed this long without a break
-    max_ambiguous_creates: int = 8  # creates in a row that failed without saying whether
-    resubmit_after: float = 12 * 3600.0  # a batch not started by then is cancelled and sent again
-    # Requests too few for the service's minimum batch (Bedrock's records per job) are
-    # sent on demand, at the full price, only when the user says so.
-    on_demand_remainder: bool = False
-    tail_flex: float | None = None  # seconds before a small tail goes on flex (:mod:`.late`)
-    # How long a create with no answer may still land (None: its service's own bound)
-    create_wait: float | None = None
 
 
 class Pipeline:
@@ -114,6 +94,7 @@ class Pipeline:
             look_every=settings.poll_interval,
         )
         self.slots = Slots(run, lambda: self.state)  # a quota of batches at once
+        self.canary = Canary(run.root.parent, config, providers, settings.canary, warn)
         self.late = late.Late(self.submitter, settings.resubmit_after, settings.tail_flex, warn)
         self._rubric: pl.DataFrame | None = None
         self.borrower = None  # a judge panel's other judge: the first run's answers, taken
@@ -179,10 +160,14 @@ class Pipeline:
             for stage in STAGES:
                 if stage == "answers" and self.borrower is not None:
                     continue  # never bought here: taken from the panel's first run
+                if self.canary.holds(self.state, stage):
+                    continue  # its canary first: the rest waits for its results
                 if self.state.pending(stage, self.config.case_ids):
                     self._plan(stage)
                     return True
             for judge_pass in range(2, self.config.judge_passes + 1):
+                if self.canary.holds(self.state, "judges"):
+                    break
                 if self.state.pending("judges", self.config.case_ids, judge_pass):
                     self._plan("judges", judge_pass)
                     return True
@@ -233,6 +218,8 @@ class Pipeline:
         budget = self.settings.max_enqueued_tokens
         count = token_counter(model)[1] if budget is not None else None
         pending = self.state.pending(stage, self.config.case_ids, judge_pass)
+        if judge_pass == 1:
+            pending = self.canary.first(stage, pending, wire.limits.min_lines)
         used = self.state.used_ids()
 
         def request(case_id: str) -> Request:
@@ -359,6 +346,7 @@ class Pipeline:
             )
         _failpoints.hit("rows_written")
         self.record(result.event(sub))
+        self.canary.collected(sub, result.outcomes)
         if result.stop:  # the run cannot go on as asked: one line, nothing more is sent
             provider = self.providers[sub.stage]
             raise ConfigError(

@@ -276,6 +276,11 @@ def check_base_url(url: str, source: str = "--base-url") -> tuple[str, str]:
     return host, parsed.scheme
 
 
+def is_loopback_url(url: str) -> bool:
+    """Whether a base URL is this machine's (a rehearsal's emulator, not a service)."""
+    return _is_loopback(urlparse(url).hostname or "")
+
+
 def _is_loopback(host: str) -> bool:
     if host in ("localhost", "localhost.localdomain"):
         return True
