@@ -581,3 +581,16 @@ def test_ctrl_c_in_a_command_with_nothing_to_resume_says_no_resume(
     proc = run_cli("report", "ans-model", "--jobs-dir", str(tmp_path / "jobs"))
     assert proc.returncode == 130
     assert proc.stderr.strip() == "interrupted: nothing is lost"
+
+
+def test_calibrate_sheet_help_is_the_sheets_own():
+    """#63.11: `calibrate sheet --help` printed calibrate's help: its own usage, words and
+    options now (what a sheet takes), calibrate's own help unchanged."""
+    sheet = run_cli("calibrate", "sheet", "--help")
+    assert sheet.returncode == 0
+    assert "calibrate sheet [OPTIONS] RUN..." in sheet.stdout  # (in-process: "root")
+    assert "labelling sheet" in sheet.stdout and "--cases" in sheet.stdout
+    options = sheet.stdout.split("Options")[1]  # (its words name calibrate's next step)
+    assert "--labels" not in options and "--plan" not in options
+    whole = run_cli("calibrate", "--help").stdout
+    assert "[sheet] RUN..." in whole and "--labels" in whole and "--plan" in whole

@@ -11,7 +11,7 @@ import gc
 import typer
 
 from ..emulator.command import emulator_command
-from .calibrate import calibrate
+from .calibrate import CalibrateCommand, calibrate
 from .check import check
 from .common import Command, Group
 from .demo import demo
@@ -61,7 +61,7 @@ app.command(cls=Command)(show)
 app.command(cls=Command)(compare)
 app.command(cls=Command)(plan)
 app.command(cls=Command)(report)
-app.command(cls=Command)(calibrate)
+app.command(cls=CalibrateCommand)(calibrate)
 app.command(cls=Command)(export)
 app.command(cls=Command)(cancel)
 app.command(cls=Command)(remove)

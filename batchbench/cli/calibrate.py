@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from .common import JobsDirOpt, JsonOpt, finite, friendly, warn
+from .common import Command, JobsDirOpt, JsonOpt, finite, friendly, warn
 from .folders import complete_runs
 
 
@@ -22,6 +23,45 @@ def _runs_or_sheet(ctx: typer.Context, incomplete: str) -> list[str]:
     """A TAB: ``sheet`` first (when nothing is typed yet), and the runs."""
     first = [] if ctx.params.get("runs") else [w for w in ("sheet",) if w.startswith(incomplete)]
     return first + complete_runs(ctx, incomplete)
+
+
+SHEET_PARAMS = ("runs", "cases", "seed", "output", "sheet_format", "jobs_dir", "help")
+SHEET_HELP = """Write a blind labelling sheet of these runs' answers, for physicians to
+mark each rubric item met or not (the judge's verdicts hidden, the cases drawn equally
+per benchmark with --seed). Fill it, then: batchbench calibrate RUN --labels FILE.
+
+Example: batchbench calibrate sheet gpt-5.4-mini --cases 40 --seed 7 -o sheet.csv"""
+
+
+def _sheet_param(param: Any) -> Any:
+    """The runs as ``sheet`` takes them (its own words); any other parameter as it is."""
+    if param.name != "runs":
+        return param
+    runs = copy.copy(param)
+    runs.metavar = "RUN..."
+    runs.help = "The runs whose answers the sheet holds (one or more)."
+    return runs
+
+
+class CalibrateCommand(Command):
+    """``calibrate`` and ``calibrate sheet``: one command, whose ``sheet --help`` is the
+    sheet's own help (its options only, its usage), not calibrate's."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        ctx.meta["sheet"] = bool(args) and args[0] == "sheet"
+        return super().parse_args(ctx, args)
+
+    def get_help(self, ctx: Any) -> str:
+        if not ctx.meta.get("sheet"):
+            return str(super().get_help(ctx))
+        kept, said, usage = self.params, self.help, ctx.info_name
+        self.params = [_sheet_param(p) for p in kept if p.name in SHEET_PARAMS]
+        self.help = SHEET_HELP
+        ctx.info_name = f"{usage} sheet"
+        try:
+            return str(super().get_help(ctx))
+        finally:
+            self.params, self.help, ctx.info_name = kept, said, usage
 
 
 @friendly
