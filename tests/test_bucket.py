@@ -712,3 +712,24 @@ def test_a_skewed_taker_is_refused_on_an_s3_nobody_here_wrote(moto_url, tmp_path
         taker = Lease(objects, prefix, "run", lambda s=skew: time.time() + s)
         with pytest.raises(RunLockedError, match="being advanced by another machine"):
             taker.take()
+
+
+def test_a_store_error_is_classed_by_its_type_not_by_a_word(tmp_path):
+    """#64.7: any obstore message holding "token" was called missing credentials — a
+    listing's bad continuation token among them. obstore's own classes decide where it
+    has them (UnauthenticatedError: credentials; PermissionDeniedError: refused), and
+    only a client's words for an empty credential chain mean none was found."""
+    from obstore import exceptions as oe
+
+    from batchbench.storage.objects import Objects, parse_bucket
+
+    where = parse_bucket(f"file://{tmp_path}/bucket")
+    assert where is not None
+    objects = Objects(where)
+    said = lambda exc: str(objects._fail(exc, "list runs/"))  # noqa: E731
+    assert "no credentials" not in said(oe.GenericError("list: invalid continuation token"))
+    assert "no credentials" in said(oe.UnauthenticatedError("the request was not signed"))
+    assert "no credentials" in said(
+        oe.GenericError("Error performing token request: http://169.254.169.254/latest/api/token")
+    )
+    assert "refused" in said(oe.PermissionDeniedError("the caller may not list"))

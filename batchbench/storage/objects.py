@@ -139,8 +139,7 @@ class Objects:
         from obstore import exceptions as oe
 
         said = " ".join(str(exc).split("Debug source:")[0].split())[:300]
-        lowered = said.lower()
-        if "169.254.169.254" in said or "credential" in lowered or "token" in lowered:
+        if isinstance(exc, oe.UnauthenticatedError) or _no_credentials(said):
             return StorageError(
                 f"{self.where.uri}: {what}: no credentials for the store were found (its"
                 f" client looked for them and said: {said[:160]});"
@@ -258,6 +257,25 @@ class Objects:
             self._call(f"delete {key}", obstore.delete, key)
         except ABSENT:
             return
+
+
+# What obstore's clients say when they found no credentials to sign with: the cloud's
+# metadata service asked in vain, a credential chain exhausted, a token never fetched.
+# Words, because obstore raises these as GenericError: narrow ones (a message that
+# merely holds "token", a listing's continuation token, is not a missing credential).
+NO_CREDENTIALS = (
+    "169.254.169.254",
+    "credential",
+    "token request",
+    "fetching token",
+    "fetch token",
+    "no token",
+)
+
+
+def _no_credentials(said: str) -> bool:
+    lowered = said.lower()
+    return any(words in lowered for words in NO_CREDENTIALS)
 
 
 def _final(exc: BaseException) -> bool:
