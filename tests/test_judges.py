@@ -21,7 +21,7 @@ import pytest
 from support import reference
 from support.cli import assert_one_line_error, run_cli
 from support.providers import BEDROCK_MODEL, RIGS, Rig
-from support.runs import assert_no_duplicates, normalised, rows_of
+from support.runs import assert_no_duplicates, env, normalised, rows_of, run_args
 
 from batchbench.bench.dataset import load_dataset
 from batchbench.emulator import SystemClock
@@ -551,3 +551,29 @@ def test_a_panel_dry_run_prices_each_judge_and_a_reordered_panel_is_refused(
     swapped = [*argv[:at], "sim-judge-strict", *argv[at + 1 : -1], "judge-model"]
     assert_one_line_error(run_cli(*swapped, env=rig.env(emu)), "judge_model")
     assert len(emu.ledger()["batches"]) == made
+
+
+def test_a_panels_first_run_is_not_moved_or_removed_from_under_its_judges(
+    batch_emulator, tmp_path, fixture_dir
+):
+    """#64.2: removing or moving the first judge's run broke the panel's other runs (they
+    judge its answers) with no hint. Alone, it is refused naming them; the panel named
+    whole is removed whole; moved with its judges first, it ends up together."""
+    argv = run_args(batch_emulator, tmp_path, fixture_dir, "--limit", "4")
+    argv += ["--judge-model", "sim-judge-strict"]
+    assert run_cli(*argv, env=env()).returncode == 0
+    jobs = ["--jobs-dir", str(tmp_path / "jobs")]
+    second = "ans-model--sim-judge-strict"
+    refused = run_cli("remove", "ans-model", *jobs)
+    assert_one_line_error(refused, "first of a judge panel", second, f"remove ans-model {second}")
+    assert (tmp_path / "jobs" / "ans-model").is_dir()
+    away = ["--to", str(tmp_path / "elsewhere")]
+    refused = run_cli("move", "ans-model", *jobs, *away)
+    assert_one_line_error(refused, "first of a judge panel", f"move '{second}' first")
+    assert run_cli("move", second, *jobs, *away).returncode == 0
+    assert run_cli("move", "ans-model", *jobs, *away).returncode == 0
+    there = ["--jobs-dir", str(tmp_path / "elsewhere")]
+    gone = run_cli("remove", "ans-model", second, *there)
+    assert gone.returncode == 0, gone.stderr
+    assert not (tmp_path / "elsewhere" / "ans-model").exists()
+    assert not (tmp_path / "elsewhere" / second).exists()

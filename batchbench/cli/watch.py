@@ -174,8 +174,8 @@ def remove(
     """
     from ..engine.control import remove_run
 
-    for name in names:
-        typer.echo(remove_run(jobs_dir, name, force=force))
+    for name in names:  # a judge panel named whole is removed whole, in any order
+        typer.echo(remove_run(jobs_dir, name, force=force, along=names))
 
 
 @friendly

@@ -6,11 +6,11 @@ says today), and both work while another process advances the run.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from ..clock import SYSTEM, Clock
-from ..errors import RunLockedError, RunStateError
+from ..errors import BatchbenchError, RunLockedError, RunStateError
 from ..kinds import Stage
 from ..providers.base import Provider
 from ..storage import token_file
@@ -150,7 +150,39 @@ def refresh_status(
     return lines, journaled
 
 
-def remove_run(jobs_dir: Path, name: str, *, force: bool = False) -> str:
+def judging_its_answers(jobs_dir: Path, name: str) -> list[str]:
+    """The runs of the jobs folder that judge run ``name``'s answers (its judge panel's
+    other judges, :attr:`RunConfig.answers_from`): they read its answers, so it is not
+    moved or removed from under them."""
+    found = []
+    for other in list_runs(Path(jobs_dir)):
+        try:
+            theirs = other.load_config()
+        except BatchbenchError:
+            continue  # not a run this can read: not a panel's either
+        if theirs.answers_from == name:
+            found.append(other.name)
+    return sorted(found)
+
+
+def _panel_refusal(jobs_dir: Path, name: str, along: Collection[str], doing: str) -> None:
+    others = [n for n in judging_its_answers(jobs_dir, name) if n not in along]
+    if not others:
+        return
+    named = ", ".join(repr(n) for n in others)
+    if doing == "remove":
+        hint = f"`batchbench remove {name} {' '.join(others)}` removes the panel whole"
+    else:
+        hint = f"move {named} first, then this one, so that the panel ends up together"
+    raise RunStateError(
+        f"run {name!r} is the first of a judge panel: run(s) {named} judge its answers"
+        f" and would lose them; {hint}"
+    )
+
+
+def remove_run(
+    jobs_dir: Path, name: str, *, force: bool = False, along: Collection[str] = ()
+) -> str:
     """Delete a run's folder, once nothing of it runs on a service unwatched: a batch in
     flight would run on, billed, with no folder left to collect it (``force`` forgets
     it all the same). Under the run's lock (a process advancing it refuses this), the
@@ -161,6 +193,7 @@ def remove_run(jobs_dir: Path, name: str, *, force: bool = False) -> str:
 
     run = existing_run(jobs_dir, name)
     config = run.load_config()
+    _panel_refusal(jobs_dir, name, along, "remove")
     with run.lock():
         state = run.state(config.case_ids)
         # A batch told to stop ends on its own; one still running would run on unwatched.
@@ -200,6 +233,7 @@ def move_run(jobs_dir: Path, name: str, to: Path) -> str:
     import json
 
     run = existing_run(jobs_dir, name)
+    _panel_refusal(jobs_dir, name, (), "move")
     dest = open_run(to, name)
     if dest.shown == run.shown:
         raise RunStateError(f"run {name!r} is in {run.shown} already")
