@@ -21,8 +21,9 @@ from ..kinds import ProviderName
 from .base import Adjust, Limits, LineRules, Rendered
 from .checks import encode_line, request_lines, sends_temperature
 from .openai_wire import RETRIED, OpenAIWire
+from .registry import MISTRAL
 
-PREFIX: Final = "mistral/"
+PREFIX: Final = MISTRAL.routing_prefix  # the registry's: its one statement
 MAX_LINES = 1_000_000
 MAX_BYTES = 200 * 1024 * 1024
 

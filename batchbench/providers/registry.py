@@ -11,7 +11,7 @@ modules, a record here, its prices, its emulator face and its tests.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .spec import ClientContext as ClientContext
 from .spec import ClientFactory as ClientFactory
@@ -23,6 +23,20 @@ if TYPE_CHECKING:  # the protocols only: loading a provider's halves waits for f
 
 
 from . import halves
+
+
+def _venue(prefix: str, **fields: Any) -> ProviderSpec:
+    """A venue whose models are named by its prefix (``groq/ID`` is Groq's ``ID``): the
+    prefix stated once — its routing rule, its name for people, what its wire strips and
+    (unless said otherwise) Inspect's provider prefix."""
+    fields.setdefault("inspect_prefix", prefix)
+    return ProviderSpec(
+        claims=lambda model: model.startswith(prefix),
+        named=f"{prefix}…",
+        routing_prefix=prefix,
+        **fields,
+    )
+
 
 ANTHROPIC = ProviderSpec(
     name="anthropic",
@@ -85,11 +99,10 @@ FIREWORKS = ProviderSpec(
     },
     inspect_prefix="fireworks/",
 )
-GROQ = ProviderSpec(
+GROQ = _venue(
+    "groq/",
     name="groq",
     label="Groq",
-    claims=lambda model: model.startswith("groq/"),  # groq/ID: Groq's model id
-    named="groq/…",
     wire=halves.groq_wire,
     client=halves.groq_client,
     sdk="groq",
@@ -99,14 +112,11 @@ GROQ = ProviderSpec(
     default_base_url="https://api.groq.com",
     base_url_hint="without /openai/v1 (https://api.groq.com)",
     refused_endings=("/openai/v1", "/openai"),
-    inspect_prefix="groq/",
-    routing_prefix="groq/",
 )
-TOGETHER = ProviderSpec(
+TOGETHER = _venue(
+    "together/",
     name="together",
     label="Together AI",
-    claims=lambda model: model.startswith("together/"),  # together/ID: Together's model id
-    named="together/…",
     wire=halves.together_wire,
     client=halves.together_client,
     sdk="together",
@@ -116,14 +126,11 @@ TOGETHER = ProviderSpec(
     default_base_url="https://api.together.ai",
     base_url_hint="without /v1 (https://api.together.ai)",
     refused_endings=("/v1",),
-    inspect_prefix="together/",
-    routing_prefix="together/",
 )
-MISTRAL = ProviderSpec(
+MISTRAL = _venue(
+    "mistral/",
     name="mistral",
     label="Mistral",
-    claims=lambda model: model.startswith("mistral/"),  # mistral/ID: Mistral's model id
-    named="mistral/…",
     wire=halves.mistral_wire,
     client=halves.mistral_client,
     sdk="mistralai.client",
@@ -134,14 +141,11 @@ MISTRAL = ProviderSpec(
     base_url_hint="without /v1 (https://api.mistral.ai)",
     refused_endings=("/v1",),
     developer="mistral",
-    inspect_prefix="mistral/",
-    routing_prefix="mistral/",
 )
-XAI = ProviderSpec(
+XAI = _venue(
+    "xai/",
     name="xai",
     label="xAI",
-    claims=lambda model: model.startswith("xai/"),  # xai/ID: xAI's model id
-    named="xai/…",
     wire=halves.xai_wire,
     client=halves.xai_client,
     sdk="openai",  # xAI's REST API, as its docs drive it (its own SDK speaks gRPC)
@@ -152,13 +156,11 @@ XAI = ProviderSpec(
     base_url_hint="ending in /v1 (https://api.x.ai/v1)",
     developer="xai",
     inspect_prefix="grok/",
-    routing_prefix="xai/",
 )
-OPENROUTER = ProviderSpec(
+OPENROUTER = _venue(
+    "openrouter/",
     name="openrouter",
     label="OpenRouter",
-    claims=lambda model: model.startswith("openrouter/"),  # openrouter/ID: its model id
-    named="openrouter/…",
     wire=halves.openrouter_wire,
     client=halves.openrouter_client,
     sdk="openrouter",
@@ -167,8 +169,6 @@ OPENROUTER = ProviderSpec(
     base_url_variable="OPENROUTER_BASE_URL",
     default_base_url="https://openrouter.ai/api/v1",
     base_url_hint="ending in /api/v1 (https://openrouter.ai/api/v1)",
-    inspect_prefix="openrouter/",
-    routing_prefix="openrouter/",
     cancel_drops_rows='its API reference, "Cancel a batch": "OpenRouter returns no result'
     " rows for a cancelled batch, and the provider still charges for the requests that"
     ' finished before the cancellation"',

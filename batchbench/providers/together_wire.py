@@ -20,8 +20,9 @@ from ..kinds import ProviderName
 from .base import Limits, LineRules, Rendered
 from .checks import encode_line, request_lines
 from .openai_wire import ALLOWED_BODY_FIELDS, RETRIED, OpenAIWire
+from .registry import TOGETHER
 
-PREFIX: Final = "together/"
+PREFIX: Final = TOGETHER.routing_prefix  # the registry's: its one statement
 MAX_LINES = 50_000
 MAX_BYTES = 100 * 1024 * 1024
 MAX_ID = 64

@@ -28,8 +28,9 @@ from . import frames
 from .base import Limits, LineRules
 from .openai_results import Line, LineError, Response, outputs_frame
 from .openai_wire import EMPTY_MESSAGE, MAX_BYTES, MAX_LINES, RETRIED, OpenAIWire
+from .registry import XAI
 
-PREFIX: Final = "xai/"
+PREFIX: Final = XAI.routing_prefix  # the registry's: its one statement
 # google.rpc.Code → the HTTP status it stands for (google.rpc's own mapping)
 STATUS_OF: Final = {
     1: 499,  # CANCELLED
