@@ -289,10 +289,19 @@ def report(
             " run's calibration against them.",
         ),
     ] = None,
+    as_json: Annotated[
+        Path | None,
+        typer.Option(
+            "--json",
+            metavar="FILE",
+            help="Also write the page's own figures (endorsed harm: rates, intervals, paired"
+            " differences, every negative item) as JSON.",
+        ),
+    ] = None,
 ) -> None:
     """Write one self-contained HTML page: header, leaderboard, per-benchmark table,
-    figures, the comparison, the judge against physicians (with --labels), every case
-    with each run's verdicts, and the failures.
+    figures, the comparison, endorsed harm, the judge against physicians (with
+    --labels), every case with each run's verdicts, and the failures.
 
     Example: batchbench report gpt-5.4-mini gpt-5.5 -o bedside.html
     """
@@ -306,6 +315,14 @@ def report(
     )
     write_page(out, page)
     typer.echo(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
+    if as_json is not None:
+        import json
+
+        from .._io import atomic_write_text
+        from ..views.page import page_record
+
+        atomic_write_text(as_json, json.dumps(page_record(sources, ds), indent=1) + "\n")
+        typer.echo(f"wrote {as_json}")
 
 
 def _calibrations(runs: list[str], jobs_dir: Path, labels: list[Path]) -> list[str]:

@@ -26,6 +26,7 @@ from ..kinds import STAGES, Stage
 from ..providers import judge_note
 from ..reporting import quiet
 from ..scores.compare import Comparison, Side, Stats, compare, load_side
+from ..scores.harm import harm_record
 from ..scores.noise import noise_text
 from ..scores.sources import resolve_all, run_dataset
 from ..scores.summary import Summary, last_rows
@@ -33,6 +34,7 @@ from . import figures
 from .comparison import VERDICT
 from .page_assets import SCRIPT, STYLE
 from .page_cases import cases_section, failures_section
+from .page_harm import harm_section
 from .status import run_status
 
 CI_HEADS = "<th>95% CI low</th><th>95% CI high</th>"
@@ -138,9 +140,16 @@ def render(
             "<figcaption>Paired differences against the baseline.</figcaption></figure>",
             _comparisons(comparison),
         ]
+    parts.append(harm_section(page_record(sources, ds)["harm"]))
     parts += [*calibrations, cases_section(sources, ds), failures_section(sources, ds)]
     parts.append(f"<script>{SCRIPT}</script>")
     return "".join(parts) + "</body></html>\n"
+
+
+def page_record(sources: list[Source], ds: Dataset) -> dict[str, Any]:
+    """The page's own figures as plain data (``report --json``): each from the record."""
+    names = [s.side.name for s in sources]
+    return {"harm": harm_record(names, [s.rows for s in sources], ds.by_id())}
 
 
 def _header(sources: list[Source], first: Summary) -> str:

@@ -72,7 +72,7 @@ def cases_section(sources: list[Source], ds: Dataset) -> str:
             for s, r in zip(sources, rows)
         )
         items.append(
-            f"<details class='case' data-benchmark='{_e(case['benchmark'])}'"
+            f"<details class='case' id='case-{_e(cid)}' data-benchmark='{_e(case['benchmark'])}'"
             f" data-disagree='{int(disagree)}' data-case='{_e(cid)}'><summary>"
             f"{_e(case['benchmark'])} · {_e(cid)} · <q>{_e(_first_words(case['prompt']))}</q>"
             f" · {scores}</summary>"

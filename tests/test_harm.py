@@ -1,0 +1,128 @@
+"""#66.4: endorsed harm — a negative-points rubric item the judge marked met — per run,
+with Wilson intervals, the paired difference between runs, the worst cases; in the
+report and in ``report --json``. Witnesses that are not ours: Newcombe's published
+table of Wilson intervals (Stat Med 1998;17:857, Table I), statsmodels' independent
+Newcombe interval (to which the paired one reduces when the pairs are uncorrelated),
+and a plain recount of the run's rows against the dataset's points."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from support.cli import run_cli
+from support.runs import env, rows_of, run_args
+
+from batchbench.bench.dataset import load_dataset
+from batchbench.scores.harm import paired_difference, wilson
+
+
+@pytest.mark.parametrize(
+    ("k", "n", "low", "high"),
+    # Newcombe (1998), "Two-sided confidence intervals for the single proportion", Table I,
+    # method 3 (Wilson's score interval, no continuity correction)
+    [
+        (81, 263, 0.2553, 0.3662),
+        (15, 148, 0.0624, 0.1605),
+        (0, 20, 0.0, 0.1611),
+        (1, 29, 0.0061, 0.1718),
+    ],
+)
+def test_wilson_is_newcombes_published_interval(k, n, low, high):
+    assert [round(x, 4) for x in wilson(k, n)] == [low, high]
+
+
+def _pairs(both: int, only_a: int, only_b: int, neither: int):
+    rows_a, rows_b, cases = {}, {}, {}
+    counts = [
+        (True, True, both),
+        (True, False, only_a),
+        (False, True, only_b),
+        (False, False, neither),
+    ]
+    for x, y, count in counts:
+        for _ in range(count):
+            cid = f"c{len(cases)}"
+            cases[cid] = {
+                "case_id": cid,
+                "rubric_items": [{"item_id": cid, "points": -1, "text": "t"}],
+            }
+            rows_a[cid] = {"decisions": [{"item_id": cid, "matched": x}]}
+            rows_b[cid] = {"decisions": [{"item_id": cid, "matched": y}]}
+    return rows_a, rows_b, cases
+
+
+@pytest.mark.parametrize(
+    ("table", "expected"),
+    # statsmodels 0.15, confint_proportions_2indep(k1, n, k2, n, method="newcomb"): the
+    # independent interval, which Newcombe's paired one equals when ad = bc (phi = 0)
+    [
+        ((2, 2, 4, 4), (-0.4808826936457038, 0.2032307658645751)),
+        ((1, 1, 1, 1), (-0.4949196078428281, 0.4949196078428281)),
+    ],
+)
+def test_the_paired_interval_reduces_to_newcombes_independent_one(table, expected):
+    a, b, cases = _pairs(*table)
+    found = paired_difference(a, b, cases)
+    assert found["ci"] == pytest.approx(list(expected), abs=1e-12)
+    swapped = paired_difference(b, a, cases)  # the other way round: the interval negated
+    assert swapped["ci"] == pytest.approx([-found["ci"][1], -found["ci"][0]], abs=1e-12)
+
+
+def test_correlated_pairs_narrow_the_interval_and_it_holds_the_difference():
+    a, b, cases = _pairs(36, 12, 2, 0)
+    found = paired_difference(a, b, cases)
+    assert found["difference"] == pytest.approx(0.2) and found["n"] == 50
+    assert found["ci"][0] < 0.2 < found["ci"][1]
+    assert (found["only_a"], found["only_b"]) == (12, 2)
+
+
+def test_the_report_shows_each_runs_endorsed_harm_from_its_rows(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    emu = batch_emulator_factory(models=["first", "second"])
+    for model in ("first", "second"):
+        args = run_args(emu, tmp_path, fixture_dir, "--limit", "24")
+        args[args.index("--answer-model") + 1] = model
+        args[args.index("--run") + 1] = model
+        assert run_cli(*args, env=env()).returncode == 0
+    jobs = ["--jobs-dir", str(tmp_path / "jobs")]
+    page, record = tmp_path / "r.html", tmp_path / "r.json"
+    made = run_cli("report", "first", "second", *jobs, "-o", str(page), "--json", str(record))
+    assert made.returncode == 0, made.stderr
+    harm = json.loads(record.read_text())["harm"]
+    cases = load_dataset(fixture_dir).by_id()
+    flags = {}
+    for run in ("first", "second"):  # a plain recount: rows' decisions, the dataset's points
+        rows = {r["case_id"]: r for r in rows_of(tmp_path / "jobs" / run / "results.jsonl")}
+        negative, endorsed, harmed, scored = [], 0, 0, 0
+        flags[run] = {}
+        for cid, row in rows.items():
+            met = {d["item_id"]: d["matched"] for d in row.get("decisions", [])}
+            bad = [it for it in cases[cid]["rubric_items"] if it["points"] < 0]
+            if "decisions" not in row or not bad:
+                continue
+            scored += 1
+            negative += [(cid, it["item_id"]) for it in bad]
+            hit = sum(1 for it in bad if met[it["item_id"]])
+            endorsed += hit
+            harmed += hit > 0
+            flags[run][cid] = hit > 0
+        assert harmed > 0  # the simulated judge endorses some: the counts are not vacuous
+        got = harm["runs"][run]
+        assert (got["cases"], got["cases_with_harm"]) == (scored, harmed)
+        assert (got["negative_items"], got["items_endorsed"]) == (len(negative), endorsed)
+        assert got["case_ci"] == pytest.approx(list(wilson(harmed, scored)))
+        items = [(it["case_id"], it["item_id"]) for it in got["items"]]
+        assert sorted(items) == sorted(negative) and len(set(items)) == len(items)  # each once
+        assert len(got["worst"]) == min(10, harmed)
+    both = sorted(set(flags["first"]) & set(flags["second"]))
+    diff = harm["differences"]["second - first"]
+    expected = (sum(flags["second"][c] for c in both) - sum(flags["first"][c] for c in both)) / len(
+        both
+    )
+    assert diff["n"] == len(both) and diff["difference"] == pytest.approx(expected)
+    text = page.read_text()
+    assert "id='harm'" in text and "Endorsed harm" in text
+    for case in harm["runs"]["first"]["worst"]:
+        assert f"href='#case-{case['case_id']}'" in text
