@@ -126,3 +126,61 @@ def test_the_report_shows_each_runs_endorsed_harm_from_its_rows(
     assert "id='harm'" in text and "Endorsed harm" in text
     for case in harm["runs"]["first"]["worst"]:
         assert f"href='#case-{case['case_id']}'" in text
+
+
+def test_the_report_prints_each_prompt_verbatim_with_its_hash_and_every_request_file(
+    batch_emulator, tmp_path, fixture_dir
+):
+    """#66.2: the templates once, each with its SHA-256, and every request file's
+    SHA-256 — the files' own bytes hashed here, and a judge request as sent rebuilt
+    from the printed templates by plain string filling."""
+    import hashlib
+
+    assert (
+        run_cli(
+            *run_args(batch_emulator, tmp_path, fixture_dir, "--limit", "6"), env=env()
+        ).returncode
+        == 0
+    )
+    record = tmp_path / "r.json"
+    made = run_cli(
+        "report",
+        "ans-model",
+        "--jobs-dir",
+        str(tmp_path / "jobs"),
+        "-o",
+        str(tmp_path / "r.html"),
+        "--json",
+        str(record),
+    )
+    assert made.returncode == 0, made.stderr
+    prompts = json.loads(record.read_text())["prompts"]
+    templates = {t["name"]: t for t in prompts["templates"]}
+    for t in templates.values():
+        assert t["sha256"] == hashlib.sha256(t["text"].encode()).hexdigest()
+    folder = tmp_path / "jobs" / "ans-model" / "requests"
+    on_disk = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.glob("*.jsonl")}
+    assert prompts["request_files"]["ans-model"] == on_disk and on_disk
+    judge_file = next(p for p in sorted(folder.glob("judges-*.jsonl")))
+    sent = json.loads(judge_file.read_text().splitlines()[0])["body"]["messages"]
+    assert sent[0]["content"] == templates["judge system message"]["text"]
+    user = sent[1]["content"]
+    cases = load_dataset(fixture_dir).cases
+    case = next(c for c in cases if user.startswith(f"CLINICAL PROMPT:\n{c['prompt']}\n\n"))
+    line = templates["judge rubric line (one an item, joined by newlines)"]["text"]
+    lines = "\n".join(
+        line.replace("{item_id}", it["item_id"])
+        .replace("{points:+g}", f"{it['points']:+g}")
+        .replace("{text}", it["text"])
+        for it in case["rubric_items"]
+    )
+    answer = user.split("\n\nANSWER:\n", 1)[1].split("\n\nRUBRIC ITEMS:\n", 1)[0]
+    filled = (
+        templates["judge user message"]["text"]
+        .replace("{prompt}", case["prompt"])
+        .replace("{answer}", answer)
+        .replace("{rubric_lines}", lines)
+    )
+    assert filled == user
+    page = (tmp_path / "r.html").read_text()
+    assert "id='prompts'" in page and templates["judge system message"]["sha256"] in page

@@ -89,13 +89,29 @@ JUDGE_MAX_COMPLETION_TOKENS = 5000
 JUDGE_TEMPERATURE = 0
 
 
+# The user messages as templates (the case's fields in braces), so that a report can
+# print each verbatim with its hash (#66.2): the reference's strings, byte for byte.
+ANSWER_USER_TEMPLATE = "{prompt}"
+RUBRIC_LINE_TEMPLATE = "[{item_id}] points={points:+g} :: {text}"
+JUDGE_USER_TEMPLATE = (
+    "CLINICAL PROMPT:\n{prompt}\n\nANSWER:\n{answer}\n\nRUBRIC ITEMS:\n{rubric_lines}"
+)
+TEMPLATES = {  # what each request is made of, in the order a run sends them
+    "answer system message": ANSWER_SYSTEM_MESSAGE,
+    "answer user message": ANSWER_USER_TEMPLATE,
+    "judge system message": JUDGE_SYSTEM_MESSAGE,
+    "judge user message": JUDGE_USER_TEMPLATE,
+    "judge rubric line (one an item, joined by newlines)": RUBRIC_LINE_TEMPLATE,
+}
+
+
 def rubric_line(item: RubricItem) -> str:
-    return f"[{item['item_id']}] points={item['points']:+g} :: {item['text']}"
+    return RUBRIC_LINE_TEMPLATE.format(**item)
 
 
 def judge_user_message(case: Case, answer: str) -> str:
     lines = "\n".join(rubric_line(item) for item in case["rubric_items"])
-    return f"CLINICAL PROMPT:\n{case['prompt']}\n\nANSWER:\n{answer}\n\nRUBRIC ITEMS:\n{lines}"
+    return JUDGE_USER_TEMPLATE.format(prompt=case["prompt"], answer=answer, rubric_lines=lines)
 
 
 def answer_prompt(case: Case, *, reasoning_effort: str | None) -> Prompt:

@@ -294,8 +294,9 @@ def report(
         typer.Option(
             "--json",
             metavar="FILE",
-            help="Also write the page's own figures (endorsed harm: rates, intervals, paired"
-            " differences, every negative item) as JSON.",
+            help="Also write the page's own figures as JSON: endorsed harm (rates, intervals,"
+            " paired differences, every negative item), the prompts' templates and every"
+            " request file, each with its SHA-256.",
         ),
     ] = None,
 ) -> None:
@@ -305,13 +306,20 @@ def report(
 
     Example: batchbench report gpt-5.4-mini gpt-5.5 -o bedside.html
     """
-    from ..views.page import load_sources, render, write_page
+    from ..views.page import load_sources, page_record, render, write_page
 
     sources, ds = load_sources(runs, jobs_dir, dataset, label or (), warn=warn)
     sections = _calibrations(runs, jobs_dir, labels) if labels else []
     out = output or Path("report.html")
+    record = page_record(sources, ds)
     page = render(
-        sources, ds, baseline, margin=margin, allow_partial=allow_partial, calibrations=sections
+        sources,
+        ds,
+        baseline,
+        margin=margin,
+        allow_partial=allow_partial,
+        calibrations=sections,
+        record=record,
     )
     write_page(out, page)
     typer.echo(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
@@ -319,9 +327,8 @@ def report(
         import json
 
         from .._io import atomic_write_text
-        from ..views.page import page_record
 
-        atomic_write_text(as_json, json.dumps(page_record(sources, ds), indent=1) + "\n")
+        atomic_write_text(as_json, json.dumps(record, indent=1) + "\n")
         typer.echo(f"wrote {as_json}")
 
 

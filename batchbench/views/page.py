@@ -35,6 +35,7 @@ from .comparison import VERDICT
 from .page_assets import SCRIPT, STYLE
 from .page_cases import cases_section, failures_section
 from .page_harm import harm_section
+from .page_prompts import prompts_record, prompts_section, request_files
 from .status import run_status
 
 CI_HEADS = "<th>95% CI low</th><th>95% CI high</th>"
@@ -49,6 +50,7 @@ class Source:
     cost: RunCost | None = None
     state: str | None = None  # the run's status (runs only)
     pending: int = 0  # its cases still without a final row
+    request_files: dict[str, str] = field(default_factory=dict)  # name → SHA-256 (runs)
 
 
 def load_sources(
@@ -79,6 +81,7 @@ def load_sources(
             status = run_status(run, state=state)
             source.cost, source.state = status["cost"], status["status"]
             source.pending = status["cases"]["pending"]
+            source.request_files = request_files(run.requests_dir)
         sources.append(source)
     if ds is None:
         raise ConfigError("report needs --dataset for results files")
@@ -109,9 +112,10 @@ def render(
     margin: float | None = None,
     allow_partial: bool = False,
     calibrations: Sequence[str] = (),
+    record: dict[str, Any] | None = None,
 ) -> str:
     """The whole page (``calibrations``: each run's calibration section, when labels
-    were given)."""
+    were given; ``record``: :func:`page_record`'s, when the caller made it already)."""
     sides = [s.side for s in sources]
     comparison = (
         compare(sides, baseline, margin=margin, allow_partial=allow_partial)
@@ -140,8 +144,10 @@ def render(
             "<figcaption>Paired differences against the baseline.</figcaption></figure>",
             _comparisons(comparison),
         ]
-    parts.append(harm_section(page_record(sources, ds)["harm"]))
+    record = record or page_record(sources, ds)
+    parts.append(harm_section(record["harm"]))
     parts += [*calibrations, cases_section(sources, ds), failures_section(sources, ds)]
+    parts.append(prompts_section(record["prompts"]))
     parts.append(f"<script>{SCRIPT}</script>")
     return "".join(parts) + "</body></html>\n"
 
@@ -149,7 +155,10 @@ def render(
 def page_record(sources: list[Source], ds: Dataset) -> dict[str, Any]:
     """The page's own figures as plain data (``report --json``): each from the record."""
     names = [s.side.name for s in sources]
-    return {"harm": harm_record(names, [s.rows for s in sources], ds.by_id())}
+    return {
+        "harm": harm_record(names, [s.rows for s in sources], ds.by_id()),
+        "prompts": prompts_record({s.side.name: s.request_files for s in sources}),
+    }
 
 
 def _header(sources: list[Source], first: Summary) -> str:
