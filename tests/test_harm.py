@@ -184,3 +184,63 @@ def test_the_report_prints_each_prompt_verbatim_with_its_hash_and_every_request_
     assert filled == user
     page = (tmp_path / "r.html").read_text()
     assert "id='prompts'" in page and templates["judge system message"]["sha256"] in page
+
+
+def test_the_flow_of_cases_counts_each_step_and_who_left_why(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    """#66.3: dataset → selected → sent → answered → judged → scored, each exclusion with
+    its cause; the counts rebuilt here from the rule the service was told to follow."""
+    import hashlib
+
+    def refused(text: str) -> bool:  # the service refuses these cases' answers for good
+        return hashlib.md5(text.encode()).hexdigest()[0] in "012"
+
+    def garbled(text: str) -> bool:  # the judge answers these with what is not JSON
+        return hashlib.md5(text.encode()).hexdigest()[0] in "345"
+
+    def responder(body):
+        user = body["messages"][-1]["content"]
+        if body["model"] == "judge-model":
+            prompt = user.split("\n\nANSWER:\n", 1)[0].removeprefix("CLINICAL PROMPT:\n")
+            if garbled(prompt):
+                return "not json"
+            ids = [line[1:].split("]")[0] for line in user.split("RUBRIC ITEMS:\n")[1].splitlines()]
+            return json.dumps({"decisions": [{"item_id": i, "matched": False} for i in ids]})
+        if refused(user):
+            return {"status_code": 400, "body": {"error": {"message": "content refused"}}}
+        return "an answer"
+
+    emu = batch_emulator_factory(responder=responder)
+    args = run_args(emu, tmp_path, fixture_dir, "--limit", "20", "--max-attempts", "1")
+    assert run_cli(*args, env=env()).returncode == 1  # some cases end in an error row
+    record = tmp_path / "r.json"
+    made = run_cli(
+        "report",
+        "ans-model",
+        "--jobs-dir",
+        str(tmp_path / "jobs"),
+        "-o",
+        str(tmp_path / "r.html"),
+        "--json",
+        str(record),
+    )
+    assert made.returncode == 0, made.stderr
+    flow = {s["step"]: s for s in json.loads(record.read_text())["flow"]["ans-model"]}
+    dataset = load_dataset(fixture_dir)
+    rows = rows_of(tmp_path / "jobs" / "ans-model" / "results.jsonl")
+    prompts = {c["case_id"]: c["prompt"] for c in dataset.cases}
+    chosen = [prompts[r["case_id"]] for r in rows]
+    answered = [p for p in chosen if not refused(p)]
+    judged = [p for p in answered if not garbled(p)]
+    assert flow["in the dataset"]["cases"] == len(dataset.cases)
+    assert flow["in the dataset"]["excluded"] == {
+        "not selected (--smoke, --limit, --benchmark)": len(dataset.cases) - 20
+    }
+    assert flow["selected"]["cases"] == flow["sent"]["cases"] == 20
+    assert flow["answered"]["cases"] == len(answered) and 0 < len(answered) < 20
+    assert sum(flow["sent"]["excluded"].values()) == 20 - len(answered)
+    assert "HTTP 400" in flow["sent"]["excluded"]
+    assert flow["judged"]["cases"] == flow["scored"]["cases"] == len(judged) < len(answered)
+    assert flow["answered"]["excluded"] == {"invalid judge JSON": len(answered) - len(judged)}
+    assert "id='flow'" in (tmp_path / "r.html").read_text()

@@ -90,7 +90,8 @@ def test_the_page_of_a_comparison_shows_the_summaries_numbers_and_escapes_conten
     text = out.read_text()
     page = Page(text)
     # Self-contained: nothing fetched from anywhere, figures inline.
-    assert page.external == [] and text.count("<svg") == 2
+    flows = text.count("class='flow'")  # a flow-of-cases diagram a run, beside the figures
+    assert page.external == [] and text.count("<svg") - flows == 2 and flows == 2
     # Escaped: the hostile answer and judge reply show as text, no script of theirs runs.
     assert len(page.scripts) == 1 and "alert(1)" not in page.scripts[0]
     assert "&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;b&gt;bold" in text
@@ -133,7 +134,9 @@ def test_a_run_with_failed_cases_alone(batch_emulator_factory, tmp_path, fixture
     out = tmp_path / "one.html"
     assert run_cli("report", "second", "-o", str(out), "--jobs-dir", str(jobs)).returncode == 0
     text = out.read_text()
-    assert text.count("<svg") == 1 and "id='comparison'" not in text and "failed</h3>" in text
+    flows = text.count("class='flow'")
+    assert text.count("<svg") - flows == 1 and flows == 1
+    assert "id='comparison'" not in text and "failed</h3>" in text
 
 
 def test_a_reference_results_file_with_its_dataset(tmp_path):
@@ -204,7 +207,8 @@ def test_a_real_browser_renders_the_page_and_its_filters_work(
     )
     with Browser(browser, tmp_path / "profile") as chrome:
         chrome.open(page.as_uri())
-        assert chrome.evaluate("document.querySelectorAll('svg').length") == 2
+        assert chrome.evaluate("document.querySelectorAll('svg:not(.flow)').length") == 2
+        assert chrome.evaluate("document.querySelectorAll('svg.flow').length") == 2
         assert "Leaderboard" in chrome.evaluate("document.body.innerText")
         assert sorted(chrome.evaluate(visible)) == shown
         # Pick a benchmark, as a user's choice in the list does (the input event).

@@ -38,10 +38,10 @@ def finish_run(
     cost_note: str | None = None,
 ) -> int:
     """Print where the run stands after this invocation's work; its exit status."""
+    from ..bench.causes import errors_line
     from ..costs.rollup import cost_line
     from ..scores.noise import noise_text
     from ..scores.summary_file import summary_table
-    from ..views.causes import errors_line
     from ..views.status import flex_text, run_status, status_text
 
     if note is not None:  # a cron tick with nothing to do: one line, nothing is wrong

@@ -26,6 +26,7 @@ from ..kinds import STAGES, Stage
 from ..providers import judge_note
 from ..reporting import quiet
 from ..scores.compare import Comparison, Side, Stats, compare, load_side
+from ..scores.flow import flow_of_rows, flow_of_run
 from ..scores.harm import harm_record
 from ..scores.noise import noise_text
 from ..scores.sources import resolve_all, run_dataset
@@ -34,6 +35,7 @@ from . import figures
 from .comparison import VERDICT
 from .page_assets import SCRIPT, STYLE
 from .page_cases import cases_section, failures_section
+from .page_flow import flow_section
 from .page_harm import harm_section
 from .page_prompts import prompts_record, prompts_section, request_files
 from .status import run_status
@@ -51,6 +53,7 @@ class Source:
     state: str | None = None  # the run's status (runs only)
     pending: int = 0  # its cases still without a final row
     request_files: dict[str, str] = field(default_factory=dict)  # name → SHA-256 (runs)
+    flow: list[dict[str, Any]] = field(default_factory=list)  # :mod:`..scores.flow`'s
 
 
 def load_sources(
@@ -82,9 +85,15 @@ def load_sources(
             source.cost, source.state = status["cost"], status["status"]
             source.pending = status["cases"]["pending"]
             source.request_files = request_files(run.requests_dir)
+            source.flow = flow_of_run(
+                state, config.case_ids, len((ds or run_dataset(config)).cases)
+            )
         sources.append(source)
     if ds is None:
         raise ConfigError("report needs --dataset for results files")
+    for source in sources:
+        if not source.flow:  # a results file: its rows tell what they can
+            source.flow = flow_of_rows(source.rows, len(ds.cases))
     return sources, ds
 
 
@@ -145,6 +154,7 @@ def render(
             _comparisons(comparison),
         ]
     record = record or page_record(sources, ds)
+    parts.append(flow_section(record["flow"]))
     parts.append(harm_section(record["harm"]))
     parts += [*calibrations, cases_section(sources, ds), failures_section(sources, ds)]
     parts.append(prompts_section(record["prompts"]))
@@ -158,6 +168,7 @@ def page_record(sources: list[Source], ds: Dataset) -> dict[str, Any]:
     return {
         "harm": harm_record(names, [s.rows for s in sources], ds.by_id()),
         "prompts": prompts_record({s.side.name: s.request_files for s in sources}),
+        "flow": {s.side.name: s.flow for s in sources},
     }
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
+from ..bench.causes import error_cause, readable_error
 from ..bench.dataset import Case, Dataset
-from .causes import error_cause, readable_error
 
 if TYPE_CHECKING:
     from .page import Source

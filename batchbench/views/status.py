@@ -8,6 +8,7 @@ from collections import Counter
 from typing import TypedDict
 
 from .._io import atomic_write_text
+from ..bench.causes import error_cause, errors_line
 from ..costs.pricing import Pricing, load_pricing
 from ..costs.rollup import RunCost, run_cost, stage_price_text, total_text, usage_text
 from ..engine.runconfig import RunConfig
@@ -18,7 +19,6 @@ from ..kinds import STAGES, RunStatus, Stage
 from ..providers import judge_note, judge_service
 from ..scores.noise import JudgeNoise, load_noise, noise_text
 from ..scores.summary_file import read_summary
-from .causes import error_cause, errors_line
 from .progress import eta
 
 
