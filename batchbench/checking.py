@@ -88,6 +88,9 @@ def check_services(
         access = _tried(client.find, tag, time.time(), set())  # the newest page: one call
         found = _tried(client.check_models, [resolved])
         out.append(Checked(stage, model, where, access, found))
+    for held in clients.values():
+        if not isinstance(held, str):
+            held.close()
     return out
 
 

@@ -136,6 +136,25 @@ def execute_group(
     clients = connect_all(
         (s for s, _ in services), warn=warn, credentials=shared.credentials, clock=shared.clock
     )
+    try:
+        return _advance(group, prepared, services, clients, pricing, shared, say, warn, on_progress)
+    finally:  # no connection outlives the command (a process that runs on: Python, tests)
+        for client in clients.values():
+            client.close()
+
+
+def _advance(
+    group: list[RunOptions],
+    prepared: list[Prepared],
+    services: list[tuple[dict[Stage, Service], list[ServiceSet]]],
+    clients: dict[Service, Client],
+    pricing: Pricing,
+    shared: GroupOptions,
+    say: Callable[[str], None],
+    warn: Callable[[str], None],
+    on_progress: Callable[[Pipeline], None] | None,
+) -> list[RunResult]:
+    """Start every run of the group on its clients and advance them to the end."""
     preflight = not settled(group, prepared)  # a finished run buys nothing: no look-ups
     if preflight:
         _look_up(group, prepared, services, clients, pricing)

@@ -512,3 +512,34 @@ def test_a_wrong_key_gets_the_vendors_own_answer_and_one_line(
     proc = run_cli(*rig.args(emu, tmp_path, fixture_dir, "--smoke"), env=rig.env(emu))
     assert_one_line_error(proc, rig.key_variable)
     assert rig.key not in proc.stderr + proc.stdout and not emu.ledger()["batches"]
+
+
+@pytest.mark.parametrize("rig", ALL, ids=ids)
+def test_every_client_a_run_opens_is_closed_when_it_ends(
+    rig, batch_emulator, tmp_path, fixture_dir, monkeypatch
+):
+    """#64.11: a run in a process that runs on (Python code, the tests) left its SDKs'
+    connection pools open. Every client the command connects is closed at its end; the
+    OpenAI SDK's own ``is_closed`` says its pool is."""
+    import batchbench.providers as providers
+
+    made: list[tuple[object, list[bool]]] = []
+    connect = providers.connect
+
+    def spied(*args, **kwargs):
+        client = connect(*args, **kwargs)
+        closed: list[bool] = []
+        original = client.close
+        client.close = lambda: (closed.append(True), original())[1]
+        made.append((client, closed))
+        return client
+
+    monkeypatch.setattr(providers, "connect", spied)
+    argv = rig.args(batch_emulator, tmp_path, fixture_dir, "--limit", "2")
+    proc = run_cli(*argv, env=rig.env(batch_emulator))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert made and all(closed == [True] for _, closed in made)
+    for client, _ in made:
+        sdk = getattr(client, "sdk", None)
+        if hasattr(sdk, "is_closed"):  # a Stainless SDK (OpenAI's, Anthropic's…) says so
+            assert sdk.is_closed()

@@ -6,7 +6,8 @@ says today), and both work while another process advances the run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+import contextlib
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
 from ..clock import SYSTEM, Clock
@@ -23,6 +24,7 @@ from .state import RunState
 from .submit import Submitter
 
 
+@contextlib.contextmanager
 def _providers(
     run: Run,
     config: RunConfig,
@@ -30,9 +32,15 @@ def _providers(
     base_url: str | None,
     warn: Callable[[str], None],
     clock: Clock,
-) -> dict[Stage, Provider]:
+) -> Iterator[dict[Stage, Provider]]:
+    """The run's stages' clients, closed when the command is done with them."""
     services, _ = run_services(config, state, base_url, say=warn)
-    return stage_bundle(services, connect_all([services], warn=warn, clock=clock))
+    clients = connect_all([services], warn=warn, clock=clock)
+    try:
+        yield stage_bundle(services, clients)
+    finally:
+        for client in clients.values():
+            client.close()
 
 
 def cancel_run(
@@ -65,19 +73,20 @@ def cancel_run(
             f"run {name!r} has finished ({scored} of {len(state.cases)} cases scored):"
             " nothing to cancel"
         )
-    providers = _providers(run, config, state, base_url, warn, clock)
-    if not run.home.leased:
-        return _cancel(run, config, providers, warn, clock, journal=True)
-    try:
-        with run.lock(clock):
+    with _providers(run, config, state, base_url, warn, clock) as providers:
+        if not run.home.leased:
             return _cancel(run, config, providers, warn, clock, journal=True)
-    except RunLockedError:
-        run.home.ask_cancel()  # the holder journals it, before its next billable call
-        warn(
-            f"note: run {name!r} is being advanced by another machine: it journals the cancel"
-            " and submits nothing more from its next step; its batches are told to stop here"
-        )
-        return _cancel(run, config, providers, warn, clock, journal=False)
+        try:
+            with run.lock(clock):
+                return _cancel(run, config, providers, warn, clock, journal=True)
+        except RunLockedError:
+            run.home.ask_cancel()  # the holder journals it, before its next billable call
+            warn(
+                f"note: run {name!r} is being advanced by another machine: it journals the"
+                " cancel and submits nothing more from its next step; its batches are told"
+                " to stop here"
+            )
+            return _cancel(run, config, providers, warn, clock, journal=False)
 
 
 def _cancel(
@@ -126,18 +135,18 @@ def refresh_status(
     try:
         with run.lock():
             state = run.state(config.case_ids)
-            providers = _providers(run, config, state, base_url, warn, clock)
             record = lambda e: seen.append(run.record(e, clock.time()))  # noqa: E731
-            Submitter(run, config, providers, record, lambda: state, clock=clock).poll(
-                state.in_flight()
-            )
+            with _providers(run, config, state, base_url, warn, clock) as providers:
+                Submitter(run, config, providers, record, lambda: state, clock=clock).poll(
+                    state.in_flight()
+                )
             journaled = True
     except RunLockedError:  # the advancing process journals it itself
         state = run.state(config.case_ids)
-        providers = _providers(run, config, state, base_url, warn, clock)
-        Submitter(run, config, providers, seen.append, lambda: state, clock=clock).poll(
-            state.in_flight()
-        )
+        with _providers(run, config, state, base_url, warn, clock) as providers:
+            Submitter(run, config, providers, seen.append, lambda: state, clock=clock).poll(
+                state.in_flight()
+            )
         journaled = False
     live = {e.sub: e.view() for e in seen if isinstance(e, BatchSeen)}
     lines = []

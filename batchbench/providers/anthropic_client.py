@@ -33,6 +33,7 @@ from .base import (
     Service,
     Tag,
     cancel_unless_ended,
+    shut,
     timestamp,
     walk_list,
 )
@@ -118,6 +119,10 @@ class AnthropicClient:
             clock=clock,
         )
         self._batches = self.sdk.messages.batches
+
+    def close(self) -> None:
+        """Its connections released (the run has ended)."""
+        shut(self.sdk)
 
     def check_models(self, models: Iterable[str]) -> None:
         self._call.check_models(models, self.sdk.models.retrieve, self.sdk.models.list, self.where)

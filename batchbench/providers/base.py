@@ -329,6 +329,21 @@ class Client(Protocol):
         """Remove a batch's files from the service (the run keeps its copies)."""
         ...
 
+    def close(self) -> None:
+        """Release its connections: a run's end, in a process that may run on (Python
+        code, a test) — no socket outlives the command that opened it."""
+        ...
+
+
+def shut(*held: object) -> None:
+    """Close each SDK client or HTTP connection pool a client holds (its ``close``);
+    one already closed, or that cannot close, is left as it is."""
+    for thing in held:
+        close = getattr(thing, "close", None)
+        if callable(close):
+            with contextlib.suppress(Exception):
+                close()
+
 
 @dataclass(frozen=True)
 class Provider:

@@ -46,6 +46,7 @@ from .base import (
     Service,
     Tag,
     cancel_unless_ended,
+    shut,
     timestamp,
 )
 from .bedrock_on_demand import on_demand_calls, reach_runtime
@@ -216,6 +217,10 @@ class BedrockClient:
         return self.retry(attempt)
 
     # the service ---------------------------------------------------------------
+    def close(self) -> None:
+        """Its connections released (the run has ended)."""
+        shut(self.bedrock, self.look, self.s3, self.runtime, self.runtime_look)
+
     def check_models(self, models: Iterable[str]) -> None:
         """Before anything is paid: the S3 location readable (first: its own endpoint,
         which no other look-up tests), then each model a Claude model the account can use

@@ -39,6 +39,7 @@ from .base import (
     Service,
     Tag,
     cancel_unless_ended,
+    shut,
     timestamp,
     walk_list,
 )
@@ -130,6 +131,10 @@ class FireworksClient:
 
     def _name(self, kind: str, short: str) -> str:
         return f"accounts/{self.account}/{kind}/{short}"
+
+    def close(self) -> None:
+        """Its connections released (the run has ended)."""
+        shut(self.sdk, self._http)
 
     def check_models(self, models: Iterable[str]) -> None:
         """Each model (``accounts/<a>/models/<m>``, or a router) exists for this key."""

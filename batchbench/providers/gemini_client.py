@@ -38,6 +38,7 @@ from .base import (
     Service,
     Tag,
     cancel_unless_ended,
+    shut,
     walk_list,
 )
 from .downloads import verbatim
@@ -146,6 +147,10 @@ class GeminiClient:
                 return fn()
 
         return self.retry(attempt)
+
+    def close(self) -> None:
+        """Its connections released (the run has ended)."""
+        shut(self.sdk)
 
     def check_models(self, models: Iterable[str]) -> None:
         """Each model exists for this key before anything is paid; a 404 for the list

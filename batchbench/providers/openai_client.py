@@ -34,6 +34,7 @@ from .base import (
     Service,
     Tag,
     cancel_unless_ended,
+    shut,
     timestamp,
     walk_list,
 )
@@ -138,6 +139,9 @@ class OpenAIClient:
     def refine(self, what: str, exc: Any) -> ApiError | None:
         """This service's own reading of a status error (before the common one), if any."""
         return _file_not_visible(what, exc)
+
+    def close(self) -> None:
+        shut(self.sdk)
 
     def module(self) -> ModuleType:
         """The SDK's module (its exceptions): openai's, or a Stainless SDK made like it."""

@@ -13,7 +13,7 @@ from ..clock import SYSTEM, Clock
 from ..errors import NoAnswer, Unreachable
 from ..errors import TransientApiError as Transient
 from . import transport
-from .base import Service
+from .base import Service, shut
 from .http_errors import one_line, retry_after, status_error
 from .retry import Retrier
 from .spec import ClientContext
@@ -85,6 +85,10 @@ class SpeakeasyClient:
 
     def error_class(self) -> type[Exception]:
         raise NotImplementedError
+
+    def close(self) -> None:
+        """The HTTP client handed to the SDK (it closes only the ones it made)."""
+        shut(getattr(self.sdk.sdk_configuration, "client", None))
 
     @contextlib.contextmanager
     def _errors(self, what: str, batch_id: str | None = None) -> Iterator[None]:

@@ -32,6 +32,7 @@ from .base import (
     Service,
     Tag,
     cancel_unless_ended,
+    shut,
     timestamp,
     walk_list,
 )
@@ -113,6 +114,10 @@ class TogetherClient:
             warn=warn,
             clock=clock,
         )
+
+    def close(self) -> None:
+        """Its connections released (the run has ended)."""
+        shut(self.sdk)
 
     def check_models(self, models: Iterable[str]) -> None:
         self._call.check_models(

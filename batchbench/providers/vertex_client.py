@@ -46,7 +46,16 @@ from ..errors import (
 from ..formats import article
 from ..kinds import Ending
 from . import gcs, retry, tls
-from .base import LANDS_WITHIN, BatchError, BatchView, Marks, Service, Tag, cancel_unless_ended
+from .base import (
+    LANDS_WITHIN,
+    BatchError,
+    BatchView,
+    Marks,
+    Service,
+    Tag,
+    cancel_unless_ended,
+    shut,
+)
 from .downloads import verbatim
 from .gemini_client import ENDINGS as GEMINI_ENDINGS
 from .gemini_client import PHASES
@@ -155,6 +164,10 @@ class VertexClient:
         return name if self.publisher == "google" else f"anthropic/{name}"
 
     # the service ---------------------------------------------------------------
+    def close(self) -> None:
+        """Its connections released (the run has ended)."""
+        shut(self.sdk, getattr(self.bucket, "client", None))
+
     def check_models(self, models: Iterable[str]) -> None:
         """Before anything is paid: each model the publisher's (and there), the bucket."""
         quick = types.HttpOptions(timeout=int(retry.PREFLIGHT_TIMEOUT * 1000))
