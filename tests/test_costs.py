@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+import pytest
 from support.cli import assert_one_line_error, run_cli
 from support.runs import env, journal, parse_id, run_args
 
@@ -146,9 +147,19 @@ def test_max_cost_refuses_before_any_call(batch_emulator, fixture_dir, tmp_path)
     assert proc.returncode == 0, proc.stderr
 
 
-def test_bad_pricing_file(fixture_dir, tmp_path):
+@pytest.mark.parametrize(
+    ("content", "field"),
+    [
+        ({"models": {"m": {"input": "cheap"}}}, "models.m"),
+        (
+            {"models": {}, "batch_discounts": {"groq": {"discount": 2}}},
+            "batch_discounts.groq.discount",
+        ),
+    ],
+)
+def test_bad_pricing_file(fixture_dir, tmp_path, content, field):
     bad = tmp_path / "p.json"
-    bad.write_text('{"models": {"m": {"input": "cheap"}}}')
+    bad.write_text(json.dumps(content))
     proc = run_cli(
         "run",
         "--answer-model",
@@ -161,7 +172,7 @@ def test_bad_pricing_file(fixture_dir, tmp_path):
         "--pricing",
         str(bad),
     )
-    assert_one_line_error(proc, "p.json", "models.m")
+    assert_one_line_error(proc, "p.json", field)
 
 
 def test_usage_totals_and_cost_after_a_run(batch_emulator, fixture_dir, tmp_path):
@@ -291,21 +302,3 @@ def test_each_venue_has_its_own_discount_with_its_source(fixture_dir, tmp_path):
     ]["answers"]
     assert groq["batch_usd"] == round(groq["sync_usd"] * 0.6, 6)
     assert "prices.json" in groq["discount_source"]
-
-
-def test_a_bad_venue_discount_is_one_line_naming_it(fixture_dir, tmp_path):
-    bad = tmp_path / "p.json"
-    bad.write_text(json.dumps({"models": {}, "batch_discounts": {"groq": {"discount": 2}}}))
-    proc = run_cli(
-        "run",
-        "--answer-model",
-        "m",
-        "--judge-model",
-        "m",
-        "--dataset",
-        str(fixture_dir),
-        "--dry-run",
-        "--pricing",
-        str(bad),
-    )
-    assert_one_line_error(proc, "p.json", "batch_discounts.groq.discount")

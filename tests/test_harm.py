@@ -32,6 +32,15 @@ def test_wilson_is_newcombes_published_interval(k, n, low, high):
     assert [round(x, 4) for x in wilson(k, n)] == [low, high]
 
 
+def _report(tmp_path, *runs: str) -> dict:
+    """``report RUN... --json``'s record (the page beside it, at tmp_path/r.html)."""
+    record, page = tmp_path / "r.json", tmp_path / "r.html"
+    jobs = ["--jobs-dir", str(tmp_path / "jobs")]
+    made = run_cli("report", *runs, *jobs, "-o", str(page), "--json", str(record))
+    assert made.returncode == 0, made.stderr
+    return json.loads(record.read_text())
+
+
 def _pairs(both: int, only_a: int, only_b: int, neither: int):
     rows_a, rows_b, cases = {}, {}, {}
     counts = [
@@ -86,11 +95,8 @@ def test_the_report_shows_each_runs_endorsed_harm_from_its_rows(
         args[args.index("--answer-model") + 1] = model
         args[args.index("--run") + 1] = model
         assert run_cli(*args, env=env()).returncode == 0
-    jobs = ["--jobs-dir", str(tmp_path / "jobs")]
-    page, record = tmp_path / "r.html", tmp_path / "r.json"
-    made = run_cli("report", "first", "second", *jobs, "-o", str(page), "--json", str(record))
-    assert made.returncode == 0, made.stderr
-    harm = json.loads(record.read_text())["harm"]
+    harm = _report(tmp_path, "first", "second")["harm"]
+    page = tmp_path / "r.html"
     cases = load_dataset(fixture_dir).by_id()
     flags = {}
     for run in ("first", "second"):  # a plain recount: rows' decisions, the dataset's points
@@ -142,19 +148,7 @@ def test_the_report_prints_each_prompt_verbatim_with_its_hash_and_every_request_
         ).returncode
         == 0
     )
-    record = tmp_path / "r.json"
-    made = run_cli(
-        "report",
-        "ans-model",
-        "--jobs-dir",
-        str(tmp_path / "jobs"),
-        "-o",
-        str(tmp_path / "r.html"),
-        "--json",
-        str(record),
-    )
-    assert made.returncode == 0, made.stderr
-    prompts = json.loads(record.read_text())["prompts"]
+    prompts = _report(tmp_path, "ans-model")["prompts"]
     templates = {t["name"]: t for t in prompts["templates"]}
     for t in templates.values():
         assert t["sha256"] == hashlib.sha256(t["text"].encode()).hexdigest()
@@ -214,19 +208,7 @@ def test_the_flow_of_cases_counts_each_step_and_who_left_why(
     emu = batch_emulator_factory(responder=responder)
     args = run_args(emu, tmp_path, fixture_dir, "--limit", "20", "--max-attempts", "1")
     assert run_cli(*args, env=env()).returncode == 1  # some cases end in an error row
-    record = tmp_path / "r.json"
-    made = run_cli(
-        "report",
-        "ans-model",
-        "--jobs-dir",
-        str(tmp_path / "jobs"),
-        "-o",
-        str(tmp_path / "r.html"),
-        "--json",
-        str(record),
-    )
-    assert made.returncode == 0, made.stderr
-    flow = {s["step"]: s for s in json.loads(record.read_text())["flow"]["ans-model"]}
+    flow = {s["step"]: s for s in _report(tmp_path, "ans-model")["flow"]["ans-model"]}
     dataset = load_dataset(fixture_dir)
     rows = rows_of(tmp_path / "jobs" / "ans-model" / "results.jsonl")
     prompts = {c["case_id"]: c["prompt"] for c in dataset.cases}
