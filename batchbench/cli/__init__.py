@@ -15,7 +15,8 @@ from .calibrate import CalibrateCommand, calibrate
 from .check import check
 from .common import Command, Group
 from .demo import demo
-from .results import compare, export, plan, report, show, summarize, validate
+from .report import report
+from .results import compare, export, plan, show, summarize, validate
 from .start import run
 from .watch import cancel, list_command, move, remove, status
 

@@ -1,4 +1,4 @@
-"""The commands about results: show, compare, export, summarize and validate."""
+"""The commands about results: show, compare, plan, export, summarize and validate."""
 
 from __future__ import annotations
 
@@ -263,103 +263,6 @@ def compare(
         typer.echo(strict_json({**result, **({"panel": panel} if panel else {})}))
     else:
         typer.echo("\n".join([compare_text(result), *rankings_text(panel)]))
-
-
-@friendly
-def report(
-    runs: SourcesArg,
-    output: Annotated[
-        Path | None,
-        typer.Option("--output", "-o", help="The page (default: report.html).", metavar="FILE"),
-    ] = None,
-    baseline: Annotated[
-        str | None, typer.Option(help="Compare against this run.", metavar="RUN")
-    ] = None,
-    dataset: FilesDatasetOpt = None,
-    jobs_dir: JobsDirOpt = Path("jobs"),
-    label: LabelOpt = None,
-    margin: MarginOpt = None,
-    allow_partial: AllowPartialOpt = False,
-    labels: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--labels",
-            metavar="FILE...",
-            help="Physicians' verdicts (a filled `calibrate sheet`): adds each labelled"
-            " run's calibration against them.",
-        ),
-    ] = None,
-    as_json: Annotated[
-        Path | None,
-        typer.Option(
-            "--json",
-            metavar="FILE",
-            help="Also write the page's own figures as JSON: endorsed harm (rates, intervals,"
-            " paired differences, every negative item), the prompts' templates and every"
-            " request file, each with its SHA-256.",
-        ),
-    ] = None,
-) -> None:
-    """Write one self-contained HTML page: header, leaderboard, per-benchmark table,
-    figures, the comparison, endorsed harm, the judge against physicians (with
-    --labels), every case with each run's verdicts, and the failures.
-
-    Example: batchbench report gpt-5.4-mini gpt-5.5 -o bedside.html
-    """
-    from ..views.page import load_sources, page_record, render, write_page
-
-    sources, ds = load_sources(runs, jobs_dir, dataset, label or (), warn=warn)
-    sections = _calibrations(runs, jobs_dir, labels) if labels else []
-    out = output or Path("report.html")
-    record = page_record(sources, ds)
-    page = render(
-        sources,
-        ds,
-        baseline,
-        margin=margin,
-        allow_partial=allow_partial,
-        calibrations=sections,
-        record=record,
-    )
-    write_page(out, page)
-    typer.echo(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
-    if as_json is not None:
-        import json
-
-        from .._io import atomic_write_text
-
-        atomic_write_text(as_json, json.dumps(record, indent=1) + "\n")
-        typer.echo(f"wrote {as_json}")
-
-
-def _calibrations(runs: list[str], jobs_dir: Path, labels: list[Path]) -> list[str]:
-    """Each run's calibration section, for the runs the labels speak of (none: refused)."""
-    from ..calibration import judge_panel, load_run
-    from ..calibration.analysis import calibrate
-    from ..calibration.labels import NoVerdicts, read_labels
-    from ..calibration.panel import panel_html
-    from ..calibration.text import calibration_html
-    from ..errors import ConfigError
-    from ..scores.sources import resolve
-
-    sections = []
-    for name in runs:
-        named = resolve(name, jobs_dir)
-        if named.run is None:
-            continue
-        graded = load_run(named, warn=warn)
-        try:
-            found = read_labels(labels, graded.name, graded.cases)
-        except NoVerdicts:
-            continue
-        result = calibrate(graded.name, graded.rows, graded.summary, found, graded.cases)
-        sections.append(calibration_html(result))
-        panel = judge_panel(named, found, graded, warn=warn)
-        if panel is not None:  # its other judges against the same labels (#63.3)
-            sections.append(panel_html(panel, graded.name))
-    if not sections:
-        raise ConfigError(f"--labels: no verdicts on any of the runs {', '.join(runs)}")
-    return sections
 
 
 @friendly

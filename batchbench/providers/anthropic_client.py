@@ -33,10 +33,10 @@ from .base import (
     Service,
     Tag,
     cancel_unless_ended,
-    shut,
     timestamp,
     walk_list,
 )
+from .closing import shut
 from .one_by_one import CallKind, Calls
 from .spec import ClientContext
 from .stainless import SdkCalls, timeout

@@ -335,16 +335,6 @@ class Client(Protocol):
         ...
 
 
-def shut(*held: object) -> None:
-    """Close each SDK client or HTTP connection pool a client holds (its ``close``);
-    one already closed, or that cannot close, is left as it is."""
-    for thing in held:
-        close = getattr(thing, "close", None)
-        if callable(close):
-            with contextlib.suppress(Exception):
-                close()
-
-
 @dataclass(frozen=True)
 class Provider:
     """One stage's service: its wire and, when talking to it, its client."""

@@ -4,14 +4,13 @@ Where a run's jobs live is its *account* (:class:`.base.Service`): the service r
 the jobs run as (``BEDROCK_ROLE_ARN``) and the S3 location of their inputs and outputs
 (``BATCHBENCH_S3_URI``), both remembered by the run. Credentials and region come from
 AWS's standard chain; the endpoints from ``AWS_ENDPOINT_URL_BEDROCK`` (the run's base
-URL), ``AWS_ENDPOINT_URL_S3`` and ``AWS_ENDPOINT_URL_BEDROCK_RUNTIME`` when set. boto3's
-own retries are off (:mod:`.retry` is the one policy).
+URL), ``AWS_ENDPOINT_URL_S3`` and ``AWS_ENDPOINT_URL_BEDROCK_RUNTIME`` when set; boto3's
+retries off (:mod:`.retry` is the one policy).
 
-Exactly once: a job is named after the run and submission (``bb-<run tag>-<sub>``), and
-its create carries a ``clientRequestToken`` derived from them, so a create repeated
-after a lost reply is ignored by the service and the job is found again by its name.
-Requests below the account's minimum per job, when the user chose so, are sent one by
-one through ``InvokeModel`` (:mod:`.bedrock_on_demand`).
+Exactly once: a job is named after the run and submission (``bb-<run tag>-<sub>``); its
+create carries a ``clientRequestToken`` derived from them, so a create repeated after a
+lost reply is ignored and the job found by its name. Requests under the minimum per job,
+when asked, go one by one through ``InvokeModel`` (:mod:`.bedrock_on_demand`).
 """
 
 from __future__ import annotations
@@ -46,11 +45,11 @@ from .base import (
     Service,
     Tag,
     cancel_unless_ended,
-    shut,
     timestamp,
 )
 from .bedrock_on_demand import on_demand_calls, reach_runtime
 from .bedrock_wire import claude, model_id
+from .closing import shut
 from .downloads import Sink, verbatim
 from .one_by_one import CallKind, Calls
 from .retry import Retrier
@@ -217,8 +216,7 @@ class BedrockClient:
         return self.retry(attempt)
 
     # the service ---------------------------------------------------------------
-    def close(self) -> None:
-        """Its connections released (the run has ended)."""
+    def close(self) -> None:  # the run has ended: each boto3 client's pool released
         shut(self.bedrock, self.look, self.s3, self.runtime, self.runtime_look)
 
     def check_models(self, models: Iterable[str]) -> None:

@@ -39,10 +39,10 @@ from .base import (
     Service,
     Tag,
     cancel_unless_ended,
-    shut,
     timestamp,
     walk_list,
 )
+from .closing import shut
 from .http_errors import status_error
 from .one_by_one import CallKind, Calls
 from .spec import ClientContext

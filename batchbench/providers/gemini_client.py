@@ -38,9 +38,9 @@ from .base import (
     Service,
     Tag,
     cancel_unless_ended,
-    shut,
     walk_list,
 )
+from .closing import shut
 from .downloads import verbatim
 from .google_errors import genai_errors
 from .marked import Marked

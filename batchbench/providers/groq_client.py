@@ -12,9 +12,9 @@ from typing import Any
 
 from . import tls
 from .base import Service
-from .groq_wire import PREFIX
 from .one_by_one import CallKind, Calls
 from .openai_client import OpenAIClient
+from .prefixes import GROQ as PREFIX
 from .stainless import timeout
 
 

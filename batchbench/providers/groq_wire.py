@@ -16,9 +16,8 @@ from typing import Final
 from ..kinds import ProviderName
 from .base import Limits, LineRules
 from .openai_wire import MAX_LINES, RETRIED, OpenAIWire
-from .registry import GROQ
+from .prefixes import GROQ as PREFIX
 
-PREFIX: Final = GROQ.routing_prefix  # the registry's: its one statement
 MAX_BYTES: Final = 100 * 1024 * 1024
 
 

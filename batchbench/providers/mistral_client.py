@@ -32,9 +32,9 @@ from .base import (
     walk_list,
 )
 from .downloads import Sink, verbatim
-from .mistral_wire import PREFIX
 from .one_by_one import CallKind, Calls
 from .openai_wire import ENDPOINT
+from .prefixes import MISTRAL as PREFIX
 
 T = TypeVar("T")
 TIMEOUT_MS = 60_000

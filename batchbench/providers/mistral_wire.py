@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
 from ..bench.protocol import Prompt
 from ..errors import ConfigError, PlanError
@@ -21,9 +21,7 @@ from ..kinds import ProviderName
 from .base import Adjust, Limits, LineRules, Rendered
 from .checks import encode_line, request_lines, sends_temperature
 from .openai_wire import RETRIED, OpenAIWire
-from .registry import MISTRAL
 
-PREFIX: Final = MISTRAL.routing_prefix  # the registry's: its one statement
 MAX_LINES = 1_000_000
 MAX_BYTES = 200 * 1024 * 1024
 

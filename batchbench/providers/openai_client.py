@@ -34,10 +34,10 @@ from .base import (
     Service,
     Tag,
     cancel_unless_ended,
-    shut,
     timestamp,
     walk_list,
 )
+from .closing import shut
 from .http_errors import one_line
 from .marked import Marked
 from .one_by_one import CallKind, Calls

@@ -37,7 +37,7 @@ from .downloads import Sink, verbatim
 from .http_errors import one_line, retry_after, status_error
 from .one_by_one import CallKind, Calls
 from .openai_wire import ENDPOINT
-from .openrouter_wire import PREFIX
+from .prefixes import OPENROUTER as PREFIX
 
 if TYPE_CHECKING:
     from openrouter.operations.getmodels import GetModelsResponse

@@ -31,9 +31,8 @@ from .base import Limits, LineRules, Rendered
 from .checks import encode_line, request_lines
 from .openai_results import Line, LineError, Response, outputs_frame
 from .openai_wire import EMPTY_MESSAGE, RETRIED, OpenAIWire
-from .registry import OPENROUTER
+from .prefixes import OPENROUTER as PREFIX
 
-PREFIX: Final = OPENROUTER.routing_prefix  # the registry's: its one statement
 MAX_LINES = 5_000
 MAX_BYTES = 200 * 1024 * 1024
 # OpenRouter's canonical error types (the SDK's APIErrorType) and the HTTP status each

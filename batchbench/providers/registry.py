@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # the protocols only: loading a provider's halves waits for f
     from .base import Wire
 
 
-from . import halves
+from . import halves, prefixes
 
 
 def _venue(prefix: str, **fields: Any) -> ProviderSpec:
@@ -100,7 +100,7 @@ FIREWORKS = ProviderSpec(
     inspect_prefix="fireworks/",
 )
 GROQ = _venue(
-    "groq/",
+    prefixes.GROQ,
     name="groq",
     label="Groq",
     wire=halves.groq_wire,
@@ -114,7 +114,7 @@ GROQ = _venue(
     refused_endings=("/openai/v1", "/openai"),
 )
 TOGETHER = _venue(
-    "together/",
+    prefixes.TOGETHER,
     name="together",
     label="Together AI",
     wire=halves.together_wire,
@@ -128,7 +128,7 @@ TOGETHER = _venue(
     refused_endings=("/v1",),
 )
 MISTRAL = _venue(
-    "mistral/",
+    prefixes.MISTRAL,
     name="mistral",
     label="Mistral",
     wire=halves.mistral_wire,
@@ -143,7 +143,7 @@ MISTRAL = _venue(
     developer="mistral",
 )
 XAI = _venue(
-    "xai/",
+    prefixes.XAI,
     name="xai",
     label="xAI",
     wire=halves.xai_wire,
@@ -158,7 +158,7 @@ XAI = _venue(
     inspect_prefix="grok/",
 )
 OPENROUTER = _venue(
-    "openrouter/",
+    prefixes.OPENROUTER,
     name="openrouter",
     label="OpenRouter",
     wire=halves.openrouter_wire,

@@ -13,7 +13,8 @@ from ..clock import SYSTEM, Clock
 from ..errors import NoAnswer, Unreachable
 from ..errors import TransientApiError as Transient
 from . import transport
-from .base import Service, shut
+from .base import Service
+from .closing import shut
 from .http_errors import one_line, retry_after, status_error
 from .retry import Retrier
 from .spec import ClientContext

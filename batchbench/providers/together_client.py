@@ -32,15 +32,15 @@ from .base import (
     Service,
     Tag,
     cancel_unless_ended,
-    shut,
     timestamp,
     walk_list,
 )
+from .closing import shut
 from .one_by_one import CallKind, Calls
 from .openai_wire import ENDPOINT
+from .prefixes import TOGETHER as PREFIX
 from .spec import ClientContext
 from .stainless import SdkCalls, timeout
-from .together_wire import PREFIX
 
 ENDINGS: dict[str, Ending] = {
     "COMPLETED": "completed",

@@ -13,16 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Final
 
 from ..errors import PlanError
 from ..kinds import ProviderName
 from .base import Limits, LineRules, Rendered
 from .checks import encode_line, request_lines
 from .openai_wire import ALLOWED_BODY_FIELDS, RETRIED, OpenAIWire
-from .registry import TOGETHER
+from .prefixes import TOGETHER as PREFIX
 
-PREFIX: Final = TOGETHER.routing_prefix  # the registry's: its one statement
 MAX_LINES = 50_000
 MAX_BYTES = 100 * 1024 * 1024
 MAX_ID = 64

@@ -54,8 +54,8 @@ from .base import (
     Service,
     Tag,
     cancel_unless_ended,
-    shut,
 )
+from .closing import shut
 from .downloads import verbatim
 from .gemini_client import ENDINGS as GEMINI_ENDINGS
 from .gemini_client import PHASES

@@ -28,8 +28,8 @@ from .base import BatchError, BatchView, Service, Tag, cancel_unless_ended, walk
 from .downloads import Sink, verbatim
 from .one_by_one import CallKind, Calls
 from .openai_client import OpenAIClient
+from .prefixes import XAI as PREFIX
 from .stainless import timeout
-from .xai_wire import PREFIX
 
 PAGE = 100
 

@@ -28,9 +28,8 @@ from . import frames
 from .base import Limits, LineRules
 from .openai_results import Line, LineError, Response, outputs_frame
 from .openai_wire import EMPTY_MESSAGE, MAX_BYTES, MAX_LINES, RETRIED, OpenAIWire
-from .registry import XAI
+from .prefixes import XAI as PREFIX
 
-PREFIX: Final = XAI.routing_prefix  # the registry's: its one statement
 # google.rpc.Code → the HTTP status it stands for (google.rpc's own mapping)
 STATUS_OF: Final = {
     1: 499,  # CANCELLED

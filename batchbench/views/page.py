@@ -10,91 +10,30 @@ text.
 from __future__ import annotations
 
 import html
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from .._io import atomic_write_text
-from ..bench.dataset import Dataset, load_dataset
+from ..bench.dataset import Dataset
 from ..bench.protocol import PROTOCOL_VERSION
-from ..costs.rollup import RunCost, cost_line, usage_text
-from ..engine.replies import latest_requests, read_replies
-from ..errors import ConfigError
-from ..kinds import STAGES, Stage
+from ..costs.rollup import cost_line, usage_text
 from ..providers import judge_note
-from ..reporting import quiet
-from ..scores.compare import Comparison, Side, Stats, compare, load_side
-from ..scores.flow import flow_of_rows, flow_of_run
+from ..scores.compare import Comparison, Stats, compare
 from ..scores.harm import harm_record
 from ..scores.noise import noise_text
-from ..scores.sources import resolve_all, run_dataset
-from ..scores.summary import Summary, last_rows
+from ..scores.summary import Summary
 from . import figures
 from .comparison import VERDICT
 from .page_assets import SCRIPT, STYLE
 from .page_cases import cases_section, failures_section
 from .page_flow import flow_section
 from .page_harm import harm_section
-from .page_prompts import prompts_record, prompts_section, request_files
-from .status import run_status
+from .page_prompts import prompts_record, prompts_section
+from .page_sources import Source
 
 CI_HEADS = "<th>95% CI low</th><th>95% CI high</th>"
-
-
-@dataclass
-class Source:
-    side: Side
-    rows: dict[str, dict[str, Any]]  # the last row of each case
-    # (case id, stage) → the raw reply of its latest request (runs only)
-    replies: dict[tuple[str, Stage], str] = field(default_factory=dict)
-    cost: RunCost | None = None
-    state: str | None = None  # the run's status (runs only)
-    pending: int = 0  # its cases still without a final row
-    request_files: dict[str, str] = field(default_factory=dict)  # name → SHA-256 (runs)
-    flow: list[dict[str, Any]] = field(default_factory=list)  # :mod:`..scores.flow`'s
-
-
-def load_sources(
-    items: list[str],
-    jobs_dir: Path,
-    dataset: Path | None,
-    labels: Sequence[str] = (),
-    warn: Callable[[str], None] = quiet,
-) -> tuple[list[Source], Dataset]:
-    ds = load_dataset(dataset) if dataset is not None else None
-    sources = []
-    for named in resolve_all(items, jobs_dir, labels):
-        side = load_side(named, ds, warn)
-        run = named.run
-        rows, _ = last_rows(side.rows)  # as the side read them
-        source = Source(side, rows)
-        if run is not None:
-            config = run.load_config()
-            ds = ds or run_dataset(config)
-            state = run.state(config.case_ids)
-            replies = read_replies(run, config, state)
-            for stage in STAGES:
-                latest = latest_requests(state, stage)
-                for case_id in rows:
-                    request = latest.get(case_id)
-                    if request in replies:
-                        source.replies[case_id, stage] = replies[request]
-            status = run_status(run, state=state)
-            source.cost, source.state = status["cost"], status["status"]
-            source.pending = status["cases"]["pending"]
-            source.request_files = request_files(run.requests_dir)
-            source.flow = flow_of_run(
-                state, config.case_ids, len((ds or run_dataset(config)).cases)
-            )
-        sources.append(source)
-    if ds is None:
-        raise ConfigError("report needs --dataset for results files")
-    for source in sources:
-        if not source.flow:  # a results file: its rows tell what they can
-            source.flow = flow_of_rows(source.rows, len(ds.cases))
-    return sources, ds
 
 
 def _e(value: Any) -> str:
@@ -329,4 +268,4 @@ def write_page(path: Path, text: str) -> None:
     atomic_write_text(path, text, mode=0o644)
 
 
-__all__ = ["load_sources", "render", "write_page"]
+__all__ = ["page_record", "render", "write_page"]

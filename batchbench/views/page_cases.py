@@ -10,7 +10,7 @@ from ..bench.causes import error_cause, readable_error
 from ..bench.dataset import Case, Dataset
 
 if TYPE_CHECKING:
-    from .page import Source
+    from .page_sources import Source
 
 ANSWER_LIMIT = 4000  # characters of an answer shown per model; the rest is elided
 # Cases shown in full, worst first: past this the page says how it was thinned (a page

@@ -163,14 +163,12 @@ def flex_record(state: RunState, config: RunConfig, pricing: Pricing) -> FlexRec
     if not flex:
         return None
     finished = sum(
-        1
+        case.stage(stage).sub in flex and case.stage(stage).status == "ok"
         for case in state.cases.values()
         for stage in STAGES
-        if case.stage(stage).sub in flex and case.stage(stage).status == "ok"
     )
-    cost = run_cost(state.flex_usage, config.models, pricing, config.providers)["total"][
-        "priced_batch_usd"
-    ]
+    costs = run_cost(state.flex_usage, config.models, pricing, config.providers)
+    cost = costs["total"]["priced_batch_usd"]
     sent = sum(len(state.subs[s].lines) for s in flex)
     return {"sent": sent, "finished": finished, "batch_usd": cost}
 
