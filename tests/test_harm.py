@@ -42,7 +42,9 @@ def _report(tmp_path, *runs: str) -> dict:
 
 
 def _pairs(both: int, only_a: int, only_b: int, neither: int):
-    rows_a, rows_b, cases = {}, {}, {}
+    rows_a: dict = {}
+    rows_b: dict = {}
+    cases: dict = {}
     counts = [
         (True, True, both),
         (True, False, only_a),
