@@ -5,9 +5,13 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from ..calibration import Graded
+    from ..calibration.labels import Label
 
 from .common import Command, JobsDirOpt, JsonOpt, finite, friendly, warn
 from .folders import complete_runs
@@ -143,7 +147,6 @@ def calibrate(
     from ..calibration import judge_panel, load_run
     from ..calibration.analysis import calibrate as calibrate_run
     from ..calibration.analysis import plan_labels
-    from ..calibration.labels import NoVerdicts, read_labels
     from ..calibration.text import calibration_text, plan_text
     from ..errors import ConfigError
     from ..scores.sources import resolve
@@ -156,21 +159,7 @@ def calibrate(
     if not labels:
         raise ConfigError("calibrate RUN needs --labels FILE (a filled labelling sheet)")
     graded = load_run(resolve(runs[0], jobs_dir), warn=warn)
-    from ..calibration.formats import FORMATS
-
-    if labels_format is not None and labels_format not in FORMATS:
-        raise ConfigError(f"--labels-format {labels_format!r}: one of {', '.join(FORMATS)}")
-    try:
-        found = read_labels(labels, graded.name, graded.cases, labels_format)
-    except NoVerdicts as exc:
-        first = _first_of_panel(runs[0], jobs_dir)
-        if first is None:
-            raise
-        raise NoVerdicts(
-            f"{exc}: run {graded.name!r} judges the answers of run {first!r} (a judge"
-            f" panel), whose sheet the labels are: `batchbench calibrate {first} --labels"
-            " …` sets every judge of the panel against them"
-        ) from None
+    found = _labels(runs[0], jobs_dir, graded, labels, labels_format)
     if plan:
         if width is None or not 0 < width < 1:
             raise ConfigError("--plan needs --width W, a half-width in (0, 1)")
@@ -185,6 +174,30 @@ def calibrate(
     from ..calibration.panel import panel_text
 
     typer.echo(calibration_text(result) + (f"\n\n{panel_text(panel)}" if panel else ""))
+
+
+def _labels(
+    name: str, jobs_dir: Path, graded: Graded, labels: list[Path], labels_format: str | None
+) -> list[Label]:
+    """The labels read for the run; none for it, and a panel's other judge is pointed
+    at the panel's first run, whose sheet the labels are."""
+    from ..calibration.formats import FORMATS
+    from ..calibration.labels import NoVerdicts, read_labels
+    from ..errors import ConfigError
+
+    if labels_format is not None and labels_format not in FORMATS:
+        raise ConfigError(f"--labels-format {labels_format!r}: one of {', '.join(FORMATS)}")
+    try:
+        return read_labels(labels, graded.name, graded.cases, labels_format)
+    except NoVerdicts as exc:
+        first = _first_of_panel(name, jobs_dir)
+        if first is None:
+            raise
+        raise NoVerdicts(
+            f"{exc}: run {graded.name!r} judges the answers of run {first!r} (a judge"
+            f" panel), whose sheet the labels are: `batchbench calibrate {first} --labels"
+            " …` sets every judge of the panel against them"
+        ) from None
 
 
 def _first_of_panel(name: str, jobs_dir: Path) -> str | None:
