@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import signal
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -218,9 +217,13 @@ def serve(emulator: Emulator, announce: Callable[[str], None] = print) -> None:
     """Run until interrupted (the ``batchbench emulator`` command)."""
 
     # SIGTERM (a service manager, `kill`) stops it as Ctrl-C does: what its faces left
-    # behind (Vertex's credentials file, a private key) is removed on the way out.
+    # behind (Vertex's credentials file, a private key) is removed on the way out. The
+    # handler only says so (an event): raising from it could land inside a print, and a
+    # SIGTERM in the middle of the banner once left the process unable to exit.
+    stopping = threading.Event()
+
     def terminate(*_: object) -> None:
-        raise KeyboardInterrupt
+        stopping.set()
 
     emulator.start()
     # Before this, SIGTERM's default ends the process (the next emulator sweeps what it
@@ -228,8 +231,8 @@ def serve(emulator: Emulator, announce: Callable[[str], None] = print) -> None:
     signal.signal(signal.SIGTERM, terminate)
     try:
         _announce(emulator, announce)
-        while True:
-            time.sleep(3600)
+        while not stopping.wait(1.0):  # a second at most between a SIGTERM and the stop
+            pass
     except KeyboardInterrupt:
         pass
     finally:
