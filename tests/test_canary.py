@@ -106,3 +106,20 @@ def test_a_run_killed_as_its_canary_is_created_buys_it_once(
     assert_no_duplicates(batch_emulator)
     first = batch_emulator.ledger()["batches"][0]
     assert len(first["custom_ids"]) == CANARY
+
+
+def test_a_teams_bucket_remembers_the_canary_that_passed(batch_emulator, fixture_dir, tmp_path):
+    """A jobs folder in a bucket keeps the record in the bucket (a command's working
+    folder goes with it): a second run there, from a fresh command, sends no canary."""
+    uri = f"file://{tmp_path}/bucket"
+    args = run_args(batch_emulator, tmp_path, fixture_dir, "--canary", "--limit", "8", cap=100)
+    args[args.index("--jobs-dir") + 1] = uri
+    proc = run_cli(*args, env=env())
+    assert proc.returncode == 0, proc.stderr
+    assert "canary: 3 answers" in proc.stderr
+    assert (tmp_path / "bucket" / ".canaries.json").is_file()
+    args[args.index("--run") + 1] = "second"
+    proc = run_cli(*args, env=env())
+    assert proc.returncode == 0, proc.stderr
+    assert "canary" not in proc.stderr
+    assert_no_duplicates(batch_emulator)

@@ -6,14 +6,14 @@ model) for real, the stage's first file holds a few cases only (:data:`CASES`, o
 service's minimum batch), and nothing more of that stage is planned until that file is
 collected: uploaded, created, polled, downloaded, parsed — a judge's replies parsed into
 decisions — and its rows written. At least one case come back good and the canary has
-passed (said in the jobs folder, :data:`FILE`, so the next run there goes straight to
-work); none, and the run stops in one line naming what the service answered, before the
-bulk is paid. A canary is an ordinary submission of the run — journaled, marked, looked
-for before it is created, priced — so exactly-once holds for it as for any batch, and
-its cases count: none is bought twice. Run the same command again after a failed canary
-and a new one is sent (the failed cases retried). On by default for a real service,
-never against a loopback one (the emulator) unless asked (``--canary``); ``--no-canary``
-skips it.
+passed (said in the jobs folder, :data:`FILE` — in its bucket for a team's — so the next
+run there goes straight to work); none, and the run stops in one line naming what the
+service answered, before the bulk is paid. A canary is an ordinary submission of the run
+— journaled, marked, looked for before it is created, priced — so exactly-once holds for
+it as for any batch, and its cases count: none is bought twice. Run the same command
+again after a failed canary and a new one is sent (the failed cases retried). On by
+default for a real service, never against a loopback one (the emulator) unless asked
+(``--canary``); ``--no-canary`` skips it.
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from .._io import atomic_write_text
 from ..errors import CanaryFailed
 from ..kinds import STAGES, Stage
 from ..providers import is_loopback_url
 from ..providers.base import Provider
 from ..providers.registry import BY_NAME
+from ..storage import read_shared, write_shared
 from .collection import Outcome
 from .runconfig import RunConfig
 from .state import RunState
@@ -53,7 +53,7 @@ class Canary:
         asked: bool | None,
         warn: Callable[[str], None],
     ) -> None:
-        self.path = jobs_dir / FILE
+        self.jobs_dir = jobs_dir
         self.providers = providers
         self.config = config
         self.warn = warn
@@ -66,8 +66,8 @@ class Canary:
 
     def _passed(self) -> set[str]:
         try:
-            found = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            found = json.loads(read_shared(self.jobs_dir, FILE) or b"[]")
+        except ValueError:
             return set()
         return set(found) if isinstance(found, list) else set()
 
@@ -124,5 +124,5 @@ class Canary:
     def _pass(self, stage: Stage) -> None:
         self.due[stage] = False
         passed = self._passed() | {self._key(stage)}
-        atomic_write_text(self.path, json.dumps(sorted(passed), indent=1) + "\n")
+        write_shared(self.jobs_dir, FILE, json.dumps(sorted(passed), indent=1).encode() + b"\n")
         self.warn(f"canary passed: {stage} on {self._label(stage)}; the rest goes out")

@@ -73,6 +73,27 @@ def runs_in(jobs_dir: Path) -> list[str] | None:
     return [n for n in objects.folders(objects.where.key() + "/" if objects.where.prefix else "")]
 
 
+def read_shared(jobs_dir: Path, name: str) -> bytes | None:
+    """A file of the jobs folder itself, not of a run (the canaries that passed): in its
+    bucket when it has one — a working folder goes with its command — else in it."""
+    objects = _bucket_of(jobs_dir)
+    if objects is None:
+        try:
+            return (Path(jobs_dir) / name).read_bytes()
+        except OSError:
+            return None
+    return objects.get(objects.where.key(name))
+
+
+def write_shared(jobs_dir: Path, name: str, data: bytes) -> None:
+    """Write a file of the jobs folder itself (:func:`read_shared`), whole."""
+    objects = _bucket_of(jobs_dir)
+    if objects is None:
+        atomic_write_bytes(Path(jobs_dir) / name, data)
+    else:
+        objects.overwrite(objects.where.key(name), data)
+
+
 def object_path(text: str) -> Path | None:
     """A run's file named by its URI (``s3://BUCKET/PREFIX/RUN/results.jsonl``, as a run
     prints it), fetched into the command's working folder; None for a local path."""
