@@ -228,3 +228,44 @@ def test_the_flow_of_cases_counts_each_step_and_who_left_why(
     assert flow["judged"]["cases"] == flow["scored"]["cases"] == len(judged) < len(answered)
     assert flow["answered"]["excluded"] == {"invalid judge JSON": len(answered) - len(judged)}
     assert "id='flow'" in (tmp_path / "r.html").read_text()
+
+
+def test_answer_lengths_and_the_length_adjusted_score_beside_the_raw_one(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    """#66.5: each run's answer lengths (numpy's inverted-CDF percentiles, the nearest-rank
+    rule, as the witness) and, asked for, the length-adjusted mean by the rule as the
+    issue writes it: less 0.0147 per 500 characters beyond 2,000."""
+    import numpy as np
+
+    def responder(body):
+        user = body["messages"][-1]["content"]
+        if body["model"] == "judge-model":
+            items = user.split("RUBRIC ITEMS:\n")[1].splitlines()
+            ids = [line[1:].split("]")[0] for line in items]
+            return json.dumps({"decisions": [{"item_id": i, "matched": True} for i in ids]})
+        return "a" * (600 + 97 * (len(user) % 60))  # 600 to 6,323 characters
+
+    emu = batch_emulator_factory(responder=responder)
+    assert (
+        run_cli(*run_args(emu, tmp_path, fixture_dir, "--limit", "20"), env=env()).returncode == 0
+    )
+    record, page = tmp_path / "r.json", tmp_path / "r.html"
+    jobs = ["--jobs-dir", str(tmp_path / "jobs")]
+    made = run_cli(
+        "report", "ans-model", *jobs, "-o", str(page), "--json", str(record), "--length-adjusted"
+    )
+    assert made.returncode == 0, made.stderr
+    found = json.loads(record.read_text())["length"]["ans-model"]
+    rows = [r for r in rows_of(tmp_path / "jobs" / "ans-model" / "results.jsonl") if "score" in r]
+    lengths = np.array([len(r["answer"]) for r in rows])
+    for name, q in (("p10", 10), ("p25", 25), ("p50", 50), ("p75", 75), ("p90", 90)):
+        assert found["quantiles"][name] == int(np.percentile(lengths, q, method="inverted_cdf"))
+    assert found["over_centre"] == int((lengths > 2000).sum()) > 0
+    scores = np.array([r["score"] for r in rows])
+    penalty = 0.0147 * np.maximum(0, lengths - 2000) / 500
+    assert found["raw_mean"] == pytest.approx(scores.mean())
+    assert found["adjusted_mean"] == pytest.approx((scores - penalty).mean())
+    assert found["adjusted_mean"] < found["raw_mean"]
+    text = page.read_text()
+    assert "id='length'" in text and "length-adjusted" in text

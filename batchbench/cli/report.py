@@ -43,6 +43,15 @@ def report(
             " run's calibration against them.",
         ),
     ] = None,
+    length_adjusted: Annotated[
+        bool,
+        typer.Option(
+            "--length-adjusted",
+            metavar="",
+            help="Show each run's length-adjusted mean beside its raw one (HealthBench"
+            " Professional's rule: less 0.0147 per 500 characters beyond 2,000).",
+        ),
+    ] = False,
     as_json: Annotated[
         Path | None,
         typer.Option(
@@ -66,7 +75,7 @@ def report(
     sources, ds = load_sources(runs, jobs_dir, dataset, label or (), warn=warn)
     sections = _calibrations(runs, jobs_dir, labels) if labels else []
     out = output or Path("report.html")
-    record = page_record(sources, ds)
+    record = page_record(sources, ds, length_adjusted=length_adjusted)
     page = render(
         sources,
         ds,

@@ -22,6 +22,7 @@ from ..costs.rollup import cost_line, usage_text
 from ..providers import judge_note
 from ..scores.compare import Comparison, Stats, compare
 from ..scores.harm import harm_record
+from ..scores.length import length_record
 from ..scores.noise import noise_text
 from ..scores.summary import Summary
 from . import figures
@@ -29,7 +30,7 @@ from .comparison import VERDICT
 from .page_assets import SCRIPT, STYLE
 from .page_cases import cases_section, failures_section
 from .page_flow import flow_section
-from .page_harm import harm_section
+from .page_harm import harm_section, length_section
 from .page_prompts import prompts_record, prompts_section
 from .page_sources import Source
 
@@ -95,16 +96,21 @@ def render(
     record = record or page_record(sources, ds)
     parts.append(flow_section(record["flow"]))
     parts.append(harm_section(record["harm"]))
+    parts.append(length_section(record["length"]))
     parts += [*calibrations, cases_section(sources, ds), failures_section(sources, ds)]
     parts.append(prompts_section(record["prompts"]))
     parts.append(f"<script>{SCRIPT}</script>")
     return "".join(parts) + "</body></html>\n"
 
 
-def page_record(sources: list[Source], ds: Dataset) -> dict[str, Any]:
-    """The page's own figures as plain data (``report --json``): each from the record."""
+def page_record(
+    sources: list[Source], ds: Dataset, *, length_adjusted: bool = False
+) -> dict[str, Any]:
+    """The page's own figures as plain data (``report --json``): each from the record
+    (``length_adjusted``: the length-adjusted mean beside each raw one)."""
     names = [s.side.name for s in sources]
     return {
+        "length": {s.side.name: length_record(s.rows, length_adjusted) for s in sources},
         "harm": harm_record(names, [s.rows for s in sources], ds.by_id()),
         "prompts": prompts_record({s.side.name: s.request_files for s in sources}),
         "flow": {s.side.name: s.flow for s in sources},
