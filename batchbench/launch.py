@@ -87,6 +87,7 @@ def prepare(
         ),
         judge_passes=options.judge_passes,
         answers_from=options.answers_from,
+        analysis_plan=options.analysis_plan,
         created_at=options.clock.time(),
     )
     run = Run(Path(options.jobs_dir) / name)

@@ -269,3 +269,72 @@ def test_answer_lengths_and_the_length_adjusted_score_beside_the_raw_one(
     assert found["adjusted_mean"] < found["raw_mean"]
     text = page.read_text()
     assert "id='length'" in text and "length-adjusted" in text
+
+
+def test_a_sealed_plan_is_recorded_by_the_runs_and_the_report_checks_against_it(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    """#66.7: `plan … --seal` writes the analysis plan before the runs; `run --plan`
+    keeps its SHA-256 (hashed here from the file's bytes) and text; the report says
+    "as planned", or names each deviation (a margin the plan did not have)."""
+    import hashlib
+
+    import tomllib
+
+    emu = batch_emulator_factory(models=["first", "second"])
+    jobs = ["--jobs-dir", str(tmp_path / "jobs")]
+
+    def grade(model: str, name: str, *extra: str):
+        args = run_args(emu, tmp_path, fixture_dir, *extra)
+        args[args.index("--answer-model") + 1] = model
+        args[args.index("--run") + 1] = name
+        return run_cli(*args, env=env())
+
+    for model in ("first", "second"):
+        assert grade(model, f"pilot-{model}").returncode == 0
+    sealed = tmp_path / "plan.toml"
+    made = run_cli(
+        "plan", "pilot-first", "pilot-second", "--mde", "0.2", *jobs, "--seal", str(sealed)
+    )
+    assert made.returncode == 0, made.stderr
+    digest = hashlib.sha256(sealed.read_bytes()).hexdigest()
+    assert digest in made.stdout
+    said = tomllib.loads(sealed.read_text())
+    assert said["models"] == ["first", "second"] and said["judge"] == "judge-model"
+    assert (said["seed"], said["samples"]) == (42, 10000) and said["mde"] == 0.2
+    for model in ("first", "second"):
+        assert grade(model, f"main-{model}", "--plan", str(sealed)).returncode == 0
+        config = json.loads((tmp_path / "jobs" / f"main-{model}" / "run.json").read_text())
+        assert config["analysis_plan"]["sha256"] == digest
+        assert config["analysis_plan"]["text"] == sealed.read_text()
+    plans = _report(tmp_path, "main-first", "main-second")["plan"]
+    assert [p["sha256"] for p in plans] == [digest] and plans[0]["as_planned"]
+    assert "Analysis as planned" in (tmp_path / "r.html").read_text()
+    record = tmp_path / "m.json"
+    made = run_cli(
+        "report",
+        "main-first",
+        "main-second",
+        *jobs,
+        "-o",
+        str(tmp_path / "m.html"),
+        "--margin",
+        "0.05",
+        "--json",
+        str(record),
+    )
+    assert made.returncode == 0, made.stderr
+    [plan] = json.loads(record.read_text())["plan"]
+    assert not plan["as_planned"] and any("margin" in d for d in plan["deviations"])
+    other = tmp_path / "other.toml"
+    other.write_text(sealed.read_text().replace("0.2", "0.1"))
+    refused = grade("first", "main-first", "--plan", str(other))
+    assert refused.returncode != 0 and "analysis plan" in refused.stderr
+    broken = tmp_path / "broken.toml"
+    broken.write_text("models = [")
+    refused = grade("first", "main-third", "--plan", str(broken))
+    assert (
+        refused.returncode == 2
+        and "broken.toml" in refused.stderr
+        and "Traceback" not in refused.stderr
+    )

@@ -75,7 +75,7 @@ def report(
     sources, ds = load_sources(runs, jobs_dir, dataset, label or (), warn=warn)
     sections = _calibrations(runs, jobs_dir, labels) if labels else []
     out = output or Path("report.html")
-    record = page_record(sources, ds, length_adjusted=length_adjusted)
+    record = page_record(sources, ds, length_adjusted=length_adjusted, margin=margin)
     page = render(
         sources,
         ds,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -295,6 +295,17 @@ def plan(
             " labels of them: how many labelled cases tell the judges' agreement apart by D.",
         ),
     ] = None,
+    seal: Annotated[
+        Path | None,
+        typer.Option(
+            "--seal",
+            metavar="FILE",
+            help="Write the analysis plan (endpoint, models, judge, dataset digest, seed,"
+            " these targets, the cases they need) to FILE, sealed by its SHA-256: give it to"
+            " `run --plan` before the runs are bought.",
+        ),
+    ] = None,
+    margin: MarginOpt = None,
 ) -> None:
     """How many cases per benchmark (and dollars) a comparison needs to detect a macro
     difference of D, from the spread of two pilot runs' paired differences; with
@@ -321,6 +332,42 @@ def plan(
     a, b = ((n, load_side(n, ds, warn)) for n in named)
     result = make_plan((a, b), mde, power, alpha, allow_partial=allow_partial)
     typer.echo(strict_json(result) if as_json else plan_text(result))
+    if seal is not None:
+        _seal(seal, [a[1], b[1]], result, margin)
+
+
+def _seal(path: Path, sides: list[Any], result: dict[str, Any], margin: float | None) -> None:
+    """The analysis plan written and its hash said (:mod:`..scores.sealed`)."""
+    import hashlib
+    import time
+
+    from .._io import atomic_write_text
+    from ..errors import ConfigError
+    from ..scores.sealed import ENDPOINT, seal_text
+
+    judges = {s.judge_model for s in sides}
+    if len(judges) != 1:
+        raise ConfigError(f"--seal: the pilot runs have different judges ({', '.join(judges)})")
+    summary = sides[0].summary
+    text = seal_text(
+        {
+            "primary_endpoint": ENDPOINT,
+            "models": [s.answer_model for s in sides],
+            "judge": judges.pop(),
+            "dataset_sha256": sides[0].dataset_sha256,
+            "seed": summary["bootstrap_seed"],
+            "samples": summary["bootstrap_samples"],
+            "mde": result["mde"],
+            "power": result["power"],
+            "alpha": result["alpha"],
+            "cases_per_benchmark": result["cases_per_benchmark"],
+            "margin": margin,
+        },
+        time.time(),
+    )
+    atomic_write_text(path, text, mode=0o644)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    typer.echo(f"sealed the analysis plan in {path} (sha256 {digest}): run --plan {path}")
 
 
 def _judges_plan(

@@ -146,6 +146,17 @@ CanaryOpt = Annotated[
     ),
 ]
 
+AnalysisPlanOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--plan",
+        metavar="FILE",
+        rich_help_panel=BUDGET,
+        help="The sealed analysis plan (`plan … --seal FILE`) the run starts under: its"
+        " SHA-256 and text are kept with the run, and the report checks against it.",
+    ),
+]
+
 DryRunOpt = Annotated[
     bool,
     typer.Option(

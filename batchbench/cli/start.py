@@ -13,6 +13,7 @@ from .common import JobsDirOpt, LimitOpt, SmokeOpt, clock_of, friendly
 from .finish import finish_run, print_dry_run, print_leaderboard
 from .project import current_project
 from .run_options import (
+    AnalysisPlanOpt,
     AnswerModelOpt,
     AsJsonOpt,
     AssumedAnswerTokensOpt,
@@ -66,6 +67,7 @@ def run(
     poll_interval: PollIntervalOpt = 30.0,
     delete_remote_files: DeleteRemoteFilesOpt = False,
     canary: CanaryOpt = None,
+    analysis_plan: AnalysisPlanOpt = None,
     dry_run: DryRunOpt = False,
     as_json: AsJsonOpt = False,
     max_cost: MaxCostOpt = None,
@@ -100,6 +102,7 @@ def run(
     from ..engine.settings import Settings
     from ..errors import ConfigError
     from ..launch import RunOptions, execute_group
+    from ..scores.sealed import read_plan
 
     if dataset is None:
         raise ConfigError(
@@ -144,6 +147,7 @@ def run(
         resend_unknown=resend_unknown,
         settle_owed=settle_owed,
         resume_cancelled=resume_cancelled,
+        analysis_plan=read_plan(analysis_plan).record() if analysis_plan else None,
         clock=clock_of(ctx),
     ).check()
     models = list(dict.fromkeys(answer_model))

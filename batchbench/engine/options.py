@@ -76,6 +76,7 @@ class RunOptions:
     # Take a cancelled run up again (else it stays cancelled, whatever command runs it).
     resume_cancelled: bool = False
     answers_from: str | None = None  # a judge panel's other judge: the first's run (#50)
+    analysis_plan: dict[str, str] | None = None  # --plan: the sealed plan's hash and text
     clock: Clock = SYSTEM  # what the run reads and waits on (tests: the emulator's fake one)
 
     def check(self) -> RunOptions:

@@ -72,6 +72,8 @@ class RunConfig:
     # A judge panel's other judges (#50): the run whose answers this one judges (none of
     # its own are bought), in the same jobs folder.
     answers_from: str | None = None
+    # The sealed analysis plan the run was started under (#66.7): its SHA-256 and text.
+    analysis_plan: dict[str, str] | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2) + "\n"
@@ -142,6 +144,10 @@ def default_name(answer_model: str, smoke: bool = False) -> str:
 def config_conflicts(old: RunConfig, new: RunConfig) -> list[str]:
     """The settings that define a run and differ, as ``field: old → new``."""
     diffs = []
+    if new.analysis_plan is not None and new.analysis_plan != old.analysis_plan:
+        had = (old.analysis_plan or {}).get("sha256", "none")
+        diffs.append(f"analysis plan: {had} → {new.analysis_plan['sha256']} (sealed before a run")
+        diffs[-1] += " starts: a run keeps the plan it started under)"
     for key in IDENTITY_KEYS:
         a, b = getattr(old, key), getattr(new, key)
         if a == b:

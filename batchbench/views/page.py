@@ -24,6 +24,7 @@ from ..scores.compare import Comparison, Stats, compare
 from ..scores.harm import harm_record
 from ..scores.length import length_record
 from ..scores.noise import noise_text
+from ..scores.sealed import Shown
 from ..scores.summary import Summary
 from . import figures
 from .comparison import VERDICT
@@ -31,6 +32,7 @@ from .page_assets import SCRIPT, STYLE
 from .page_cases import cases_section, failures_section
 from .page_flow import flow_section
 from .page_harm import harm_section, length_section
+from .page_plan import plan_record, plan_section
 from .page_prompts import prompts_record, prompts_section
 from .page_sources import Source
 
@@ -93,7 +95,8 @@ def render(
             "<figcaption>Paired differences against the baseline.</figcaption></figure>",
             _comparisons(comparison),
         ]
-    record = record or page_record(sources, ds)
+    record = record or page_record(sources, ds, margin=margin)
+    parts.append(plan_section(record["plan"]))
     parts.append(flow_section(record["flow"]))
     parts.append(harm_section(record["harm"]))
     parts.append(length_section(record["length"]))
@@ -104,12 +107,32 @@ def render(
 
 
 def page_record(
-    sources: list[Source], ds: Dataset, *, length_adjusted: bool = False
+    sources: list[Source],
+    ds: Dataset,
+    *,
+    length_adjusted: bool = False,
+    margin: float | None = None,
 ) -> dict[str, Any]:
     """The page's own figures as plain data (``report --json``): each from the record
-    (``length_adjusted``: the length-adjusted mean beside each raw one)."""
+    (``length_adjusted``: the length-adjusted mean beside each raw one; ``margin``: the
+    non-inferiority margin used, checked against a sealed plan's)."""
     names = [s.side.name for s in sources]
+    shown = [
+        (
+            Shown(
+                s.side.name,
+                str(s.side.answer_model),
+                str(s.side.judge_model),
+                str(s.side.dataset_sha256),
+                s.side.summary.get("bootstrap_seed"),
+                s.side.summary.get("bootstrap_samples"),
+            ),
+            s.plan,
+        )
+        for s in sources
+    ]
     return {
+        "plan": plan_record(shown, margin) if any(s.plan for s in sources) else [],
         "length": {s.side.name: length_record(s.rows, length_adjusted) for s in sources},
         "harm": harm_record(names, [s.rows for s in sources], ds.by_id()),
         "prompts": prompts_record({s.side.name: s.request_files for s in sources}),

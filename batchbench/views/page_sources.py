@@ -33,6 +33,7 @@ class Source:
     pending: int = 0  # its cases still without a final row
     request_files: dict[str, str] = field(default_factory=dict)  # name → SHA-256 (runs)
     flow: list[dict[str, Any]] = field(default_factory=list)  # :mod:`..scores.flow`'s
+    plan: dict[str, str] | None = None  # the sealed analysis plan the run recorded
 
 
 def load_sources(
@@ -64,9 +65,8 @@ def load_sources(
             source.cost, source.state = status["cost"], status["status"]
             source.pending = status["cases"]["pending"]
             source.request_files = request_files(run.requests_dir)
-            source.flow = flow_of_run(
-                state, config.case_ids, len((ds or run_dataset(config)).cases)
-            )
+            source.flow = flow_of_run(state, config.case_ids, len(ds.cases))
+            source.plan = config.analysis_plan
         sources.append(source)
     if ds is None:
         raise ConfigError("report needs --dataset for results files")
