@@ -57,12 +57,15 @@ class Canary:
         self.providers = providers
         self.config = config
         self.warn = warn
-        passed = self._passed()
         self.due: dict[Stage, bool] = {}
         for stage in STAGES:
             real = not is_loopback_url(providers[stage].client.service.base_url)
-            wanted = asked if asked is not None else real
-            self.due[stage] = bool(wanted) and self._key(stage) not in passed
+            self.due[stage] = bool(asked if asked is not None else real)
+        if any(self.due.values()):  # the record read only where a canary may be due
+            passed = self._passed()
+            self.due = {
+                stage: due and self._key(stage) not in passed for stage, due in self.due.items()
+            }
 
     def _passed(self) -> set[str]:
         try:
