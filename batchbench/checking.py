@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from . import providers
+from .engine.options import check_model_name
 from .errors import BatchbenchError
 from .kinds import Stage
 from .providers.base import Client, Service, Tag
@@ -61,6 +62,8 @@ def check_services(
         *(("answers", m) for m in answer_models),
         *(("judges", m) for m in judge_models),
     ]
+    for stage, model in asked:  # a flag that names no model: refused before any call
+        check_model_name(f"--{stage[:-1]}-model", model)
     clients: dict[Service, Client | str] = {}
     out: list[Checked] = []
     for stage, model in asked:

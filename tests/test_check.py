@@ -4,7 +4,7 @@ against the emulator: the ledger shows nothing created and nothing executed."""
 
 from __future__ import annotations
 
-from support.cli import run_cli
+from support.cli import assert_one_line_error, run_cli
 
 
 def _env(emu, key: str) -> dict[str, str]:
@@ -53,3 +53,10 @@ def test_check_names_what_each_service_refused(batch_emulator_factory):
     )
     assert proc.returncode == 5 and "no API key for OpenAI" in proc.stdout
     assert emu.ledger()["batches"] == []
+
+
+def test_check_refuses_a_flag_naming_no_model_in_one_line(batch_emulator):
+    proc = run_cli("check", "--answer-model", "azure/", env=_env(batch_emulator, "k"))
+    assert_one_line_error(proc, "--answer-model 'azure/' names no model")
+    proc = run_cli("check", env=_env(batch_emulator, "k"))
+    assert_one_line_error(proc, "check needs --answer-model or --judge-model")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from support.cli import run_cli
+from support.cli import assert_one_line_error, run_cli
 from support.runs import env, rows_of, run_args
 
 from batchbench.bench.dataset import load_dataset
@@ -338,3 +338,31 @@ def test_a_sealed_plan_is_recorded_by_the_runs_and_the_report_checks_against_it(
         and "broken.toml" in refused.stderr
         and "Traceback" not in refused.stderr
     )
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [("/dev/zero", "not a file"), ("missing.toml", "no such file"), ("bad.toml", "not a TOML")],
+)
+def test_a_plan_that_is_not_one_is_one_line_before_anything_is_made(
+    fixture_dir, tmp_path, given, said
+):
+    """A device (read for ever), a missing file, a broken one: one line naming it."""
+    (tmp_path / "bad.toml").write_text("models = [")
+    path = given if given.startswith("/") else str(tmp_path / given)
+    proc = run_cli(
+        "run",
+        "--answer-model",
+        "m",
+        "--judge-model",
+        "j",
+        "--dataset",
+        str(fixture_dir),
+        "--jobs-dir",
+        str(tmp_path / "jobs"),
+        "--plan",
+        path,
+        "--dry-run",
+    )
+    assert_one_line_error(proc, "--plan", said)
+    assert not (tmp_path / "jobs").exists()

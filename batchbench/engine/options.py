@@ -143,14 +143,19 @@ def _number(option: str, value: float | None, *, low: float, strict: bool = Fals
         raise ConfigError(f"{option} must be {bound}, got {value}")
 
 
+def check_model_name(flag: str, model: str) -> None:
+    """A model flag that names a model: not empty, not a routing prefix alone."""
+    if not model.strip() or model.endswith("/"):  # `azure/` made a run folder `azure`
+        raise ConfigError(
+            f"{flag} {model!r} names no model"
+            + (f" after {model!r} (e.g. {model}MODEL)" if model.strip() else "")
+        )
+
+
 def _check_options(o: RunOptions) -> None:
     s = o.settings
     for flag, model in (("--answer-model", o.answer_model), ("--judge-model", o.judge_model)):
-        if not model.strip() or model.endswith("/"):  # `azure/` made a run folder `azure`
-            raise ConfigError(
-                f"{flag} {model!r} names no model"
-                + (f" after {model!r} (e.g. {model}MODEL)" if model.strip() else "")
-            )
+        check_model_name(flag, model)
     _number("--poll-interval", s.poll_interval, low=0, strict=True)
     _number("--token-limit-wait", s.hold_seconds, low=0)
     _number("--resubmit-after", s.resubmit_after, low=0, strict=True)

@@ -30,6 +30,7 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 ENDPOINT = "overall macro mean; the paired difference between the answer models"
+MAX_BYTES = 64 * 1024  # a plan is a page of keys
 REQUIRED = ("primary_endpoint", "models", "judge", "dataset_sha256", "seed", "samples")
 
 
@@ -78,9 +79,16 @@ def parse(text: str, where: str) -> dict[str, Any]:
 def read_plan(path: Path) -> Sealed:
     """A plan file, checked: one line naming the file and what is wrong."""
     try:
-        data = path.read_bytes()
+        if not path.exists():
+            raise ConfigError(f"--plan {path}: no such file")
+        if not path.is_file():  # a folder, a device (/dev/zero would be read for ever)
+            raise ConfigError(f"--plan {path}: not a file (a sealed plan is a TOML file)")
+        with path.open("rb") as f:
+            data = f.read(MAX_BYTES + 1)
     except OSError as exc:
         raise ConfigError(f"--plan {path}: cannot read ({exc.strerror})") from None
+    if len(data) > MAX_BYTES:
+        raise ConfigError(f"--plan {path}: over {MAX_BYTES:,} bytes, not a sealed plan")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

@@ -125,6 +125,9 @@ def simulate(
     out.faults["skewed machines"] = sum(1 for m in machines if m.skew)
     args = rig.args(emu, tmp_path, fixture_dir, "--limit", str(limit), cap=cap)
     args[args.index("--jobs-dir") + 1] = URI
+    if random.Random(seed * 31 + 5).random() < 0.4:  # its own stream: the rest unchanged
+        args.append("--canary")  # a canary first, as a real service's first run has it
+        out.faults["canaries"] += 1
     env = {**rig.env(emu), **emulator_s3(emu)}
     cancelled = False
     for _ in range(rng.randint(6, 16)):
