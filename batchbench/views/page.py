@@ -31,7 +31,8 @@ from .comparison import VERDICT
 from .page_assets import SCRIPT, STYLE
 from .page_cases import cases_section, failures_section
 from .page_flow import flow_section
-from .page_harm import harm_section, length_section
+from .page_harm import harm_section
+from .page_length import length_section
 from .page_plan import plan_record, plan_section
 from .page_prompts import prompts_record, prompts_section
 from .page_sources import Source
