@@ -17,7 +17,7 @@ from .engine.state import RunState
 from .errors import RunLockedError
 from .scores.summary import Summary, summarize
 from .scores.summary_file import write_summary
-from .views.status import write_report
+from .views.report_file import write_report
 
 Prepared = tuple[Run, RunConfig, dict[str, Case]]
 

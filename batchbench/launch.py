@@ -43,7 +43,7 @@ from .providers.base import Client, Service
 from .reporting import quiet
 from .scores.noise import write_noise
 from .scores.summary import DEFAULT_SAMPLES, Summary, check_samples
-from .views.status import write_report
+from .views.report_file import write_report
 
 __all__ = ["RunOptions", "dry_run", "execute", "execute_group", "prepare"]
 

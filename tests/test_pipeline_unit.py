@@ -43,7 +43,7 @@ from batchbench.providers.base import (
     Service,
     Tag,
 )
-from batchbench.views.status import write_report
+from batchbench.views.report_file import write_report
 
 FIXTURE = Path(__file__).parent / "fixtures" / "dataset"
 

@@ -9,6 +9,7 @@ the same bad day however often it polls.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any, TypeVar
 
@@ -90,6 +91,11 @@ ANOMALIES: dict[str, tuple[str, float]] = {
         " timed out after it succeeded)",
         0.3,
     ),
+    "snapshot-change": (
+        "OpenAI-shaped services: a share of replies name another snapshot of the model"
+        " asked for, and another system_fingerprint (the alias moved mid-run)",
+        0.3,
+    ),
     "empty-results": (
         "a batch ends with its counts saying every line succeeded, but its results file is"
         " empty (a share of batches)",
@@ -110,6 +116,14 @@ SERVER_ERROR: dict[str, Any] = {
         }
     },
 }
+
+
+def served(store: Store, model: str, where: str) -> tuple[str, str]:
+    """The snapshot and fingerprint a reply to ``model`` names: the model itself, with a
+    fingerprint of it, unless the snapshot-change anomaly strikes this line."""
+    if store.anomaly("snapshot-change", where):
+        model = f"{model}-next"
+    return model, "fp_" + hashlib.sha256(model.encode()).hexdigest()[:10]
 
 
 def stuck_tail(store: Store, total: int) -> int:

@@ -12,6 +12,7 @@ them to frames. The pipeline journals the result and writes the rows.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -68,6 +69,8 @@ class Collection:
     cap: int | None = None
     hold_until: float | None = None
     notice: str | None = None  # what the user should be told
+    served: dict[str, int] = field(default_factory=dict)  # served model → good replies
+    fingerprints: dict[str, int] = field(default_factory=dict)
     stop: str | None = None  # why the run cannot go on as asked (BatchFailure.stop)
 
     def event(self, sub: Submission) -> Collected:
@@ -82,6 +85,8 @@ class Collection:
             free_retry=self.free_retry,
             cap=self.cap,
             hold_until=self.hold_until,
+            served=self.served,
+            fingerprints=self.fingerprints,
         )
 
 
@@ -178,6 +183,17 @@ def classify(
 
 
 _OK = ~pl.col("has_error") & pl.col("status_code").is_between(200, 299)
+
+
+def served_of(frame: pl.DataFrame) -> tuple[dict[str, int], dict[str, int]]:
+    """How many good replies each served model and each fingerprint answered (#66.1)."""
+    ok = frame.filter(_OK)
+
+    def counts(column: str) -> dict[str, int]:
+        values = ok.get_column(column).drop_nulls().to_list()
+        return dict(sorted(Counter(values).items()))
+
+    return counts("served_model"), counts("served_version")
 
 
 def _with_fallbacks(
@@ -340,7 +356,9 @@ def collect(
         outcomes, usage, anomalies = classify(frame, expected, wire, expired, replies=judges)
         for cid, detail in (unknown or {}).items():  # sent one call at a time, never answered
             outcomes[cid] = Outcome(expected[cid].case_id, "unknown", detail)
-        result = Collection(outcomes, usage=usage, anomalies=anomalies)
+        served, fingerprints = served_of(frame)
+        result = Collection(outcomes, usage=usage, anomalies=anomalies, served=served)
+        result.fingerprints = fingerprints
     invalid: dict[str, str] = {}
     if sub.stage == "judges" and frame is not None:
         replies = []

@@ -229,8 +229,18 @@ def append_pass_rows(run: Run, rows: Sequence[dict[str, Any]]) -> None:
 def answer_usage(run: Run) -> dict[str, dict[str, int]]:
     """Each answered case's tokens, from the raw file its answer came from (the rows,
     the reference's format, carry none)."""
-    from ..providers import route, wire
     from ..providers.frames import USAGE_COLUMNS
+
+    return {
+        case: {k: int(line[k] or 0) for k in USAGE_COLUMNS}
+        for case, line in answer_columns(run, USAGE_COLUMNS).items()
+    }
+
+
+def answer_columns(run: Run, columns: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """These columns of each answered case's line, read from the raw file its answer
+    came from (its tokens, the model the service says served it)."""
+    from ..providers import route, wire
 
     config = run.load_config()
     state = run.state(config.case_ids)
@@ -241,12 +251,12 @@ def answer_usage(run: Run) -> dict[str, dict[str, int]]:
         st = case.answers
         if st.status == "ok" and st.source and st.custom_id:
             wanted.setdefault(st.source, {})[st.custom_id] = case_id
-    out: dict[str, dict[str, int]] = {}
+    out: dict[str, dict[str, Any]] = {}
     for source, ids in wanted.items():
         frame = run.read_results(answers_wire, [source])
         frame = frame.filter(pl.col("custom_id").is_in(list(ids)))
-        for line in frame.select("custom_id", *USAGE_COLUMNS).iter_rows(named=True):
-            out[ids[line["custom_id"]]] = {k: int(line[k] or 0) for k in USAGE_COLUMNS}
+        for line in frame.select("custom_id", *columns).iter_rows(named=True):
+            out[ids[line["custom_id"]]] = line
     return out
 
 

@@ -124,6 +124,11 @@ class RunState:
     started: float | None = None
     ended: float | None = None  # when the last batch was collected (a finished run's end)
     last_event: float | None = None  # when the journal last changed
+    # What the service says served each stage's good replies (#66.1): stage → model (or
+    # fingerprint) → replies; and stage → [first query, last collection] times.
+    served: dict[str, dict[str, int]] = field(default_factory=dict)
+    fingerprints: dict[str, dict[str, int]] = field(default_factory=dict)
+    queried: dict[str, list[float]] = field(default_factory=dict)
 
     def pending(self, stage: Stage, case_ids: Sequence[str], judge_pass: int = 1) -> list[str]:
         """Cases (in registry order) with a request of this stage (and judge pass) still
@@ -217,6 +222,8 @@ class RunState:
             return
         if isinstance(event, CreateRefused):  # no room: the stage waits for some
             self.holds[sub.stage] = max(self.holds.get(sub.stage, 0.0), event.hold_until)
+        if isinstance(event, CreateStarted):
+            self._queried(sub.stage, event.t)
         if isinstance(event, Collected):
             self._apply_collected(sub, event)
             return
@@ -239,6 +246,8 @@ class RunState:
         )
         self.subs[sub.id] = sub
         self.started = self.started or event.t
+        if sub.flex:  # its requests go out one call at a time, now
+            self._queried(sub.stage, event.t)
         for line in sub.lines:
             case = self.cases[line.case_id]
             st = case.stage(sub.stage, sub.judge_pass)
@@ -246,9 +255,23 @@ class RunState:
             if case.started is None and sub.judge_pass == 1:
                 case.started = event.t
 
+    def _queried(self, stage: str, t: float) -> None:
+        """A query went out (or its results came back) at ``t``: the stage's span grows."""
+        span = self.queried.setdefault(stage, [t, t])
+        span[0], span[1] = min(span[0], t), max(span[1], t)
+
+    def _record_served(self, stage: str, event: Collected) -> None:
+        for kept, counts in ((self.served, event.served), (self.fingerprints, event.fingerprints)):
+            into = kept.setdefault(stage, {})
+            for name, n in counts.items():
+                into[name] = into.get(name, 0) + n
+        if stage in self.queried:
+            self._queried(stage, event.t)
+
     def _apply_collected(self, sub: Submission, event: Collected) -> None:
         sub.collected = True
         self.ended = event.t
+        self._record_served(sub.stage, event)
         stage = sub.stage
         sent = {line.case_id: line.sent_temperature for line in sub.lines}
         main = sub.judge_pass == 1  # an extra judge pass writes no row, ends no case

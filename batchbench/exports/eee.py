@@ -181,9 +181,11 @@ def records(
     run_id: str,
     now: float,
     calibrated: Mapping[str, Mapping[str, Any]] | None = None,
+    provenance: Mapping[str, Any] | None = None,
 ) -> tuple[Aggregate, list[dict[str, Any]], str]:
     """The aggregate record, the per-case records and the records' path without suffix
-    (``rows``: the run's scored rows, ``summary``: its summary)."""
+    (``rows``: the run's scored rows, ``summary``: its summary; ``provenance``: the
+    run's, said in the models' ``additional_details``)."""
     _, last_ok = last_rows(rows)
     answer_model = str(summary["answer_model"])
     ident = str(uuid.UUID(run_id))
@@ -223,7 +225,45 @@ def records(
             "hash_algorithm": "sha256",
         },
     }
+    if provenance is not None:
+        _with_provenance(aggregate, provenance)
     return aggregate, instances, f"{folder}/{ident}"
+
+
+def _served_details(stage: Mapping[str, Any]) -> dict[str, str]:
+    """A stage's provenance as the schema's key-value strings."""
+    served = ", ".join(f"{m} ({n})" for m, n in stage["served"].items())
+    prints = ", ".join(f"{f} ({n})" for f, n in stage["fingerprints"].items())
+    details = {
+        "served_model": served or "not said by the service",
+        "first_query": str(stage["first_query"] or ""),
+        "last_query": str(stage["last_query"] or ""),
+    }
+    if prints:
+        details["system_fingerprint"] = prints
+    return details
+
+
+def _with_provenance(aggregate: Aggregate, provenance: Mapping[str, Any]) -> None:
+    """The answer model's and the judge's served models and query spans beside the ones
+    asked for (#66.1), and what a reviewer must be told, in the library's details."""
+    aggregate["model_info"]["additional_details"].update(_served_details(provenance["answers"]))
+    judge_details = _served_details(provenance["judges"])
+    for result in aggregate["evaluation_results"]:
+        for judge in result["metric_config"]["llm_scoring"]["judges"]:
+            judge["model_info"] = {
+                **judge["model_info"],
+                "additional_details": {
+                    **judge["model_info"]["additional_details"],
+                    **judge_details,
+                },
+            }
+    library = aggregate["eval_library"]["additional_details"]
+    library["judge_same_vendor"] = {True: "true", False: "false"}.get(
+        provenance["same_vendor"], "unknown"
+    )
+    if provenance["notes"]:
+        library["provenance_notes"] = "; ".join(provenance["notes"])
 
 
 def _results(

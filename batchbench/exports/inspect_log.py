@@ -68,10 +68,14 @@ def write(
     run_name: str,
     run_id: str,
     usage: Mapping[str, Mapping[str, int]] | None = None,
+    served: Mapping[str, str] | None = None,
+    provenance: Mapping[str, Any] | None = None,
 ) -> None:
     """One run as an Inspect log: a sample per case (its input the case's prompt, its
     messages what the model was sent and said, its tokens from the raw answer when
-    ``usage`` has them), the rubric score, the summary's figures as metrics."""
+    ``usage`` has them, its output's model the one the service says ``served`` it, as
+    Inspect's own providers record it), the rubric score, the summary's figures as
+    metrics, the run's ``provenance`` in the spec's metadata."""
     if not INSTALLED:
         from ..providers import install_hint
 
@@ -81,10 +85,18 @@ def write(
     last, _ = last_rows(rows)
     answer_model = str(summary["answer_model"])
     samples = [
-        _sample(case_id, last[case_id], cases[case_id], answer_model, (usage or {}).get(case_id))
+        _sample(
+            case_id,
+            last[case_id],
+            cases[case_id],
+            (served or {}).get(case_id) or answer_model,
+            (usage or {}).get(case_id),
+        )
         for case_id in sorted(last)
     ]
     log = _log(samples, summary, run_name, run_id, inspect_model_name(answer_model))
+    if provenance is not None:
+        log.eval.metadata = {**(log.eval.metadata or {}), "provenance": dict(provenance)}
     # inspect_ai's writer writes where it is told: into a temporary file beside the
     # target, renamed over it only when whole, as every -o is (a folder, a symlink or a
     # device there is refused, not written through or replaced).
@@ -121,7 +133,8 @@ def _sample(
     used: Mapping[str, int] | None,
 ) -> EvalSample:
     """One case as a sample: what a viewer lists is the case's prompt (the system prompt
-    stays in its messages); an error row is a sample with that error."""
+    stays in its messages); an error row is a sample with that error. ``answer_model``:
+    the model that served its answer, as its reply says, else the one asked for."""
     system = ChatMessageSystem(content=protocol.ANSWER_SYSTEM_MESSAGE)
     user = ChatMessageUser(content=case["prompt"])
     shared: dict[str, Any] = {

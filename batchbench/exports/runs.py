@@ -55,7 +55,10 @@ def export_eee(
         found = read_labels(labels, graded.name, graded.cases, None)
         result = calibrate(graded.name, graded.rows, graded.summary, found, graded.cases)
         calibrated = {name: b["corrected"] for name, b in result["benchmarks"].items()}
-    run_id = named.run.load_config().run_id
+    from ..engine.provenance import provenance
+
+    config = named.run.load_config()
+    run_id = config.run_id
     aggregate, instances, stem = eee.records(
         graded.rows,
         graded.summary,
@@ -63,6 +66,7 @@ def export_eee(
         run_id=run_id,
         now=time.time(),
         calibrated=calibrated,
+        provenance=provenance(named.run.state(config.case_ids), config),
     )
     return eee.write(out, aggregate, instances, stem)
 
@@ -72,7 +76,8 @@ def export_inspect(
 ) -> Path:
     """One run as an Inspect log at ``path`` (:mod:`.inspect_log`)."""
     from ..calibration import load_run
-    from ..engine.rows import answer_usage
+    from ..engine.provenance import provenance
+    from ..engine.rows import answer_columns, answer_usage
     from . import inspect_log
 
     if named.run is None:
@@ -88,5 +93,11 @@ def export_inspect(
         run_name=named.name,
         run_id=config.run_id,
         usage=answer_usage(named.run),
+        served={
+            case: line["served_model"]
+            for case, line in answer_columns(named.run, ("served_model",)).items()
+            if line["served_model"]
+        },
+        provenance=provenance(named.run.state(config.case_ids), config),
     )
     return path

@@ -202,6 +202,7 @@ class _Message(msgspec.Struct, gc=False):
     content: list[_Block] | None = None
     stop_reason: str | None = None
     usage: _Usage | None = None
+    model: str | None = None  # the model that served it
 
 
 class _Result(msgspec.Struct, gc=False):
@@ -271,6 +272,8 @@ def claude_reply(message: _Message | None) -> dict[str, Any]:
         "cached_tokens": u.cache_read_input_tokens,
         "completion_tokens": u.output_tokens,
         "reasoning_tokens": details.thinking_tokens if details is not None else None,
+        "served_model": message.model if message is not None else None,
+        "served_version": None,  # Claude's replies carry no fingerprint
     }
 
 

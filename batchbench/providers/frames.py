@@ -14,7 +14,10 @@ decided once, in :mod:`batchbench.engine.collection`. The columns:
   rule read it so);
 - ``content``: the answer text by the provider's reading rule (null: none);
 - ``empty_error``: what the reference calls an empty answer from this service;
-- usage: tokens the line was billed for.
+- usage: tokens the line was billed for;
+- ``served_model`` / ``served_version``: what the reply says served it (its ``model``
+  or Gemini's ``modelVersion``; OpenAI's ``system_fingerprint``), null where the
+  service says nothing (#66.1: provenance beside the model asked for).
 """
 
 from __future__ import annotations
@@ -52,7 +55,11 @@ FRAME_SCHEMA: dict[str, Any] = {
     "content": pl.String,
     "empty_error": pl.String,
     **{c: pl.Int64 for c in USAGE_COLUMNS},
+    "served_model": pl.String,
+    "served_version": pl.String,
 }
+# Columns a reader may leave out (a line that says nothing of them): read as nulls.
+OPTIONAL_COLUMNS = ("served_model", "served_version")
 
 
 def check_tail(data: bytes | mmap.mmap, path: Path) -> None:
@@ -304,6 +311,8 @@ def clean(value: Any) -> Any:
 def build(columns: Mapping[str, Sequence[Any] | str]) -> pl.DataFrame:
     """The frame of these columns (a ``str`` stands for every line; usage nulls read
     0), every line checked to name a request and to carry a reply or a line error."""
+    height = next((len(v) for v in columns.values() if not isinstance(v, str)), 0)
+    columns = {**{k: [None] * height for k in OPTIONAL_COLUMNS}, **columns}
     lists = {k: v for k, v in columns.items() if not isinstance(v, str)}
     frame = (
         pl.DataFrame(lists, schema={k: FRAME_SCHEMA[k] for k in lists})

@@ -159,9 +159,12 @@ class _Usage(msgspec.Struct, gc=False, rename="camel"):
     thoughts_token_count: int | None = None
 
 
-class _Response(msgspec.Struct, gc=False, rename={"usage": "usageMetadata"}):
+class _Response(
+    msgspec.Struct, gc=False, rename={"usage": "usageMetadata", "model_version": "modelVersion"}
+):
     candidates: list[_Candidate] | None = None
     usage: _Usage | None = None
+    model_version: str | None = None  # the model that served it
 
 
 class _Status(msgspec.Struct, gc=False):
@@ -211,6 +214,8 @@ def gemini_reply(response: _Response | None) -> dict[str, Any]:
         "cached_tokens": u.cached_content_token_count,
         "completion_tokens": (u.candidates_token_count or 0) + thoughts,
         "reasoning_tokens": thoughts,
+        "served_model": response.model_version if response is not None else None,
+        "served_version": None,
     }
 
 

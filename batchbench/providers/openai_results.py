@@ -53,6 +53,8 @@ class _Usage(msgspec.Struct, gc=False):
 class Body(msgspec.Struct, gc=False):
     choices: list[_Choice] | None = None
     usage: _Usage | None = None
+    model: str | None = None  # the model that served the reply (a snapshot of the alias)
+    system_fingerprint: str | None = None
 
 
 class Response(msgspec.Struct, gc=False):
@@ -101,6 +103,8 @@ class _TextChoice(msgspec.Struct, gc=False):
 class _TextBody(msgspec.Struct, gc=False):
     choices: list[_TextChoice] | None = None
     usage: _Usage | None = None
+    model: str | None = None
+    system_fingerprint: str | None = None
 
 
 class _TextResponse(msgspec.Struct, gc=False):
@@ -205,4 +209,6 @@ def chat_columns(bodies: Sequence[Body | _TextBody | None]) -> dict[str, list[An
         "cached_tokens": [d.cached_tokens if d is not None else None for d in prompt],
         "completion_tokens": [u.completion_tokens if u is not None else None for u in usages],
         "reasoning_tokens": [d.reasoning_tokens if d is not None else None for d in completion],
+        "served_model": [b.model if b is not None else None for b in bodies],
+        "served_version": [b.system_fingerprint if b is not None else None for b in bodies],
     }

@@ -36,6 +36,7 @@ from .page_length import length_section
 from .page_plan import plan_record, plan_section
 from .page_prompts import prompts_record, prompts_section
 from .page_sources import Source
+from .provenance import provenance_html
 
 CI_HEADS = "<th>95% CI low</th><th>95% CI high</th>"
 
@@ -98,6 +99,7 @@ def render(
         ]
     record = record or page_record(sources, ds, margin=margin)
     parts.append(plan_section(record["plan"]))
+    parts.append(provenance_html([s.name for s in sides], record["provenance"]))
     parts.append(flow_section(record["flow"]))
     parts.append(harm_section(record["harm"]))
     parts.append(length_section(record["length"]))
@@ -138,6 +140,7 @@ def page_record(
         "harm": harm_record(names, [s.rows for s in sources], ds.by_id()),
         "prompts": prompts_record({s.side.name: s.request_files for s in sources}),
         "flow": {s.side.name: s.flow for s in sources},
+        "provenance": {s.side.name: s.provenance for s in sources if s.provenance},
     }
 
 

@@ -11,7 +11,7 @@ details{border:1px solid #e4e4e4;border-radius:4px;margin:.4em 0;padding:.3em .6
 summary{cursor:pointer}pre{white-space:pre-wrap;background:#f7f7f7;padding:.5em;max-height:24em;
 overflow:auto}.yes{color:#11772d}.no{color:#b3261e}.disagree{background:#fff4d6}
 figure{margin:1em 0}figure svg{max-width:100%;height:auto}.failed{color:#b3261e}
-.small{color:#8a6d00}
+.small{color:#8a6d00}.scroll{overflow-x:auto;max-width:100%}
 """
 
 SCRIPT = """

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..bench.dataset import Dataset, load_dataset
 from ..costs.rollup import RunCost
+from ..engine.provenance import provenance
 from ..engine.replies import latest_requests, read_replies
 from ..errors import ConfigError
 from ..kinds import STAGES, Stage
@@ -34,6 +35,7 @@ class Source:
     request_files: dict[str, str] = field(default_factory=dict)  # name → SHA-256 (runs)
     flow: list[dict[str, Any]] = field(default_factory=list)  # :mod:`..scores.flow`'s
     plan: dict[str, str] | None = None  # the sealed analysis plan the run recorded
+    provenance: dict[str, Any] | None = None  # requested and served models (runs only)
 
 
 def load_sources(
@@ -67,6 +69,7 @@ def load_sources(
             source.request_files = request_files(run.requests_dir)
             source.flow = flow_of_run(state, config.case_ids, len(ds.cases))
             source.plan = config.analysis_plan
+            source.provenance = provenance(state, config)
         sources.append(source)
     if ds is None:
         raise ConfigError("report needs --dataset for results files")

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
-from typing import TypedDict
+from typing import Any, TypedDict
 
-from .._io import atomic_write_text
 from ..bench.causes import error_cause, errors_line
 from ..costs.pricing import Pricing, load_pricing
 from ..costs.rollup import RunCost, run_cost, stage_price_text, total_text, usage_text
+from ..engine.provenance import provenance
 from ..engine.runconfig import RunConfig
 from ..engine.rundir import Run
 from ..engine.state import RunState
@@ -20,6 +19,7 @@ from ..providers import judge_note, judge_service
 from ..scores.noise import JudgeNoise, load_noise, noise_text
 from ..scores.summary_file import read_summary
 from .progress import eta
+from .provenance import provenance_lines
 
 
 class CaseCounts(TypedDict):
@@ -77,6 +77,7 @@ class RunStatusRecord(_RunStatus, total=False):
     summary_problem: str  # why the summary's figures are not shown
     project_file: str | None  # the project file the command's defaults came from
     judge_service: str  # the judge's, when its model is not OpenAI's (not the reference's)
+    provenance: dict[str, Any]  # requested and served models, query span (#66.1)
 
 
 class StageStatus(TypedDict):
@@ -153,7 +154,7 @@ def stage_status(state: RunState, stage: Stage) -> StageStatus:
     )
 
 
-def _run_cost(state: RunState, config: RunConfig, pricing: Pricing) -> RunCost:
+def run_cost_of(state: RunState, config: RunConfig, pricing: Pricing) -> RunCost:
     return run_cost(state.usage, config.models, pricing, config.providers)
 
 
@@ -246,7 +247,7 @@ def run_status(
         "anomalies": list(state.anomalies),
         "losses": dict(state.losses),
         "stalled": state.stalls,
-        "cost": _run_cost(state, config, pricing),
+        "cost": run_cost_of(state, config, pricing),
     }
     service = judge_service(config.judge_model)
     if service is not None:  # named: not the reference's OpenAI judge
@@ -275,6 +276,7 @@ def run_status(
         projected = projected_cost(state, out["cost"], config.judge_passes)
         if projected is not None:
             out["projected_batch_usd"] = projected
+    out["provenance"] = provenance(state, config)
     noise, problem = load_noise(run)
     if noise is not None:
         out["judge_noise"] = noise
@@ -366,35 +368,8 @@ def status_text(status: RunStatusRecord, now: float | None = None) -> str:
             f"  {status['stalled']} batch(es) had not started after --resubmit-after: cancelled"
             " and their requests sent again (once)"
         )
+    if "provenance" in status:
+        lines.extend(f"  {line}" for line in provenance_lines(status["provenance"]))
     for anomaly in status["anomalies"]:
         lines.append(f"  anomaly: {anomaly}")
     return "\n".join(lines)
-
-
-def write_report(
-    run: Run, state: RunState, config: RunConfig, pricing: Pricing | None = None
-) -> None:
-    """report.json: what the reference has no field for (counts, usage, cost, batches)."""
-    pricing = pricing or load_pricing()
-    report = {
-        "run": config.name,
-        "run_id": config.run_id,
-        "stages": {stage: stage_status(state, stage) for stage in STAGES},
-        "batches": [
-            {
-                "submission": s.id,
-                "stage": s.stage,
-                "batch_id": s.batch_id,
-                "status": s.word,
-                "service_status": s.status,
-                "requests": len(s.lines),
-                "adopted": s.adopted,
-                "input_file_id": s.file_id,
-                "result_files": s.result_files(),
-            }
-            for s in state.subs.values()
-        ],
-        "anomalies": list(state.anomalies),
-        "cost": _run_cost(state, config, pricing),
-    }
-    atomic_write_text(run.report_path, json.dumps(report, indent=2) + "\n")

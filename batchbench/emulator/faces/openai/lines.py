@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...anomalies import served
 from ...core import Store
 from ...endpoints import shape
 
@@ -36,6 +37,9 @@ def reply(
         }, None
     if isinstance(result, str):
         reply = shape(endpoint, body, result, request_id, now)
+        if reply.get("object") == "chat.completion":  # who served it, as OpenAI says
+            model = str(body.get("model"))
+            reply["model"], reply["system_fingerprint"] = served(store, model, where)
         return {"status_code": 200, "request_id": request_id, "body": reply}, None
     if isinstance(result, dict) and isinstance(result.get("error"), dict):
         return None, {
