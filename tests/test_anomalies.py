@@ -37,6 +37,8 @@ def good_day(tmp_path_factory, fixture_dir):
         ("file-not-found", {"anomalies": {"file-not-found": 1.0}}, "creates"),
         ("expired-500", {"anomalies": {"expired-500": 1.0}, "completion_window": 0.12}, "expired"),
         ("lagging-counts", {"anomalies": {"lagging-counts": 0.8}}, None),
+        # the rows keep the model asked for; what served it is provenance (test_provenance)
+        ("snapshot-change", {"anomalies": {"snapshot-change": 0.5}}, None),
         ("missing-lines", {"anomalies": {"missing-lines": 0.3}}, "executions"),
         # without --tail-flex a stuck tail waits for the window's end, and is sent again
         ("stuck-tail", {"anomalies": {"stuck-tail": 0.05}, "completion_window": 0.5}, "expired"),

@@ -23,7 +23,7 @@ from support.labelling import graded as _graded
 from support.labelling import label as _label
 from support.labelling import sheet as _sheet
 from support.labelling import write_sheet as _write
-from support.runs import run_args
+from support.runs import run_args, tool_neutral
 
 from batchbench.bench.dataset import load_dataset
 from batchbench.emulator.model import default_content
@@ -166,7 +166,7 @@ def test_the_plan_says_how_many_labels_a_width_needs(batch_emulator, tmp_path, f
     [
         ({"case_id": "no-such-case"}, "is not a case of run"),
         ({"item_id": "no-such-item"}, "is not in case"),
-        ({"verdict": "yes"}, "is not 0 (not met) or 1 (met)"),
+        ({"verdict": "yes"}, "is not 0 (not met), 1 (met) or unsure"),
         ({"rater": ""}, "without a rater"),
     ],
 )
@@ -476,7 +476,7 @@ def test_labels_from_label_studio_and_prodigy_read_as_the_sheet_does(
     def figures(path):
         proc = run_cli("calibrate", "ans-model", "--labels", str(path), "--json", *jobs)
         assert proc.returncode == 0, proc.stderr
-        return json.loads(proc.stdout)
+        return tool_neutral(json.loads(proc.stdout))
 
     # HealthBench's meta-eval: one line an item, the physicians' labels side by side; the
     # case by prompt_id and the item by its rubric text (as that dataset names them)
@@ -514,7 +514,7 @@ def test_labels_from_label_studio_and_prodigy_read_as_the_sheet_does(
         "--json",
         *jobs,
     )
-    assert json.loads(named.stdout) == sheet
+    assert tool_neutral(json.loads(named.stdout)) == sheet
 
     (tmp_path / "object.json").write_text('{"tasks": []}')  # not an export: said so
     proc = run_cli("calibrate", "ans-model", "--labels", str(tmp_path / "object.json"), *jobs)
@@ -610,7 +610,7 @@ def test_labels_from_a_redcap_export_read_as_the_sheet_does(batch_emulator, tmp_
         "calibrate", "ans-model", "--labels", str(tmp_path / "redcap.csv"), "--json", *jobs
     )
     assert by_name.returncode == 0, by_name.stderr
-    assert json.loads(by_name.stdout) == json.loads(sheet.stdout)
+    assert tool_neutral(json.loads(by_name.stdout)) == tool_neutral(json.loads(sheet.stdout))
     fields = {item: f"item_{k}" for k, item in enumerate(items)}
     export(tmp_path / "redcap2.csv", fields.__getitem__)
     with (tmp_path / "dictionary.csv").open("w", newline="") as fh:
@@ -632,7 +632,9 @@ def test_labels_from_a_redcap_export_read_as_the_sheet_does(batch_emulator, tmp_
         *jobs,
     )
     assert with_dictionary.returncode == 0, with_dictionary.stderr
-    assert json.loads(with_dictionary.stdout) == json.loads(sheet.stdout)
+    assert tool_neutral(json.loads(with_dictionary.stdout)) == tool_neutral(
+        json.loads(sheet.stdout)
+    )
     broken = (tmp_path / "redcap.csv").read_text().replace(",Yes,", ",Maybe,", 1)
     (tmp_path / "broken.csv").write_text(broken)
     proc = run_cli("calibrate", "ans-model", "--labels", str(tmp_path / "broken.csv"), *jobs)

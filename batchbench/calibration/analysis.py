@@ -20,6 +20,7 @@ from ..bench.results import row_verdicts
 from ..bench.scoring import rubric_frame, score_joined
 from ..scores.stats import Z95, balanced_f1, fleiss_kappa, gwet_ac1, krippendorff_alpha
 from ..scores.summary import Summary
+from .formats import LabelsFormat
 from .labels import Label, LabelsError
 from .ppi import (
     Agreement,
@@ -32,6 +33,7 @@ from .ppi import (
     overall,
     rogan_gladen,
 )
+from .raters import Rater, rating_record
 
 
 class Interval(TypedDict):
@@ -59,13 +61,19 @@ class Calibration(TypedDict):
     between_raters: dict[str, Any] | None
     per_rater: dict[str, dict[str, float | int | None]]
     moved: list[dict[str, Any]]
+    rating: dict[str, Any]  # the physicians as raters (:mod:`.raters`)
 
 
-def physician_scores(labels: Sequence[Label], cases: Mapping[str, Case]) -> dict[str, float]:
-    """Each labelled case's ``Y``: the mean of its raters' case scores by the protocol."""
+def physician_scores(
+    labels: Sequence[Label], cases: Mapping[str, Case], unsure: Sequence[Label] = ()
+) -> dict[str, float]:
+    """Each labelled case's ``Y``: the mean of its raters' case scores by the protocol (a
+    rater ``unsure`` of an item of a case gives that case no score)."""
+    abstained = {(label.rater, label.case_id) for label in unsure}
     by_rater: dict[str, dict[str, dict[str, bool]]] = defaultdict(lambda: defaultdict(dict))
     for label in labels:
-        by_rater[label.rater][label.case_id][label.item_id] = label.met
+        if (label.rater, label.case_id) not in abstained:
+            by_rater[label.rater][label.case_id][label.item_id] = label.met
     scores: dict[str, list[float]] = defaultdict(list)
     for rater, verdicts in sorted(by_rater.items()):
         laid: dict[str, list[bool]] = {}  # each rubric item's verdict, in rubric order
@@ -90,13 +98,21 @@ def calibrate(
     summary: Summary,
     labels: Sequence[Label],
     cases: Mapping[str, Case],
+    raters: Mapping[str, Rater] | None = None,
+    formats: Sequence[LabelsFormat] = (),
 ) -> Calibration:
+    """``labels``: the physicians' verdicts, their ``unsure`` ones in (an abstention: left
+    out of the figures, reported in ``rating`` with ``raters`` described and the
+    labelling tools' ``formats``)."""
+    everything = labels
+    unsure = [x for x in labels if x.unsure]
+    labels = [x for x in labels if not x.unsure]
     judged = {
         r["case_id"]: r
         for r in rows
         if "score" in r and row_verdicts(r.get("decisions")) is not None
     }
-    labelled = physician_scores(labels, cases)
+    labelled = physician_scores(labels, cases, unsure)
     left_out = sorted(c for c in labelled if c not in judged)
     pairs: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
     kinds: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
@@ -167,6 +183,7 @@ def calibrate(
         "between_raters": _between_raters(labels),
         "per_rater": _per_rater(labels, judged),
         "moved": _moved(per),
+        "rating": rating_record(everything, rows, raters, formats),
     }
 
 

@@ -44,6 +44,9 @@ Row = tuple[str, dict[str, str]]  # where (file and record), the long table's ro
 
 MET = {"met": "1", "yes": "1", "1": "1", "true": "1", "not met": "0", "no": "0", "0": "0"}
 MET |= {"false": "0", "not_met": "0", "unmet": "0"}
+# The rater could not tell (GRRAS: an abstention, reported as a rate, never a verdict).
+UNSURE = "unsure"
+MET |= {UNSURE: UNSURE, "not sure": UNSURE, "uncertain": UNSURE, "?": UNSURE}
 PRODIGY = {"accept": "1", "reject": "0", "ignore": ""}
 
 # The labelling interface the Label Studio tasks are made for (the README shows it).
@@ -56,6 +59,7 @@ LABEL_STUDIO_CONFIG = """<View>
   <Choices name="verdict" toName="answer" choice="single" required="true">
     <Choice value="met"/>
     <Choice value="not met"/>
+    <Choice value="unsure"/>
   </Choices>
 </View>"""
 
@@ -136,6 +140,7 @@ def label_studio_rows(path: Path, text: str, run: str) -> Iterator[Row]:
             verdict = _choice(annotation.get("result"), here)
             rater = _rater(annotation.get("completed_by"), here, "completed_by")
             row = {"run": str(data.get("run") or run), "case_id": case_id, "item_id": item_id}
+            row["seconds"] = _seconds(annotation.get("lead_time"), here)
             yield here, {**row, "rater": rater, "verdict": verdict}
 
 
@@ -179,7 +184,7 @@ def _label_studio_flat(
         if isinstance(said, str) and said.startswith("{") and export == "CSV":
             said = _csv_choice(said, where)
         if not isinstance(said, str) or said.strip().lower() not in MET:
-            raise FormatError(f"{where}: verdict {said!r} is not met or not met")
+            raise FormatError(f"{where}: verdict {said!r} is not met, not met or unsure")
         yield (
             where,
             {
@@ -188,8 +193,22 @@ def _label_studio_flat(
                 "item_id": _field(record, "item_id", where),
                 "rater": _rater(annotator, where, "annotator"),
                 "verdict": MET[said.strip().lower()],
+                "seconds": _seconds(record.get("lead_time"), where),
             },
         )
+
+
+def _seconds(value: Any, where: str) -> str:
+    """Label Studio's ``lead_time``: the seconds an annotation took ("" when not kept)."""
+    if value in (None, ""):
+        return ""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise FormatError(f"{where}: lead_time {value!r} is not a number of seconds") from None
+    if not seconds >= 0 or seconds == float("inf"):
+        raise FormatError(f"{where}: lead_time {value!r} is not a number of seconds")
+    return repr(seconds)
 
 
 def _csv_choice(cell: str, where: str) -> str:
@@ -352,7 +371,7 @@ def _choice(result: Any, where: str) -> str:
         raise FormatError(f"{where}: 'result' needs one choices result with one choice")
     said = str(choices[0][0]).strip().lower()
     if said not in MET:
-        raise FormatError(f"{where}: choice {choices[0][0]!r} is not met or not met")
+        raise FormatError(f"{where}: choice {choices[0][0]!r} is not met, not met or unsure")
     return MET[said]
 
 

@@ -1,7 +1,8 @@
 """The physicians' verdicts: a labelling sheet filled in, read and checked.
 
-One row per run, case, rubric item and rater; ``verdict`` is 1 (met) or 0 (not met),
-empty where nobody labelled it. A row naming a case the run does not hold, an item
+One row per run, case, rubric item and rater; ``verdict`` is 1 (met), 0 (not met) or
+``unsure`` (the rater could not tell: an abstention, counted, never a verdict), empty
+where nobody labelled it. A row naming a case the run does not hold, an item
 its case's rubric does not hold, a verdict that is not 0/1, no rater, or the same
 (run, case, item, rater) twice is refused in one line naming the file and line. Lines
 whose first cell starts with ``#`` are the sheet's notes.
@@ -18,6 +19,7 @@ from ..errors import InputError
 from . import redcap
 from .csvtext import csv_records
 from .formats import (
+    UNSURE,
     LabelsFormat,
     Row,
     csv_header,
@@ -45,6 +47,8 @@ class Label:
     item_id: str
     rater: str
     met: bool
+    unsure: bool = False  # an abstention (``met`` means nothing then)
+    seconds: float | None = None  # the time it took, where the tool keeps it
 
 
 def read_labels(
@@ -52,10 +56,13 @@ def read_labels(
     run: str,
     cases: Mapping[str, Case],
     fmt: LabelsFormat | None = None,
+    keep_unsure: bool = False,
 ) -> list[Label]:
     """The verdicts these files give on ``run``'s answers (rows of other runs are the
     sheet's other runs: skipped), every row checked against the run's cases. Each file
-    is in ``fmt``, or in the format its content says (:mod:`.formats`)."""
+    is in ``fmt``, or in the format its content says (:mod:`.formats`). With
+    ``keep_unsure`` an ``unsure`` is a label with ``unsure`` set (:func:`.analysis.calibrate`
+    reports them); without, it and the rest of that rater's case are left out."""
     found: list[Label] = []
     seen: set[tuple[str, str, str]] = set()
     texts = {path: _text(path) for path in paths}
@@ -81,8 +88,11 @@ def read_labels(
                     f"{where}: item {row['item_id']!r} is not in case {row['case_id']}'s rubric"
                 )
             verdict = row["verdict"].strip()
-            if verdict not in ("0", "1"):
-                raise LabelsError(f"{where}: verdict {verdict!r} is not 0 (not met) or 1 (met)")
+            verdict = UNSURE if verdict.lower() in ("unsure", "?") else verdict
+            if verdict not in ("0", "1", UNSURE):
+                raise LabelsError(
+                    f"{where}: verdict {verdict!r} is not 0 (not met), 1 (met) or unsure"
+                )
             rater = (row.get("rater") or "").strip()
             if not rater:
                 raise LabelsError(f"{where}: a verdict without a rater")
@@ -93,10 +103,35 @@ def read_labels(
                     f" {row['case_id']} twice"
                 )
             seen.add(key)
-            found.append(Label(row["case_id"], row["item_id"], rater, verdict == "1"))
+            seconds = _seconds(row.get("seconds"), where)
+            met, unsure = verdict == "1", verdict == UNSURE
+            found.append(Label(row["case_id"], row["item_id"], rater, met, unsure, seconds))
+    if not keep_unsure:  # a rater unsure of an item of a case says nothing of that case
+        abstained = {(x.rater, x.case_id) for x in found if x.unsure}
+        found = [x for x in found if (x.rater, x.case_id) not in abstained]
     if not found:
         raise NoVerdicts(f"no verdicts on run {run!r} in {', '.join(map(str, paths))}")
     return found
+
+
+def _seconds(cell: str | None, where: str) -> float | None:
+    """The time a label took (Label Studio's ``lead_time``, a sheet's ``seconds``)."""
+    if not (cell or "").strip():
+        return None
+    try:
+        seconds = float(str(cell))
+    except ValueError:
+        raise LabelsError(f"{where}: seconds {cell!r} is not a number") from None
+    if not 0 <= seconds < float("inf"):
+        raise LabelsError(f"{where}: seconds {cell!r} is not a number of seconds")
+    return seconds
+
+
+def formats_of(paths: Sequence[Path], fmt: LabelsFormat | None) -> list[LabelsFormat]:
+    """The format each labels file was read in (the one named, or its content's); a
+    REDCap data dictionary holds no labels and is none."""
+    texts = {path: _text(path) for path in paths}
+    return [fmt or detect(p, t) for p, t in texts.items() if not redcap.is_dictionary(t)]
 
 
 MAX_LABELS_BYTES = 64 << 20  # a team's labels are a few MB: more is no labels file

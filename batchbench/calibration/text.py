@@ -9,6 +9,7 @@ from typing import Any
 from ..formats import MISSING
 from ..scores.stats import SMALL_N, Z95
 from .analysis import Calibration
+from .raters import rating_html, rating_lines
 
 
 def _num(value: float | None, digits: int = 3) -> str:
@@ -344,7 +345,7 @@ def calibration_text(c: Calibration) -> str:
 
     lines = [f"run {c['run']}: {_who(c)}", *verdict(c), "", line(list(HEADER))]
     lines += [line(cells) for cells in _cells(c)]
-    return "\n".join(lines + _notes(c))
+    return "\n".join(lines + _notes(c) + ["", *rating_lines(c["rating"])])
 
 
 def plan_text(p: dict[str, Any]) -> str:
@@ -395,4 +396,5 @@ def calibration_html(c: Calibration) -> str:
     return (
         f"<h2 id='calibration-{escape(c['run'])}'>The judge against physicians:"
         f" {escape(c['run'])}</h2>{said}<table>{head}{rows}</table><ul>{notes}</ul>"
+        + rating_html(c["rating"])
     )

@@ -5,12 +5,13 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 
 if TYPE_CHECKING:
     from ..calibration import Graded
+    from ..calibration.formats import LabelsFormat
     from ..calibration.labels import Label
 
 from .common import Command, JobsDirOpt, JsonOpt, finite, friendly, warn
@@ -126,6 +127,15 @@ def calibrate(
             " and rater, a yes/no field an item); default: from -o's suffix.",
         ),
     ] = None,
+    raters: Annotated[
+        Path | None,
+        typer.Option(
+            "--raters",
+            metavar="FILE",
+            help="A CSV describing the physicians (id, specialty, years, country), shown"
+            " beside their labels, abstentions and time per label (GRRAS).",
+        ),
+    ] = None,
     plan: Annotated[
         bool,
         typer.Option("--plan", metavar="", help="From labels of a pilot: how many to label."),
@@ -159,15 +169,24 @@ def calibrate(
     if not labels:
         raise ConfigError("calibrate RUN needs --labels FILE (a filled labelling sheet)")
     graded = load_run(resolve(runs[0], jobs_dir), warn=warn)
-    found = _labels(runs[0], jobs_dir, graded, labels, labels_format)
+    everything = _labels(runs[0], jobs_dir, graded, labels, labels_format)
+    abstained = {(x.rater, x.case_id) for x in everything if x.unsure}
+    whole = [x for x in everything if (x.rater, x.case_id) not in abstained]  # cases said
     if plan:
         if width is None or not 0 < width < 1:
             raise ConfigError("--plan needs --width W, a half-width in (0, 1)")
-        planned = plan_labels(graded.rows, found, graded.cases, width)
+        planned = plan_labels(graded.rows, whole, graded.cases, width)
         typer.echo(json_text(planned) if as_json else plan_text(planned))
         return
-    result = calibrate_run(graded.name, graded.rows, graded.summary, found, graded.cases)
-    panel = judge_panel(resolve(runs[0], jobs_dir), found, graded, warn=warn)
+    from ..calibration.labels import formats_of
+    from ..calibration.raters import read_raters
+
+    described = read_raters(raters) if raters is not None else None
+    formats = formats_of(labels, cast("LabelsFormat | None", labels_format))
+    result = calibrate_run(
+        graded.name, graded.rows, graded.summary, everything, graded.cases, described, formats
+    )
+    panel = judge_panel(resolve(runs[0], jobs_dir), whole, graded, warn=warn)
     if as_json:
         typer.echo(json_text({**result, **({"panel": panel} if panel else {})}))
         return
@@ -188,7 +207,7 @@ def _labels(
     if labels_format is not None and labels_format not in FORMATS:
         raise ConfigError(f"--labels-format {labels_format!r}: one of {', '.join(FORMATS)}")
     try:
-        return read_labels(labels, graded.name, graded.cases, labels_format)
+        return read_labels(labels, graded.name, graded.cases, labels_format, keep_unsure=True)
     except NoVerdicts as exc:
         first = _first_of_panel(name, jobs_dir)
         if first is None:

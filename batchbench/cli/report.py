@@ -100,7 +100,7 @@ def _calibrations(runs: list[str], jobs_dir: Path, labels: list[Path]) -> list[s
     """Each run's calibration section, for the runs the labels speak of (none: refused)."""
     from ..calibration import judge_panel, load_run
     from ..calibration.analysis import calibrate
-    from ..calibration.labels import NoVerdicts, read_labels
+    from ..calibration.labels import NoVerdicts, formats_of, read_labels
     from ..calibration.panel import panel_html
     from ..calibration.text import calibration_html
     from ..errors import ConfigError
@@ -113,12 +113,17 @@ def _calibrations(runs: list[str], jobs_dir: Path, labels: list[Path]) -> list[s
             continue
         graded = load_run(named, warn=warn)
         try:
-            found = read_labels(labels, graded.name, graded.cases)
+            found = read_labels(labels, graded.name, graded.cases, keep_unsure=True)
         except NoVerdicts:
             continue
-        result = calibrate(graded.name, graded.rows, graded.summary, found, graded.cases)
+        formats = formats_of(labels, None)
+        result = calibrate(
+            graded.name, graded.rows, graded.summary, found, graded.cases, None, formats
+        )
         sections.append(calibration_html(result))
-        panel = judge_panel(named, found, graded, warn=warn)
+        abstained = {(x.rater, x.case_id) for x in found if x.unsure}
+        whole = [x for x in found if (x.rater, x.case_id) not in abstained]
+        panel = judge_panel(named, whole, graded, warn=warn)
         if panel is not None:  # its other judges against the same labels (#63.3)
             sections.append(panel_html(panel, graded.name))
     if not sections:

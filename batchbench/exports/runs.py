@@ -52,7 +52,7 @@ def export_eee(
     graded = load_run(named, dataset, warn=warn)
     calibrated = None
     if labels:
-        found = read_labels(labels, graded.name, graded.cases, None)
+        found = read_labels(labels, graded.name, graded.cases, None, keep_unsure=True)
         result = calibrate(graded.name, graded.rows, graded.summary, found, graded.cases)
         calibrated = {name: b["corrected"] for name, b in result["benchmarks"].items()}
     from ..engine.provenance import provenance

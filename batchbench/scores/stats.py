@@ -20,7 +20,8 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Hashable, Sequence
 
 import numpy as np
 
@@ -93,24 +94,24 @@ def item_agreement(verdicts: Sequence[Sequence[bool]]) -> float | None:
     return sum(1 for v in verdicts if len(set(v)) == 1) / len(verdicts)
 
 
-def fleiss_kappa(verdicts: Sequence[Sequence[bool]]) -> float | None:
-    """Fleiss' kappa over items, two categories (matched or not), each item rated by
-    two or more raters — a run's K judge passes, or the physicians who labelled it,
-    whose number may differ from item to item: P_i = (Σ_j n_ij² − m_i) / (m_i (m_i −
-    1)). Items rated once are left out. None when it is undefined (no item rated
-    twice, or one category only). The one home of the rule, for noise and calibration."""
+def fleiss_kappa(verdicts: Sequence[Sequence[Hashable]]) -> float | None:
+    """Fleiss' kappa over items, each rated by two or more raters — a run's K judge
+    passes, or the physicians who labelled it, whose number may differ from item to
+    item: P_i = (Σ_j n_ij² − m_i) / (m_i (m_i − 1)), chance Σ_j p_j². Two categories
+    (matched or not) or more (met, not met, unsure). Items rated once are left out.
+    None when it is undefined (no item rated twice, or one category only). The one
+    home of the rule, for noise and calibration."""
     rated = [v for v in verdicts if len(v) > 1]
     if not rated:
         return None
     per_item = []
-    met_total = votes = 0
+    totals: Counter[Hashable] = Counter()
     for ratings in rated:
-        m, met = len(ratings), sum(ratings)
-        per_item.append((met * met + (m - met) * (m - met) - m) / (m * (m - 1)))
-        met_total += met
-        votes += m
-    p_met = met_total / votes
-    expected = p_met**2 + (1 - p_met) ** 2
+        m, counts = len(ratings), Counter(ratings)
+        per_item.append((sum(n * n for n in counts.values()) - m) / (m * (m - 1)))
+        totals.update(counts)
+    votes = sum(totals.values())
+    expected = math.fsum((n / votes) ** 2 for n in totals.values())
     if expected == 1:
         return None
     return (math.fsum(per_item) / len(per_item) - expected) / (1 - expected)

@@ -217,3 +217,15 @@ def varied_sample(tmp_path: Path) -> Path:
             item["item_id"] = f"{digest}_{i}"
         path.write_text(json.dumps(case))
     return root
+
+
+def tool_neutral(found: dict[str, Any]) -> dict[str, Any]:
+    """A calibration's figures without what depends on the labelling tool rather than
+    on the verdicts: its blinding statement and the time it kept per label."""
+    rating = dict(found.get("rating") or {})
+    for key in ("blinding", "median_seconds", "timed_labels"):
+        rating.pop(key, None)
+    rating["raters"] = [
+        {k: v for k, v in r.items() if k != "median_seconds"} for r in rating.get("raters", [])
+    ]
+    return {**found, "rating": rating} if "rating" in found else found
