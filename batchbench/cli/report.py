@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -52,6 +52,16 @@ def report(
             " Professional's rule: less 0.0147 per 500 characters beyond 2,000).",
         ),
     ] = False,
+    checklist: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--checklist",
+            metavar="NAME",
+            help="Fill a reporting checklist from the runs' record: chart or mi-clear-llm"
+            " (repeatable); a section of the page, and PAGE.NAME.md and PAGE.NAME.csv beside"
+            " it.",
+        ),
+    ] = None,
     as_json: Annotated[
         Path | None,
         typer.Option(
@@ -72,10 +82,12 @@ def report(
     from ..views.page import page_record, render, write_page
     from ..views.page_sources import load_sources
 
+    asked = _checklists(checklist or [])
     sources, ds = load_sources(runs, jobs_dir, dataset, label or (), warn=warn)
     sections = _calibrations(runs, jobs_dir, labels) if labels else []
     out = output or Path("report.html")
     record = page_record(sources, ds, length_adjusted=length_adjusted, margin=margin)
+    filled = _fill(asked, sources, record, bool(sections), out.name)
     page = render(
         sources,
         ds,
@@ -84,9 +96,12 @@ def report(
         allow_partial=allow_partial,
         calibrations=sections,
         record=record,
+        appendices=[html for html, _, _ in filled.values()],
     )
     write_page(out, page)
     typer.echo(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
+    for name, (_, markdown, table) in filled.items():
+        _write_checklist(out, name, markdown, table)
     if as_json is not None:
         import json
 
@@ -94,6 +109,49 @@ def report(
 
         atomic_write_text(as_json, json.dumps(record, indent=1) + "\n")
         typer.echo(f"wrote {as_json}")
+
+
+def _checklists(names: list[str]) -> list[str]:
+    """The checklists asked for, each known (else one line saying which are)."""
+    from ..errors import ConfigError
+    from ..views.checklists import CHECKLISTS, CHECKLISTS_MISSING
+
+    for name in names:
+        if name in CHECKLISTS_MISSING:
+            raise ConfigError(f"--checklist {name}: {CHECKLISTS_MISSING[name]}")
+        if name not in CHECKLISTS:
+            raise ConfigError(f"--checklist {name!r}: one of {', '.join(CHECKLISTS)}")
+    return list(dict.fromkeys(names))
+
+
+def _fill(
+    names: list[str], sources: list[Any], record: dict[str, Any], labelled: bool, page: str
+) -> dict[str, tuple[str, str, str]]:
+    """Each checklist filled: its page section, Markdown and CSV (and in ``record``)."""
+    from ..views.checklists import CHECKLISTS, facts_of, filled
+    from ..views.page_checklist import checklist_csv, checklist_html, checklist_markdown
+
+    out = {}
+    facts = facts_of(sources, record, labelled)
+    for name in names:
+        rows = filled(CHECKLISTS[name], facts)
+        record.setdefault("checklists", {})[name] = rows
+        html = checklist_html(CHECKLISTS[name], rows)
+        out[name] = (
+            html,
+            checklist_markdown(CHECKLISTS[name], rows, page),
+            checklist_csv(rows),
+        )
+    return out
+
+
+def _write_checklist(page: Path, name: str, markdown: str, table: str) -> None:
+    from .._io import atomic_write_text
+
+    for suffix, text in ((".md", markdown), (".csv", table)):
+        path = page.with_name(f"{page.stem}.{name}{suffix}")
+        atomic_write_text(path, text)
+        typer.echo(f"wrote {path}")
 
 
 def _calibrations(runs: list[str], jobs_dir: Path, labels: list[Path]) -> list[str]:

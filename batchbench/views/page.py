@@ -66,9 +66,11 @@ def render(
     allow_partial: bool = False,
     calibrations: Sequence[str] = (),
     record: dict[str, Any] | None = None,
+    appendices: Sequence[str] = (),
 ) -> str:
     """The whole page (``calibrations``: each run's calibration section, when labels
-    were given; ``record``: :func:`page_record`'s, when the caller made it already)."""
+    were given; ``record``: :func:`page_record`'s, when the caller made it already;
+    ``appendices``: sections after the prompts, the filled checklists)."""
     sides = [s.side for s in sources]
     comparison = (
         compare(sides, baseline, margin=margin, allow_partial=allow_partial)
@@ -105,6 +107,7 @@ def render(
     parts.append(length_section(record["length"]))
     parts += [*calibrations, cases_section(sources, ds), failures_section(sources, ds)]
     parts.append(prompts_section(record["prompts"]))
+    parts += appendices
     parts.append(f"<script>{SCRIPT}</script>")
     return "".join(parts) + "</body></html>\n"
 

@@ -36,6 +36,7 @@ class Source:
     flow: list[dict[str, Any]] = field(default_factory=list)  # :mod:`..scores.flow`'s
     plan: dict[str, str] | None = None  # the sealed analysis plan the run recorded
     provenance: dict[str, Any] | None = None  # requested and served models (runs only)
+    judge_passes: int = 1  # judge requests per answer (runs: as configured)
 
 
 def load_sources(
@@ -70,6 +71,7 @@ def load_sources(
             source.flow = flow_of_run(state, config.case_ids, len(ds.cases))
             source.plan = config.analysis_plan
             source.provenance = provenance(state, config)
+            source.judge_passes = config.judge_passes
         sources.append(source)
     if ds is None:
         raise ConfigError("report needs --dataset for results files")
