@@ -225,6 +225,14 @@ def test_a_real_browser_renders_the_page_and_its_filters_work(
         )
         assert sorted(chrome.evaluate(visible)) == sorted(disagree)
         shot = chrome.call("Page.captureScreenshot", {"format": "png"})["data"]
+        # On a phone (390 CSS pixels wide): the page is laid out at the phone's width and
+        # nothing makes it wider (wide tables scroll inside themselves).
+        chrome.call(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": 390, "height": 844, "deviceScaleFactor": 3, "mobile": True},
+        )
+        wide = "[document.documentElement.scrollWidth, window.innerWidth]"
+        assert chrome.evaluate(wide) == [390, 390]
     import base64
     import io
 

@@ -79,7 +79,8 @@ def render(
     )
     first = sides[0].summary
     parts = [
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
         f"<title>BedsideBench report: {_e(', '.join(s.name for s in sides))}</title>",
         f"<style>{STYLE}</style></head><body>",
         _header(sources, first),

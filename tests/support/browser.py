@@ -42,6 +42,8 @@ class Browser:
         def wire() -> None:  # in the child: its fd 3 reads our commands, fd 4 writes replies
             os.dup2(to_chrome_r, 3)
             os.dup2(from_chrome_w, 4)
+            for fd in (3, 4):  # dup2 onto itself (a pipe that already was fd 3) keeps CLOEXEC
+                os.set_inheritable(fd, True)
 
         cut_off = (
             ["unshare", "-n"] if offline and os.geteuid() == 0 and shutil.which("unshare") else []
