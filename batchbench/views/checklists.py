@@ -63,8 +63,13 @@ class Checklist:
     items: tuple[Item, ...]
 
 
+def _said(status: Status, where: str, text: str) -> Callable[[Facts], Answer]:
+    """An answer the record does not change."""
+    return lambda f: (status, where, text)
+
+
 def _authors(what: str) -> Callable[[Facts], Answer]:
-    return lambda f: ("not reported", "", f"the authors' to write: {what}")
+    return _said("not reported", "", f"the authors' to write: {what}")
 
 
 def _models(f: Facts, stage: str) -> str:
@@ -76,40 +81,52 @@ def _models(f: Facts, stage: str) -> str:
     return "; ".join(said)
 
 
-def _identifiers(f: Facts) -> Answer:
-    if not f.record["provenance"]:
-        return ("not reported", "", "results files only: no run's journal says what served")
-    return ("answered", "#provenance", _models(f, "answers") + "; judges: " + _models(f, "judges"))
+def _per_run(each: Callable[[str, Mapping[str, Any]], list[str]]) -> Callable[[Facts], Answer]:
+    """An answer from each run's provenance (``each``: its phrases); results files hold
+    none, and say so."""
+
+    def answer(f: Facts) -> Answer:
+        if not f.record["provenance"]:
+            return ("not reported", "", "results files only: no run's journal says what served")
+        said = [text for run, rec in f.record["provenance"].items() for text in each(run, rec)]
+        return ("answered", "#provenance", "; ".join(said))
+
+    return answer
 
 
-def _vendors(f: Facts) -> Answer:
-    if not f.record["provenance"]:
-        return ("not reported", "", "results files only")
+def _served(run: str, rec: Mapping[str, Any]) -> list[str]:
+    return [
+        f"{run} {stage}: {rec[stage]['requested']} asked on {rec[stage]['service']}, served"
+        f" {', '.join(f'{m} ({n})' for m, n in rec[stage]['served'].items()) or 'not said'}"
+        for stage in ("answers", "judges")
+    ]
+
+
+def _vendor(run: str, rec: Mapping[str, Any]) -> list[str]:
+    v = rec["vendors"]
+    same = {True: "same vendor", False: "different vendors", None: "vendor not known"}
+    return [
+        f"{run}: answers by {v['answers'] or 'unknown'}, judged by {v['judges'] or 'unknown'}"
+        f" ({same[rec['same_vendor']]})"
+    ]
+
+
+def _parameter(run: str, rec: Mapping[str, Any]) -> list[str]:
     said = []
-    for run, rec in f.record["provenance"].items():
-        v = rec["vendors"]
-        same = {True: "same vendor", False: "different vendors", None: "vendor not known"}
+    for stage in ("answers", "judges"):
+        p = rec[stage]["parameters"]
+        t = p["temperature_requests"]
         said.append(
-            f"{run}: answers by {v['answers'] or 'unknown'}, judged by {v['judges'] or 'unknown'}"
-            f" ({same[rec['same_vendor']]})"
+            f"{run} {stage}: temperature {p['temperature']} ({t['sent']} sent,"
+            f" {t['not_sent']} without), reasoning effort {p['reasoning_effort']},"
+            f" structured output {p['structured_output']}, max tokens {p['max_tokens']}"
         )
-    return ("answered", "#provenance", "; ".join(said))
+    return said
 
 
-def _parameters(f: Facts) -> Answer:
-    if not f.record["provenance"]:
-        return ("not reported", "", "results files only")
-    said = []
-    for run, rec in f.record["provenance"].items():
-        for stage in ("answers", "judges"):
-            p = rec[stage]["parameters"]
-            t = p["temperature_requests"]
-            said.append(
-                f"{run} {stage}: temperature {p['temperature']} ({t['sent']} sent,"
-                f" {t['not_sent']} without), reasoning effort {p['reasoning_effort']},"
-                f" structured output {p['structured_output']}, max tokens {p['max_tokens']}"
-            )
-    return ("answered", "#provenance", "; ".join(said))
+_identifiers = _per_run(_served)
+_vendors = _per_run(_vendor)
+_parameters = _per_run(_parameter)
 
 
 def _route(f: Facts) -> Answer:
@@ -130,13 +147,12 @@ def _route(f: Facts) -> Answer:
     )
 
 
-def _cutoff(f: Facts) -> Answer:
-    return (
-        "not reported",
-        "",
-        "training data cut-off and any web access are the vendor's to state; the run"
-        " sent no tools or retrieval",
-    )
+_cutoff = _said(
+    "not reported",
+    "",
+    "training data cut-off and any web access are the vendor's to state; the run sent no"
+    " tools or retrieval",
+)
 
 
 def _prompts(f: Facts) -> Answer:
@@ -241,29 +257,26 @@ def _analysis(f: Facts) -> Answer:
     )
 
 
-def _flow(f: Facts) -> Answer:
-    return (
-        "answered",
-        "#flow",
-        "cases in the dataset, sent, answered, judged, scored, each exclusion counted",
-    )
+_flow = _said(
+    "answered",
+    "#flow",
+    "cases in the dataset, sent, answered, judged, scored, each exclusion counted",
+)
 
 
-def _main(f: Facts) -> Answer:
-    return (
-        "answered",
-        "#leaderboard",
-        "each run's overall macro mean and per-benchmark means with intervals",
-    )
+_main = _said(
+    "answered",
+    "#leaderboard",
+    "each run's overall macro mean and per-benchmark means with intervals",
+)
 
 
-def _harms(f: Facts) -> Answer:
-    return (
-        "answered",
-        "#harm",
-        "endorsed harm (negative-points items met) per case and per item, the ten worst"
-        " cases; failures grouped by cause",
-    )
+_harms = _said(
+    "answered",
+    "#harm",
+    "endorsed harm (negative-points items met) per case and per item, the ten worst cases;"
+    " failures grouped by cause",
+)
 
 
 def _protocol(f: Facts) -> Answer:
@@ -294,13 +307,12 @@ def _independence(f: Facts) -> Answer:
     )
 
 
-def _structure(f: Facts) -> Answer:
-    return (
-        "answered",
-        "#prompts",
-        "a system message and one user message per case (answers); the judge a system"
-        " message and the case, answer and rubric items in one user message, JSON asked",
-    )
+_structure = _said(
+    "answered",
+    "#prompts",
+    "a system message and one user message per case (answers); the judge a system message"
+    " and the case, answer and rubric items in one user message, JSON asked",
+)
 
 
 def _llm_identity(f: Facts) -> Answer:

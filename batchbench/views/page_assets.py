@@ -4,7 +4,8 @@ it only filters the case list)."""
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}
 h1{font-size:1.5em}h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}
-table{border-collapse:collapse;margin:.5em 0;display:block;max-width:100%;overflow-x:auto}td,th{padding:.2em .6em;border-bottom:1px solid #eee;
+table{border-collapse:collapse;margin:.5em 0;display:block;max-width:100%;overflow-x:auto}
+td,th{padding:.2em .6em;border-bottom:1px solid #eee;
 text-align:left;vertical-align:top}td.n{text-align:right;font-variant-numeric:tabular-nums}
 dl{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.1em 1em}dt{color:#666}
 dd{margin:0;overflow-wrap:anywhere}code{overflow-wrap:anywhere}
