@@ -15,31 +15,27 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import anthropic
 
-from ..clock import SYSTEM, Clock
 from ..errors import ApiError, ApiNotFoundError
 from ..kinds import Ending, Phase
-from . import tls
 from .base import (
     CLOCK_SKEW,
     LANDS_WITHIN,
     BatchView,
     Marks,
-    Service,
     Tag,
     cancel_unless_ended,
     timestamp,
     walk_list,
 )
+from .client_base import ClientBase, sdk_calls, stainless_sdk
 from .closing import shut
 from .one_by_one import CallKind, Calls
-from .spec import ClientContext
-from .stainless import SdkCalls, timeout
 
 PHASES: dict[str, Phase] = {"in_progress": "running", "canceling": "cancelling", "ended": "ended"}
 RESULTS = ".results"  # a batch's results, as a file reference: "<batch id>.results"
@@ -85,39 +81,15 @@ def view(batch: dict[str, Any]) -> BatchView:
     )
 
 
-class AnthropicClient:
+class AnthropicClient(ClientBase):
     """Message Batches calls, SDK errors turned into batchbench's typed errors."""
 
     marks: Marks = "results"  # a Message Batch keeps no metadata; its request ids do
     lands_within: float = LANDS_WITHIN  # a create of unknown outcome may land this late
 
-    def __init__(
-        self,
-        service: Service,
-        api_key: str,
-        *,
-        warn: Callable[[str], None],
-        clock: Clock = SYSTEM,
-        context: ClientContext,
-    ) -> None:
-        self.service = service
-        self.where = context.where  # how its base URL is set, for a message
-        self.sdk = anthropic.Anthropic(
-            api_key=api_key,
-            base_url=service.base_url,
-            max_retries=0,
-            timeout=timeout(anthropic),
-            http_client=tls.http_client(anthropic),
-        )
-        self._call = SdkCalls(
-            anthropic,
-            service,
-            api_key,
-            display=context.label,
-            key_hint=context.key_hint,
-            warn=warn,
-            clock=clock,
-        )
+    def connect(self, api_key: str) -> None:
+        self.sdk = stainless_sdk(anthropic, anthropic.Anthropic, self.service, api_key)
+        self._call = sdk_calls(self, anthropic, api_key)
         self._batches = self.sdk.messages.batches
 
     def close(self) -> None:

@@ -18,17 +18,15 @@ first batch's validation in the service's own words.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 import openai
 
-from ..clock import SYSTEM, Clock
 from ..errors import ApiNotFoundError, ConfigError
 from . import tls
 from .base import Service
 from .one_by_one import CallKind, Calls
 from .openai_client import OpenAIClient
-from .spec import ClientContext
 from .stainless import timeout
 
 V1_PATH = "/openai/v1"
@@ -52,19 +50,11 @@ def api_version() -> tuple[str, str | None]:
 
 
 class AzureClient(OpenAIClient):
-    def __init__(
-        self,
-        service: Service,
-        api_key: str,
-        *,
-        warn: Callable[[str], None],
-        clock: Clock = SYSTEM,
-        context: ClientContext,
-    ) -> None:
-        super().__init__(service, api_key, warn=warn, clock=clock, context=context)
+    def connect(self, api_key: str) -> None:
+        super().connect(api_key)
         note = api_version()[1]
         if note is not None:
-            warn(note)
+            self.warn(note)
 
     def calls(self, kind: CallKind, model: str) -> Calls | None:
         """None: Azure OpenAI has no flex tier."""

@@ -32,7 +32,6 @@ import botocore.config
 import botocore.exceptions
 import botocore.session
 
-from ..clock import SYSTEM, Clock
 from ..errors import ApiError, ConfigError
 from ..kinds import Ending, Phase
 from . import retry, tls
@@ -49,11 +48,10 @@ from .base import (
 )
 from .bedrock_on_demand import on_demand_calls, reach_runtime
 from .bedrock_wire import claude, model_id
+from .client_base import ClientBase
 from .closing import shut
 from .downloads import Sink, verbatim
 from .one_by_one import CallKind, Calls
-from .retry import Retrier
-from .spec import ClientContext
 
 T = TypeVar("T")
 PHASES: dict[str, tuple[Phase, Ending | None]] = {
@@ -122,28 +120,16 @@ def view(job: dict[str, Any]) -> BatchView:
     )
 
 
-class BedrockClient:
+class BedrockClient(ClientBase):
     marks: Marks = "tag"  # the job's name and token name the run and submission
     lands_within: float = 0.0  # its clientRequestToken: a create repeated is the same job
 
-    def __init__(
-        self,
-        service: Service,
-        api_key: str,
-        *,
-        warn: Callable[[str], None],
-        clock: Clock = SYSTEM,
-        context: ClientContext,
-    ) -> None:
-        self.service = service
-        self.context = context
-        self.clock = clock
-        self.retry = Retrier(warn, clock=clock)
-        where = f"{context.base_url_variable} and the region"
+    def connect(self, api_key: str) -> None:
+        service = self.service
+        where = f"{self.context.base_url_variable} and the region"
         self.preflight = functools.partial(
             self.retry.preflight, url=service.base_url, where=where, errors=self.errors
         )
-        self.warn = warn
         role, location = service.setting("BEDROCK_ROLE_ARN"), service.setting("BATCHBENCH_S3_URI")
         if not role:
             raise ConfigError(

@@ -21,14 +21,13 @@ import contextlib
 import functools
 import importlib
 import re
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import fireworks
 from fireworks.types.batch_inference_job_create_params import InferenceParameters
 
-from ..clock import SYSTEM, Clock
 from ..errors import ApiConflictError, ApiError, ApiNotFoundError, ConfigError, InvariantError
 from ..kinds import Ending, Phase
 from . import tls
@@ -36,17 +35,15 @@ from .base import (
     BatchError,
     BatchView,
     Marks,
-    Service,
     Tag,
     cancel_unless_ended,
     timestamp,
     walk_list,
 )
+from .client_base import ClientBase, sdk_calls, stainless_sdk
 from .closing import shut
 from .http_errors import status_error
 from .one_by_one import CallKind, Calls
-from .spec import ClientContext
-from .stainless import SdkCalls, timeout
 
 PHASES: dict[str, Phase] = {
     "JOB_STATE_CREATING": "pending",
@@ -85,46 +82,24 @@ def short_id(tag: Tag, suffix: str = "") -> str:
     return f"bb-{tag.run_id[:12]}-{tag.sub}{suffix}".lower().replace("_", "-")[:63]
 
 
-class FireworksClient:
+class FireworksClient(ClientBase):
     """Datasets and batch inference jobs through the SDK, errors turned into batchbench's."""
 
     marks: Marks = "tag"  # the job's id is the run's and the submission's
     lands_within: float = 0.0  # the job id the run chose: a second create is refused (409)
 
-    def __init__(
-        self,
-        service: Service,
-        api_key: str,
-        *,
-        warn: Callable[[str], None],
-        clock: Clock = SYSTEM,
-        context: ClientContext,
-    ) -> None:
-        self.service = service
-        self.context = context
-        self.where = context.where  # how its base URL is set, for a message
+    def connect(self, api_key: str) -> None:
+        service = self.service
         self.account = service.setting("FIREWORKS_ACCOUNT_ID") or ""  # the run's
         if not self.account:
             raise ConfigError("grading Fireworks models needs FIREWORKS_ACCOUNT_ID (your account)")
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", self.account):  # it goes in paths
             raise ConfigError(f"FIREWORKS_ACCOUNT_ID {self.account!r} is not an account id")
-        self.sdk = fireworks.Fireworks(
-            api_key=api_key,
-            account_id=self.account,
-            base_url=service.base_url,
-            max_retries=0,
-            timeout=timeout(fireworks),
-            http_client=tls.http_client(fireworks),
+        make = fireworks.Fireworks
+        self.sdk: fireworks.Fireworks = stainless_sdk(
+            fireworks, make, service, api_key, account_id=self.account
         )
-        self._call = SdkCalls(
-            fireworks,
-            service,
-            api_key,
-            display=context.label,
-            key_hint=context.key_hint,
-            warn=warn,
-            clock=clock,
-        )
+        self._call = sdk_calls(self, fireworks, api_key)
         self._jobs = self.sdk.batch_inference_jobs
         http = _http()  # for the signed URLs, on the process's one TLS context
         self._http = http.Client(verify=tls.context(), timeout=http.Timeout(60.0, connect=5.0))

@@ -20,7 +20,6 @@ from typing import Any, TypeVar
 from google import genai
 from google.genai import types
 
-from ..clock import SYSTEM, Clock
 from ..errors import (
     ApiError,
     ApiNotFoundError,
@@ -35,18 +34,16 @@ from .base import (
     BatchError,
     BatchView,
     Marks,
-    Service,
     Tag,
     cancel_unless_ended,
     walk_list,
 )
+from .client_base import ClientBase
 from .closing import shut
 from .downloads import verbatim
 from .google_errors import genai_errors
 from .marked import Marked
 from .one_by_one import CallKind, Calls
-from .retry import Retrier
-from .spec import ClientContext
 
 T = TypeVar("T")
 TIMEOUT_MS = 60_000
@@ -103,30 +100,17 @@ def _time(job: types.BatchJob) -> float | None:
     return job.create_time.timestamp() if job.create_time is not None else None
 
 
-class GeminiClient:
+class GeminiClient(ClientBase):
     """Files and batch jobs through the SDK, its errors turned into batchbench's."""
 
     marks: Marks = "tag"  # a job's display name names the run and submission
     lands_within: float = LANDS_WITHIN  # a create of unknown outcome may land this late
 
-    def __init__(
-        self,
-        service: Service,
-        api_key: str,
-        *,
-        warn: Callable[[str], None],
-        clock: Clock = SYSTEM,
-        context: ClientContext,
-    ) -> None:
-        self.service = service
-        self.context = context
-        self.where = context.where  # how its base URL is set, for a message
-        self.clock = clock
+    def connect(self, api_key: str) -> None:
         self._marked: Marked[types.BatchJob] = Marked()
-        self.retry = Retrier(warn, clock=clock)
         shared = tls.context()
         options = types.HttpOptions(
-            base_url=service.base_url,
+            base_url=self.service.base_url,
             timeout=TIMEOUT_MS,
             client_args={"verify": shared},
             async_client_args={"verify": shared, "ssl": shared},  # httpx's, aiohttp's

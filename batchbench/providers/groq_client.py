@@ -10,12 +10,11 @@ from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
-from . import tls
 from .base import Service
+from .client_base import stainless_sdk
 from .one_by_one import CallKind, Calls
 from .openai_client import OpenAIClient
 from .prefixes import GROQ as PREFIX
-from .stainless import timeout
 
 
 class GroqClient(OpenAIClient):
@@ -27,13 +26,7 @@ class GroqClient(OpenAIClient):
     def make_sdk(self, service: Service, api_key: str) -> Any:
         import groq
 
-        return groq.Groq(
-            api_key=api_key,
-            base_url=service.base_url,
-            max_retries=0,
-            timeout=timeout(groq),
-            http_client=tls.http_client(groq),
-        )
+        return stainless_sdk(groq, groq.Groq, service, api_key)
 
     def _batches_since(self, since: float) -> Iterator[dict[str, Any]]:
         """The key's batches, newest first: Groq lists them all in one reply (its SDK's

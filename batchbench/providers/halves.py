@@ -6,7 +6,7 @@ records that name them are :mod:`.registry`'s."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..clock import Clock
@@ -22,12 +22,15 @@ if TYPE_CHECKING:
     from .openrouter_client import OpenRouterClient
     from .spec import ClientContext, ClientFactory
     from .together_client import TogetherClient
-    from .vertex_client import VertexClient
+    from .vertex_client import VertexClaudeClient, VertexGeminiClient
     from .xai_client import XAIClient
 
 
-def _client(load: Callable[[], Callable[..., Client]], **fixed: Any) -> ClientFactory:
-    """A provider's client factory: its class loaded when the first client is made."""
+def _client(load: Callable[[], ClientFactory]) -> ClientFactory:
+    """A provider's client factory: its class loaded when the first client is made. The
+    class itself must be a :class:`.spec.ClientFactory` — its constructor (each takes
+    :class:`.client_base.ClientBase`'s) and its instances (a :class:`.base.Client`) —
+    which the type checker holds every loader below to."""
 
     def make(
         service: Service,
@@ -37,7 +40,7 @@ def _client(load: Callable[[], Callable[..., Client]], **fixed: Any) -> ClientFa
         clock: Clock,
         context: ClientContext,
     ) -> Client:
-        return load()(service, api_key, warn=warn, clock=clock, context=context, **fixed)
+        return load()(service, api_key, warn=warn, clock=clock, context=context)
 
     return make
 
@@ -186,10 +189,16 @@ def vertex_claude_wire() -> Wire:
     return VertexClaudeWire()
 
 
-def _vertex() -> type[VertexClient]:
-    from .vertex_client import VertexClient
+def _vertex_gemini() -> type[VertexGeminiClient]:
+    from .vertex_client import VertexGeminiClient
 
-    return VertexClient
+    return VertexGeminiClient
+
+
+def _vertex_claude() -> type[VertexClaudeClient]:
+    from .vertex_client import VertexClaudeClient
+
+    return VertexClaudeClient
 
 
 anthropic_client = _client(_anthropic)
@@ -203,5 +212,5 @@ together_client = _client(_together)
 mistral_client = _client(_mistral)
 openrouter_client = _client(_openrouter)
 bedrock_client = _client(_bedrock)
-vertex_gemini_client = _client(_vertex, publisher="google")
-vertex_claude_client = _client(_vertex, publisher="anthropic")
+vertex_gemini_client = _client(_vertex_gemini)
+vertex_claude_client = _client(_vertex_claude)

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import openai
 
-from ..clock import SYSTEM, Clock
 from ..errors import (
     ApiError,
     ApiNotFoundError,
@@ -25,7 +24,6 @@ from ..errors import (
     InvariantError,
 )
 from ..kinds import Ending, Phase
-from . import tls
 from .base import (
     LANDS_WITHIN,
     BatchError,
@@ -37,14 +35,13 @@ from .base import (
     timestamp,
     walk_list,
 )
+from .client_base import ClientBase, sdk_calls, stainless_sdk
 from .closing import shut
 from .http_errors import one_line
 from .marked import Marked
 from .one_by_one import CallKind, Calls
 from .openai_flex import flex_calls
 from .openai_wire import ENDPOINT
-from .spec import ClientContext
-from .stainless import SdkCalls, timeout
 
 ENDINGS: dict[str, Ending] = {
     "completed": "completed",
@@ -105,36 +102,18 @@ def _file_not_visible(what: str, exc: Any) -> ApiError | None:
     return None
 
 
-class OpenAIClient:
-    """Batch API calls, SDK errors turned into batchbench's typed errors."""
+class OpenAIClient(ClientBase):
+    """Batch API calls, SDK errors turned into batchbench's typed errors. The base of the
+    OpenAI-shaped batch APIs (Azure, Groq, xAI): each names its SDK (:meth:`module`,
+    :meth:`make_sdk`) and what differs."""
 
     marks: Marks = "tag"  # batch metadata names the run and submission
     lands_within: float = LANDS_WITHIN  # a create of unknown outcome may land this late
 
-    def __init__(
-        self,
-        service: Service,
-        api_key: str,
-        *,
-        warn: Callable[[str], None],
-        clock: Clock = SYSTEM,
-        context: ClientContext,
-    ) -> None:
-        self.service = service
-        self.context = context
-        self.clock = clock
+    def connect(self, api_key: str) -> None:
         self._marked: Marked[dict[str, Any]] = Marked()
-        self.sdk = self.make_sdk(service, api_key)
-        self._call = SdkCalls(
-            self.module(),
-            service,
-            api_key,
-            display=context.label,
-            key_hint=context.key_hint,
-            warn=warn,
-            refine=self.refine,
-            clock=clock,
-        )
+        self.sdk = self.make_sdk(self.service, api_key)
+        self._call = sdk_calls(self, self.module(), api_key, refine=self.refine)
 
     def refine(self, what: str, exc: Any) -> ApiError | None:
         """This service's own reading of a status error (before the common one), if any."""
@@ -148,15 +127,15 @@ class OpenAIClient:
         return openai
 
     def make_sdk(self, service: Service, api_key: str) -> openai.OpenAI:
-        return openai.OpenAI(
-            api_key=api_key,
-            base_url=service.base_url,
+        made: openai.OpenAI = stainless_sdk(
+            openai,
+            openai.OpenAI,
+            service,
+            api_key,
             organization=service.setting("OPENAI_ORG_ID"),  # the run's, not today's
             project=service.setting("OPENAI_PROJECT_ID"),
-            max_retries=0,
-            timeout=timeout(openai),
-            http_client=tls.http_client(openai),
         )
+        return made
 
     # the service ---------------------------------------------------------------
     def check_models(self, models: Iterable[str]) -> None:

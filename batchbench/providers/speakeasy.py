@@ -9,15 +9,13 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from ..clock import SYSTEM, Clock
 from ..errors import NoAnswer, Unreachable
 from ..errors import TransientApiError as Transient
 from . import transport
 from .base import Service
+from .client_base import ClientBase
 from .closing import shut
 from .http_errors import one_line, retry_after, status_error
-from .retry import Retrier
-from .spec import ClientContext
 
 T = TypeVar("T")
 
@@ -61,25 +59,13 @@ def errors(
         raise Transient(f"{what}: {text} ({url})", batch_id=batch_id) from None
 
 
-class SpeakeasyClient:
+class SpeakeasyClient(ClientBase):
     """A client over a Speakeasy-made SDK: ``make_sdk`` makes the SDK's client,
     ``error_class`` names its base error."""
 
-    def __init__(
-        self,
-        service: Service,
-        api_key: str,
-        *,
-        warn: Callable[[str], None],
-        clock: Clock = SYSTEM,
-        context: ClientContext,
-    ) -> None:
-        self.service = service
-        self.context = context
-        self.clock = clock
-        self.retry = Retrier(warn, clock=clock)
+    def connect(self, api_key: str) -> None:
         self._secret = api_key
-        self.sdk = self.make_sdk(service, api_key)
+        self.sdk = self.make_sdk(self.service, api_key)
 
     def make_sdk(self, service: Service, api_key: str) -> Any:
         raise NotImplementedError

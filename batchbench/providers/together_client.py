@@ -16,31 +16,27 @@ import contextlib
 import functools
 import os
 import tempfile
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..clock import SYSTEM, Clock
 from ..errors import ApiError, ApiNotFoundError, InvariantError
 from ..kinds import Ending, Phase
-from . import tls
 from .base import (
     LANDS_WITHIN,
     BatchError,
     BatchView,
     Marks,
-    Service,
     Tag,
     cancel_unless_ended,
     timestamp,
     walk_list,
 )
+from .client_base import ClientBase, sdk_calls, stainless_sdk
 from .closing import shut
 from .one_by_one import CallKind, Calls
 from .openai_wire import ENDPOINT
 from .prefixes import TOGETHER as PREFIX
-from .spec import ClientContext
-from .stainless import SdkCalls, timeout
 
 ENDINGS: dict[str, Ending] = {
     "COMPLETED": "completed",
@@ -80,40 +76,15 @@ def view(job: dict[str, Any]) -> BatchView:
     )
 
 
-class TogetherClient:
+class TogetherClient(ClientBase):
     marks: Marks = "tag"  # the input file's name
     lands_within: float = LANDS_WITHIN  # a create of unknown outcome may land this late
 
-    def __init__(
-        self,
-        service: Service,
-        api_key: str,
-        *,
-        warn: Callable[[str], None],
-        clock: Clock = SYSTEM,
-        context: ClientContext,
-    ) -> None:
+    def connect(self, api_key: str) -> None:
         import together
 
-        self.service = service
-        self.context = context
-        self.clock = clock
-        self.sdk = together.Together(
-            api_key=api_key,
-            base_url=service.base_url,
-            max_retries=0,
-            timeout=timeout(together),
-            http_client=tls.http_client(together),
-        )
-        self._call = SdkCalls(
-            together,
-            service,
-            api_key,
-            display=context.label,
-            key_hint=context.key_hint,
-            warn=warn,
-            clock=clock,
-        )
+        self.sdk = stainless_sdk(together, together.Together, self.service, api_key)
+        self._call = sdk_calls(self, together, api_key)
 
     def close(self) -> None:
         """Its connections released (the run has ended)."""

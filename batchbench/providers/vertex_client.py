@@ -34,7 +34,6 @@ from typing import Literal, TypeVar
 from google import genai
 from google.genai import types
 
-from ..clock import SYSTEM, Clock
 from ..errors import (
     ApiError,
     ApiNotFoundError,
@@ -51,18 +50,16 @@ from .base import (
     BatchError,
     BatchView,
     Marks,
-    Service,
     Tag,
     cancel_unless_ended,
 )
+from .client_base import ClientBase
 from .closing import shut
 from .downloads import verbatim
 from .gemini_client import ENDINGS as GEMINI_ENDINGS
 from .gemini_client import PHASES
 from .google_errors import genai_errors
 from .one_by_one import CallKind, Calls
-from .retry import Retrier
-from .spec import ClientContext
 from .vertex_wire import family, model_name
 
 T = TypeVar("T")
@@ -93,23 +90,14 @@ def _time(job: types.BatchJob) -> float | None:
     return job.create_time.timestamp() if job.create_time is not None else None
 
 
-class VertexClient:
+class VertexClient(ClientBase):
     marks: Marks = "tag"  # the job's display name and labels name the run and submission
     lands_within: float = LANDS_WITHIN  # a create of unknown outcome may land this late
 
-    def __init__(
-        self,
-        service: Service,
-        api_key: str,
-        *,
-        warn: Callable[[str], None],
-        clock: Clock = SYSTEM,
-        context: ClientContext,
-        publisher: Family,
-    ) -> None:
-        self.service, self.clock, self.publisher = service, clock, publisher
-        self.context = context
-        self.retry = Retrier(warn, clock=clock)
+    publisher: Family  # whose models its jobs run (:class:`VertexGeminiClient`, …Claude…)
+
+    def connect(self, api_key: str) -> None:
+        service, context, publisher = self.service, self.context, self.publisher
         where = f"{context.base_url_variable} and GOOGLE_CLOUD_LOCATION"
         self.preflight = functools.partial(
             self.retry.preflight, url=service.base_url, where=where, errors=self._errors
@@ -322,3 +310,11 @@ class VertexClient:
 
     def delete(self, refs: Sequence[str]) -> None:
         """Nothing: the requests and predictions are in the user's own bucket, theirs."""
+
+
+class VertexGeminiClient(VertexClient):
+    publisher: Family = "google"
+
+
+class VertexClaudeClient(VertexClient):
+    publisher: Family = "anthropic"

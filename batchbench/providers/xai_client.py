@@ -23,13 +23,12 @@ import httpx
 
 from ..errors import ApiError
 from ..kinds import Ending, Phase
-from . import tls
 from .base import BatchError, BatchView, Service, Tag, cancel_unless_ended, walk_list
+from .client_base import stainless_sdk
 from .downloads import Sink, verbatim
 from .one_by_one import CallKind, Calls
 from .openai_client import OpenAIClient
 from .prefixes import XAI as PREFIX
-from .stainless import timeout
 
 PAGE = 100
 
@@ -83,13 +82,7 @@ class XAIClient(OpenAIClient):
     def make_sdk(self, service: Service, api_key: str) -> Any:
         import openai
 
-        return openai.OpenAI(
-            api_key=api_key,
-            base_url=service.base_url,
-            max_retries=0,
-            timeout=timeout(openai),
-            http_client=tls.http_client(openai),
-        )
+        return stainless_sdk(openai, openai.OpenAI, service, api_key)
 
     def refine(self, what: str, exc: Any) -> ApiError | None:
         """xAI refuses a key with a 400 (``Incorrect API key provided: xa***yz…``), not a
