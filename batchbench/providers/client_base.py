@@ -7,13 +7,17 @@ client and the settings its service needs — so the constructor every factory c
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import functools
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
 
 from ..clock import SYSTEM, Clock
+from ..errors import ApiNotFoundError
 from . import tls
-from .base import Service
+from .base import BatchView, Service, cancel_unless_ended
 from .retry import Retrier
 from .spec import ClientContext
 from .stainless import SdkCalls, timeout
@@ -44,6 +48,43 @@ class ClientBase:
     def connect(self, api_key: str) -> None:
         """Make the SDK's client and check the service's own settings (one-line errors)."""
         raise NotImplementedError
+
+
+class StainlessBatches(ClientBase):
+    """The batch and file calls an OpenAI-shaped, Stainless-made SDK makes alike (openai's
+    and those made like it: Azure, Groq, xAI; together's): retrieve, cancel, download
+    and delete, written once. A client names its SDK's client (``sdk``), its typed calls
+    (``_call``) and how it reads a batch (:meth:`view`)."""
+
+    sdk: Any
+    _call: SdkCalls
+
+    def view(self, batch: dict[str, Any]) -> BatchView:
+        raise NotImplementedError
+
+    def retrieve(self, batch_id: str) -> BatchView:
+        what = f"retrieve batch {batch_id}"
+        batch = self._call(what, lambda: self.sdk.batches.retrieve(batch_id), batch_id)
+        return self.view(batch.model_dump(warnings=False))
+
+    def cancel(self, batch_id: str) -> BatchView | None:
+        """None when the batch had already ended (:func:`.base.cancel_unless_ended`)."""
+
+        def cancel() -> BatchView:
+            what = f"cancel batch {batch_id}"
+            done = self._call(what, lambda: self.sdk.batches.cancel(batch_id), batch_id)
+            return self.view(done.model_dump(warnings=False))
+
+        return cancel_unless_ended(cancel, functools.partial(self.retrieve, batch_id))
+
+    def download(self, batch_id: str, ref: str, dest: Path) -> int:
+        stream = functools.partial(self.sdk.files.with_streaming_response.content, ref)
+        return self._call.download(stream, f"download {ref}", batch_id, dest)
+
+    def delete(self, refs: Sequence[str]) -> None:
+        for ref in refs:
+            with contextlib.suppress(ApiNotFoundError):
+                self._call(f"delete {ref}", functools.partial(self.sdk.files.delete, ref))
 
 
 def stainless_sdk(

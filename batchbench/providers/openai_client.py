@@ -8,9 +8,8 @@ again by listing (:meth:`OpenAIClient.find`).
 
 from __future__ import annotations
 
-import contextlib
 import functools
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -19,7 +18,6 @@ import openai
 
 from ..errors import (
     ApiError,
-    ApiNotFoundError,
     FileNotYetVisible,
     InvariantError,
 )
@@ -31,11 +29,10 @@ from .base import (
     Marks,
     Service,
     Tag,
-    cancel_unless_ended,
     timestamp,
     walk_list,
 )
-from .client_base import ClientBase, sdk_calls, stainless_sdk
+from .client_base import StainlessBatches, sdk_calls, stainless_sdk
 from .closing import shut
 from .http_errors import one_line
 from .marked import Marked
@@ -102,7 +99,7 @@ def _file_not_visible(what: str, exc: Any) -> ApiError | None:
     return None
 
 
-class OpenAIClient(ClientBase):
+class OpenAIClient(StainlessBatches):
     """Batch API calls, SDK errors turned into batchbench's typed errors. The base of the
     OpenAI-shaped batch APIs (Azure, Groq, xAI): each names its SDK (:meth:`module`,
     :meth:`make_sdk`) and what differs."""
@@ -215,28 +212,5 @@ class OpenAIClient(ClientBase):
         listed = self._batches_since(since) if batch_ids else iter(())
         return walk_list(listed, batch_ids, lambda b: str(b["id"]), view)
 
-    def retrieve(self, batch_id: str) -> BatchView:
-        batch = self._call(
-            f"retrieve batch {batch_id}", lambda: self.sdk.batches.retrieve(batch_id), batch_id
-        )
-        return view(batch.model_dump(warnings=False))
-
-    def cancel(self, batch_id: str) -> BatchView | None:
-        """None when the batch had already ended (:func:`.base.cancel_unless_ended`)."""
-        return cancel_unless_ended(
-            lambda: view(
-                self._call(
-                    f"cancel batch {batch_id}", lambda: self.sdk.batches.cancel(batch_id), batch_id
-                ).model_dump(warnings=False)
-            ),
-            functools.partial(self.retrieve, batch_id),
-        )
-
-    def download(self, batch_id: str, ref: str, dest: Path) -> int:
-        stream = functools.partial(self.sdk.files.with_streaming_response.content, ref)
-        return self._call.download(stream, f"download {ref}", batch_id, dest)
-
-    def delete(self, refs: Sequence[str]) -> None:
-        for ref in refs:
-            with contextlib.suppress(ApiNotFoundError):
-                self._call(f"delete {ref}", functools.partial(self.sdk.files.delete, ref))
+    def view(self, batch: dict[str, Any]) -> BatchView:
+        return view(batch)

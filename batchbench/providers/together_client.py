@@ -12,15 +12,14 @@ than line counts.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import tempfile
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any
 
-from ..errors import ApiError, ApiNotFoundError, InvariantError
+from ..errors import ApiError, InvariantError
 from ..kinds import Ending, Phase
 from .base import (
     LANDS_WITHIN,
@@ -28,11 +27,10 @@ from .base import (
     BatchView,
     Marks,
     Tag,
-    cancel_unless_ended,
     timestamp,
     walk_list,
 )
-from .client_base import ClientBase, sdk_calls, stainless_sdk
+from .client_base import StainlessBatches, sdk_calls, stainless_sdk
 from .closing import shut
 from .one_by_one import CallKind, Calls
 from .openai_wire import ENDPOINT
@@ -76,7 +74,7 @@ def view(job: dict[str, Any]) -> BatchView:
     )
 
 
-class TogetherClient(ClientBase):
+class TogetherClient(StainlessBatches):
     marks: Marks = "tag"  # the input file's name
     lands_within: float = LANDS_WITHIN  # a create of unknown outcome may land this late
 
@@ -142,27 +140,5 @@ class TogetherClient(ClientBase):
         listed = self._jobs() if batch_ids else []
         return walk_list(listed, batch_ids, lambda j: str(j["id"]), view)
 
-    def retrieve(self, batch_id: str) -> BatchView:
-        job = self._call(
-            f"retrieve batch {batch_id}", lambda: self.sdk.batches.retrieve(batch_id), batch_id
-        )
-        return view(job.model_dump(warnings=False))
-
-    def cancel(self, batch_id: str) -> BatchView | None:
-        return cancel_unless_ended(
-            lambda: view(
-                self._call(
-                    f"cancel batch {batch_id}", lambda: self.sdk.batches.cancel(batch_id), batch_id
-                ).model_dump(warnings=False)
-            ),
-            functools.partial(self.retrieve, batch_id),
-        )
-
-    def download(self, batch_id: str, ref: str, dest: Path) -> int:
-        stream = functools.partial(self.sdk.files.with_streaming_response.content, ref)
-        return self._call.download(stream, f"download {ref}", batch_id, dest)
-
-    def delete(self, refs: Sequence[str]) -> None:
-        for ref in refs:
-            with contextlib.suppress(ApiNotFoundError):
-                self._call(f"delete {ref}", functools.partial(self.sdk.files.delete, ref))
+    def view(self, batch: dict[str, Any]) -> BatchView:
+        return view(batch)
