@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
 
 from ..clock import SYSTEM, Clock
-from ..errors import ApiNotFoundError
+from ..errors import ApiError, ApiNotFoundError
+from ..kinds import Ending, Phase
 from . import tls
 from .base import BatchView, Service, cancel_unless_ended
 from .retry import Retrier
@@ -85,6 +86,21 @@ class StainlessBatches(ClientBase):
         for ref in refs:
             with contextlib.suppress(ApiNotFoundError):
                 self._call(f"delete {ref}", functools.partial(self.sdk.files.delete, ref))
+
+
+def phase_of(
+    batch: Mapping[str, Any], endings: Mapping[str, Ending], phases: Mapping[str, Phase]
+) -> tuple[str, Phase, Ending | None]:
+    """A batch's ``status``, its phase and its ending, by the service's tables: an ending
+    status is the phase ``ended``; a status in neither table is the service saying
+    something batchbench does not know, refused in one line naming the batch."""
+    status = str(batch.get("status"))
+    ending = endings.get(status)
+    phase: Phase | None = "ended" if ending is not None else phases.get(status)
+    if phase is None:
+        said = f"batch {batch.get('id')} has an unknown status {status!r}"
+        raise ApiError(said, batch_id=batch.get("id"))
+    return status, phase, ending
 
 
 def stainless_sdk(

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..errors import ApiError, ApiNotFoundError, ConfigError, InvariantError
+from ..errors import ApiNotFoundError, ConfigError, InvariantError
 from ..kinds import Ending, Phase
 from . import retry, speakeasy, tls
 from .base import (
@@ -31,6 +31,7 @@ from .base import (
     cancel_unless_ended,
     walk_list,
 )
+from .client_base import phase_of
 from .downloads import Sink, verbatim
 from .one_by_one import CallKind, Calls
 from .openai_wire import ENDPOINT
@@ -53,13 +54,7 @@ PHASES: dict[str, Phase] = {
 
 def view(job: dict[str, Any]) -> BatchView:
     """A Mistral batch job, normalised."""
-    status = str(job.get("status"))
-    ending = ENDINGS.get(status)
-    phase = "ended" if ending is not None else PHASES.get(status)
-    if phase is None:
-        raise ApiError(
-            f"batch {job.get('id')} has an unknown status {status!r}", batch_id=job.get("id")
-        )
+    status, phase, ending = phase_of(job, ENDINGS, PHASES)
     files = (job.get("output_file"), job.get("error_file"))
     errors = [BatchError(None, str(e.get("message"))) for e in job.get("errors") or []]
     return BatchView(

@@ -19,7 +19,7 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from ..errors import ApiError, ApiNotFoundError, ConfigError
+from ..errors import ApiNotFoundError, ConfigError
 from ..kinds import Ending, Phase
 from . import retry, speakeasy, tls
 from .base import (
@@ -33,6 +33,7 @@ from .base import (
     cancel_unless_ended,
     walk_list,
 )
+from .client_base import phase_of
 from .downloads import Sink, verbatim
 from .http_errors import one_line, retry_after, status_error
 from .one_by_one import CallKind, Calls
@@ -61,13 +62,7 @@ PHASES: dict[str, Phase] = {
 def view(batch: dict[str, Any]) -> BatchView:
     """An OpenRouter batch object, normalised: its results are its one "file" (the batch
     object itself, fetched once it has ended)."""
-    status = str(batch.get("status"))
-    ending = ENDINGS.get(status)
-    phase = "ended" if ending is not None else PHASES.get(status)
-    if phase is None:
-        raise ApiError(
-            f"batch {batch.get('id')} has an unknown status {status!r}", batch_id=batch.get("id")
-        )
+    status, phase, ending = phase_of(batch, ENDINGS, PHASES)
     counts = batch.get("request_counts") or {}
     error = batch.get("error")
     return BatchView(

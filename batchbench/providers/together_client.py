@@ -30,7 +30,7 @@ from .base import (
     timestamp,
     walk_list,
 )
-from .client_base import StainlessBatches, sdk_calls, stainless_sdk
+from .client_base import StainlessBatches, phase_of, sdk_calls, stainless_sdk
 from .closing import shut
 from .one_by_one import CallKind, Calls
 from .openai_wire import ENDPOINT
@@ -52,13 +52,7 @@ def marked_name(tag: Tag) -> str:
 
 def view(job: dict[str, Any]) -> BatchView:
     """A Together batch job, normalised."""
-    status = str(job.get("status"))
-    ending = ENDINGS.get(status)
-    phase = "ended" if ending is not None else PHASES.get(status)
-    if phase is None:
-        raise ApiError(
-            f"batch {job.get('id')} has an unknown status {status!r}", batch_id=job.get("id")
-        )
+    status, phase, ending = phase_of(job, ENDINGS, PHASES)
     files = (job.get("output_file_id"), job.get("error_file_id"))
     error = job.get("error")
     return BatchView(
