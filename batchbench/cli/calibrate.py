@@ -69,81 +69,92 @@ class CalibrateCommand(Command):
             self.params, self.help, ctx.info_name = kept, said, usage
 
 
+RunsArg = Annotated[
+    list[str],
+    typer.Argument(
+        metavar="[sheet] RUN...",
+        help="`sheet RUN...` writes a blind labelling sheet of these runs' answers;"
+        " `RUN --labels FILE...` calibrates the run's judge against the labels.",
+        autocompletion=_runs_or_sheet,
+    ),
+]
+LabelsOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--labels",
+        metavar="FILE...",
+        help="Physicians' verdicts: a filled sheet, a Label Studio JSON export,"
+        " Prodigy JSONL, HealthBench meta-eval JSONL, or a REDCap CSV export (with"
+        " its data dictionary beside it), told apart by content; several files after one"
+        " --labels (--labels-format to name it).",
+    ),
+]
+LabelsFormatOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--labels-format",
+        metavar="FORMAT",
+        autocompletion=_labels_formats,
+        help="sheet, label-studio, prodigy, healthbench (its meta-eval JSONL) or redcap.",
+    ),
+]
+CasesOpt = Annotated[
+    int | None,
+    typer.Option("--cases", metavar="N", help="sheet: cases to draw, equal per benchmark."),
+]
+SeedOpt = Annotated[int, typer.Option(metavar="S", min=0, help="sheet: the draw's seed.")]
+SheetOutputOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--output",
+        "-o",
+        metavar="FILE",
+        help="sheet: FILE.csv, FILE.html for a form, or FILE.json for Label Studio tasks"
+        " with the judge's verdicts as predictions to correct.",
+    ),
+]
+SheetFormatOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--format",
+        metavar="FORMAT",
+        autocompletion=lambda: list(SHEET_KINDS),
+        help="sheet: csv, html (a form), label-studio (tasks with the judge's verdicts"
+        " as predictions) or redcap (a REDCap project's data dictionary: a record a case"
+        " and rater, a yes/no field an item); default: from -o's suffix.",
+    ),
+]
+RatersOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--raters",
+        metavar="FILE",
+        help="A CSV describing the physicians (id, specialty, years, country), shown"
+        " beside their labels, abstentions and time per label (GRRAS).",
+    ),
+]
+PlanOpt = Annotated[
+    bool,
+    typer.Option("--plan", metavar="", help="From labels of a pilot: how many to label."),
+]
+WidthOpt = Annotated[
+    float | None,
+    typer.Option(metavar="W", help="--plan: the corrected interval's half-width wanted."),
+]
+
+
 @friendly
 def calibrate(
-    runs: Annotated[
-        list[str],
-        typer.Argument(
-            metavar="[sheet] RUN...",
-            help="`sheet RUN...` writes a blind labelling sheet of these runs' answers;"
-            " `RUN --labels FILE...` calibrates the run's judge against the labels.",
-            autocompletion=_runs_or_sheet,
-        ),
-    ],
-    labels: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--labels",
-            metavar="FILE...",
-            help="Physicians' verdicts: a filled sheet, a Label Studio JSON export,"
-            " Prodigy JSONL, HealthBench meta-eval JSONL, or a REDCap CSV export (with"
-            " its data dictionary beside it), told apart by content; several files after one"
-            " --labels"
-            " (--labels-format to name it).",
-        ),
-    ] = None,
-    labels_format: Annotated[
-        str | None,
-        typer.Option(
-            "--labels-format",
-            metavar="FORMAT",
-            autocompletion=_labels_formats,
-            help="sheet, label-studio, prodigy, healthbench (its meta-eval JSONL) or redcap.",
-        ),
-    ] = None,
-    cases: Annotated[
-        int | None,
-        typer.Option("--cases", metavar="N", help="sheet: cases to draw, equal per benchmark."),
-    ] = None,
-    seed: Annotated[int, typer.Option(metavar="S", min=0, help="sheet: the draw's seed.")] = 0,
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "--output",
-            "-o",
-            metavar="FILE",
-            help="sheet: FILE.csv, FILE.html for a form, or FILE.json for Label Studio tasks"
-            " with the judge's verdicts as predictions to correct.",
-        ),
-    ] = None,
-    sheet_format: Annotated[
-        str | None,
-        typer.Option(
-            "--format",
-            metavar="FORMAT",
-            autocompletion=lambda: list(SHEET_KINDS),
-            help="sheet: csv, html (a form), label-studio (tasks with the judge's verdicts"
-            " as predictions) or redcap (a REDCap project's data dictionary: a record a case"
-            " and rater, a yes/no field an item); default: from -o's suffix.",
-        ),
-    ] = None,
-    raters: Annotated[
-        Path | None,
-        typer.Option(
-            "--raters",
-            metavar="FILE",
-            help="A CSV describing the physicians (id, specialty, years, country), shown"
-            " beside their labels, abstentions and time per label (GRRAS).",
-        ),
-    ] = None,
-    plan: Annotated[
-        bool,
-        typer.Option("--plan", metavar="", help="From labels of a pilot: how many to label."),
-    ] = False,
-    width: Annotated[
-        float | None,
-        typer.Option(metavar="W", help="--plan: the corrected interval's half-width wanted."),
-    ] = None,
+    runs: RunsArg,
+    labels: LabelsOpt = None,
+    labels_format: LabelsFormatOpt = None,
+    cases: CasesOpt = None,
+    seed: SeedOpt = 0,
+    output: SheetOutputOpt = None,
+    sheet_format: SheetFormatOpt = None,
+    raters: RatersOpt = None,
+    plan: PlanOpt = False,
+    width: WidthOpt = None,
     jobs_dir: JobsDirOpt = Path("jobs"),
     as_json: JsonOpt = False,
 ) -> None:
@@ -153,13 +164,7 @@ def calibrate(
     Example: batchbench calibrate sheet gpt-5.4-mini --cases 40 --seed 7 -o sheet.csv;
     then batchbench calibrate gpt-5.4-mini --labels sheet.csv
     """
-
-    from ..calibration import judge_panel, load_run
-    from ..calibration.analysis import calibrate as calibrate_run
-    from ..calibration.analysis import plan_labels
-    from ..calibration.text import calibration_text, plan_text
     from ..errors import ConfigError
-    from ..scores.sources import resolve
 
     if runs[0] == "sheet":
         _sheet(runs[1:], cases, seed, output, jobs_dir, sheet_format)
@@ -168,31 +173,49 @@ def calibrate(
         raise ConfigError("calibrate takes one run (or `sheet RUN...`)")
     if not labels:
         raise ConfigError("calibrate RUN needs --labels FILE (a filled labelling sheet)")
-    graded = load_run(resolve(runs[0], jobs_dir), warn=warn)
-    everything = _labels(runs[0], jobs_dir, graded, labels, labels_format)
+    if plan and (width is None or not 0 < width < 1):
+        raise ConfigError("--plan needs --width W, a half-width in (0, 1)")
+    typer.echo(
+        _against(runs[0], jobs_dir, labels, labels_format, raters, width if plan else None, as_json)
+    )
+
+
+def _against(
+    name: str,
+    jobs_dir: Path,
+    labels: list[Path],
+    labels_format: str | None,
+    raters: Path | None,
+    width: float | None,
+    as_json: bool,
+) -> str:
+    """The run's judge against the labels (or, with ``width``, the labels a corrected
+    interval of that half-width needs), as text or JSON."""
+    from ..calibration import judge_panel, load_run
+    from ..calibration.analysis import calibrate as calibrate_run
+    from ..calibration.analysis import plan_labels
+    from ..calibration.labels import formats_of
+    from ..calibration.panel import panel_text
+    from ..calibration.raters import read_raters
+    from ..calibration.text import calibration_text, plan_text
+    from ..scores.sources import resolve
+
+    graded = load_run(resolve(name, jobs_dir), warn=warn)
+    everything = _labels(name, jobs_dir, graded, labels, labels_format)
     abstained = {(x.rater, x.case_id) for x in everything if x.unsure}
     whole = [x for x in everything if (x.rater, x.case_id) not in abstained]  # cases said
-    if plan:
-        if width is None or not 0 < width < 1:
-            raise ConfigError("--plan needs --width W, a half-width in (0, 1)")
+    if width is not None:
         planned = plan_labels(graded.rows, whole, graded.cases, width)
-        typer.echo(json_text(planned) if as_json else plan_text(planned))
-        return
-    from ..calibration.labels import formats_of
-    from ..calibration.raters import read_raters
-
+        return json_text(planned) if as_json else plan_text(planned)
     described = read_raters(raters) if raters is not None else None
     formats = formats_of(labels, cast("LabelsFormat | None", labels_format))
     result = calibrate_run(
         graded.name, graded.rows, graded.summary, everything, graded.cases, described, formats
     )
-    panel = judge_panel(resolve(runs[0], jobs_dir), whole, graded, warn=warn)
+    panel = judge_panel(resolve(name, jobs_dir), whole, graded, warn=warn)
     if as_json:
-        typer.echo(json_text({**result, **({"panel": panel} if panel else {})}))
-        return
-    from ..calibration.panel import panel_text
-
-    typer.echo(calibration_text(result) + (f"\n\n{panel_text(panel)}" if panel else ""))
+        return json_text({**result, **({"panel": panel} if panel else {})})
+    return calibration_text(result) + (f"\n\n{panel_text(panel)}" if panel else "")
 
 
 def _labels(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
@@ -17,7 +16,6 @@ from .common import SAMPLE_DATASET, DatasetOpt, clock_of, friendly
 from .finish import finish_run, print_leaderboard
 from .folders import jobs_folder
 from .run_options import TailFlexOpt
-from .start import group_run_name
 
 
 @friendly
@@ -68,6 +66,7 @@ def demo(
     from ..engine.options import Cases, Services
     from ..engine.settings import Settings
     from ..launch import RunOptions, execute_group
+    from ..lineup import lineup
     from ..providers import PROVIDERS
     from ..views.progress import Progress
 
@@ -101,12 +100,7 @@ def demo(
             ),
             clock=clock,
         )
-        group = [
-            dataclasses.replace(
-                options, answer_model=m, run=group_run_name("demo", m, False, models)
-            )
-            for m in models
-        ]
+        group = lineup(options, models, ["sim-judge"], "demo", False, None)
         if jobs_dir is None:
             typer.echo("(the run lives in a temporary folder; pass --jobs-dir to keep it)")
         with Progress(clock=clock, runs=len(group)) as progress:

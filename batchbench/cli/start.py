@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
-import glob
 from pathlib import Path
 
 import typer
 
-from ..engine.runconfig import default_name, panel_name
 from .common import JobsDirOpt, LimitOpt, SmokeOpt, clock_of, friendly
 from .finish import finish_run, print_dry_run, print_leaderboard
 from .project import current_project
@@ -102,6 +99,7 @@ def run(
     from ..engine.settings import Settings
     from ..errors import ConfigError
     from ..launch import RunOptions, execute_group
+    from ..lineup import lineup
     from ..scores.sealed import read_plan
 
     if dataset is None:
@@ -150,23 +148,7 @@ def run(
         analysis_plan=read_plan(analysis_plan).record() if analysis_plan else None,
         clock=clock_of(ctx),
     ).check()
-    models = list(dict.fromkeys(answer_model))
-    group = []
-    for model in models:
-        name = group_run_name(run_name, model, smoke, models, jobs_dir) or default_name(
-            model, smoke
-        )
-        group.append(dataclasses.replace(options, answer_model=model, run=name).check())
-        group += [  # a judge panel's other judges: the first's answers, judged again
-            dataclasses.replace(
-                options,
-                answer_model=model,
-                judge_model=judge,
-                run=panel_name(name, judge),
-                answers_from=name,
-            ).check()
-            for judge in judges[1:]
-        ]
+    group = lineup(options, answer_model, judges, run_name, smoke, jobs_dir)
     if dry_run:
         print_dry_run(group, as_json)
         return
@@ -182,30 +164,3 @@ def run(
     ]
     print_leaderboard([r.run for r in results])
     raise typer.Exit(3 if 3 in codes else max(codes))
-
-
-def group_run_name(
-    given: str | None, model: str, smoke: bool, models: list[str], jobs_dir: Path | None = None
-) -> str | None:
-    """One model: the name given; several: the name given as a prefix (or the default).
-    One model under the name of a group run before (``--run day2`` then held
-    ``day2-<model>`` for each): its member's name, or refused when the group has none
-    for this model — never a new, paid run beside the group."""
-    if len(models) > 1:
-        return f"{given}-{default_name(model, smoke)}" if given else None
-    if given is None or jobs_dir is None or (jobs_dir / given / "run.json").is_file():
-        return given
-    members = sorted(
-        p.name for p in jobs_dir.glob(f"{glob.escape(given)}-*") if (p / "run.json").is_file()
-    )
-    if not members:
-        return given
-    mine = f"{given}-{default_name(model, smoke)}"
-    if mine in members:
-        return mine
-    from ..errors import ConfigError
-
-    raise ConfigError(
-        f"--run {given!r} names a group of runs ({', '.join(members)}), none of them"
-        f" {model!r}'s: give the group's models, or another --run name for a new run"
-    )
