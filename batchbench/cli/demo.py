@@ -13,7 +13,7 @@ from ..engine.rundir import Run
 from ..errors import ConfigError
 from ..kinds import Stage
 from .common import SAMPLE_DATASET, DatasetOpt, clock_of, friendly
-from .finish import finish_run, print_leaderboard
+from .finish import run_group
 from .folders import jobs_folder
 from .run_options import TailFlexOpt
 
@@ -65,10 +65,9 @@ def demo(
     from ..emulator import Emulator
     from ..engine.options import Cases, Services
     from ..engine.settings import Settings
-    from ..launch import RunOptions, execute_group
+    from ..launch import RunOptions
     from ..lineup import lineup
     from ..providers import PROVIDERS
-    from ..views.progress import Progress
 
     models = list(dict.fromkeys(answer_model or ["sim-answer"]))
     clock = clock_of(ctx)
@@ -103,22 +102,7 @@ def demo(
         group = lineup(options, models, ["sim-judge"], "demo", False, None)
         if jobs_dir is None:
             typer.echo("(the run lives in a temporary folder; pass --jobs-dir to keep it)")
-        with Progress(clock=clock, runs=len(group)) as progress:
-            results = execute_group(group, say=typer.echo, warn=progress.warn, on_progress=progress)
-        codes = [
-            finish_run(
-                r.run,
-                r.summary,
-                r.complete,
-                error=r.error,
-                temporary=jobs_dir is None and r is results[-1],  # said once
-                now=clock.time(),
-                cost_note=_rehearsal_cost(r.run),
-            )
-            for r in results
-        ]
-        print_leaderboard([r.run for r in results], kept=jobs_dir is not None)
-        raise typer.Exit(3 if 3 in codes else max(codes))
+        run_group(group, clock, kept=jobs_dir is not None, cost_note=_rehearsal_cost)
 
 
 @contextlib.contextmanager

@@ -3,7 +3,8 @@ run stands (summary, failures by cause, cost, or what to do next) and its exit s
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 import typer
 
@@ -86,6 +87,38 @@ def finish_run(
             typer.echo(f"in progress: advance it again with the same command, or {see}")
         return 3
     return 1 if status["cases"]["errors"] or summary is None else 0
+
+
+def run_group(
+    group: list[Any],
+    clock: Any,
+    *,
+    kept: bool = True,
+    cost_note: Callable[[Run], str | None] | None = None,
+) -> NoReturn:
+    """Advance the runs lined up (with a progress line), say how each ended, show them
+    side by side, and exit with the group's status (3 before 1 before 0). ``kept``: the
+    runs stay (not a temporary folder, said once); ``cost_note``: each run's cost said."""
+    from ..launch import execute_group
+    from ..views.progress import Progress
+
+    with Progress(clock=clock, runs=len(group)) as progress:
+        results = execute_group(group, say=typer.echo, warn=progress.warn, on_progress=progress)
+    codes = [
+        finish_run(
+            r.run,
+            r.summary,
+            r.complete,
+            error=r.error,
+            note=r.note,
+            temporary=not kept and r is results[-1],  # said once
+            now=clock.time(),
+            cost_note=cost_note(r.run) if cost_note is not None else None,
+        )
+        for r in results
+    ]
+    print_leaderboard([r.run for r in results], kept=kept)
+    raise typer.Exit(3 if 3 in codes else max(codes))
 
 
 def print_leaderboard(runs: list[Run], kept: bool = True) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from .common import JobsDirOpt, LimitOpt, SmokeOpt, clock_of, friendly
-from .finish import finish_run, print_dry_run, print_leaderboard
+from .finish import print_dry_run, run_group
 from .project import current_project
 from .run_options import (
     AnalysisPlanOpt,
@@ -98,7 +98,7 @@ def run(
     from ..engine.options import Budget, Cases, Services
     from ..engine.settings import Settings
     from ..errors import ConfigError
-    from ..launch import RunOptions, execute_group
+    from ..launch import RunOptions
     from ..lineup import lineup
     from ..scores.sealed import read_plan
 
@@ -152,15 +152,4 @@ def run(
     if dry_run:
         print_dry_run(group, as_json)
         return
-    from ..views.progress import Progress
-
-    with Progress(clock=options.clock, runs=len(group)) as progress:
-        results = execute_group(group, say=typer.echo, warn=progress.warn, on_progress=progress)
-    codes = [
-        finish_run(
-            r.run, r.summary, r.complete, error=r.error, note=r.note, now=options.clock.time()
-        )
-        for r in results
-    ]
-    print_leaderboard([r.run for r in results])
-    raise typer.Exit(3 if 3 in codes else max(codes))
+    run_group(group, options.clock)
