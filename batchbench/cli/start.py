@@ -97,22 +97,11 @@ def run(
     """
     from ..engine.options import Budget, Cases, Services
     from ..engine.settings import Settings
-    from ..errors import ConfigError
     from ..launch import RunOptions
     from ..lineup import lineup
     from ..scores.sealed import read_plan
 
-    if dataset is None:
-        raise ConfigError(
-            "run needs --dataset DIR (or BATCHBENCH_DATASET, or dataset in a batchbench.toml):"
-            " a BedsideBench checkout; `batchbench demo` runs the bundled sample"
-        )
-    read = current_project()
-    if read is not None and not as_json:  # where the defaults not given here came from
-        typer.echo(f"({read.said()})")
-    if as_json and not dry_run:
-        raise ConfigError("--json goes with --dry-run (use `batchbench status --json`)")
-    cases = Cases(dataset, smoke, limit, tuple(benchmark or ()))
+    cases = Cases(_checked(dataset, as_json, dry_run), smoke, limit, tuple(benchmark or ()))
     services = Services(base_url, account_settings=account_settings or {}, move=move_service)
     budget = Budget(pricing, max_cost, assumed_answer_tokens)
     pacing = Settings(
@@ -153,3 +142,21 @@ def run(
         print_dry_run(group, as_json)
         return
     run_group(group, options.clock)
+
+
+def _checked(dataset: Path | None, as_json: bool, dry_run: bool) -> Path:
+    """The dataset a run needs (its absence one line saying where to name it); where the
+    defaults not given came from, said (not with --json, which is the dry run's alone)."""
+    from ..errors import ConfigError
+
+    if dataset is None:
+        raise ConfigError(
+            "run needs --dataset DIR (or BATCHBENCH_DATASET, or dataset in a batchbench.toml):"
+            " a BedsideBench checkout; `batchbench demo` runs the bundled sample"
+        )
+    read = current_project()
+    if read is not None and not as_json:
+        typer.echo(f"({read.said()})")
+    if as_json and not dry_run:
+        raise ConfigError("--json goes with --dry-run (use `batchbench status --json`)")
+    return dataset
