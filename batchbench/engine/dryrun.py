@@ -9,7 +9,7 @@ return for the case's items.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypedDict
 
 from .. import providers
@@ -217,9 +217,24 @@ def plan(
         )
         for stage, (requests, model, replies) in work.items()
     }
+    total = _total(stages)
+    return {
+        "cases": len(cases),
+        "assumed_answer_tokens": assumed_answer_tokens,
+        "pricing": pricing.source,
+        "stages": stages,
+        "total": total,
+        "note": "judge inputs assume answers of the assumed length; reasoning tokens are"
+        " billed as output and are not estimated",
+    }
+
+
+def _total(stages: Mapping[Stage, StagePlan]) -> PlanTotal:
+    """The stages summed; a price only when every stage is priced (``priced_batch_usd``:
+    what the priced stages alone come to)."""
     priced = all(s["priced"] for s in stages.values())
     parts = list(stages.values())
-    total = PlanTotal(
+    return PlanTotal(
         requests=sum(s["requests"] for s in parts),
         files=sum(s["files"] for s in parts),
         bytes=sum(s["bytes"] for s in parts),
@@ -232,15 +247,6 @@ def plan(
         else None,
         unpriced=[f"{s['model']} {name}" for name, s in stages.items() if not s["priced"]],
     )
-    return {
-        "cases": len(cases),
-        "assumed_answer_tokens": assumed_answer_tokens,
-        "pricing": pricing.source,
-        "stages": stages,
-        "total": total,
-        "note": "judge inputs assume answers of the assumed length; reasoning tokens are"
-        " billed as output and are not estimated",
-    }
 
 
 def _files(sizes: Sequence[int]) -> str:
