@@ -534,11 +534,11 @@ def test_labels_from_label_studio_and_prodigy_read_as_the_sheet_does(
     assert_one_line_error(proc, f"{tmp_path / 'bad.jsonl'}: line 3", "'maybe'")
 
 
-def test_the_readmes_label_studio_interface_is_the_one_the_tasks_are_made_for():
+def test_the_guides_label_studio_interface_is_the_one_the_tasks_are_made_for():
     from batchbench.calibration.formats import LABEL_STUDIO_CONFIG
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    block = readme.split("```xml\n", 1)[1].split("```", 1)[0]
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "calibration.md").read_text()
+    block = guide.split("```xml\n", 1)[1].split("```", 1)[0]
     assert "\n".join(line[2:] for line in block.rstrip().split("\n")) == LABEL_STUDIO_CONFIG
 
 

@@ -40,8 +40,9 @@ def test_the_code_passes(command):
 
 def test_every_install_line_of_the_readme_names_this_project():
     """#63.1: `pip install 'batchbench[bucket]'` resolves to the index's unrelated
-    `batchbench` package. Every pip line of the README installs this checkout (`.`, a path,
-    a wheel of ours) or the project by its name on the index (its pyproject's name)."""
+    `batchbench` package. Every pip line of the README and its guides installs this
+    checkout (`.`, a path, a wheel of ours) or the project by its name on the index (its
+    pyproject's name)."""
     import re
 
     if sys.version_info >= (3, 11):
@@ -51,7 +52,7 @@ def test_every_install_line_of_the_readme_names_this_project():
 
     root = Path(__file__).resolve().parents[1]
     name = tomllib.loads((root / "pyproject.toml").read_text())["project"]["name"]
-    text = (root / "README.md").read_text()
+    text = "\n".join(p.read_text() for p in [root / "README.md", *(root / "docs").glob("*.md")])
     installs = re.findall(r"pip install (?:-q )?(?:-e )?'?([^'\s`]+)", text)
     assert installs
     for target in installs:
