@@ -44,6 +44,10 @@ class InputError(BatchbenchError):
     exit_code = 2
 
 
+class LabelsError(InputError):
+    """A labels file that cannot be read as physicians' verdicts, whatever its format."""
+
+
 class DatasetError(InputError):
     """A BedsideBench checkout is missing a file or holds an invalid case."""
 

@@ -34,12 +34,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .._io import atomic_write_text
-from ..errors import InputError
-from . import redcap
+from ..errors import LabelsError
 from .csvtext import csv_records
 
 LabelsFormat = Literal["sheet", "label-studio", "prodigy", "healthbench", "redcap"]
-FORMATS: tuple[LabelsFormat, ...] = ("sheet", "label-studio", "prodigy", "healthbench", "redcap")
 Row = tuple[str, dict[str, str]]  # where (file and record), the long table's row
 
 MET = {"met": "1", "yes": "1", "1": "1", "true": "1", "not met": "0", "no": "0", "0": "0"}
@@ -64,39 +62,8 @@ LABEL_STUDIO_CONFIG = """<View>
 </View>"""
 
 
-class FormatError(InputError):
-    """A labels file that is not the format it claims (or was detected) to be."""
-
-
 # What only a Prodigy task carries (its hashes, its answer, who gave it).
 PRODIGY_KEYS = ("answer", "_input_hash", "_task_hash", "_annotator_id", "_session_id")
-
-
-def detect(path: Path, text: str) -> LabelsFormat:
-    """The format a labels file is in, by its content (its name only breaks a tie)."""
-    head = text.lstrip()[:1]
-    if head == "[" and path.suffix.lower() == ".jsonl":  # a list per line is no labels file
-        raise FormatError(
-            f"{path}: line 1 is a JSON list: a .jsonl labels file (Prodigy's, HealthBench's)"
-            " holds one object a line; Label Studio's export is one list in a .json file"
-        )
-    if head == "[":  # Label Studio's JSON and JSON_MIN exports are one JSON list
-        return "label-studio"
-    if head == "{":
-        first = text.lstrip().split("\n", 1)[0]
-        if '"binary_labels"' in first:
-            return "healthbench"
-        try:
-            line = json.loads(first)
-        except json.JSONDecodeError:
-            line = None
-        prodigy = isinstance(line, dict) and any(k in line for k in PRODIGY_KEYS)
-        return "label-studio" if path.suffix.lower() == ".json" and not prodigy else "prodigy"
-    if redcap.is_export(text):
-        return "redcap"
-    if {"annotation_id", "annotator"} <= set(csv_header(text)):
-        return "label-studio"  # its CSV export
-    return "sheet"
 
 
 def csv_header(text: str) -> list[str]:
@@ -114,11 +81,11 @@ def label_studio_rows(path: Path, text: str, run: str) -> Iterator[Row]:
     try:
         tasks = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise FormatError(
+        raise LabelsError(
             f"{path}: line {exc.lineno}: not Label Studio's JSON ({exc.msg})"
         ) from None
     if not isinstance(tasks, list):
-        raise FormatError(f"{path}: not Label Studio's JSON export (a list of tasks)")
+        raise LabelsError(f"{path}: not Label Studio's JSON export (a list of tasks)")
     if tasks and isinstance(tasks[0], dict) and "data" not in tasks[0] and "annotator" in tasks[0]:
         yield from _label_studio_flat(path, list(enumerate(tasks, 1)), run, "JSON_MIN")
         return
@@ -126,15 +93,15 @@ def label_studio_rows(path: Path, text: str, run: str) -> Iterator[Row]:
         where = f"{path}: task {n}"
         data = _object(task, "data", where) if isinstance(task, dict) else None
         if data is None:
-            raise FormatError(f"{where}: a task is an object with 'data'")
+            raise LabelsError(f"{where}: a task is an object with 'data'")
         case_id, item_id = _field(data, "case_id", where), _field(data, "item_id", where)
         annotations = task.get("annotations") or []
         if not isinstance(annotations, list):
-            raise FormatError(f"{where}: 'annotations' is not a list")
+            raise LabelsError(f"{where}: 'annotations' is not a list")
         for k, annotation in enumerate(annotations, 1):
             here = f"{where}, annotation {k}"
             if not isinstance(annotation, dict):
-                raise FormatError(f"{here}: an annotation is an object")
+                raise LabelsError(f"{here}: an annotation is an object")
             if annotation.get("was_cancelled"):
                 continue  # skipped by its annotator: no verdict
             verdict = _choice(annotation.get("result"), here)
@@ -146,7 +113,7 @@ def label_studio_rows(path: Path, text: str, run: str) -> Iterator[Row]:
 
 def _csv_dicts(path: Path, text: str) -> Iterator[tuple[int, dict[str, str]]]:
     """Each record of a CSV file as a dict by its header, with the line it starts on."""
-    records = csv_records(path, text, FormatError)
+    records = csv_records(path, text, LabelsError)
     if not records:
         return
     header = [h.strip() for h in records[0][1]]
@@ -154,7 +121,7 @@ def _csv_dicts(path: Path, text: str) -> Iterator[tuple[int, dict[str, str]]]:
         if not any(cell.strip() for cell in record):
             continue
         if len(record) != len(header):
-            raise FormatError(
+            raise LabelsError(
                 f"{path}: line {n}: {len(record)} cells where the header has {len(header)}"
             )
         yield n, dict(zip(header, record))
@@ -170,13 +137,13 @@ def _label_studio_flat(
     for n, record in records:
         where = f"{path}: {unit} {n}"
         if not isinstance(record, dict):
-            raise FormatError(f"{where}: a {export} record is an object")
+            raise LabelsError(f"{where}: a {export} record is an object")
         annotator = record.get("annotator")
         said = record.get("verdict")
         if annotator in (None, "") and said in (None, ""):
             continue  # a task nobody labelled
         if "verdict" not in record:
-            raise FormatError(
+            raise LabelsError(
                 f"{where}: no 'verdict' (the labelling interface's Choices, named verdict)"
             )
         if isinstance(said, list):  # a choice Label Studio wrote as a list of one
@@ -184,7 +151,7 @@ def _label_studio_flat(
         if isinstance(said, str) and said.startswith("{") and export == "CSV":
             said = _csv_choice(said, where)
         if not isinstance(said, str) or said.strip().lower() not in MET:
-            raise FormatError(f"{where}: verdict {said!r} is not met, not met or unsure")
+            raise LabelsError(f"{where}: verdict {said!r} is not met, not met or unsure")
         yield (
             where,
             {
@@ -205,9 +172,9 @@ def _seconds(value: Any, where: str) -> str:
     try:
         seconds = float(value)
     except (TypeError, ValueError):
-        raise FormatError(f"{where}: lead_time {value!r} is not a number of seconds") from None
+        raise LabelsError(f"{where}: lead_time {value!r} is not a number of seconds") from None
     if not seconds >= 0 or seconds == float("inf"):
-        raise FormatError(f"{where}: lead_time {value!r} is not a number of seconds")
+        raise LabelsError(f"{where}: lead_time {value!r} is not a number of seconds")
     return repr(seconds)
 
 
@@ -220,7 +187,7 @@ def _csv_choice(cell: str, where: str) -> str:
     choices = value.get("choices") if isinstance(value, dict) else None
     if isinstance(choices, list) and len(choices) == 1 and isinstance(choices[0], str):
         return choices[0]
-    raise FormatError(f"{where}: verdict {cell!r} is not one choice")
+    raise LabelsError(f"{where}: verdict {cell!r} is not one choice")
 
 
 def _json_lines(path: Path, text: str, what: str) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -232,9 +199,9 @@ def _json_lines(path: Path, text: str, what: str) -> Iterator[tuple[str, dict[st
         try:
             task = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise FormatError(f"{where}: not {what} ({exc.msg})") from None
+            raise LabelsError(f"{where}: not {what} ({exc.msg})") from None
         if not isinstance(task, dict):
-            raise FormatError(f"{where}: a line of {what} is an object")
+            raise LabelsError(f"{where}: a line of {what} is an object")
         yield where, task
 
 
@@ -248,10 +215,10 @@ def prodigy_rows(path: Path, text: str, run: str) -> Iterator[Row]:
         fields = {**(meta if isinstance(meta, dict) else {}), **task}
         answer = task.get("answer")
         if answer not in PRODIGY:
-            raise FormatError(f"{where}: answer {answer!r} is not accept, reject or ignore")
+            raise LabelsError(f"{where}: answer {answer!r} is not accept, reject or ignore")
         rater = task.get("_annotator_id") or task.get("_session_id")
         if not isinstance(rater, str) or not rater.strip():
-            raise FormatError(f"{where}: no _annotator_id (or _session_id) names the rater")
+            raise LabelsError(f"{where}: no _annotator_id (or _session_id) names the rater")
         verdict = PRODIGY[answer]
         if "options" in task:
             verdict = _prodigy_choice(task, where) if answer == "accept" else ""
@@ -271,15 +238,15 @@ def _prodigy_choice(task: Mapping[str, Any], where: str) -> str:
     """The verdict a choice-view task's chosen option says (none chosen: not labelled)."""
     options, chosen = task.get("options"), task.get("accept", [])
     if not isinstance(options, list) or not isinstance(chosen, list):
-        raise FormatError(f"{where}: 'options' and 'accept' are lists in a choice task")
+        raise LabelsError(f"{where}: 'options' and 'accept' are lists in a choice task")
     if not chosen:
         return ""
     if len(chosen) > 1:
-        raise FormatError(f"{where}: 'accept' chooses {len(chosen)} options, not one")
+        raise LabelsError(f"{where}: 'accept' chooses {len(chosen)} options, not one")
     text = {o.get("id"): o.get("text") for o in options if isinstance(o, dict)}
     said = text.get(chosen[0], chosen[0])
     if not isinstance(said, str) or said.strip().lower() not in MET:
-        raise FormatError(f"{where}: the option chosen, {said!r}, is not met or not met")
+        raise LabelsError(f"{where}: the option chosen, {said!r}, is not met or not met")
     return MET[said.strip().lower()]
 
 
@@ -295,17 +262,17 @@ def healthbench_rows(
             text_of = _field(task, "rubric", where)
             items = rubrics.get(case_id, {})
             if text_of.strip() not in items:
-                raise FormatError(f"{where}: 'rubric' is no item of case {case_id}'s rubric")
+                raise LabelsError(f"{where}: 'rubric' is no item of case {case_id}'s rubric")
             item_id = items[text_of.strip()]
             if item_id is None:
-                raise FormatError(
+                raise LabelsError(
                     f"{where}: 'rubric' is the text of two items of case {case_id}: give item_id"
                 )
         labels, raters = task.get("binary_labels"), task.get("anonymized_physician_ids")
         if not isinstance(labels, list) or not all(isinstance(v, bool) for v in labels):
-            raise FormatError(f"{where}: 'binary_labels' is not a list of true/false")
+            raise LabelsError(f"{where}: 'binary_labels' is not a list of true/false")
         if not isinstance(raters, list) or len(raters) != len(labels):
-            raise FormatError(
+            raise LabelsError(
                 f"{where}: 'anonymized_physician_ids' does not name one physician a label"
             )
         for met, rater in zip(labels, raters):
@@ -354,7 +321,7 @@ def _object(task: Mapping[str, Any], key: str, where: str) -> dict[str, Any] | N
 def _field(found: Mapping[str, Any], key: str, where: str) -> str:
     value = found.get(key)
     if not isinstance(value, (str, int)) or isinstance(value, bool) or not str(value).strip():
-        raise FormatError(f"{where}: no {key!r}")
+        raise LabelsError(f"{where}: no {key!r}")
     return str(value)
 
 
@@ -368,10 +335,10 @@ def _choice(result: Any, where: str) -> str:
         and isinstance(r["value"].get("choices"), list)
     ]
     if len(choices) != 1 or len(choices[0]) != 1:
-        raise FormatError(f"{where}: 'result' needs one choices result with one choice")
+        raise LabelsError(f"{where}: 'result' needs one choices result with one choice")
     said = str(choices[0][0]).strip().lower()
     if said not in MET:
-        raise FormatError(f"{where}: choice {choices[0][0]!r} is not met, not met or unsure")
+        raise LabelsError(f"{where}: choice {choices[0][0]!r} is not met, not met or unsure")
     return MET[said]
 
 
@@ -381,5 +348,5 @@ def _rater(who: Any, where: str, key: str) -> str:
     if isinstance(who, dict):
         who = who.get("email") or who.get("id")
     if isinstance(who, bool) or not isinstance(who, (str, int)) or not str(who).strip():
-        raise FormatError(f"{where}: no {key!r} names the rater")
+        raise LabelsError(f"{where}: no {key!r} names the rater")
     return str(who).strip()

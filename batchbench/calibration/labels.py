@@ -15,26 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..bench.dataset import Case
-from ..errors import InputError
+from ..errors import LabelsError
 from . import redcap
-from .csvtext import csv_records
-from .formats import (
-    UNSURE,
-    LabelsFormat,
-    Row,
-    csv_header,
-    detect,
-    healthbench_rows,
-    label_studio_rows,
-    prodigy_rows,
-)
-from .sheet import restored
+from .formats import UNSURE, LabelsFormat, Row, csv_header
+from .readers import BY_NAME, REQUIRED, Reading, detect
 
-REQUIRED = ("run", "case_id", "item_id", "rater", "verdict")
-
-
-class LabelsError(InputError):
-    """A labels file that cannot be read as physicians' verdicts."""
+__all__ = ["Label", "LabelsError", "NoVerdicts", "read_labels"]
 
 
 class NoVerdicts(LabelsError):
@@ -131,7 +117,7 @@ def formats_of(paths: Sequence[Path], fmt: LabelsFormat | None) -> list[LabelsFo
     """The format each labels file was read in (the one named, or its content's); a
     REDCap data dictionary holds no labels and is none."""
     texts = {path: _text(path) for path in paths}
-    return [fmt or detect(p, t) for p, t in texts.items() if not redcap.is_dictionary(t)]
+    return [fmt or detect(p, t).name for p, t in texts.items() if not redcap.is_dictionary(t)]
 
 
 MAX_LABELS_BYTES = 64 << 20  # a team's labels are a few MB: more is no labels file
@@ -171,60 +157,14 @@ def _records(
     if dictionary is not None and dictionary.record_id is not None:
         record_id = dictionary.record_id
         ours = first in (record_id, dictionary.labels.get(record_id))
-    content: LabelsFormat = "redcap" if ours else detect(path, text)
+    content = BY_NAME["redcap"] if ours else detect(path, text)
     lines = (ln for ln in text.lstrip("\ufeff").splitlines() if ln.strip())
     header = next((ln for ln in lines if not ln.lstrip().startswith("#")), "")  # past notes
-    sheet = content == "sheet" and set(REQUIRED) <= set(csv_header(header))
+    sheet = content.name == "sheet" and set(REQUIRED) <= set(csv_header(header))
     if fmt is not None and fmt != "sheet" and sheet:  # told wrong: say what it is
         raise LabelsError(
             f"{path} is batchbench's labelling sheet (its columns say so), not {fmt}'s"
             " export: --labels-format sheet, or leave the format out (the content says)"
         )
-    fmt = fmt or content
-    if fmt == "redcap":
-        items = sorted({i["item_id"] for case in cases.values() for i in case["rubric_items"]})
-        yield from redcap.export_rows(path, text, run, items, dictionary)
-    elif fmt == "label-studio":
-        yield from label_studio_rows(path, text, run)
-    elif fmt == "prodigy":
-        yield from prodigy_rows(path, text, run)
-    elif fmt == "healthbench":
-        rubrics: dict[str, dict[str, str | None]] = {}
-        for c, case in cases.items():  # a text two items share names neither (None)
-            found: dict[str, str | None] = {}
-            for item in case["rubric_items"]:
-                text_of = str(item["text"]).strip()
-                found[text_of] = None if text_of in found else item["item_id"]
-            rubrics[c] = found
-        yield from healthbench_rows(path, text, run, rubrics)
-    else:
-        yield from ((f"{path}: line {n}", row) for n, row in _rows(path, text))
-
-
-def _note(record: list[str]) -> bool:
-    """The sheet's note: a first cell starting with "#", every other cell empty."""
-    return bool(record) and record[0].startswith("#") and not any(c.strip() for c in record[1:])
-
-
-def _rows(path: Path, text: str) -> list[tuple[int, dict[str, str]]]:
-    # CSV records first (a quoted cell may hold line breaks, and an answer's line may
-    # start with "#"), each with the line it starts on; then the sheet's own notes, the
-    # records before the header whose first cell starts with "#", are skipped.
-    records = csv_records(path, text, LabelsError)
-    while records and records[0][1] and records[0][1][0].startswith("#"):
-        records.pop(0)  # an older sheet's note, above its header
-    while records and _note(records[-1][1]):
-        records.pop()  # the sheet's note, after its rows: one cell
-    records = [(n, r) for n, r in records if any(cell.strip() for cell in r)]
-    if not records:
-        raise LabelsError(f"{path}: empty")
-    first, head = records[0]
-    header = [h.strip() for h in head]
-    missing = [c for c in REQUIRED if c not in header]
-    if missing:
-        raise LabelsError(
-            f"{path}: line {first}: no column {', '.join(missing)}: not batchbench's sheet"
-            " (a REDCap export starts with its record id: give the project's data"
-            " dictionary beside it, or --labels-format to name the format)"
-        )
-    return [(n, dict(zip(header, map(restored, r)))) for n, r in records[1:]]
+    chosen = BY_NAME[fmt] if fmt is not None else content
+    yield from chosen.read(path, text, Reading(run, cases, dictionary))

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from .._io import atomic_write_text
-from ..errors import InputError
+from ..errors import LabelsError
 from .csvtext import csv_records
 
 # A data dictionary's columns, as REDCap's UI writes them and as its API exports them.
@@ -55,10 +55,6 @@ SYSTEM_LABELS = {
     "run": "run",
 }
 _TAG = re.compile(r"<[^>]*>")
-
-
-class RedcapError(InputError):
-    """A REDCap export or dictionary that cannot be read as physicians' verdicts."""
 
 
 def plain(label: str) -> str:
@@ -111,7 +107,7 @@ def variable(item_id: str) -> str:
 
 
 def _records(path: Path, text: str) -> list[tuple[int, list[str]]]:
-    return [(n, r) for n, r in csv_records(path, text, RedcapError) if any(c.strip() for c in r)]
+    return [(n, r) for n, r in csv_records(path, text, LabelsError) if any(c.strip() for c in r)]
 
 
 def read_dictionary(path: Path, text: str) -> Dictionary:
@@ -119,19 +115,19 @@ def read_dictionary(path: Path, text: str) -> Dictionary:
     rubric items (their label starts with ``[ITEM_ID]``)."""
     records = _records(path, text)
     if not records:
-        raise RedcapError(f"{path}: an empty data dictionary")
+        raise LabelsError(f"{path}: an empty data dictionary")
     header = [h.strip() for h in records[0][1]]
     name_at = next((header.index(h) for h in NAME_HEADS if h in header), None)
     label_at = next((header.index(h) for h in LABEL_HEADS if h in header), None)
     if name_at is None or label_at is None:
-        raise RedcapError(
+        raise LabelsError(
             f"{path}: line 1: a data dictionary needs its field name and label columns"
             f" ({' or '.join(NAME_HEADS)}; {' or '.join(LABEL_HEADS)})"
         )
     found = Dictionary()
     for n, record in records[1:]:
         if len(record) <= max(name_at, label_at):
-            raise RedcapError(f"{path}: line {n}: fewer cells than the header (cut short?)")
+            raise LabelsError(f"{path}: line {n}: fewer cells than the header (cut short?)")
         name, label = record[name_at].strip(), plain(record[label_at])
         found.labels[name] = label
         match = LEADING_ID.match(label)
@@ -168,7 +164,7 @@ def export_rows(
     """The export's verdicts as the long table's rows (``items``: the run's item ids)."""
     records = _records(path, text)
     if not records:
-        raise RedcapError(f"{path}: empty")
+        raise LabelsError(f"{path}: empty")
     header = [h.strip() for h in records[0][1]]
     names = _fields(header, dictionary)
     by_variable: dict[str, str | None] = {}
@@ -195,14 +191,14 @@ def export_rows(
         rater_at = column("redcap_data_access_group")
     if rater_at is None:
         hint = "" if dictionary else "; a labels export needs the project's data dictionary"
-        raise RedcapError(
+        raise LabelsError(
             f"{path}: line 1: no rater column ('rater', or the records' data access group"
             f" 'redcap_data_access_group'){hint}"
         )
     case_at, run_at = column("case_id") or 0, column("run")
     for n, record in records[1:]:
         if len(record) < len(header):
-            raise RedcapError(
+            raise LabelsError(
                 f"{path}: line {n}: {len(record)} cells where the header has {len(header)}:"
                 " the record is cut short (export it again)"
             )
@@ -212,14 +208,14 @@ def export_rows(
             if record[col].strip().lower() in ("0", "1", "yes", "no") and not _text_field(
                 header[col]
             ):
-                raise RedcapError(
+                raise LabelsError(
                     f"{path}: line {n}: column {header[col]!r} holds verdicts but names no"
                     " rubric item (give the project's data dictionary with --labels)"
                 )
         for col, item_id in column_item.items():
             value = record[col].strip().lower()
             if value not in MET:
-                raise RedcapError(
+                raise LabelsError(
                     f"{path}: line {n}: column {header[col]!r}: {record[col]!r} is no verdict"
                     " (1/0, Yes/No)"
                 )

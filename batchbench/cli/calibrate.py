@@ -14,14 +14,15 @@ if TYPE_CHECKING:
     from ..calibration.formats import LabelsFormat
     from ..calibration.labels import Label
 
+from ..calibration.readers import LABEL_FORMATS, formats_help, names_help
 from .common import Command, JobsDirOpt, JsonOpt, finite, friendly, warn
 from .folders import complete_runs
 
 
 def _labels_formats() -> list[str]:
-    from ..calibration.formats import FORMATS
+    from ..calibration.readers import BY_NAME
 
-    return list(FORMATS)
+    return list(BY_NAME)
 
 
 def _runs_or_sheet(ctx: typer.Context, incomplete: str) -> list[str]:
@@ -83,10 +84,8 @@ LabelsOpt = Annotated[
     typer.Option(
         "--labels",
         metavar="FILE...",
-        help="Physicians' verdicts: a filled sheet, a Label Studio JSON export,"
-        " Prodigy JSONL, HealthBench meta-eval JSONL, or a REDCap CSV export (with"
-        " its data dictionary beside it), told apart by content; several files after one"
-        " --labels (--labels-format to name it).",
+        help=f"Physicians' verdicts: {formats_help()}, told apart by content; several"
+        " files after one --labels (--labels-format to name it).",
     ),
 ]
 LabelsFormatOpt = Annotated[
@@ -95,7 +94,7 @@ LabelsFormatOpt = Annotated[
         "--labels-format",
         metavar="FORMAT",
         autocompletion=_labels_formats,
-        help="sheet, label-studio, prodigy, healthbench (its meta-eval JSONL) or redcap.",
+        help=f"{names_help()}.",
     ),
 ]
 CasesOpt = Annotated[
@@ -223,14 +222,15 @@ def _labels(
 ) -> list[Label]:
     """The labels read for the run; none for it, and a panel's other judge is pointed
     at the panel's first run, whose sheet the labels are."""
-    from ..calibration.formats import FORMATS
     from ..calibration.labels import NoVerdicts, read_labels
+    from ..calibration.readers import BY_NAME
     from ..errors import ConfigError
 
-    if labels_format is not None and labels_format not in FORMATS:
-        raise ConfigError(f"--labels-format {labels_format!r}: one of {', '.join(FORMATS)}")
+    if labels_format is not None and labels_format not in BY_NAME:
+        raise ConfigError(f"--labels-format {labels_format!r}: one of {', '.join(BY_NAME)}")
+    fmt = BY_NAME[labels_format].name if labels_format is not None else None
     try:
-        return read_labels(labels, graded.name, graded.cases, labels_format, keep_unsure=True)
+        return read_labels(labels, graded.name, graded.cases, fmt, keep_unsure=True)
     except NoVerdicts as exc:
         first = _first_of_panel(name, jobs_dir)
         if first is None:
@@ -250,7 +250,9 @@ def _first_of_panel(name: str, jobs_dir: Path) -> str | None:
     return None if named.run is None else named.run.load_config().answers_from
 
 
-SHEET_KINDS = ("csv", "html", "label-studio", "redcap")
+# The sheet a physician fills: the CSV, its HTML form, or a tool's own (each format that
+# writes one: :data:`..calibration.readers.LABEL_FORMATS`).
+SHEET_KINDS = ("csv", "html", *(f.name for f in LABEL_FORMATS if f.write and f.name != "sheet"))
 SHEET_FORMATS = {"csv": "csv", "html": "html", "htm": "html", "json": "label-studio"}
 
 
@@ -262,8 +264,10 @@ def _sheet(
     jobs_dir: Path,
     fmt: str | None = None,
 ) -> None:
+    from ..bench.results import row_verdicts
     from ..calibration import load_run
-    from ..calibration.sheet import draw, sheet_rows, write_csv, write_html
+    from ..calibration.readers import BY_NAME, Sheet
+    from ..calibration.sheet import draw, sheet_rows, write_html
     from ..errors import ConfigError
     from ..scores.sources import resolve
 
@@ -274,7 +278,7 @@ def _sheet(
     if output is None:
         raise ConfigError("calibrate sheet needs -o FILE (.csv, or .html for a form)")
     if fmt is not None and fmt not in SHEET_KINDS:
-        raise ConfigError(f"--format {fmt!r}: the sheet is csv, html, label-studio or redcap")
+        raise ConfigError(f"--format {fmt!r}: the sheet is {', '.join(SHEET_KINDS)}")
     graded = [load_run(resolve(r, jobs_dir), warn=warn) for r in runs]
     digests = {g.summary["dataset_sha256"] for g in graded}
     if len(digests) > 1:
@@ -288,28 +292,22 @@ def _sheet(
     note = (
         f"batchbench calibration sheet: {len(chosen)} cases over {benchmarks} benchmarks,"
         f" drawn with seed {seed} among the cases every run answered; runs"
-        f" {', '.join(g.name for g in graded)}; fill rater and verdict (1 met, 0 not met)"
+        f" {', '.join(g.name for g in graded)}; fill rater and verdict (1 met, 0 not met,"
+        " unsure)"
     )
     kind = fmt or SHEET_FORMATS.get(output.suffix.lower().lstrip("."), "csv")
-    if kind == "html":
+    if kind == "html":  # the sheet as a form, which saves the filled-in CSV
         write_html(output, note, rows)
-    elif kind == "label-studio":
-        from ..bench.results import row_verdicts
-        from ..calibration.formats import write_label_studio
-
+    else:
         judged = {
             (g.name, r["case_id"], item): met
             for g in graded
             for r in g.rows
             for item, met in (row_verdicts(r.get("decisions")) or {}).items()
         }
-        write_label_studio(output, rows, judged)
-    elif kind == "redcap":
-        from ..calibration.redcap import write_dictionary
-
-        write_dictionary(output, rows)
-    else:
-        write_csv(output, note, rows)
+        write = BY_NAME["sheet" if kind == "csv" else kind].write
+        assert write is not None  # SHEET_KINDS holds only the formats that write a sheet
+        write(output, Sheet(note, rows, judged))
     typer.echo(f"wrote {output}: {len(rows)} items of {len(chosen)} cases")
     _say_panel(runs, jobs_dir, kind)
 
