@@ -16,8 +16,8 @@ from ..scores.sources import Named, load_finished
 from ..scores.summary import Summary, last_rows
 
 if TYPE_CHECKING:
+    from .judge_choice import PanelCalibration
     from .labels import Label
-    from .panel import PanelCalibration
 
 
 @dataclass(frozen=True)
@@ -67,8 +67,8 @@ def judge_panel(
 ) -> PanelCalibration | None:
     """A judge panel's judges against the same labels (#50), when the run named has a
     panel (its other judges' runs read beside it); else None."""
-    from ..scores.panel import panel_of
-    from .panel import calibrate_panel
+    from ..scores.judge_rankings import panel_of
+    from .judge_choice import calibrate_panel
 
     if named.run is None:
         return None

@@ -193,8 +193,8 @@ def _against(
     from ..calibration import judge_panel, load_run
     from ..calibration.analysis import calibrate as calibrate_run
     from ..calibration.analysis import plan_labels
+    from ..calibration.judge_choice import panel_text
     from ..calibration.labels import formats_of
-    from ..calibration.panel import panel_text
     from ..calibration.raters import read_raters
     from ..calibration.text import calibration_text, plan_text
     from ..scores.sources import resolve
@@ -314,7 +314,7 @@ def _sheet(
 
 def _say_panel(runs: list[str], jobs_dir: Path, kind: str) -> None:
     """A run with a judge panel: which judge's verdicts the sheet shows, and why (#50)."""
-    from ..scores.panel import panel_of
+    from ..scores.judge_rankings import panel_of
     from ..scores.sources import resolve
 
     for name in runs:

@@ -158,8 +158,8 @@ def _calibrations(runs: list[str], jobs_dir: Path, labels: list[Path]) -> list[s
     """Each run's calibration section, for the runs the labels speak of (none: refused)."""
     from ..calibration import judge_panel, load_run
     from ..calibration.analysis import calibrate
+    from ..calibration.judge_choice import panel_html
     from ..calibration.labels import NoVerdicts, formats_of, read_labels
-    from ..calibration.panel import panel_html
     from ..calibration.text import calibration_html
     from ..errors import ConfigError
     from ..scores.sources import resolve

@@ -87,7 +87,7 @@ def summarize(
     Example: batchbench summarize results.jsonl --dataset ../bedside-bench --smoke
     """
     from ..errors import ConfigError
-    from ..scores.summarize import summarize_results
+    from ..scores.results_summary import summarize_results
     from ..scores.summary_file import summary_json, summary_table
     from ..storage import object_path
 
@@ -242,7 +242,7 @@ def compare(
     from ..bench.dataset import load_dataset
     from ..scores.compare import compare as make_comparison
     from ..scores.compare import load_side
-    from ..scores.panel import rankings, rankings_text
+    from ..scores.judge_rankings import rankings, rankings_text
     from ..scores.sources import resolve_all
     from ..views.comparison import compare_text
 
@@ -375,8 +375,8 @@ def _judges_plan(
 ) -> str:
     """``plan A B --labels``: the labels that tell two judges' agreement apart (#50)."""
     from ..calibration import load_run
+    from ..calibration.judge_choice import judges_plan, judges_plan_text
     from ..calibration.labels import read_labels
-    from ..calibration.panel import judges_plan, judges_plan_text
 
     a, b = (load_run(n, warn=warn) for n in named)
     found = read_labels(labels, a.name, a.cases, None)

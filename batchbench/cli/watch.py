@@ -83,7 +83,7 @@ def status(
     if not statuses:
         typer.echo(f"no runs in {shown(jobs_dir)}")
     else:
-        from ..scores.panel import panel_lines
+        from ..scores.judge_rankings import panel_lines
 
         now = clock_of(ctx).time()
         for run, one_status in zip(runs, statuses):
