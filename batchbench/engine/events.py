@@ -210,10 +210,8 @@ class Collected(Event, tag="collected"):
     free_retry: bool = False  # not the requests' fault: their retries are not used up
     cap: int | None = None  # send this stage again in files of at most this many lines
     hold_until: float | None = None  # and not before this time
-    # What served its good replies, as they say (#66.1): model → replies, fingerprint →
-    # replies (absent before 0.9: read from the raw files by ``show`` and the report).
-    served: dict[str, int] = {}
-    fingerprints: dict[str, int] = {}
+    served: dict[str, int] = {}  # what served its good replies, as they say: model → replies
+    fingerprints: dict[str, int] = {}  # and their system fingerprints (#66.1)
 
 
 class RemoteDeleted(Event, tag="remote_deleted"):

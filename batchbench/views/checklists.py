@@ -28,7 +28,7 @@ from .page_sources import Source
 
 Status = Literal["answered", "not applicable", "not reported"]
 Answer = tuple[Status, str, str]  # status, where (a section of the page), text
-CHECKLISTS_MISSING = {
+CHECKLISTS_MISSING = {  # asked for by name, refused in one line saying why
     "tripod-llm": "TRIPOD-LLM's 19 items and 50 subitems are not carried by this build"
     " (their wording was not available to it): chart and mi-clear-llm are",
 }
@@ -73,12 +73,8 @@ def _authors(what: str) -> Callable[[Facts], Answer]:
 
 
 def _models(f: Facts, stage: str) -> str:
-    said = []
-    for run, rec in f.record["provenance"].items():
-        r = rec[stage]
-        served = ", ".join(f"{m} ({n})" for m, n in r["served"].items()) or "not said"
-        said.append(f"{run}: {r['requested']} asked on {r['service']}, served {served}")
-    return "; ".join(said)
+    served = [_served(run, rec)[stage == "judges"] for run, rec in f.record["provenance"].items()]
+    return "; ".join(served)
 
 
 def _per_run(each: Callable[[str, Mapping[str, Any]], list[str]]) -> Callable[[Facts], Answer]:
