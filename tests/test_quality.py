@@ -59,3 +59,14 @@ def test_every_install_line_of_the_readme_names_this_project():
         if target.startswith((".", "/", "-")) or target.endswith(".whl[all]"):
             continue  # this checkout, a path, a wheel built here
         assert target.split("[")[0] in (name, name.replace("-", "_")), target
+
+
+def test_every_package_module_is_under_the_house_limit():
+    """docs/CONTRIBUTING.md: every package module 400 lines at most (split by meaning)."""
+    package = Path(__file__).resolve().parents[1] / "batchbench"
+    over = {
+        str(p.relative_to(package)): n
+        for p in package.rglob("*.py")
+        if (n := p.read_text().count("\n")) > 400
+    }
+    assert not over, over
