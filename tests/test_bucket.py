@@ -733,3 +733,28 @@ def test_a_store_error_is_classed_by_its_type_not_by_a_word(tmp_path):
         oe.GenericError("Error performing token request: http://169.254.169.254/latest/api/token")
     )
     assert "refused" in said(oe.PermissionDeniedError("the caller may not list"))
+
+
+def test_a_python_caller_opens_and_closes_its_own_jobs_folders(tmp_path, clock):
+    """#64.3: without the CLI, ``storage.opened()`` is a command's jobs folders: a bucket
+    named inside is read into a working folder, the run advanced there is written back
+    when the block ends and the folder removed; another block reads what the first
+    wrote; the process's own folders (the CLI's) are never touched."""
+    from batchbench import storage
+    from batchbench.engine.events import RemoteDeleted
+    from batchbench.engine.rundir import Run
+
+    uri = f"file://{tmp_path}/bucket"
+    with storage.opened() as folders:
+        run = Run(storage.jobs_path(uri) / "solo")
+        working = run.root.parent
+        run.make_folder()
+        with run.lock(clock):
+            for i in range(3):
+                run.record(RemoteDeleted(sub=f"s{i}", file_ids=[]), float(i))
+        written = run.journal_path.read_bytes()
+        assert list(folders.working) == [working] and not storage.PROCESS.working
+    assert not working.exists() and not folders.working  # closed where it was opened
+    with storage.opened():
+        assert Run(storage.jobs_path(uri) / "solo").journal_path.read_bytes() == written
+    assert written.count(b"\n") == 3 and not storage.PROCESS.working

@@ -18,8 +18,11 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import _failpoints
 from .._io import atomic_write_bytes
 from .._io import storage as local_storage
 from ..errors import ConfigError, RunLockedError
@@ -30,8 +33,59 @@ from .objects import Bucket, Objects, parse_bucket
 
 MARK = ".bucket"  # in a working folder: the URI of the bucket it stands for
 LOCK_FILE = ".lock"
-_working: dict[Path, Objects] = {}  # working folder → its bucket's objects
-_homes: dict[Path, Remote] = {}  # run folder → its home, one per run a command reads
+
+
+@dataclass
+class Folders:
+    """The jobs folders one command works in: each bucket's working folder, each run's
+    home there, and what a jobs folder option could not take. Closed where it was opened:
+    :func:`opened` for a Python caller or a test; the CLI's command wrapper for the one
+    its option parser fills (``PROCESS``)."""
+
+    working: dict[Path, Objects] = field(default_factory=dict)  # folder → its bucket
+    homes: dict[Path, Remote] = field(default_factory=dict)  # run folder → its home
+    refused: list[BaseException] = field(default_factory=list)
+
+    def close(self, write_back: bool = True) -> None:
+        """Every run advanced written back, the working folders removed (the bucket is
+        the run). A command killed (a crash test's failpoint) writes nothing back, as a
+        SIGKILLed process cannot."""
+        try:
+            for home in list(self.homes.values()):
+                if write_back:
+                    home.close()
+        finally:
+            self.homes.clear()
+            for folder in list(self.working):
+                shutil.rmtree(folder, ignore_errors=True)
+            self.working.clear()
+
+
+PROCESS = Folders()  # the CLI's: its option parser opens folders before the command runs
+_current: ContextVar[Folders] = ContextVar("batchbench_folders")
+
+
+def _folders() -> Folders:
+    return _current.get(PROCESS)
+
+
+@contextlib.contextmanager
+def opened() -> Iterator[Folders]:
+    """Jobs folders of their own for a Python caller: every bucket named inside is read
+    into a working folder, written back and removed when the block ends, as a command's
+    are (not written back when it ends in a :class:`~batchbench._failpoints.Crash`)."""
+    folders = Folders()
+    token = _current.set(folders)
+    try:
+        yield folders
+    except BaseException as exc:
+        with contextlib.suppress(Exception):  # the block's own error is the one raised
+            folders.close(write_back=not isinstance(exc, _failpoints.Crash))
+        raise
+    else:
+        folders.close()
+    finally:
+        _current.reset(token)
 
 
 def jobs_path(text: str | Path) -> Path:
@@ -40,18 +94,20 @@ def jobs_path(text: str | Path) -> Path:
     where = parse_bucket(str(text)) if not isinstance(text, Path) else None
     if where is None:
         return Path(text).expanduser()
-    for folder, objects in _working.items():
+    working = _folders().working
+    for folder, objects in working.items():
         if objects.where == where:
             return folder
     objects = Objects(where)  # a store set up wrong stops here, before any folder exists
     folder = Path(tempfile.mkdtemp(prefix="batchbench-bucket-"))
-    _working[folder] = objects  # from here close_all removes it
+    working[folder] = objects  # from here closing the folders removes it
     (folder / MARK).write_text(where.uri)
     return folder
 
 
 def _bucket_of(jobs_dir: Path) -> Objects | None:
-    return _working.get(jobs_dir) or _working.get(jobs_dir.resolve())
+    working = _folders().working
+    return working.get(jobs_dir) or working.get(jobs_dir.resolve())
 
 
 def home_for(root: Path) -> Home:
@@ -59,9 +115,10 @@ def home_for(root: Path) -> Home:
     objects = _bucket_of(root.parent)
     if objects is None:
         return Local(root)
-    home = _homes.get(root)
+    homes = _folders().homes
+    home = homes.get(root)
     if home is None:
-        home = _homes[root] = Remote(root, objects, root.name)
+        home = homes[root] = Remote(root, objects, root.name)
     return home
 
 
@@ -115,7 +172,7 @@ def object_path(text: str) -> Path | None:
 
 def shown(path: Path) -> str:
     """A path as the user knows it: inside a bucket's working folder, its URI."""
-    for folder, objects in _working.items():
+    for folder, objects in _folders().working.items():
         with contextlib.suppress(ValueError):
             rest = path.relative_to(folder).as_posix()
             return objects.where.uri + ("" if rest == "." else f"/{rest}")
@@ -127,33 +184,20 @@ def bucket_of(jobs_dir: Path) -> Bucket | None:
     return None if objects is None else objects.where
 
 
-_refused: list[BaseException] = []  # what a jobs folder option could not take
-
-
 def refuse(exc: BaseException) -> None:
     """Keep what the option parser could not take, for the command to say in one line."""
-    _refused.append(exc)
+    _folders().refused.append(exc)
 
 
 def refused() -> None:
     """Raise what an option could not take (once)."""
-    if _refused:
-        raise _refused.pop()
+    if _folders().refused:
+        raise _folders().refused.pop()
 
 
 def close_all(write_back: bool = True) -> None:
-    """The end of a command: every run it advanced written back, its working folders
-    removed (the bucket is the run). A command killed (a crash test's failpoint) writes
-    nothing back, as a SIGKILLed process cannot."""
-    try:
-        for home in list(_homes.values()):
-            if write_back:
-                home.close()
-    finally:
-        _homes.clear()
-        for folder in list(_working):
-            shutil.rmtree(folder, ignore_errors=True)
-        _working.clear()
+    """The end of a command: its folders closed (:meth:`Folders.close`)."""
+    _folders().close(write_back)
 
 
 class Local:
