@@ -15,6 +15,11 @@ Without the public split beside the checkout (``../shared/bedside-bench``, or
 ``--dataset``), the fixture dataset is the seed instead.
 
     .venv/bin/python benchmarks/scale_run.py [--sizes 250,2500,25000]
+
+Each size also times two baselines in processes of their own, and prints the ratios
+#64.11 keeps: ``status`` over ``json.loads`` of its journal's lines, ``compare`` and
+``report`` over the reference's own plain-Python summaries of both runs' rows (up to
+25,000 cases: its bootstrap takes minutes there, and hours beyond).
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+BASELINES = ("json.loads", "reference")
+REFERENCE_UP_TO = 25_000
 PUBLIC = REPO.parent / "shared" / "bedside-bench"
 FIXTURE = REPO / "tests" / "fixtures" / "dataset"
 
@@ -65,11 +72,25 @@ def synthesise(seed: Path, factor: int, into: Path) -> int:
     return made
 
 
-def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of ``batchbench ARGV`` in its own process."""
+# The baselines, each in a process of its own as the commands are (#64.11): what the
+# plainest Python does with the same files. `status` against json.loads of its journal's
+# lines; `compare` and `report` against the reference's own plain-Python summary (its
+# random.Random bootstrap, tests/support/reference.py) of both runs' rows.
+JOURNAL_BASELINE = "import json,sys\nfor line in open(sys.argv[1], 'rb'): json.loads(line)"
+SUMMARY_BASELINE = (
+    "import json,sys\nsys.path.insert(0, sys.argv[1])\n"
+    "from support.reference import summarize\n"
+    "for path in sys.argv[2:]:\n"
+    "    summarize([json.loads(line) for line in open(path, 'rb')])"
+)
+
+
+def timed(argv: list[str], env: dict[str, str], python: bool = False) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB) of ``batchbench ARGV`` in its own process (with
+    ``python``: of ``python ARGV``, a baseline)."""
     start = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "batchbench", *argv],
+        [sys.executable, *argv] if python else [sys.executable, "-m", "batchbench", *argv],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -108,6 +129,12 @@ def one_size(cases: int, seed: Path, env: dict[str, str], base: str) -> dict[str
             "export": ["export", "a", "b", "-o", str(root / "scores.parquet"), *jobs],
         }
         out = {name: timed(argv, env) for name, argv in steps.items()}
+        journal = str(root / "jobs" / "a" / "journal.jsonl")
+        rows = [str(root / "jobs" / r / "results.jsonl") for r in ("a", "b")]
+        out["json.loads"] = timed(["-c", JOURNAL_BASELINE, journal], env, python=True)
+        if made <= REFERENCE_UP_TO:  # 10,000 resamples in plain Python: 5 min at 25,000
+            tests = str(REPO / "tests")
+            out["reference"] = timed(["-c", SUMMARY_BASELINE, tests, *rows], env, python=True)
         out["_cases"] = (made, (root / "page.html").stat().st_size / 2**20)
         return out
 
@@ -133,7 +160,7 @@ def main() -> None:
         for size in sizes:
             found = one_size(size, opts.dataset, env, f"{url}/v1")
             made, report_mb = found.pop("_cases")
-            total = sum(t for t, _ in found.values())
+            total = sum(t for name, (t, _) in found.items() if name not in BASELINES)
             local = found["run"][0] + found["second run"][0]
             per_case[made] = total / made
             print(f"{made:,} cases (seed: {opts.dataset.name})")
@@ -143,6 +170,13 @@ def main() -> None:
                 f"  {'all':<12} {total:7.2f} s   (the two runs: {local:.2f} s); report"
                 f" {report_mb:.1f} MB"
             )
+            said = f"status {found['status'][0] / found['json.loads'][0]:.2f} x json.loads of"
+            said += " its journal"
+            if "reference" in found:
+                ref = found["reference"][0]
+                said += f"; compare {found['compare'][0] / ref:.2f} x and report"
+                said += f" {found['report'][0] / ref:.2f} x the reference's plain-Python summaries"
+            print(f"  ratios: {said}")
     finally:
         emulator.terminate()
         emulator.wait(timeout=30)

@@ -221,3 +221,13 @@ def test_the_demo_rehearses_a_tail_finished_on_flex(tmp_path):
     assert "flex: 2 of the 2 line(s) sent on the flex tier" in proc.stdout
     wrong = run_cli("demo", "--anomaly", "no-such-day", "--jobs-dir", str(tmp_path / "x"))
     assert_one_line_error(wrong, "--anomaly: unknown anomaly 'no-such-day'")
+
+
+def test_the_demo_rehearses_every_venue_its_help_names(tmp_path):
+    """`demo --answer-model` on each venue whose models are only listed, never looked up
+    by name (OpenRouter's: the face lists the models the demo rehearses), and a group of
+    them in one command."""
+    argv = ["demo", "--jobs-dir", str(tmp_path), "--answer-model", "openrouter/openai/sim-x"]
+    proc = run_cli(*argv, "--answer-model", "groq/sim-x")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("overall (macro)") >= 2

@@ -34,10 +34,12 @@ def demo(
         list[str] | None,
         typer.Option(
             metavar="MODEL",
-            help="The simulated model under test (repeat it to rehearse a group): a Claude"
-            " name (claude-sim) goes through the emulator's Message Batches face,"
-            " azure/NAME through Azure OpenAI's, bedrock/anthropic.claude-sim-v1:0 through"
-            " Bedrock's, vertex/gemini-sim and vertex/claude-sim through Vertex AI's.",
+            help="The simulated model under test (repeat it to rehearse a group), routed"
+            " as a real one is to its service's face of the emulator: sim-answer (OpenAI),"
+            " claude-sim (Anthropic), gemini-sim (Gemini), accounts/sim/models/sim-x"
+            " (Fireworks), azure/NAME, bedrock/anthropic.claude-sim-v1:0,"
+            " vertex/gemini-sim and vertex/claude-sim, groq/sim-x, xai/sim-x,"
+            " together/sim-x, mistral/sim-x, openrouter/openai/sim-x: all thirteen.",
         ),
     ] = None,
     anomaly: Annotated[
@@ -73,7 +75,7 @@ def demo(
     clock = clock_of(ctx)
     with (
         tempfile.TemporaryDirectory() as tmp,
-        Emulator(latency=0.3, clock=clock, anomalies=anomalies) as emu,
+        Emulator(latency=0.3, clock=clock, anomalies=anomalies, models=models) as emu,
         # the emulator's faces and accounts, while it lives
         _defaults({**emu.environment(), "BATCHBENCH_BEDROCK_MIN_RECORDS": "1"}),
     ):

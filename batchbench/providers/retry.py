@@ -2,9 +2,12 @@
 
 Every SDK client is made with its own retries off, so which replies are tried
 again is decided here, once, for all providers: a :class:`TransientApiError`
-(429, 408, 409, 500, 502, 503, 504, timeouts, dropped connections, a service
+(429, 408, 500, 502, 503, 504, 529, timeouts, dropped connections, a service
 not reachable) is tried again with exponential backoff, honouring the
-service's ``retry-after``; anything else is final for the call. The one call
+service's ``retry-after``; anything else is final for the call — a 409 too (a
+conflict: a cancel of a batch that has ended, a job id already taken), which the
+caller reads for what it says. (A *line* a batch answered with 409 is another matter:
+the wires retry it as the reference does, :data:`.openai_wire.RETRIED`.) The one call
 never passed through here is a batch's create: after an ambiguous failure
 the pipeline looks for the batch before creating again. Faults are said on
 stderr, one line per burst, so silent retries stay visible.
