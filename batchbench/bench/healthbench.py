@@ -1,0 +1,218 @@
+"""HealthBench (#65), as simple-evals' ``healthbench_eval.py`` reads, asks and grades it
+(the facts: ``../shared/spec/healthbench.md``): its JSONL read and checked, each line's
+conversation, and the grader's one request per rubric item, byte for byte.
+
+A file is told apart from a BedsideBench folder by what it is: one JSON object a line
+with a ``prompt`` list and ``rubrics`` (``--dataset-format healthbench`` names it).
+Any file of this shape works — the three public ones, or a team's own rubric set.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from ..errors import DatasetError
+
+Role = Literal["user", "assistant", "system"]
+ROLES: tuple[Role, ...] = ("user", "assistant", "system")
+# simple-evals' ChatCompletionSampler for the OpenAI chat models and for its grader.
+SYSTEM_MESSAGE = "You are a helpful assistant."
+GRADER_MODEL = "gpt-4.1-2025-04-14"
+TEMPERATURE = 0.5
+MAX_TOKENS = 2048
+MAX_BYTES = 1 << 30  # the public full set is ~60 MB: a gigabyte is no rubric file
+
+
+@dataclass(frozen=True)
+class RubricItem:
+    criterion: str
+    points: float  # as the file gives it: an int stays an int ("[5]", not "[5.0]")
+    tags: tuple[str, ...]
+
+    def __str__(self) -> str:
+        """simple-evals' ``str(rubric_item)``: ``[points] criterion``, the points as
+        Python prints them (5 → ``5``, 5.0 → ``5.0``, -3 → ``-3``)."""
+        return f"[{self.points}] {self.criterion}"
+
+
+@dataclass(frozen=True)
+class Example:
+    prompt_id: str
+    prompt: tuple[dict[str, str], ...]  # the conversation so far
+    rubrics: tuple[RubricItem, ...]
+    example_tags: tuple[str, ...]
+    ideal_completion: str | None  # the physicians' (``--physician-completions``)
+
+
+@dataclass(frozen=True)
+class HealthBench:
+    examples: tuple[Example, ...]
+    sha256: str  # the file's bytes
+
+    def by_id(self) -> dict[str, Example]:
+        return {e.prompt_id: e for e in self.examples}
+
+
+def is_healthbench(path: Path) -> bool:
+    """A file whose first line is a JSON object with a ``prompt`` list and ``rubrics``."""
+    if not path.is_file():
+        return False
+    try:
+        with path.open("rb") as fh:
+            first = json.loads(fh.readline())
+    except (OSError, ValueError):
+        return False
+    return isinstance(first, dict) and isinstance(first.get("prompt"), list) and "rubrics" in first
+
+
+def _field(where: str, line: dict[str, Any], name: str, kind: type, what: str) -> Any:
+    if name not in line:
+        raise DatasetError(f"{where}: no {name!r} ({what})")
+    value = line[name]
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise DatasetError(f"{where}: {name!r} is not {what}")
+    return value
+
+
+def _strings(where: str, value: Any, name: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+        raise DatasetError(f"{where}: {name!r} is not a list of strings")
+    return tuple(value)
+
+
+def _message(where: str, n: int, m: Any) -> dict[str, str]:
+    here = f"{where}: prompt[{n}]"
+    if not isinstance(m, dict):
+        raise DatasetError(f"{here} is not an object with role and content")
+    if m.get("role") not in ROLES:
+        raise DatasetError(f"{here}: role {m.get('role')!r} is not one of {', '.join(ROLES)}")
+    if not isinstance(m.get("content"), str):
+        raise DatasetError(f"{here}: content is not a string")
+    return {"role": m["role"], "content": m["content"]}
+
+
+def _item(where: str, n: int, r: Any) -> RubricItem:
+    here = f"{where}: rubrics[{n}]"
+    if not isinstance(r, dict):
+        raise DatasetError(f"{here} is not an object with criterion, points and tags")
+    if not isinstance(r.get("criterion"), str) or not r["criterion"].strip():
+        raise DatasetError(f"{here}: criterion is not a non-empty string")
+    points = r.get("points")
+    if isinstance(points, bool) or not isinstance(points, (int, float)) or points != points:
+        raise DatasetError(f"{here}: points {points!r} is not a number")
+    return RubricItem(r["criterion"], points, _strings(here, r.get("tags", []), "tags"))
+
+
+def _example(where: str, line: Any) -> Example:
+    if not isinstance(line, dict):
+        raise DatasetError(f"{where}: not a JSON object")
+    prompt_id = _field(where, line, "prompt_id", str, "a string")
+    if not prompt_id.strip():
+        raise DatasetError(f"{where}: 'prompt_id' is empty")
+    messages = _field(where, line, "prompt", list, "a list of messages")
+    if not messages:
+        raise DatasetError(f"{where}: 'prompt' holds no message")
+    rubrics = _field(where, line, "rubrics", list, "a list of rubric items")
+    if not rubrics:
+        raise DatasetError(f"{where}: 'rubrics' holds no item")
+    ideal = line.get("ideal_completions_data")
+    if ideal is not None and not isinstance(ideal, dict):
+        raise DatasetError(f"{where}: 'ideal_completions_data' is neither null nor an object")
+    completion = (ideal or {}).get("ideal_completion")
+    if completion is not None and not isinstance(completion, str):
+        raise DatasetError(f"{where}: 'ideal_completions_data.ideal_completion' is not a string")
+    return Example(
+        prompt_id,
+        tuple(_message(where, n, m) for n, m in enumerate(messages)),
+        tuple(_item(where, n, r) for n, r in enumerate(rubrics)),
+        _strings(where, line.get("example_tags", []), "example_tags"),
+        completion,
+    )
+
+
+def load_healthbench(path: Path) -> HealthBench:
+    """Every line read and checked: a line that is not an example is one line naming the
+    file, the line and the field; a ``prompt_id`` twice is refused."""
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if len(data) > MAX_BYTES:
+        raise DatasetError(f"{path}: over {MAX_BYTES >> 30} GiB: not a HealthBench file")
+    examples: list[Example] = []
+    seen: dict[str, int] = {}
+    for n, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
+            continue
+        where = f"{path}: line {n}"
+        try:
+            line = json.loads(raw)
+        except (ValueError, RecursionError):
+            raise DatasetError(f"{where}: not JSON") from None
+        example = _example(where, line)
+        if example.prompt_id in seen:
+            raise DatasetError(
+                f"{where}: prompt_id {example.prompt_id!r} again (line {seen[example.prompt_id]})"
+            )
+        seen[example.prompt_id] = n
+        examples.append(example)
+    if not examples:
+        raise DatasetError(f"{path}: no example in it")
+    return HealthBench(tuple(examples), hashlib.sha256(data).hexdigest())
+
+
+@functools.cache
+def grader_template() -> str:
+    """simple-evals' ``GRADER_TEMPLATE`` (kept as data with its source: ``SOURCE.md``)."""
+    text = resources.files(__package__).joinpath("healthbench_data/grader_template.txt")
+    return text.read_text(encoding="utf-8").strip()
+
+
+def answer_messages(example: Example) -> list[dict[str, str]]:
+    """What the answer model is sent, as simple-evals' chat sampler sends it: its system
+    message, then the conversation (``actual_queried_message_list``)."""
+    return [{"role": "system", "content": SYSTEM_MESSAGE}, *example.prompt]
+
+
+def conversation(example: Example, answer: str) -> str:
+    """``convo_str``: each message ``role: content``, the answer last as the assistant's,
+    joined by blank lines."""
+    messages = [*answer_messages(example), {"role": "assistant", "content": answer}]
+    return "\n\n".join(f"{m['role']}: {m['content']}" for m in messages)
+
+
+def grader_messages(example: Example, answer: str, item: RubricItem) -> list[dict[str, str]]:
+    """One rubric item's grader request: the system message, then ``GRADER_TEMPLATE`` with
+    the conversation and the item in place."""
+    prompt = grader_template().replace("<<conversation>>", conversation(example, answer))
+    prompt = prompt.replace("<<rubric_item>>", str(item))
+    return [{"role": "system", "content": SYSTEM_MESSAGE}, {"role": "user", "content": prompt}]
+
+
+_FENCE = re.compile(r"^```json\s*|\s*```$")
+
+
+def parse_grade(text: str) -> dict[str, Any] | None:
+    """A grader's reply read as ``parse_json_to_dict`` reads it (markdown fence stripped,
+    JSON); None unless ``criteria_met`` is exactly true or false — where simple-evals asks
+    again, for ever, batchbench asks again up to ``--max-attempts``."""
+    try:
+        found = json.loads(_FENCE.sub("", text.strip()))
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(found, dict) or found.get("criteria_met") not in (True, False):
+        return None
+    if not isinstance(found["criteria_met"], bool):  # 1 == True, but it is not a boolean
+        return None
+    return {
+        "criteria_met": found["criteria_met"],
+        "explanation": found.get("explanation", "No explanation provided"),
+    }
