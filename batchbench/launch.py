@@ -35,6 +35,7 @@ from .engine.services import (
     where_requests_go,
 )
 from .engine.settle import settle_owed
+from .engine.spend import SpendCap
 from .engine.state import fold
 from .errors import ConfigError, RunLockedError
 from .finished import Prepared, RunResult, finished_tick, settled, write_run_summary
@@ -300,6 +301,10 @@ def _start(
     # A plain invocation is the user's: a failing create gets a fresh outage window; a
     # --no-wait tick shares the one its run's journal started.
     window = None if options.no_wait else options.clock.time()
+    spend = None
+    if options.budget.max_spend is not None:  # a hard cap: every stage must be priced
+        spend = SpendCap(options.budget.max_spend, pricing)
+        spend.check_priced(config)
     pipeline = Pipeline(
         run,
         config,
@@ -309,6 +314,7 @@ def _start(
         warn=warn,
         clock=options.clock,
         window_from=window,
+        spend=spend,
     )
     for change in changes:
         pipeline.record(change)

@@ -33,6 +33,7 @@ KEYS = {
     "dataset": "dataset",
     "jobs-dir": "jobs_dir",
     "pricing": "pricing",
+    "max-spend": "max_spend",
 }
 PATHS = frozenset({"dataset", "jobs-dir", "pricing"})
 # The demo rehearses the bundled sample in a folder of its own, whatever the project says.

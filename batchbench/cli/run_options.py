@@ -181,6 +181,17 @@ MaxCostOpt = Annotated[
     ),
 ]
 
+MaxSpendOpt = Annotated[
+    float | None,
+    typer.Option(
+        metavar="USD",
+        rich_help_panel=BUDGET,
+        help="A hard cap on what the run spends: what was billed and what is in flight at"
+        " its worst; a batch that could cross it is not bought, and the run stops (exit 6)"
+        " until the cap is raised.",
+    ),
+]
+
 PricingOpt = Annotated[
     Path | None,
     typer.Option(

@@ -28,6 +28,7 @@ from .run_options import (
     MaxEnqueuedTokensOpt,
     MaxRequestsPerBatchOpt,
     MaxRetriesOpt,
+    MaxSpendOpt,
     MoveServiceOpt,
     NoWaitOpt,
     OnDemandRemainderOpt,
@@ -68,6 +69,7 @@ def run(
     dry_run: DryRunOpt = False,
     as_json: AsJsonOpt = False,
     max_cost: MaxCostOpt = None,
+    max_spend: MaxSpendOpt = None,
     pricing: PricingOpt = None,
     assumed_answer_tokens: AssumedAnswerTokensOpt = 800,
     max_enqueued_tokens: MaxEnqueuedTokensOpt = None,
@@ -103,7 +105,7 @@ def run(
 
     cases = Cases(_checked(dataset, as_json, dry_run), smoke, limit, tuple(benchmark or ()))
     services = Services(base_url, account_settings=account_settings or {}, move=move_service)
-    budget = Budget(pricing, max_cost, assumed_answer_tokens)
+    budget = Budget(pricing, max_cost, assumed_answer_tokens, max_spend)
     pacing = Settings(
         max_requests_per_batch=max_requests_per_batch,
         max_attempts=max_attempts,

@@ -21,8 +21,7 @@ from ..errors import BatchbenchError, RunLockedError, TransientApiError
 from ..providers.base import Client
 from ..reporting import quiet
 from .pipeline import Pipeline
-from .submission import Submission
-from .submit import walk, watched
+from .submission import Submission, walk, watched
 
 
 @dataclass

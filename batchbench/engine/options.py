@@ -50,6 +50,7 @@ class Budget:
     pricing: Path | None = None
     max_cost: float | None = None
     assumed_answer_tokens: int = 800
+    max_spend: float | None = None  # a hard cap on what is billed (:mod:`.spend`)
 
 
 @dataclass
@@ -162,6 +163,7 @@ def _check_options(o: RunOptions) -> None:
     _number("--tail-flex", s.tail_flex, low=0, strict=True)
     _number("--create-wait", s.create_wait, low=0)
     _number("--max-cost", o.budget.max_cost, low=0)
+    _number("--max-spend", o.budget.max_spend, low=0)
     _number("--max-attempts", s.max_attempts, low=1)
     _number("--max-retries", s.max_retries, low=1)
     _number("--max-enqueued-tokens", s.max_enqueued_tokens, low=1)

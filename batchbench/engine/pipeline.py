@@ -45,6 +45,7 @@ from .runconfig import RunConfig
 from .rundir import Run
 from .settings import Settings
 from .slots import Slots
+from .spend import SpendCap
 from .state import RunState
 from .submission import Submission
 from .submit import Submitter
@@ -62,8 +63,10 @@ class Pipeline:
         warn: Callable[[str], None] = quiet,
         clock: Clock = SYSTEM,
         window_from: float | None = None,
+        spend: SpendCap | None = None,
     ) -> None:
         self.run = run
+        self.spend = spend
         self.config = config
         self.cases = cases
         self.providers = providers
@@ -92,6 +95,7 @@ class Pipeline:
             window_from=window_from,
             create_wait=settings.create_wait,
             look_every=settings.poll_interval,
+            spend=spend,
         )
         self.slots = Slots(run, lambda: self.state)  # a quota of batches at once
         self.canary = Canary(run.root.parent, config, providers, settings.canary, warn)
@@ -216,7 +220,8 @@ class Pipeline:
         model = self.config.model(stage)
         wire = self.providers[stage].wire
         budget = self.settings.max_enqueued_tokens
-        count = token_counter(model)[1] if budget is not None else None
+        counted = budget is not None or self.spend is not None  # both weigh what goes out
+        count = token_counter(model)[1] if counted else None
         pending = self.state.pending(stage, self.config.case_ids, judge_pass)
         if judge_pass == 1:
             pending = self.canary.first(stage, pending, wire.limits.min_lines)

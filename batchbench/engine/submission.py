@@ -7,12 +7,12 @@ journal on each call).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..kinds import Stage
-from ..providers.base import BatchView
+from ..providers.base import CLOCK_SKEW, BatchView, Client
 from .events import (
     BatchSeen,
     Candidates,
@@ -213,3 +213,23 @@ SUB_EVENTS: dict[type, Callable[[Submission, Any], None]] = {
     Stopped: _stopped,
     Settled: _settled,
 }
+
+
+def watched(sub: Submission) -> list[str]:
+    """The batches of a submission to ask the service about: its own while it runs (or
+    owes its results), or its candidates that have not ended."""
+    if sub.batch_id is not None:
+        return [sub.batch_id] if sub.in_flight else []
+    return [c for c, v in sub.candidates.items() if v is None or v.phase != "ended"]
+
+
+def walk(
+    client: Client, waiting: Mapping[str, Submission]
+) -> tuple[dict[str, BatchView], list[str]]:
+    """One walk of a service's batch list for these batches (batch id → its
+    submission): what it said of each one it reached, and the ids it did not reach."""
+    if not waiting:
+        return {}, []
+    since = min(s.planned_at for s in waiting.values()) - CLOCK_SKEW
+    found = client.poll(list(waiting), since)
+    return found, [batch_id for batch_id in waiting if batch_id not in found]

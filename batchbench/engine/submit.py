@@ -29,7 +29,7 @@ from ..errors import (
     may_land_later,
 )
 from ..kinds import Stage
-from ..providers.base import CLOCK_SKEW, BatchView, Client, Provider, Tag
+from ..providers.base import BatchView, Provider, Tag
 from ..providers.one_by_one import CallKind
 from ..storage.lease import this_machine
 from .calls import CallRunner, call_kind
@@ -49,32 +49,13 @@ from .fetch import download
 from .owed import OwedResults
 from .runconfig import RunConfig
 from .rundir import Run, batches_elsewhere
+from .spend import SpendCap
 from .state import RunState
-from .submission import Submission
+from .submission import Submission, walk, watched
 
 
 def _utc(t: float) -> str:
     return time.strftime("%H:%M:%S UTC", time.gmtime(t))
-
-
-def watched(sub: Submission) -> list[str]:
-    """The batches of a submission to ask the service about: its own while it runs (or
-    owes its results), or its candidates that have not ended."""
-    if sub.batch_id is not None:
-        return [sub.batch_id] if sub.in_flight else []
-    return [c for c, v in sub.candidates.items() if v is None or v.phase != "ended"]
-
-
-def walk(
-    client: Client, waiting: Mapping[str, Submission]
-) -> tuple[dict[str, BatchView], list[str]]:
-    """One walk of a service's batch list for these batches (batch id → its
-    submission): what it said of each one it reached, and the ids it did not reach."""
-    if not waiting:
-        return {}, []
-    since = min(s.planned_at for s in waiting.values()) - CLOCK_SKEW
-    found = client.poll(list(waiting), since)
-    return found, [batch_id for batch_id in waiting if batch_id not in found]
 
 
 # How long after a batch's create or its last change a 404 for it is a passing fault.
@@ -98,8 +79,10 @@ class Submitter:
         window_from: float | None = None,
         create_wait: float | None = None,
         look_every: float = 30.0,
+        spend: SpendCap | None = None,
     ) -> None:
         self.run = run
+        self.spend = spend  # --max-spend: held before every billable call
         self.create_wait = create_wait  # the user's bound on a create's landing, if given
         self.look_every = look_every  # while a create may still land: a look this often
         # Whose clock its waits are on: the clock's machine where it says (a test's, minutes
@@ -182,6 +165,7 @@ class Submitter:
         client = self.providers[sub.stage].client
         tag = self.tag(sub)
         self.run.home.check_home()  # not moved away meanwhile: every billable call asks
+        self._within_cap(sub)
         self.record(CreateStarted(sub=sub.id, file_id=sub.file_id))
         _failpoints.hit("creating")  # the intent journaled, the call not yet made
         try:
@@ -205,6 +189,11 @@ class Submitter:
         self.record(Created(sub=sub.id, batch_id=view.id))
         self.record_batch(sub, view)
         return True
+
+    def _within_cap(self, sub: Submission) -> None:
+        """Nothing bought past --max-spend (:mod:`.spend`): checked on the journal's sums."""
+        if self.spend is not None:
+            self.spend.before_buying(sub, self.state(), self.config)
 
     def lands_within(self, sub: Submission) -> float:
         """How long a create of this submission's with no answer may still make its batch:
@@ -296,6 +285,7 @@ class Submitter:
         if calls is None:
             raise InvariantError(f"{sub.id}: its service sends no {kind} calls")
         self.run.home.check_home()
+        self._within_cap(sub)
         self.record(CreateStarted(sub=sub.id))
         view = self.calls.run_calls(sub, calls)
         self.record(Created(sub=sub.id, batch_id=view.id))

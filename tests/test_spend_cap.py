@@ -1,0 +1,61 @@
+"""#67.1: ``--max-spend``, a hard cap on what a run is billed, held before every billable
+call. The expected dollars are worked out here from the price table (output only, at
+$1 per million tokens, so a request's worst case is its output allowance), and what
+was bought is the emulator's own record of the batches it made and the lines it ran."""
+
+from __future__ import annotations
+
+import json
+
+from support.cli import assert_one_line_error, run_cli
+from support.runs import assert_no_duplicates, env, run_args
+
+# A batch's worst case: each request's whole output allowance (the protocol's
+# max_completion_tokens: 32,000 an answer, 5,000 a judgement) at the batch price.
+PER_ANSWER = 32_000 * 1.0 / 1e6 * 0.5  # $0.016
+PER_JUDGEMENT = 5_000 * 1.0 / 1e6 * 0.5
+
+
+def _prices(tmp_path):
+    table = tmp_path / "prices.json"
+    models = {m: {"input": 0.0, "output": 1.0} for m in ("ans-model", "judge-model")}
+    table.write_text(json.dumps({"batch_discount": 0.5, "models": models}))
+    return ["--pricing", str(table)]
+
+
+def _made(emu):
+    return [b for b in emu.ledger()["batches"] if b["provider"] == "openai"]
+
+
+def test_a_batch_that_could_cross_the_cap_is_not_bought(batch_emulator, tmp_path, fixture_dir):
+    emu = batch_emulator
+    args = run_args(emu, tmp_path, fixture_dir, "--limit", "4", *_prices(tmp_path), cap=2)
+    # two answer batches of 2: each could cost 2 x $0.016; the cap holds one, and the
+    # second is refused while the first is in flight (committed at its worst)
+    cap = 3 * PER_ANSWER
+    proc = run_cli(*args, "--max-spend", str(cap), env=env())
+    assert proc.returncode == 6, proc.stderr
+    assert_one_line_error(proc, "--max-spend $0.0480", "committed $0.0320", "could cost $0.0320")
+    assert len(_made(emu)) == 1  # the emulator made one batch, not two
+    # raised: the run goes on from there, nothing bought twice, every case scored
+    proc = run_cli(*args, "--max-spend", "5", env=env())
+    assert proc.returncode == 0, proc.stderr
+    assert_no_duplicates(emu)
+    rows = (tmp_path / "jobs" / "ans-model" / "results.jsonl").read_text().splitlines()
+    assert len(rows) == 4
+
+
+def test_a_cap_below_the_first_batch_buys_nothing(batch_emulator, tmp_path, fixture_dir):
+    emu = batch_emulator
+    args = run_args(emu, tmp_path, fixture_dir, "--limit", "4", *_prices(tmp_path), cap=40)
+    proc = run_cli(*args, "--max-spend", str(4 * PER_ANSWER * 0.99), env=env())
+    assert proc.returncode == 6, proc.stderr
+    assert "spent $0.0000" in proc.stderr and "4 planned requests left unbought" in proc.stderr
+    assert _made(emu) == [] and emu.ledger()["executions"] == []
+
+
+def test_an_unpriced_model_cannot_be_capped(batch_emulator, tmp_path, fixture_dir):
+    args = run_args(batch_emulator, tmp_path, fixture_dir, "--limit", "2")
+    proc = run_cli(*args, "--max-spend", "1", env=env())
+    assert_one_line_error(proc, "--max-spend", "ans-model", "has no price", "--pricing")
+    assert _made(batch_emulator) == []
