@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from support.cli import assert_one_line_error, run_cli
 from support.runs import assert_no_duplicates, env, run_args
+
+from batchbench._failpoints import Crash
 
 # A batch's worst case: each request's whole output allowance (the protocol's
 # max_completion_tokens: 32,000 an answer, 5,000 a judgement) at the batch price.
@@ -59,3 +62,24 @@ def test_an_unpriced_model_cannot_be_capped(batch_emulator, tmp_path, fixture_di
     proc = run_cli(*args, "--max-spend", "1", env=env())
     assert_one_line_error(proc, "--max-spend", "ans-model", "has no price", "--pricing")
     assert _made(batch_emulator) == []
+
+
+def test_a_create_killed_mid_call_still_counts_against_the_cap(
+    batch_emulator, tmp_path, fixture_dir, monkeypatch
+):
+    """Killed after the first create reached the service but before its answer was
+    journaled: the next invocation counts that batch as committed (its outcome unknown,
+    at its worst), finds and adopts it, and buys no second one past the cap."""
+    emu = batch_emulator
+    args = run_args(emu, tmp_path, fixture_dir, "--limit", "4", *_prices(tmp_path), cap=2)
+    capped = [*args, "--max-spend", str(3 * PER_ANSWER)]
+    monkeypatch.setenv("BATCHBENCH_FAILPOINT", "created:1:raise")
+    with pytest.raises(Crash):
+        run_cli(*capped, env=env())
+    monkeypatch.delenv("BATCHBENCH_FAILPOINT")
+    assert len(_made(emu)) == 1  # the create landed; the journal holds no outcome of it
+    proc = run_cli(*capped, env=env())
+    assert proc.returncode == 6, proc.stderr
+    assert len(_made(emu)) == 1 and "committed $0.0320" in proc.stderr
+    assert run_cli(*args, "--max-spend", "5", env=env()).returncode == 0
+    assert_no_duplicates(emu)
