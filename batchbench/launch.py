@@ -35,7 +35,7 @@ from .engine.services import (
     where_requests_go,
 )
 from .engine.settle import settle_owed
-from .engine.spend import SpendCap
+from .engine.spend import Spending, spend_cap
 from .engine.state import fold
 from .errors import ConfigError, RunLockedError
 from .finished import Prepared, RunResult, finished_tick, settled, write_run_summary
@@ -116,12 +116,9 @@ def execute_group(
     warn: Callable[[str], None] | None = None,
     on_progress: Callable[[Pipeline], None] | None = None,
 ) -> list[RunResult]:
-    """Start or resume one run per answer model and advance them all in one loop.
-
-    Bad options stop everything before anything is created. A model its service
-    does not know stops its own run only (when there are several); so does a
-    run that fails while advancing.
-    """
+    """Start or resume one run per answer model and advance them all in one loop. Bad
+    options stop everything before anything is created. A model its service does not
+    know stops its own run only (when there are several); so does a run that fails."""
     warn = warn or say
     shared = GroupOptions.of(group)
     prepared = [prepare(options) for options in group]
@@ -162,6 +159,7 @@ def _advance(
         _look_up(group, prepared, services, clients, pricing)
     results: list[RunResult] = []
     members: list[tuple[Member, Run, RunConfig]] = []
+    spending: Spending = []  # --max-spend-over group: the runs started so far
     with contextlib.ExitStack() as stack:
         for options, made, found in zip(group, prepared, services):
             started = _start(
@@ -175,6 +173,7 @@ def _advance(
                 warn,
                 pricing,
                 preflight and len(group) > 1,
+                spending,
             )
             if isinstance(started, RunResult):
                 results.append(started)
@@ -251,7 +250,8 @@ def _start(
     say: Callable[[str], None],
     warn: Callable[[str], None],
     pricing: Pricing,
-    check_model: bool = True,
+    check_model: bool,
+    spending: Spending,  # the group's runs, for a cap over them all
 ) -> tuple[Member, Run, RunConfig] | RunResult:
     """One run of the group, made ready to advance: its model checked (``check_model``), its
     folder made and locked, its pipeline built; or set aside (a RunResult) — a model its
@@ -301,10 +301,8 @@ def _start(
     # A plain invocation is the user's: a failing create gets a fresh outage window; a
     # --no-wait tick shares the one its run's journal started.
     window = None if options.no_wait else options.clock.time()
-    spend = None
-    if options.budget.max_spend is not None:  # a hard cap: every stage must be priced
-        spend = SpendCap(options.budget.max_spend, pricing)
-        spend.check_priced(config)
+    b = options.budget  # --max-spend: this run's cap, or the group's or the folder's
+    spend = spend_cap(b.max_spend, b.max_spend_over, pricing, config, options.jobs_dir, spending)
     pipeline = Pipeline(
         run,
         config,
@@ -316,6 +314,7 @@ def _start(
         window_from=window,
         spend=spend,
     )
+    spending.append((lambda: pipeline.state, config))  # the group's runs under one cap
     for change in changes:
         pipeline.record(change)
     if options.no_wait and pipeline.done():

@@ -83,3 +83,57 @@ def test_a_create_killed_mid_call_still_counts_against_the_cap(
     assert len(_made(emu)) == 1 and "committed $0.0320" in proc.stderr
     assert run_cli(*args, "--max-spend", "5", env=env()).returncode == 0
     assert_no_duplicates(emu)
+
+
+def _priced(tmp_path, *models):
+    table = tmp_path / "prices.json"
+    priced = {m: {"input": 0.0, "output": 1.0} for m in ("judge-model", *models)}
+    table.write_text(json.dumps({"batch_discount": 0.5, "models": priced}))
+    return ["--pricing", str(table)]
+
+
+def test_a_cap_over_the_group_holds_its_runs_together(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    """Two answer models in one command, one cap over both: the first run's batch is
+    bought, the second run's (as large) would cross the cap while the first is in flight,
+    and is not; each run alone would have fitted."""
+    emu = batch_emulator_factory(models=["ans-two"])
+    args = run_args(emu, tmp_path, fixture_dir, "--limit", "2", cap=40)
+    args += [*_priced(tmp_path, "ans-model", "ans-two"), "--answer-model", "ans-two"]
+    args[args.index("--run") : args.index("--run") + 2] = []
+    cap = ["--max-spend", str(3 * PER_ANSWER)]  # one batch of 2 answers: $0.032
+    proc = run_cli(*args, *cap, env=env())
+    assert proc.returncode == 0, proc.stderr  # each run alone fits
+    emu2 = batch_emulator_factory(models=["ans-two"])
+    again = run_args(emu2, tmp_path / "g", fixture_dir, "--limit", "2", cap=40)
+    again += [*_priced(tmp_path, "ans-model", "ans-two"), "--answer-model", "ans-two"]
+    again[again.index("--run") : again.index("--run") + 2] = []
+    proc = run_cli(*again, *cap, "--max-spend-over", "group", env=env())
+    assert proc.returncode != 0 and "--max-spend $0.0480" in proc.stdout + proc.stderr
+    runs = {b["metadata"]["batchbench_run_id"] for b in _made(emu2)}
+    assert len(runs) == 1  # one run's batches; the other's would have crossed the cap
+
+
+def test_a_cap_over_the_jobs_folder_counts_what_its_runs_spent(
+    batch_emulator, tmp_path, fixture_dir
+):
+    """A team's folder: a finished run's billed replies count against a new run's cap."""
+    emu = batch_emulator
+    prices = _priced(tmp_path, "ans-model", "ans-two")
+    first = run_args(emu, tmp_path, fixture_dir, "--limit", "2", *prices, cap=40)
+    assert run_cli(*first, env=env()).returncode == 0
+    stages = json.loads(
+        run_cli("status", "ans-model", "--jobs-dir", str(tmp_path / "jobs"), "--json").stdout
+    )["cost"]["stages"]
+    spent = sum(s["completion_tokens"] for s in stages.values()) * 1.0 / 1e6 * 0.5
+    assert spent > 0
+    second = [*first, "--max-spend-over", "jobs-folder"]
+    second[second.index("--run") + 1] = "second"
+    made = len(_made(emu))
+    # the new run's answer batch ($0.032 at worst) fits a cap of its own, not with the
+    # first run's spending beside it
+    cap = str(2 * PER_ANSWER + spent / 2)
+    proc = run_cli(*second, "--max-spend", cap, env=env())
+    assert proc.returncode == 6, proc.stderr
+    assert len(_made(emu)) == made

@@ -192,6 +192,16 @@ MaxSpendOpt = Annotated[
     ),
 ]
 
+MaxSpendOverOpt = Annotated[
+    str,
+    typer.Option(
+        metavar="SCOPE",
+        rich_help_panel=BUDGET,
+        help="What --max-spend holds together: run (each run its own cap), group (the"
+        " runs of this command) or jobs-folder (every run there: a team's bucket).",
+    ),
+]
+
 PricingOpt = Annotated[
     Path | None,
     typer.Option(

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
+
+if TYPE_CHECKING:
+    from ..engine.spend import Scope
 
 from .common import JobsDirOpt, LimitOpt, SmokeOpt, clock_of, friendly
 from .finish import print_dry_run, run_group
@@ -29,6 +33,7 @@ from .run_options import (
     MaxRequestsPerBatchOpt,
     MaxRetriesOpt,
     MaxSpendOpt,
+    MaxSpendOverOpt,
     MoveServiceOpt,
     NoWaitOpt,
     OnDemandRemainderOpt,
@@ -70,6 +75,7 @@ def run(
     as_json: AsJsonOpt = False,
     max_cost: MaxCostOpt = None,
     max_spend: MaxSpendOpt = None,
+    max_spend_over: MaxSpendOverOpt = "run",
     pricing: PricingOpt = None,
     assumed_answer_tokens: AssumedAnswerTokensOpt = 800,
     max_enqueued_tokens: MaxEnqueuedTokensOpt = None,
@@ -105,7 +111,7 @@ def run(
 
     cases = Cases(_checked(dataset, as_json, dry_run), smoke, limit, tuple(benchmark or ()))
     services = Services(base_url, account_settings=account_settings or {}, move=move_service)
-    budget = Budget(pricing, max_cost, assumed_answer_tokens, max_spend)
+    budget = Budget(pricing, max_cost, assumed_answer_tokens, max_spend, _scope(max_spend_over))
     pacing = Settings(
         max_requests_per_batch=max_requests_per_batch,
         max_attempts=max_attempts,
@@ -162,3 +168,14 @@ def _checked(dataset: Path | None, as_json: bool, dry_run: bool) -> Path:
     if as_json and not dry_run:
         raise ConfigError("--json goes with --dry-run (use `batchbench status --json`)")
     return dataset
+
+
+def _scope(given: str) -> Scope:
+    """``--max-spend-over``: one of the scopes a cap holds (else one line naming them)."""
+    from ..engine.spend import SCOPES
+    from ..errors import ConfigError
+
+    for scope in SCOPES:
+        if given == scope:
+            return scope
+    raise ConfigError(f"--max-spend-over {given!r}: one of {', '.join(SCOPES)}")

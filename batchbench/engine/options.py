@@ -17,6 +17,7 @@ from ..kinds import ProviderName
 from ..providers import PROVIDERS, check_base_url, wire
 from .runconfig import check_name
 from .settings import Settings
+from .spend import Scope
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ class Budget:
     max_cost: float | None = None
     assumed_answer_tokens: int = 800
     max_spend: float | None = None  # a hard cap on what is billed (:mod:`.spend`)
+    max_spend_over: Scope = "run"  # the runs it holds together: one, the group, the folder
 
 
 @dataclass

@@ -12,13 +12,17 @@ is left unbought (exit 6); raise the cap and the same command goes on. The overs
 at most nothing: what is in flight was counted at its worst before it was bought.
 
 Both are read from the journal, so every process advancing the run (a cron tick, another
-machine sharing its bucket) sees the same sums; ``--max-cost`` stays the estimate's
-refusal before anything is bought.
+machine sharing its bucket) sees the same sums; ``--max-spend-over group`` adds the other
+runs of the command, ``jobs-folder`` every run of the jobs folder (a team's bucket).
+``--max-cost`` stays the estimate's refusal before anything is bought.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
 
 from ..bench.protocol import ANSWER_MAX_COMPLETION_TOKENS, JUDGE_MAX_COMPLETION_TOKENS
 from ..costs.pricing import Pricing, cost
@@ -27,6 +31,7 @@ from ..errors import BatchbenchError, ConfigError
 from ..formats import usd
 from ..kinds import Stage
 from .runconfig import RunConfig
+from .rundir import list_runs
 from .state import RunState
 from .submission import Submission
 
@@ -43,10 +48,17 @@ class SpendCapReached(BatchbenchError):
     exit_code = 6
 
 
+Scope = Literal["run", "group", "jobs-folder"]
+Spending = list[tuple[Callable[[], RunState], RunConfig]]  # runs under one cap: state, config
+SCOPES: tuple[Scope, ...] = ("run", "group", "jobs-folder")
+
+
 @dataclass(frozen=True)
 class SpendCap:
     usd: float
     pricing: Pricing
+    # What the other runs under the same cap have billed and committed (0: a run's own).
+    others: Callable[[], float] = lambda: 0.0
 
     def check_priced(self, config: RunConfig) -> None:
         """A cap needs a price for every model it spends on (else it could not be held)."""
@@ -80,7 +92,7 @@ class SpendCap:
         """Raise :class:`SpendCapReached` when buying ``sub`` could take the run past the
         cap (nothing is bought)."""
         billed = self.billed(state, config)
-        committed = self.committed(state, config, but=sub.id)
+        committed = self.committed(state, config, but=sub.id) + self.others()
         this = self.worst(sub, config)
         if billed + committed + this <= self.usd:
             return
@@ -93,6 +105,39 @@ class SpendCap:
             f" could cost {usd(this)}, past the cap — {unbought} planned requests left"
             " unbought; raise --max-spend and run the same command again"
         )
+
+
+def spend_cap(
+    usd: float | None,
+    scope: Scope,
+    pricing: Pricing,
+    config: RunConfig,
+    jobs_dir: Path,
+    group: Spending,
+) -> SpendCap | None:
+    """The cap a run is held to (None: no --max-spend): its own spending, or with the other
+    runs of its ``group`` (this command's: their pipelines' states, ``group`` filled as
+    they start), or of its whole jobs folder (a team's bucket: every run's journal, read
+    at each check). Every model must be priced."""
+    if usd is None:
+        return None
+    SpendCap(usd, pricing).check_priced(config)
+
+    def others() -> float:
+        if scope == "group":
+            found = [(state(), c) for state, c in group if c.run_id != config.run_id]
+        elif scope == "jobs-folder":
+            found = []
+            for run in list_runs(jobs_dir):
+                other = run.load_config()
+                if other.run_id != config.run_id:
+                    found.append((run.state(other.case_ids), other))
+        else:
+            return 0.0
+        cap = SpendCap(usd, pricing)
+        return sum(cap.billed(st, c) + cap.committed(st, c) for st, c in found)
+
+    return SpendCap(usd, pricing, others)
 
 
 def _owed(sub: Submission) -> bool:
