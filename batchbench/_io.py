@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from . import _failpoints
-from .errors import StorageError
+from .errors import InputError, StorageError
 
 
 @contextlib.contextmanager
@@ -161,3 +161,20 @@ def _fsync_dir(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def read_bounded(
+    path: Path, limit: int, error: type[InputError], where: str, too_big: str
+) -> bytes:
+    """A file the user named, read whole up to a bound: one past it is ``too_big`` (a
+    device that never ends, /dev/zero, is refused, not read for ever; a pipe from the
+    shell still reads), and one that cannot be read says why — each one ``error`` line
+    starting with ``where``."""
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(limit + 1)
+    except OSError as exc:
+        raise error(f"{where}: cannot read ({exc.strerror or exc})") from None
+    if len(data) > limit:
+        raise error(f"{where}: {too_big}")
+    return data

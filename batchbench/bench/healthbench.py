@@ -18,6 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+from .._io import read_bounded
 from ..errors import DatasetError
 
 Role = Literal["user", "assistant", "system"]
@@ -140,13 +141,8 @@ def _example(where: str, line: Any) -> Example:
 def load_healthbench(path: Path) -> HealthBench:
     """Every line read and checked: a line that is not an example is one line naming the
     file, the line and the field; a ``prompt_id`` twice is refused."""
-    try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise DatasetError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if len(data) > MAX_BYTES:
-        raise DatasetError(f"{path}: over {MAX_BYTES >> 30} GiB: not a HealthBench file")
+    too_big = f"over {MAX_BYTES >> 30} GiB: not a HealthBench file"
+    data = read_bounded(path, MAX_BYTES, DatasetError, str(path), too_big)
     examples: list[Example] = []
     seen: dict[str, int] = {}
     for n, raw in enumerate(data.split(b"\n"), 1):

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._io import read_bounded
 from ..bench.dataset import Case
 from ..errors import LabelsError
 from . import redcap
@@ -126,13 +127,8 @@ MAX_LABELS_BYTES = 64 << 20  # a team's labels are a few MB: more is no labels f
 def _text(path: Path) -> str:
     """A labels file's text: read up to a bound (a device that never ends, /dev/zero,
     is refused, not read for ever; a pipe from the shell still reads)."""
-    try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_LABELS_BYTES + 1)
-    except OSError as exc:
-        raise LabelsError(f"{path}: cannot read ({exc.strerror})") from None
-    if len(data) > MAX_LABELS_BYTES:
-        raise LabelsError(f"{path}: over {MAX_LABELS_BYTES >> 20} MiB: not a labels file")
+    too_big = f"over {MAX_LABELS_BYTES >> 20} MiB: not a labels file"
+    data = read_bounded(path, MAX_LABELS_BYTES, LabelsError, str(path), too_big)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

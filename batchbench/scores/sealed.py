@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .._io import read_bounded
 from ..errors import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -78,17 +79,12 @@ def parse(text: str, where: str) -> dict[str, Any]:
 
 def read_plan(path: Path) -> Sealed:
     """A plan file, checked: one line naming the file and what is wrong."""
-    try:
-        if not path.exists():
-            raise ConfigError(f"--plan {path}: no such file")
-        if not path.is_file():  # a folder, a device (/dev/zero would be read for ever)
-            raise ConfigError(f"--plan {path}: not a file (a sealed plan is a TOML file)")
-        with path.open("rb") as f:
-            data = f.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(f"--plan {path}: cannot read ({exc.strerror})") from None
-    if len(data) > MAX_BYTES:
-        raise ConfigError(f"--plan {path}: over {MAX_BYTES:,} bytes, not a sealed plan")
+    if not path.exists():
+        raise ConfigError(f"--plan {path}: no such file")
+    if not path.is_file():  # a folder, a device (/dev/zero would be read for ever)
+        raise ConfigError(f"--plan {path}: not a file (a sealed plan is a TOML file)")
+    too_big = f"over {MAX_BYTES:,} bytes, not a sealed plan"
+    data = read_bounded(path, MAX_BYTES, ConfigError, f"--plan {path}", too_big)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
