@@ -13,9 +13,9 @@ from ..bench.dataset import Case, Dataset
 from ..errors import ConfigError
 from ..reporting import quiet
 from ..scores.sources import Named, load_finished
-from ..scores.summary import Summary, last_rows
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # numpy (the summary's) stays out of the CLI's import
+    from ..scores.summary import Summary
     from .judge_choice import PanelCalibration
     from .labels import Label
 
@@ -51,6 +51,8 @@ def load_run(
             f" dataset and configuration), not a results file{hint}"
         )
     found = load_finished(named, dataset, warn)
+    from ..scores.summary import last_rows
+
     last, last_ok = last_rows(found.rows)
     chosen = set(found.config.case_ids)
     cases = {c["case_id"]: c for c in found.dataset.cases if c["case_id"] in chosen}

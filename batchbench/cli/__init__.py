@@ -16,8 +16,9 @@ from .check import check
 from .common import Command, Group
 from .demo import demo
 from .report import report
-from .results import compare, export, plan, show, summarize, validate
+from .results import compare, export, plan, show, summarize
 from .start import run
+from .validate import validate
 from .watch import cancel, list_command, move, remove, status
 
 app = typer.Typer(
