@@ -137,3 +137,27 @@ def test_a_cap_over_the_jobs_folder_counts_what_its_runs_spent(
     proc = run_cli(*second, "--max-spend", cap, env=env())
     assert proc.returncode == 6, proc.stderr
     assert len(_made(emu)) == made
+
+
+def test_the_dry_run_says_each_stages_worst_case(tmp_path):
+    """What --max-spend counts, before anything is bought: each stage's input and every
+    request's whole output allowance, at the batch price — worked out here from the price
+    table and the plan's own token counts."""
+    from support.cli import SAMPLE
+
+    table = tmp_path / "input-priced.json"
+    priced = {m: {"input": 2.0, "output": 1.0} for m in ("ans-model", "judge-model")}
+    table.write_text(json.dumps({"batch_discount": 0.5, "models": priced}))
+    prices = ["--pricing", str(table)]
+    argv = ["run", "--answer-model", "ans-model", "--judge-model", "judge-model"]
+    argv += ["--dataset", str(SAMPLE), *prices, "--dry-run", "--json"]
+    proc = run_cli(*argv, "--jobs-dir", str(tmp_path / "jobs"))
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads(proc.stdout)
+    for stage, allowance in (("answers", 32_000), ("judges", 5_000)):
+        s = plan["stages"][stage]
+        expected = (s["input_tokens"] * 2.0 + s["requests"] * allowance * 1.0) / 1e6 * 0.5
+        assert s["worst_usd"] == round(expected, 6)
+    text = run_cli(*argv[:-1], "--jobs-dir", str(tmp_path / "jobs")).stdout
+    total = sum(plan["stages"][s]["worst_usd"] for s in ("answers", "judges"))
+    assert f"at worst ${total:,.4f}" in text

@@ -20,6 +20,7 @@ from ..formats import usd
 from ..kinds import Stage
 from ..providers.base import Wire
 from .requests import Request, build_request, fit_minimum, shard
+from .spend import worst_usd
 
 DRY_RUN_ID = "0" * 32  # the run id a dry run's request ids are built with
 
@@ -45,6 +46,7 @@ class _StagePlan(TypedDict):
     no_price: str | None  # why, when not priced
     batch_usd: float | None
     sync_usd: float | None
+    worst_usd: float | None  # every request's whole output allowance: what --max-spend counts
 
 
 class StagePlan(_StagePlan, total=False):
@@ -84,7 +86,7 @@ class DryRun(_DryRun, total=False):
 
 
 def _stage(
-    name: str,
+    name: Stage,
     wire: Wire,
     requests: list[Request],
     model: str,
@@ -117,6 +119,7 @@ def _stage(
     found: StagePlan = {
         "batch_usd": priced["batch_usd"],
         "sync_usd": priced["sync_usd"],
+        "worst_usd": worst_usd(pricing, wire.name, model, name, prompt, len(requests)),
         "model": model,
         "provider": wire.name,
         "requests": len(requests),
@@ -299,6 +302,12 @@ def plan_text(p: DryRun) -> str:
                 f" --on-demand-remainder sends them on demand for {usd(below['on_demand_usd'])}"
                 " (the full price)"
             )
+    worst = [s["worst_usd"] for s in p["stages"].values()]
+    if all(w is not None for w in worst):  # what --max-spend would hold the run to
+        lines.append(
+            f"at worst {usd(sum(w or 0.0 for w in worst))}: every request billed its whole"
+            " output allowance (what --max-spend counts a batch as, until its results are in)"
+        )
     if p["total"]["unpriced"]:
         total = p["total"]
         lines.append(

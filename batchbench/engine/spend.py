@@ -42,6 +42,16 @@ MAX_OUTPUT: dict[Stage, int] = {
 }
 
 
+def worst_usd(
+    pricing: Pricing, provider: str, model: str, stage: Stage, input_tokens: int, requests: int
+) -> float | None:
+    """The most ``requests`` of a stage can be billed: their input and each one's whole
+    output allowance, at the venue's batch price (None: the model has no price)."""
+    off = pricing.discount(provider, model).fraction
+    output = requests * MAX_OUTPUT[stage]
+    return cost(pricing.price(model), input_tokens, 0, output, batch_discount=off)["batch_usd"]
+
+
 class SpendCapReached(BatchbenchError):
     """The next billable call would cross ``--max-spend``: nothing more was bought."""
 
@@ -73,11 +83,11 @@ class SpendCap:
     def worst(self, sub: Submission, config: RunConfig) -> float:
         """The most a submission can be billed: its planned input tokens and every
         request's whole output allowance, at its venue's batch price."""
-        model = config.model(sub.stage)
-        off = self.pricing.discount(config.providers[sub.stage], model).fraction
-        output = len(sub.lines) * MAX_OUTPUT[sub.stage]
-        found = cost(self.pricing.price(model), sub.tokens, 0, output, batch_discount=off)
-        return found["batch_usd"] or 0.0
+        stage, provider = sub.stage, config.providers[sub.stage]
+        found = worst_usd(
+            self.pricing, provider, config.model(stage), stage, sub.tokens, len(sub.lines)
+        )
+        return found or 0.0
 
     def billed(self, state: RunState, config: RunConfig) -> float:
         total = run_cost(state.usage, config.models, self.pricing, config.providers)["total"]
