@@ -49,6 +49,8 @@ def test_every_service_says_what_served_each_stage_and_when_it_was_asked(
     assert record["answers"]["served"] == {asked: 4}
     assert record["judges"]["served"] == {"judge-model": 4}
     assert record["answers"]["requested"] == rig.model
+    # a fingerprint where the service documents one (OpenAI's chat completion, Azure's, Groq's)
+    assert bool(record["answers"]["fingerprints"]) == (rig.provider in {"openai", "azure", "groq"})
     # The span: the first create of a stage's batches to its last collection, as journaled.
     events = _journal(tmp_path / "jobs" / rig.name())
     stage_of = {e["sub"]: e["stage"] for e in events if e["ev"] == "plan"}

@@ -275,7 +275,9 @@ class OpenAIBook:
             response = {**refusal, "request_id": request_id}
         else:
             where = f"{batch.id}/{line['custom_id']}"
-            response, error = reply(self.store, where, batch.endpoint, body, request_id, now)
+            response, error = reply(
+                self.store, where, batch.endpoint, body, request_id, now, self.provider
+            )
         batch.results.append((line["custom_id"], response, error))
         status = None if response is None else response["status_code"]
         self.store.executed(self.provider, batch.id, line["custom_id"], status)

@@ -9,6 +9,10 @@ from ...anomalies import served
 from ...core import Store
 from ...endpoints import shape
 
+# The OpenAI-shaped services whose chat completions document a system_fingerprint
+# (OpenAI's chat completion object, Azure OpenAI's, Groq's); the others' are not said.
+FINGERPRINTED = frozenset({"openai", "azure", "groq"})
+
 
 def reply(
     store: Store,
@@ -17,8 +21,10 @@ def reply(
     body: dict[str, Any],
     request_id: str,
     now: float,
+    provider: str = "openai",
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """``where`` names the call (a batch's line, a synchronous call) for the responder."""
+    """``where`` names the call (a batch's line, a synchronous call) for the responder;
+    ``provider``: the face answering (its completions' fields are its service's)."""
     settings = store.settings
     try:
         result = store.model.reply(body, body, where, settings.judge_noise)
@@ -38,8 +44,10 @@ def reply(
     if isinstance(result, str):
         reply = shape(endpoint, body, result, request_id, now)
         if reply.get("object") == "chat.completion":  # who served it, as OpenAI says
-            model = str(body.get("model"))
-            reply["model"], reply["system_fingerprint"] = served(store, model, where)
+            model, fingerprint = served(store, str(body.get("model")), where)
+            reply["model"] = model
+            if provider in FINGERPRINTED:
+                reply["system_fingerprint"] = fingerprint
         return {"status_code": 200, "request_id": request_id, "body": reply}, None
     if isinstance(result, dict) and isinstance(result.get("error"), dict):
         return None, {
