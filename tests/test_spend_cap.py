@@ -161,3 +161,25 @@ def test_the_dry_run_says_each_stages_worst_case(tmp_path):
     text = run_cli(*argv[:-1], "--jobs-dir", str(tmp_path / "jobs")).stdout
     total = sum(plan["stages"][s]["worst_usd"] for s in ("answers", "judges"))
     assert f"at worst ${total:,.4f}" in text
+
+
+def test_the_dry_run_says_what_caching_can_save(tmp_path):
+    """#67.2's first part: the judges' requests share the system message and the
+    template's head — counted here with bpe-openai's o200k_base directly — under
+    the 1,024 tokens a cache starts at, so nothing is saved at one pass; with three
+    passes, the repeats are whole prompts seen before."""
+    bpe_openai = pytest.importorskip("bpe_openai")
+    from support.cli import SAMPLE
+
+    from batchbench.bench.protocol import JUDGE_SYSTEM_MESSAGE
+
+    argv = ["run", "--answer-model", "gpt-4.1-mini", "--judge-model", "gpt-4.1"]
+    argv += ["--dataset", str(SAMPLE), "--dry-run", "--json", "--jobs-dir", str(tmp_path)]
+    plan = json.loads(run_cli(*argv).stdout)
+    judges = plan["stages"]["judges"]["caching"]
+    head = JUDGE_SYSTEM_MESSAGE + "\nCLINICAL PROMPT:\n"
+    enc = bpe_openai.get_encoding("o200k_base")
+    assert abs(judges["shared_prefix_tokens"] - len(enc.encode_ordinary(head))) <= 3
+    assert judges["shared_prefix_tokens"] < 1024 and judges["cacheable_share"] == 0
+    three = json.loads(run_cli(*argv, "--judge-passes", "3").stdout)
+    assert three["stages"]["judges"]["caching"]["repeats_cacheable"] is True

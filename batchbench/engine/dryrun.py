@@ -14,6 +14,7 @@ from typing import TypedDict
 
 from .. import providers
 from ..bench.dataset import Case
+from ..costs.caching import Caching, caching
 from ..costs.pricing import Pricing, cost, prompt_tokens, token_counter
 from ..costs.rollup import priced_text
 from ..formats import usd
@@ -47,6 +48,7 @@ class _StagePlan(TypedDict):
     batch_usd: float | None
     sync_usd: float | None
     worst_usd: float | None  # every request's whole output allowance: what --max-spend counts
+    caching: Caching  # what prompt caching can read of its input
 
 
 class StagePlan(_StagePlan, total=False):
@@ -113,6 +115,7 @@ def _stage(
         wire.check_file([lines[j] for j in group], f"{name} file {i}")
     prompt = sum(tokens)
     output = sum(output_tokens(r) for r in requests)
+    passes = len(requests) // max(1, len({r.case_id for r in requests}))
     price = pricing.price(model)
     off = pricing.discount(wire.name, model)
     priced = cost(price, prompt, 0, output, batch_discount=off.fraction)
@@ -120,6 +123,7 @@ def _stage(
         "batch_usd": priced["batch_usd"],
         "sync_usd": priced["sync_usd"],
         "worst_usd": worst_usd(pricing, wire.name, model, name, prompt, len(requests)),
+        "caching": caching([r.prompt for r in requests], count, prompt, passes),
         "model": model,
         "provider": wire.name,
         "requests": len(requests),
@@ -293,6 +297,7 @@ def plan_text(p: DryRun) -> str:
             f" tokens by {s['tokenizer']}; {s['discount_source']}"
             + ("" if s["priced"] else f"; no price for {s['model']}: {s.get('no_price')}")
         )
+        lines.append(f"{name}: caching: {s['caching']['note']}")
         below = s.get("below_minimum")
         if below is not None:
             lines.append(
