@@ -183,3 +183,19 @@ def test_the_dry_run_says_what_caching_can_save(tmp_path):
     assert judges["shared_prefix_tokens"] < 1024 and judges["cacheable_share"] == 0
     three = json.loads(run_cli(*argv, "--judge-passes", "3").stdout)
     assert three["stages"]["judges"]["caching"]["repeats_cacheable"] is True
+
+
+def test_the_cap_comes_from_the_project_file_as_a_number(batch_emulator, tmp_path, fixture_dir):
+    """`max-spend = 0.02` in batchbench.toml holds as --max-spend does; a value that is not
+    a number of dollars is one line naming the file and the key."""
+    emu = batch_emulator
+    project = tmp_path / "batchbench.toml"
+    project.write_text(f"max-spend = {4 * PER_ANSWER * 0.99}\n")
+    args = run_args(emu, tmp_path, fixture_dir, "--limit", "4", *_prices(tmp_path), cap=40)
+    proc = run_cli(*args, env={**env(), "BATCHBENCH_PROJECT_FILE": str(project)})
+    assert proc.returncode == 6, proc.stderr
+    assert _made(emu) == []
+    for bad, said in (('"lots"', "not 'lots'"), ("-1", "at least 0")):
+        project.write_text(f"max-spend = {bad}\n")
+        proc = run_cli(*args, env={**env(), "BATCHBENCH_PROJECT_FILE": str(project)})
+        assert_one_line_error(proc, str(project), "max-spend", said)

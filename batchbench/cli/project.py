@@ -36,6 +36,7 @@ KEYS = {
     "max-spend": "max_spend",
 }
 PATHS = frozenset({"dataset", "jobs-dir", "pricing"})
+AMOUNTS = frozenset({"max-spend"})  # a number of US dollars, not text
 # The demo rehearses the bundled sample in a folder of its own, whatever the project says.
 UNTOUCHED = frozenset({"demo"})
 
@@ -89,6 +90,15 @@ def _owned(path: Path) -> Path:
     return path
 
 
+def _amount(where: str, key: str, value: object) -> str:
+    """A dollar amount (``max-spend = 25``): a finite number, at least 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{where}: {key} must be a number of US dollars, not {value!r}")
+    if not 0 <= value < float("inf"):
+        raise ConfigError(f"{where}: {key} must be a finite number, at least 0, not {value!r}")
+    return repr(float(value))
+
+
 def load(path: Path) -> Project:
     """The file's values, checked: one line naming the file (and key or line) when not."""
     table = _table(path) if path.name == "pyproject.toml" else _read(path)
@@ -97,6 +107,9 @@ def load(path: Path) -> Project:
     for key, value in (table or {}).items():
         if key not in KEYS:
             raise ConfigError(f"{where}: unknown key {key!r} (known: {', '.join(KEYS)})")
+        if key in AMOUNTS:
+            values[key] = _amount(where, key, value)
+            continue
         if not isinstance(value, str) or not value.strip():
             raise ConfigError(f"{where}: {key} must be a non-empty string")
         if _SECRET.search(value):
