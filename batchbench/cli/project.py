@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._io import read_bounded
 from ..errors import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -154,14 +155,13 @@ def _read(path: Path) -> dict[str, Any]:
     """The TOML of a project file: a regular file, UTF-8, of sensible size and depth;
     anything else one line naming it (never a traceback, never a hang)."""
     try:
-        if not path.is_file():
-            raise ConfigError(f"{path}: not a regular file (a project file is a TOML file)")
-        with path.open("rb") as fh:
-            data = fh.read(MAX_BYTES + 1)
+        regular = path.is_file()
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    if len(data) > MAX_BYTES:
-        raise ConfigError(f"{path}: over {MAX_BYTES >> 20} MiB, not a project file")
+        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if not regular:
+        raise ConfigError(f"{path}: not a regular file (a project file is a TOML file)")
+    too_big = f"over {MAX_BYTES >> 20} MiB, not a project file"
+    data = read_bounded(path, MAX_BYTES, ConfigError, str(path), too_big)
     try:
         return tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
