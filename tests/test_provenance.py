@@ -180,3 +180,17 @@ def test_a_journal_from_before_provenance_still_reads_and_says_nothing_was_recor
 )
 def test_the_vendor_is_the_maker_of_the_model_whoever_serves_it(model, maker):
     assert vendor(model) == maker
+
+
+def test_the_fields_read_as_provenance_are_the_official_sdks_own():
+    """A witness that is not ours: the reply fields the readers take the served model
+    from are the ones each vendor's SDK types declare — OpenAI's ChatCompletion `model`
+    and `system_fingerprint`, Anthropic's Message `model`, google-genai's
+    GenerateContentResponse `modelVersion` (its wire name)."""
+    from anthropic.types import Message
+    from google.genai.types import GenerateContentResponse
+    from openai.types.chat import ChatCompletion
+
+    assert {"model", "system_fingerprint"} <= set(ChatCompletion.model_fields)
+    assert "model" in Message.model_fields
+    assert GenerateContentResponse.model_fields["model_version"].alias == "modelVersion"

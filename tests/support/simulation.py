@@ -129,6 +129,15 @@ def simulate(
         args.append("--canary")  # a canary first, as a real service's first run has it
         out.faults["canaries"] += 1
     env = {**rig.env(emu), **emulator_s3(emu)}
+    capping = random.Random(seed * 15485863 + 7)  # its own stream: the rest unchanged
+    capped = capping.random() < 0.3
+    if capped:  # ticks under --max-spend: some refused every buy (exit 6), none past it
+        out.faults["spend caps"] += 1
+        table = tmp_path / "prices.json"
+        models = {m: {"input": 1.0, "output": 2.0} for m in (rig.model, rig.resolved)}
+        models["judge-model"] = {"input": 1.0, "output": 2.0}
+        table.write_text(json.dumps({"batch_discount": 0.5, "models": models}))
+        args += ["--pricing", str(table)]
     cancelled = False
     for _ in range(rng.randint(6, 16)):
         machine = rng.choice(machines)
@@ -166,8 +175,12 @@ def simulate(
             out.steps.append(_checked(proc, "status", ok=(0, 2, 4)))  # 4: moved away
         else:
             more = ["--resume-cancelled"] if cancelled and rng.random() < 0.5 else []
+            if capped:
+                refused = capping.random() < 0.4
+                more += ["--max-spend", "0" if refused else "1000"]
+                out.faults["ticks refused by the cap"] += 1 if refused else 0
             proc = run_cli(*args, "--no-wait", *more, env=env, clock=machine)
-            out.steps.append(_checked(proc, "tick", ok=(0, 1, 3, 4, 5)))
+            out.steps.append(_checked(proc, "tick", ok=(0, 1, 3, 4, 5, 6)))
         jump = rng.choice([10.0, 60.0, 200.0, 200.0, 900.0])
         if jump > 600:
             out.faults["clock jumps"] += 1
@@ -175,6 +188,7 @@ def simulate(
     clock.advance(1200)  # every lease lapsed, every late create landed
     args[args.index("--jobs-dir") + 1] = homes[home]
     more = ["--resume-cancelled"] if cancelled else []
+    more += ["--max-spend", "1000"] if capped else []  # a cap that holds all: held to it
     final = run_cli(*args, *more, env=env, clock=machines[0])
     assert final.returncode == 0, (out.said(), out.steps, final.stdout + final.stderr)
     _checked(final, "final", ok=(0,))
