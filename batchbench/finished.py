@@ -4,10 +4,13 @@ group answered without asking any service (a service down is no reason to fail i
 from __future__ import annotations
 
 import contextlib
+import json
 from dataclasses import dataclass
+from typing import cast
 
+from ._io import atomic_write_text
 from .bench.dataset import Case
-from .bench.results import order_and_read_for_summary
+from .bench.results import order_and_read_for_summary, read_rows
 from .costs.pricing import Pricing
 from .engine.options import RunOptions
 from .engine.resume import finished_note
@@ -35,6 +38,18 @@ def write_run_summary(run: Run, config: RunConfig) -> Summary | None:
     """Summarise a run's rows as the reference would, into its private summary file."""
     if not run.results_path.exists():
         return None
+    if config.grading.per_item:  # HealthBench: simple-evals' summary (numpy: imported here)
+        from .scores.healthbench_scores import run_summary
+
+        head = {
+            "protocol_version": config.protocol_version,
+            "answer_model": config.answer_model,
+            "judge_model": config.judge_model,
+            "dataset_sha256": config.dataset_sha256,
+        }
+        found = run_summary(read_rows(run.results_path), config.case_ids, head)
+        atomic_write_text(run.summary_path, json.dumps(found, indent=2) + "\n", mode=0o600)
+        return cast(Summary, found)
     rows = order_and_read_for_summary(run.results_path, config.case_ids)
     summary = summarize(
         rows, expected_case_ids=config.case_ids, dataset_sha256=config.dataset_sha256

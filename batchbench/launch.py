@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from . import _failpoints
-from .bench import protocol
-from .bench.dataset import Case, load_dataset, select_cases
+from .bench.dataset import Case, select_cases
+from .bench.grading import load
 from .costs.pricing import Pricing, load_pricing
 from .engine.dryrun import DryRun, MaxCost, plan
 from .engine.events import ServiceSet
@@ -62,7 +62,8 @@ def prepare(
         if not value.strip():
             raise ConfigError(f"{label} must not be empty")
     dataset_path = Path(chosen.dataset)
-    ds = load_dataset(dataset_path)
+    ds, grading = load(dataset_path, chosen.dataset_format)
+    grading.check_passes(options.judge_passes)
     selected = select_cases(
         ds, smoke=chosen.smoke, limit=chosen.limit, benchmarks=chosen.benchmarks
     )
@@ -72,7 +73,7 @@ def prepare(
         answer_model=options.answer_model,
         judge_model=options.judge_model,
         reasoning_effort=options.reasoning_effort,
-        protocol_version=protocol.PROTOCOL_VERSION,
+        protocol_version=grading.protocol_version,
         dataset=str(dataset_path.resolve()),
         dataset_sha256=ds.sha256,
         selection=Selection(
@@ -366,6 +367,7 @@ def make_plan(
         assumed_answer_tokens=options.budget.assumed_answer_tokens,
         judge_passes=config.judge_passes,
         borrowed=config.answers_from is not None,
+        grading=config.grading,
     )
 
 

@@ -232,7 +232,7 @@ def test_run_help_is_grouped_with_readable_metavars():
     text = run_cli("run", "--help", env={"COLUMNS": "120"}).stdout
     for panel in ("Selection", "Models", "API", "Budget", "Advanced"):
         assert f"─ {panel} " in text
-    for metavar in ("MODEL", "DIR", "N", "USD", "SECONDS"):
+    for metavar in ("MODEL", "PATH", "N", "USD", "SECONDS"):
         assert f" {metavar} " in text
     assert "<" not in text and "list[str]" not in text
 

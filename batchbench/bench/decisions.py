@@ -9,7 +9,7 @@ million decisions no join by ``(case_id, item_id)`` is needed (#52.1).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 
@@ -42,6 +42,22 @@ def judge_decisions(
         except JudgeReplyError as exc:
             invalid[case_id] = str(exc)
     return Judged(lay_verdicts(verdicts, rubric), verdicts, invalid)
+
+
+def part_verdicts(
+    replies: Sequence[tuple[str, str]], read: Callable[[str, str], list[bool]]
+) -> Judged:
+    """Replies that each decide a part of their case's rubric (a grader asked once per
+    item): ``read(case_id, text)`` gives the part's verdicts or raises JudgeReplyError.
+    Nothing is laid on the rubric: a case's row waits for all its parts."""
+    verdicts: dict[str, list[bool]] = {}
+    invalid: dict[str, str] = {}
+    for case_id, content in replies:
+        try:
+            verdicts[case_id] = read(case_id, content)
+        except JudgeReplyError as exc:
+            invalid[case_id] = str(exc)
+    return Judged(pl.DataFrame(), verdicts, invalid)
 
 
 def lay_verdicts(verdicts: Mapping[str, Sequence[bool]], rubric: pl.DataFrame) -> pl.DataFrame:

@@ -16,10 +16,12 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from .._io import read_bounded
 from ..errors import DatasetError
+from .dataset import Case
+from .protocol import Prompt
 
 Role = Literal["user", "assistant", "system"]
 ROLES: tuple[Role, ...] = ("user", "assistant", "system")
@@ -172,6 +174,76 @@ def grader_template() -> str:
     return text.read_text(encoding="utf-8").strip()
 
 
+PROTOCOL_VERSION = "healthbench-simple-evals-v1"
+BENCHMARK = "healthbench"
+
+
+def as_case(example: Example) -> Case:
+    """An example as the engine carries a case: its id, the conversation shown as the
+    grader is shown it (``prompt``), each rubric item under an ``item_<n>`` id with its
+    tags, and the example's own fields beside them (so :func:`example_of` rebuilds it)."""
+    case = {
+        "case_id": example.prompt_id,
+        "benchmark": BENCHMARK,
+        "grading_method": BENCHMARK,
+        "prompt": "\n\n".join(f"{m['role']}: {m['content']}" for m in example.prompt),
+        "rubric_items": [
+            {"item_id": f"item_{n}", "text": r.criterion, "points": r.points, "tags": list(r.tags)}
+            for n, r in enumerate(example.rubrics)
+        ],
+        "split": BENCHMARK,
+        "conversation": [dict(m) for m in example.prompt],
+        "example_tags": list(example.example_tags),
+        "ideal_completion": example.ideal_completion,
+    }
+    return cast(Case, case)
+
+
+def example_of(case: Case) -> Example:
+    """The example a case was made of (:func:`as_case`)."""
+    extra = cast(dict[str, Any], case)
+    return Example(
+        case["case_id"],
+        tuple(extra["conversation"]),
+        tuple(
+            RubricItem(i["text"], i["points"], tuple(cast(dict[str, Any], i)["tags"]))
+            for i in case["rubric_items"]
+        ),
+        tuple(extra["example_tags"]),
+        extra["ideal_completion"],
+    )
+
+
+def answer_prompt(case: Case, *, reasoning_effort: str | None) -> Prompt:
+    """What the answer model is asked: the conversation behind the system message, with
+    the chat sampler's temperature and ``max_tokens``."""
+    turns = tuple((m["role"], m["content"]) for m in example_of(case).prompt)
+    return Prompt(
+        system=SYSTEM_MESSAGE,
+        user=turns[-1][1],
+        max_tokens=MAX_TOKENS,
+        temperature=TEMPERATURE,
+        json_mode=False,
+        reasoning_effort=reasoning_effort,
+        turns=turns,
+    )
+
+
+def grader_prompt(case: Case, answer: str, part: int) -> Prompt:
+    """The grader's request for rubric item ``part`` (1 the first): its exact messages,
+    the grader sampler's temperature and ``max_tokens``."""
+    example = example_of(case)
+    system, user = grader_messages(example, answer, example.rubrics[part - 1])
+    return Prompt(
+        system=system["content"],
+        user=user["content"],
+        max_tokens=MAX_TOKENS,
+        temperature=TEMPERATURE,
+        json_mode=False,
+        reasoning_effort=None,
+    )
+
+
 def answer_messages(example: Example) -> list[dict[str, str]]:
     """What the answer model is sent, as simple-evals' chat sampler sends it: its system
     message, then the conversation (``actual_queried_message_list``)."""
@@ -191,6 +263,11 @@ def grader_messages(example: Example, answer: str, item: RubricItem) -> list[dic
     prompt = grader_template().replace("<<conversation>>", conversation(example, answer))
     prompt = prompt.replace("<<rubric_item>>", str(item))
     return [{"role": "system", "content": SYSTEM_MESSAGE}, {"role": "user", "content": prompt}]
+
+
+def completion_id(prompt_id: str, answer: str) -> str:
+    """simple-evals' ``completion_id``: SHA-256 of the prompt id and the response."""
+    return hashlib.sha256((prompt_id + answer).encode()).hexdigest()
 
 
 _FENCE = re.compile(r"^```json\s*|\s*```$")

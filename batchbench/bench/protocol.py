@@ -32,6 +32,28 @@ class Prompt:
     temperature: float
     json_mode: bool
     reasoning_effort: str | None  # as asked: each provider maps ``max`` its own way
+    # A conversation (HealthBench): every message after the system message, the last the
+    # one answered, as ``(role, content)``. Empty: the one ``user`` message.
+    turns: tuple[tuple[str, str], ...] = ()
+
+    def messages(self) -> list[dict[str, str]]:
+        """The messages after the system message, as the chat APIs take them."""
+        if not self.turns:
+            return [{"role": "user", "content": self.user}]
+        return [{"role": role, "content": content} for role, content in self.turns]
+
+    def for_two_roles(self) -> tuple[str, list[dict[str, str]]]:
+        """The system text and the user/assistant messages, for an API whose conversation
+        has no ``system`` role (Claude's, Gemini's): a system message inside the
+        conversation joins the system text, a blank line between."""
+        system = [self.system]
+        rest = []
+        for m in self.messages():
+            if m["role"] == "system":
+                system.append(m["content"])
+            else:
+                rest.append(m)
+        return "\n\n".join(system), rest
 
 
 ANSWER_SYSTEM_MESSAGE = (

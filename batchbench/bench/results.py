@@ -17,6 +17,7 @@ import msgspec
 
 from .._io import append_pieces, atomic_write_bytes, jsonl_lines
 from ..errors import ResultsError
+from . import healthbench
 from .dataset import Case
 from .decisions import lay_verdicts
 from .scoring import rubric_frame, score_joined, score_records
@@ -42,6 +43,10 @@ def _check_row(row: Any, where: str) -> dict[str, Any]:
     if "score" not in row:
         raise ResultsError(f"{where}: row has neither 'score' nor 'error'")
     score = row["score"]
+    if row.get("benchmark") == healthbench.BENCHMARK and (
+        score is None or (isinstance(score, (int, float)) and math.isfinite(score))
+    ):  # simple-evals' score: negative items may take it below 0; no positive item, null
+        return row
     if isinstance(score, bool) or not isinstance(score, (int, float)):
         raise ResultsError(f"{where}: field 'score' must be a number, got {score!r}")
     if not (

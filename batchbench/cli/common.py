@@ -363,3 +363,14 @@ AllowPartialOpt = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", metavar="", help="Print JSON.")]
+
+DatasetFormatOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--dataset-format",
+        metavar="FORMAT",
+        rich_help_panel=SELECTION,
+        help="bedside-bench (a checkout: a folder) or healthbench (a HealthBench JSONL,"
+        " simple-evals' shape, graded as simple-evals grades it); default: what --dataset is.",
+    ),
+]

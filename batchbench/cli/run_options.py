@@ -56,10 +56,11 @@ DatasetOpt = Annotated[
     Path | None,
     typer.Option(
         "--dataset",
-        metavar="DIR",
+        metavar="PATH",
         envvar="BATCHBENCH_DATASET",
         rich_help_panel=SELECTION,
-        help="BedsideBench checkout (registry.json at its root); required: here, in"
+        help="BedsideBench checkout (registry.json at its root) or a HealthBench JSONL;"
+        " required: here, in"
         " BATCHBENCH_DATASET, or as `dataset` in the project file (batchbench.toml, or"
         " \\[tool.batchbench] in pyproject.toml, found upward).",
     ),

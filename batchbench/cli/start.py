@@ -10,7 +10,7 @@ import typer
 if TYPE_CHECKING:
     from ..engine.spend import Scope
 
-from .common import JobsDirOpt, LimitOpt, SmokeOpt, clock_of, friendly
+from .common import DatasetFormatOpt, JobsDirOpt, LimitOpt, SmokeOpt, clock_of, friendly
 from .finish import print_dry_run, run_group
 from .project import current_project
 from .run_options import (
@@ -59,6 +59,7 @@ def run(
     judge_model: JudgeModelOpt,
     reasoning_effort: ReasoningEffortOpt = None,
     dataset: DatasetOpt = None,
+    dataset_format: DatasetFormatOpt = None,
     smoke: SmokeOpt = False,
     limit: LimitOpt = None,
     benchmark: BenchmarkOpt = None,
@@ -109,7 +110,8 @@ def run(
     from ..lineup import lineup
     from ..scores.sealed import read_plan
 
-    cases = Cases(_checked(dataset, as_json, dry_run), smoke, limit, tuple(benchmark or ()))
+    chosen = _checked(dataset, as_json, dry_run)
+    cases = Cases(chosen, smoke, limit, tuple(benchmark or ()), dataset_format)
     services = Services(base_url, account_settings=account_settings or {}, move=move_service)
     budget = Budget(pricing, max_cost, assumed_answer_tokens, max_spend, _scope(max_spend_over))
     pacing = Settings(

@@ -3,38 +3,23 @@ HealthBench JSONL (told apart by what it is) — its count and digest printed.""
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import typer
 
-from .common import SAMPLE_DATASET, DatasetOpt, friendly
+from .common import SAMPLE_DATASET, DatasetFormatOpt, DatasetOpt, friendly
 
 
 @friendly
-def validate(
-    dataset: DatasetOpt = SAMPLE_DATASET,
-    dataset_format: Annotated[
-        str | None,
-        typer.Option(
-            "--dataset-format",
-            metavar="FORMAT",
-            help="bedside-bench (a checkout: a folder) or healthbench (a HealthBench JSONL,"
-            " simple-evals' shape); default: what --dataset is.",
-        ),
-    ] = None,
-) -> None:
+def validate(dataset: DatasetOpt = SAMPLE_DATASET, dataset_format: DatasetFormatOpt = None) -> None:
     """Load and validate a dataset; print its case count and digest.
 
     Example: batchbench validate --dataset ../bedside-bench
     """
+    from ..bench import grading
     from ..bench.dataset import load_dataset
-    from ..bench.healthbench import is_healthbench, load_healthbench
-    from ..errors import ConfigError
+    from ..bench.healthbench import load_healthbench
 
-    if dataset_format not in (None, "bedside-bench", "healthbench"):
-        raise ConfigError(f"--dataset-format {dataset_format!r}: bedside-bench or healthbench")
     dataset = dataset or SAMPLE_DATASET
-    if dataset_format == "healthbench" or (dataset_format is None and is_healthbench(dataset)):
+    if grading.dataset_format(dataset, dataset_format) == "healthbench":
         hb = load_healthbench(dataset)
         items = sum(len(e.rubrics) for e in hb.examples)
         themes = {t for e in hb.examples for t in e.example_tags if t.startswith("theme:")}

@@ -30,7 +30,8 @@ class Caching(TypedDict):
 
 
 def _text(prompt: Prompt) -> str:
-    return f"{prompt.system}\n{prompt.user}"  # system first: the order every wire sends
+    # system first: the order every wire sends
+    return "\n".join([prompt.system, *(m["content"] for m in prompt.messages())])
 
 
 def caching(

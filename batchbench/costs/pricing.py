@@ -74,7 +74,7 @@ def token_counter(model: str) -> tuple[str, Callable[[str], int]]:
 
 def prompt_tokens(prompt: Prompt, count: Callable[[str], int]) -> int:
     """Input tokens of a prompt: its two messages with OpenAI's chat framing."""
-    messages = (prompt.system, prompt.user)
+    messages = (prompt.system, *(m["content"] for m in prompt.messages()))
     return TOKENS_PER_REPLY + sum(TOKENS_PER_MESSAGE + count(text) for text in messages)
 
 

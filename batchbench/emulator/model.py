@@ -16,6 +16,12 @@ Default behaviour, deterministic so tests can predict it:
   judge noise rate, each verdict is flipped when a seeded draw for that line
   and item falls under the rate, so two passes of the same request (two lines)
   can disagree, and the same line always says the same.
+* a **grader** request (HealthBench's ``GRADER_TEMPLATE``: ``# Conversation`` and
+  ``# Rubric item`` in it) gets simple-evals' fenced JSON,
+  ``{"explanation": …, "criteria_met": …}``, where the item is met exactly when the
+  first hex digit of ``md5(item + "|" + answer)`` is below 8 (``item`` the text under
+  ``# Rubric item``, ``answer`` the conversation's last ``assistant: `` turn), the
+  judge's strictness and noise as above.
 
 A **responder** replaces this: a callable that receives the request as the face
 received it (OpenAI's body, Anthropic's ``params``, Gemini's request with its
@@ -221,10 +227,35 @@ def flipped(seed: int, line: str, item_id: str, rate: float) -> bool:
     return int.from_bytes(digest[:8], "big") / 2**64 < rate
 
 
+_GRADER_ITEM = re.compile(r"\n# Rubric item\n(.*?)\n\n# Instructions\n", re.S)
+_CONVERSATION = "# Conversation\n"
+
+
+def graded(text: str) -> tuple[str, str] | None:
+    """A HealthBench grader request's rubric item and the answer it grades, else None."""
+    found = _GRADER_ITEM.search(text)
+    start = text.find(_CONVERSATION)
+    if found is None or start < 0:
+        return None
+    conversation = text[start + len(_CONVERSATION) : found.start()]
+    at = conversation.rfind("assistant: ")
+    return found.group(1), conversation[at + len("assistant: ") :] if at >= 0 else ""
+
+
 def default_content(body: dict[str, Any], line: str = "", noise: float = 0.0, seed: int = 0) -> str:
     """The simulated model's reply text to a chat body (``line`` names the executed line,
     for the judge's noise)."""
     text = request_text(body)
+    grading = graded(text)
+    if grading is not None:
+        item, answer = grading
+        met = judge_matches(item, answer, strictness(body.get("model")))
+        met = met != flipped(seed, line, item, noise)
+        reply = {
+            "explanation": f"Simulated grade: {'met' if met else 'not met'}.",
+            "criteria_met": met,
+        }
+        return "```json\n" + json.dumps(reply, indent=2) + "\n```"
     if is_judge_request(body):
         answer = judged_answer(text)
         below = strictness(body.get("model"))

@@ -24,6 +24,7 @@ class StageState:
     source: str | None = None  # raw file id holding the successful line
     custom_id: str | None = None  # the successful line's custom id
     used_temperature: bool | None = None  # whether the successful request carried temperature
+    error: str | None = None  # why it failed, where no row says it (a part of a case)
 
 
 @dataclass(slots=True)

@@ -1,11 +1,10 @@
 """A downloaded batch → one outcome per request: pure functions, no I/O.
 
-Given a submission (from the journal's fold), the frame of its result files
-(:func:`outputs.read_outputs`), the cases' states and the run's limits, this
-decides what each request came to — ok, retried (and why), resent without
-temperature, judged again, or failed with the reference's error text — and,
-for judges, the decisions of every valid reply joined to the rubric. The
-protocol's rules come from :mod:`batchbench.bench.protocol`; this module applies
+Given a submission (from the journal's fold), the frame of its result files, the cases'
+states and the run's limits, this decides what each request came to — ok, retried (and
+why), resent without temperature, judged again, or failed with the reference's error
+text — and, for judges, the verdicts of every valid reply (joined to the rubric, or a
+part of it). The protocol's rules are :mod:`batchbench.bench`'s; this module applies
 them to frames. The pipeline journals the result and writes the rows.
 """
 
@@ -13,14 +12,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import polars as pl
 
 from ..bench import protocol
-from ..bench.decisions import Judged, judge_decisions
+from ..bench.decisions import Judged, judge_decisions, part_verdicts
 from ..errors import BatchFileError
 from ..kinds import OutcomeKind
 from ..providers.base import BatchFailure, LineRules, Wire
@@ -29,8 +28,7 @@ from .events import CaseOutcome, Collected
 from .state import RunState
 from .submission import Submission
 
-# Lines the service lost (expired or cancelled with their batch): sent again without
-# spending the request's --max-retries, which are for its own replies.
+# Lines lost with their batch (expired, cancelled): sent again, no --max-retries spent.
 LOST_CODES = ("batch_expired", "batch_cancelled")
 # A line error that is the request's own but passing: it runs again, spending a retry.
 TRANSIENT_CODES = ("request_timeout",)
@@ -72,9 +70,11 @@ class Collection:
     served: dict[str, int] = field(default_factory=dict)  # served model → good replies
     fingerprints: dict[str, int] = field(default_factory=dict)
     stop: str | None = None  # why the run cannot go on as asked (BatchFailure.stop)
+    graded: dict[str, str | None] | None = None  # cases whose last part this ended (per item)
 
     def event(self, sub: Submission) -> Collected:
         return Collected(
+            graded=self.graded,
             sub=sub.id,
             outcomes={
                 o.case_id: CaseOutcome(o.kind, o.detail, o.source, cid, o.adjust)
@@ -91,8 +91,7 @@ class Collection:
 
 
 class Sent(NamedTuple):
-    """One request the submission sent: its case, what its wire noted of it, and the
-    fallbacks it was sent with (a tuple: a collection makes one per request)."""
+    """A request the submission sent: its case, its wire's note, the fallbacks it carried."""
 
     case_id: str
     note: dict[str, Any] | None
@@ -335,15 +334,17 @@ def collect(
     now: float,
     wire: Wire,
     unknown: Mapping[str, str] | None = None,
+    *,
+    read: Callable[[str, str], list[bool]] | None = None,
 ) -> Collection:
     """The outcome of every request of ``sub``, with retry caps applied.
 
-    ``frame`` is the submission's result files read (None for a batch that
-    failed as a whole). A retried reply that has used up ``max_retries``
-    attempts fails with the reference's ``<service> request failed after <n>
-    attempts`` text; an invalid judge reply is judged again until
-    ``max_attempts``, then fails with the reference's text for it. ``unknown``: the
-    requests whose call's outcome is unknown (id → its error text), ``unknown`` outcomes.
+    ``frame`` is the submission's result files read (None for a batch that failed as a
+    whole). A retried reply that has used up ``max_retries`` attempts fails with the
+    reference's ``<service> request failed after <n> attempts`` text; an invalid judge
+    reply is judged again until ``max_attempts``, then fails with the reference's text
+    for it. ``unknown``: the requests whose call's outcome is unknown (id → its error).
+    ``read``: ``(case_id, text)`` → the verdicts of a reply that decides a part of its case.
     """
     if frame is None:
         errors = sub.view.errors if sub.view is not None else None
@@ -366,7 +367,10 @@ def collect(
             if o.kind == "ok":
                 replies.append((o.case_id, o.content or ""))
                 o.content = None  # the text is not kept beside its decisions
-        result.judged = judge_decisions(replies, rubric, item_ids)
+        if read is not None:
+            result.judged = part_verdicts(replies, read)
+        else:
+            result.judged = judge_decisions(replies, rubric, item_ids)
         del replies
         invalid = result.judged.invalid
     for cid, o in result.outcomes.items():

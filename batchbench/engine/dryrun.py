@@ -8,12 +8,12 @@ return for the case's items.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypedDict
 
 from .. import providers
 from ..bench.dataset import Case
+from ..bench.grading import BEDSIDE, Grading
 from ..costs.caching import Caching, caching
 from ..costs.pricing import Pricing, cost, prompt_tokens, token_counter
 from ..costs.rollup import priced_text
@@ -115,7 +115,8 @@ def _stage(
         wire.check_file([lines[j] for j in group], f"{name} file {i}")
     prompt = sum(tokens)
     output = sum(output_tokens(r) for r in requests)
-    passes = len(requests) // max(1, len({r.case_id for r in requests}))
+    # each request sent how many times over (K judge passes; items of one grader are not)
+    passes = len(requests) // max(1, len({r.prompt for r in requests}))
     price = pricing.price(model)
     off = pricing.discount(wire.name, model)
     priced = cost(price, prompt, 0, output, batch_discount=off.fraction)
@@ -160,10 +161,12 @@ def plan(
     assumed_answer_tokens: int = 800,
     judge_passes: int = 1,
     borrowed: bool = False,
+    grading: Grading = BEDSIDE,
 ) -> DryRun:
     """The full plan of a run: files, tokens and cost per stage, and the totals (the judge
-    stage holds every one of the ``judge_passes``; a judge panel's other judge, whose
-    answers are ``borrowed``, the judge stage only)."""
+    stage holds every one of the ``judge_passes``, or one request per rubric item where
+    the grading asks so; a judge panel's other judge, whose answers are ``borrowed``, the
+    judge stage only)."""
     wires: dict[Stage, Wire] = {
         "answers": providers.wire(providers.route(answer_model)),
         "judges": providers.wire(providers.judge_provider(judge_model)),
@@ -178,9 +181,11 @@ def plan(
             1,
             DRY_RUN_ID,
             reasoning_effort=reasoning_effort,
+            grading=grading,
         )
         for c in cases
     ]
+    parts = {c["case_id"]: max(judge_passes, grading.parts(c)) for c in cases}
     placeholder = ("answer " * assumed_answer_tokens).strip()
     judges = [
         build_request(
@@ -192,17 +197,17 @@ def plan(
             DRY_RUN_ID,
             answer=placeholder,
             judge_pass=p,
+            grading=grading,
         )
-        for p in range(1, judge_passes + 1)
+        for p in range(1, max(parts.values(), default=1) + 1)
         for c in cases
+        if p <= parts[c["case_id"]]
     ]
     by_id = {c["case_id"]: c for c in cases}
     _, judge_count = token_counter(judge_model)
 
     def judge_reply_tokens(r: Request) -> int:
-        items = by_id[r.case_id]["rubric_items"]
-        reply = {"decisions": [{"item_id": it["item_id"], "matched": True} for it in items]}
-        return judge_count(json.dumps(reply, separators=(",", ":")))
+        return judge_count(grading.judge_reply(by_id[r.case_id], 1))
 
     work: dict[Stage, tuple[list[Request], str, Callable[[Request], int]]] = {
         "answers": (answers, answer_model, lambda r: assumed_answer_tokens),

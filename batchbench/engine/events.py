@@ -25,9 +25,8 @@ class Event(msgspec.Struct, tag_field="ev", kw_only=True):
 
 
 class Line(msgspec.Struct, array_like=True, omit_defaults=True):
-    """One request of a submission: which case, which attempt, whether it sent
-    temperature, its request id, and what its wire noted of it (:attr:`Rendered.sent`).
-    Journals of 0.1 recorded no id (derived again), and 0.2 a flag where the note is."""
+    """One request of a submission: which case, which attempt, whether it sent temperature,
+    its id, what its wire noted of it (:attr:`Rendered.sent`; 0.2: a flag; 0.1: no id)."""
 
     case_id: str
     attempt: int
@@ -189,9 +188,8 @@ class Downloaded(Event, tag="downloaded"):
 
 
 class CaseOutcome(msgspec.Struct, array_like=True, omit_defaults=True):
-    """What one request came to (:data:`~batchbench.kinds.OutcomeKind`; journals of 0.2
-    hold two more kinds, read by :mod:`providers.legacy`), and for ``retry`` the
-    adjustments its wire said to send it again with."""
+    """What one request came to (:data:`~batchbench.kinds.OutcomeKind`; 0.2's two more kinds
+    read by :mod:`providers.legacy`); for ``retry``, its wire's adjustments to send again."""
 
     kind: str
     detail: str | None
@@ -212,6 +210,8 @@ class Collected(Event, tag="collected"):
     hold_until: float | None = None  # and not before this time
     served: dict[str, int] = {}  # what served its good replies, as they say: model → replies
     fingerprints: dict[str, int] = {}  # and their system fingerprints (#66.1)
+    # Graded per item: the cases whose last part this ended (None: scored; else why not)
+    graded: dict[str, str | None] | None = None
 
 
 class RemoteDeleted(Event, tag="remote_deleted"):

@@ -29,6 +29,7 @@ class Cases:
     smoke: bool = False
     limit: int | None = None
     benchmarks: tuple[str, ...] = ()
+    dataset_format: str | None = None  # --dataset-format; None: what the dataset is
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import json
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,6 @@ import polars as pl
 
 from .. import _failpoints
 from ..bench.dataset import Case
-from ..bench.results import append_lines, row_counts
 from ..bench.scoring import rubric_frame
 from ..clock import SYSTEM, Clock
 from ..costs.pricing import prompt_tokens, token_counter
@@ -37,10 +35,11 @@ from .calls import call_kind, unknown_detail
 from .canary import Canary
 from .cancelling import take_asked_cancel
 from .candidates import check_candidate
-from .collection import Collection, RetryLimits, collect
+from .collection import RetryLimits, collect
 from .events import Event, Line, Plan
+from .parts import Parts
 from .requests import Request, build_request, check_minimum, fit_minimum, write_shards
-from .rows import Answers, append_pass_rows, pass_rows, rows_for
+from .rows import Answers, append_pass_rows, pass_rows
 from .runconfig import RunConfig
 from .rundir import Run
 from .settings import Settings
@@ -80,7 +79,10 @@ class Pipeline:
             settings.max_retries, settings.max_attempts, settings.hold_seconds
         )
         self.answers = Answers(run, providers["answers"].wire, lambda: self.state)
-        self._rows_on_disk: Counter[str] | None = None
+        self.grading = config.grading
+        self.parts = Parts(
+            run, config, cases, providers["judges"].wire, self.answers, lambda: self.state
+        )
         self._cancel_asked_at = float("-inf")  # a run in a bucket: cancel.json last looked for
         self.submitter = Submitter(
             run,
@@ -169,10 +171,10 @@ class Pipeline:
                 if self.state.pending(stage, self.config.case_ids):
                     self._plan(stage)
                     return True
-            for judge_pass in range(2, self.config.judge_passes + 1):
+            for judge_pass, having in self.parts.by_pass.items():
                 if self.canary.holds(self.state, "judges"):
                     break
-                if self.state.pending("judges", self.config.case_ids, judge_pass):
+                if self.state.pending("judges", having, judge_pass):
                     self._plan("judges", judge_pass)
                     return True
         for sub in st.subs.values():
@@ -222,7 +224,8 @@ class Pipeline:
         budget = self.settings.max_enqueued_tokens
         counted = budget is not None or self.spend is not None  # both weigh what goes out
         count = token_counter(model)[1] if counted else None
-        pending = self.state.pending(stage, self.config.case_ids, judge_pass)
+        having = self.parts.by_pass.get(judge_pass, self.config.case_ids)
+        pending = self.state.pending(stage, having, judge_pass)
         if judge_pass == 1:
             pending = self.canary.first(stage, pending, wire.limits.min_lines)
         used = self.state.used_ids()
@@ -240,6 +243,7 @@ class Pipeline:
                 reasoning_effort=self.config.reasoning_effort,
                 answer=self.answers(case_id) if stage == "judges" else None,
                 judge_pass=judge_pass,
+                grading=self.grading,
             )
 
         def entries(cases: list[str], shared: str) -> Iterator[tuple[Line, bytes, int]]:
@@ -316,10 +320,12 @@ class Pipeline:
             frame = self.submitter.owed.read(sub, kept, lambda: self.run.read_results(wire, files))
             if frame is None:  # owed: waited for, bounded (never bought again)
                 return
+        part = sub.judge_pass
         items = {  # this file's cases' (not the dataset's: 100,000 lists at each collection)
-            line.case_id: [it["item_id"] for it in self.cases[line.case_id]["rubric_items"]]
+            line.case_id: self.grading.items_of(self.cases[line.case_id], part)
             for line in sub.lines
         }
+        per_item = sub.stage == "judges" and self.grading.per_item
         kind = call_kind(sub, wire)
         unknown = {
             cid: unknown_detail(kind, cid)
@@ -336,14 +342,18 @@ class Pipeline:
             self.clock.time(),
             wire,
             unknown,
+            read=functools.partial(self.parts.read, part=part) if per_item else None,
         )
         del frame  # read: not held while the rows are written (a million decisions' replies)
         for line in result.anomalies:
             self.warn(f"warning: {line}")
         if result.notice:
             self.warn(result.notice)
-        if sub.judge_pass == 1:
-            self._write_rows(sub, result)
+        if per_item:  # the cases whose last part this is: their rows
+            result.graded = self.parts.ended(sub, result, self.clock.time())
+        elif sub.judge_pass == 1:
+            effort = self.providers["answers"].wire.effort(self.config.reasoning_effort)
+            self.parts.write_rows(sub, result, effort, self.clock.time())
         if sub.stage == "judges" and self.config.judge_passes > 1:
             append_pass_rows(
                 self.run,
@@ -359,33 +369,6 @@ class Pipeline:
                 f" refused batch {sub.batch_id} for {self.config.model(sub.stage)}: {result.stop};"
                 " nothing of it ran or was billed"
             )
-
-    # results -------------------------------------------------------------------
-    def _write_rows(self, sub: Submission, result: Collection) -> None:
-        """Append the rows of the cases this collection ends, each case's rows once."""
-        if self._rows_on_disk is None:
-            self._rows_on_disk = row_counts(self.run.results_path)
-        written = self._rows_on_disk
-        due = {
-            cid: o
-            for cid, o in result.outcomes.items()
-            # a row written before a crash kept its collection out of the journal is not due
-            if written[o.case_id] <= self.state.cases[o.case_id].rows
-        }
-        rows = rows_for(
-            sub,
-            due,
-            result.judged,
-            self.cases,
-            self.config,
-            self.providers["answers"].wire.effort(self.config.reasoning_effort),
-            self.state,
-            self.answers,
-            self.clock.time(),
-        )
-        if rows:
-            append_lines(self.run.results_path, rows, self.config.case_ids)
-            written.update(case_id for case_id, _ in rows)
 
 
 def _key(value: object) -> str:

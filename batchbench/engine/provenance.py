@@ -16,7 +16,6 @@ import re
 from datetime import datetime, timezone
 from typing import Any, Final
 
-from ..bench import protocol
 from ..kinds import STAGES, Stage
 from .runconfig import RunConfig
 from .state import RunState
@@ -80,11 +79,8 @@ def stage_record(state: RunState, config: RunConfig, stage: Stage) -> dict[str, 
     requested = config.answer_model if stage == "answers" else config.judge_model
     served = dict(state.served.get(stage, {}))
     span = state.queried.get(stage)
-    if stage == "answers":
-        prompt_effort, temperature = config.reasoning_effort, protocol.ANSWER_TEMPERATURE
-        json_mode = False
-    else:
-        prompt_effort, temperature, json_mode = None, protocol.JUDGE_TEMPERATURE, True
+    sampling = config.grading.sampling[stage]
+    prompt_effort = config.reasoning_effort if stage == "answers" else None
     return {
         "requested": requested,
         "service": config.providers[stage],
@@ -93,15 +89,11 @@ def stage_record(state: RunState, config: RunConfig, stage: Stage) -> dict[str, 
         "first_query": _when(span[0]) if span else None,
         "last_query": _when(span[1]) if span else None,
         "parameters": {
-            "temperature": temperature,
+            "temperature": sampling.temperature,
             "temperature_requests": _temperature_sent(state, stage),
             "reasoning_effort": prompt_effort or "not sent",
-            "structured_output": "JSON object asked" if json_mode else "none",
-            "max_tokens": (
-                protocol.ANSWER_MAX_COMPLETION_TOKENS
-                if stage == "answers"
-                else protocol.JUDGE_MAX_COMPLETION_TOKENS
-            ),
+            "structured_output": "JSON object asked" if sampling.json_mode else "none",
+            "max_tokens": sampling.max_tokens,
         },
     }
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from .._io import durable_replace, storage
-from ..bench import protocol
 from ..bench.dataset import Case
+from ..bench.grading import BEDSIDE, Grading
 from ..bench.protocol import Prompt
 from ..errors import BelowMinimum, InvariantError, RunStateError
 from ..kinds import Stage
@@ -35,14 +35,21 @@ class Request:
 
 
 def stage_prompt(
-    stage: Stage, case: Case, *, reasoning_effort: str | None, answer: str | None
+    stage: Stage,
+    case: Case,
+    *,
+    reasoning_effort: str | None,
+    answer: str | None,
+    grading: Grading = BEDSIDE,
+    judge_pass: int = 1,
 ) -> Prompt:
-    """What one case's request of a stage asks (the judges: about ``answer``)."""
+    """What one case's request of a stage asks (the judges: about ``answer``; a grading
+    per rubric item: about the pass's item)."""
     if stage == "answers":
-        return protocol.answer_prompt(case, reasoning_effort=reasoning_effort)
+        return grading.answer_prompt(case, reasoning_effort)
     if answer is None:
         raise InvariantError(f"the judge request of case {case['case_id']} needs its answer")
-    return protocol.judge_prompt(case, answer)
+    return grading.judge_prompt(case, answer, judge_pass)
 
 
 def build_request(
@@ -57,10 +64,19 @@ def build_request(
     reasoning_effort: str | None = None,
     answer: str | None = None,
     judge_pass: int = 1,
+    grading: Grading = BEDSIDE,
 ) -> Request:
     """The request of one case in one stage, rendered for its service with its fallbacks
-    so far (a judge's extra passes send the same body under their own ids)."""
-    prompt = stage_prompt(stage, case, reasoning_effort=reasoning_effort, answer=answer)
+    so far (a judge's extra passes send the same body under their own ids; a grading per
+    rubric item, each pass its item)."""
+    prompt = stage_prompt(
+        stage,
+        case,
+        reasoning_effort=reasoning_effort,
+        answer=answer,
+        grading=grading,
+        judge_pass=judge_pass,
+    )
     rendered = wire.render(prompt, model, adjust or {})
     custom_id = wire.custom_id(stage, case["case_id"], attempt, run_id, judge_pass)
     return Request(

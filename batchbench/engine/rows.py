@@ -147,12 +147,14 @@ def rows_for(
     state: RunState,
     answer_text: Callable[[str], str],
     now: float,
+    errors: Callable[[Case, RunConfig, float, str], Mapping[str, Any]] = error_row,
 ) -> list[tuple[str, str]]:
     """The ``(case_id, line)`` of each case these outcomes end: an error row per failed
     request, a scored row per valid judge reply (scored from the decisions joined to the
-    rubric). ``effort`` is the reasoning effort as the answer model's service was sent it."""
+    rubric). ``effort`` is the reasoning effort as the answer model's service was sent it;
+    ``errors`` writes an error row (the benchmark's shape)."""
     out = [
-        (o.case_id, dump_row(error_row(cases[o.case_id], config, now, o.detail or "")))
+        (o.case_id, dump_row(errors(cases[o.case_id], config, now, o.detail or "")))
         for o in outcomes.values()
         if o.kind in ("failed", "unknown")
     ]

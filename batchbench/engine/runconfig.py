@@ -13,6 +13,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypedDict
 
+from ..bench.grading import Grading, grading_of
 from ..errors import ConfigError, RunStateError
 from ..kinds import STAGES, ProviderName, Stage
 from ..providers import legacy, resolve
@@ -90,6 +91,11 @@ class RunConfig:
                 raise RunStateError(f"run {self.name!r}: unknown {stage} provider {name!r}")
             found[stage] = name
         return found
+
+    @property
+    def grading(self) -> Grading:
+        """The benchmark the run grades, and how (by its protocol version)."""
+        return grading_of(self.protocol_version)
 
     @property
     def models(self) -> dict[Stage, str]:

@@ -222,7 +222,9 @@ class RunState:
         self._record_served(sub.stage, event)
         stage = sub.stage
         sent = {line.case_id: line.sent_temperature for line in sub.lines}
-        main = sub.judge_pass == 1  # an extra judge pass writes no row, ends no case
+        # An extra judge pass writes no row, ends no case; nor does a part of a case judged
+        # part by part: its collection says which cases it ended (``graded``).
+        main = sub.judge_pass == 1 and (stage == "answers" or event.graded is None)
         for case_id, outcome in event.outcomes.items():
             case = self.cases[case_id]
             st = case.stage(stage, sub.judge_pass)
@@ -236,7 +238,7 @@ class RunState:
                     case.final = "scored"
                     case.rows += 1
             elif kind in ("failed", "unknown"):
-                st.status = "failed"
+                st.status, st.error = "failed", outcome.detail
                 if main:
                     case.final, case.error = "error", outcome.detail
                     case.unknown = kind == "unknown"
@@ -254,6 +256,10 @@ class RunState:
                 elif kind == "lost" and not sub.tailed:  # a tail cut short is sent on flex
                     st.losses += 1
                     self.losses[stage] = self.losses.get(stage, 0) + 1
+        for case_id, error in (event.graded or {}).items():
+            case = self.cases[case_id]
+            case.final, case.error = ("error", error) if error is not None else ("scored", None)
+            case.rows += 1
         if event.hold_until:
             self.holds[stage] = max(self.holds.get(stage, 0.0), event.hold_until)
         if event.cap:

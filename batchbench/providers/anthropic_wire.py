@@ -72,11 +72,8 @@ def claude_body(
     version has none, as the anthropic SDK's types say), the judges' temperature, 0,
     unless the model refused one; and where the service takes Claude's structured output
     (``structured``), the decisions' schema as ``output_config.format``."""
-    body: dict[str, Any] = {
-        "max_tokens": prompt.max_tokens,
-        "messages": [{"role": "user", "content": prompt.user}],
-        "system": prompt.system,
-    }
+    system, messages = prompt.for_two_roles()
+    body: dict[str, Any] = {"max_tokens": prompt.max_tokens, "messages": messages, "system": system}
     output: dict[str, Any] = {}
     if prompt.reasoning_effort is not None:
         output["effort"] = prompt.reasoning_effort

@@ -68,10 +68,7 @@ class FireworksWire:
             job["temperature"] = prompt.temperature
         job["extraBody"] = json.dumps({"reasoning_effort": effort}, separators=(",", ":"))
         body: dict[str, Any] = {
-            "messages": [
-                {"role": "system", "content": prompt.system},
-                {"role": "user", "content": prompt.user},
-            ]
+            "messages": [{"role": "system", "content": prompt.system}, *prompt.messages()]
         }
         if prompt.json_mode:  # a judge (ours: the reference judges on OpenAI), in JSON mode
             body["response_format"] = {"type": "json_object"}

@@ -48,6 +48,8 @@ EMPTY_MESSAGE = "Gemini returned an empty message"
 # ran (its requests are sent again), or failed as a whole (they fail).
 _NOT_RUN = ("JOB_STATE_CANCELLED", "JOB_STATE_EXPIRED")
 
+_ROLE = {"user": "user", "assistant": "model"}  # Gemini calls the model's turns "model"
+
 
 @dataclass
 class GeminiWire:
@@ -75,11 +77,11 @@ class GeminiWire:
                 "thinking_level": effort.upper(),
                 "include_thoughts": False,
             }
+        system, messages = prompt.for_two_roles()
+        turns = [{"role": _ROLE[m["role"]], "parts": [{"text": m["content"]}]} for m in messages]
         body = {
-            "contents": [
-                {"role": "user", "parts": [{"text": prompt.system}]},
-                {"role": "user", "parts": [{"text": prompt.user}]},
-            ],
+            # the reference's: the system text as the first user turn
+            "contents": [{"role": "user", "parts": [{"text": system}]}, *turns],
             "generation_config": config,
         }
         return Rendered(body, temperature)

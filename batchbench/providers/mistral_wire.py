@@ -44,10 +44,7 @@ class MistralWire(OpenAIWire):
                 " --reasoning-effort for Mistral models)"
             )
         body: dict[str, Any] = {
-            "messages": [
-                {"role": "system", "content": prompt.system},
-                {"role": "user", "content": prompt.user},
-            ],
+            "messages": [{"role": "system", "content": prompt.system}, *prompt.messages()],
         }
         if prompt.json_mode:  # a judge (ours: the reference judges on OpenAI)
             body["response_format"] = {"type": "json_object"}

@@ -83,10 +83,7 @@ class OpenAIWire:
         """The reference's chat-completions body, key order included."""
         body: dict[str, Any] = {
             "model": model.removeprefix(self.model_prefix),
-            "messages": [
-                {"role": "system", "content": prompt.system},
-                {"role": "user", "content": prompt.user},
-            ],
+            "messages": [{"role": "system", "content": prompt.system}, *prompt.messages()],
         }
         if prompt.json_mode:
             body["response_format"] = {"type": "json_object"}

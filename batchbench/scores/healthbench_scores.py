@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..bench.healthbench import Example, RubricItem
+from ..bench.healthbench import Example, RubricItem, completion_id
 
 BOOTSTRAP_SAMPLES = 1000
 SEED = 42
@@ -89,8 +89,6 @@ def example_row(
     """One example's row, as simple-evals' ``example_level_metadata`` holds it: its score,
     its rubric items with each verdict and explanation, its prompt and completion."""
     met = [bool(g["criteria_met"]) for g in grades]
-    import hashlib
-
     return {
         "prompt_id": example.prompt_id,
         "score": calculate_score(example.rubrics, met),
@@ -106,7 +104,7 @@ def example_row(
         ],
         "prompt": list(example.prompt),
         "completion": [{"role": "assistant", "content": answer}],
-        "completion_id": hashlib.sha256((example.prompt_id + answer).encode()).hexdigest(),
+        "completion_id": completion_id(example.prompt_id, answer),
         "example_tags": list(example.example_tags),
     }
 
@@ -133,3 +131,98 @@ def summary_of_rows(
     found = aggregate(per_example, samples, seed)
     found["bootstrap"] = {"samples": samples, "seed": seed, "rng": "numpy default_rng"}
     return found
+
+
+def run_summary(
+    rows: Sequence[Mapping[str, Any]],
+    case_ids: Sequence[str],
+    head: Mapping[str, Any],
+    samples: int = BOOTSTRAP_SAMPLES,
+    seed: int = SEED,
+) -> dict[str, Any]:
+    """A HealthBench run's ``results.summary.json``: simple-evals' ``score`` and
+    ``metrics`` over the examples graded (each example's last row counts: a redone one's
+    error row is superseded), and batchbench's own counts beside them (``head``: the
+    run's models, protocol and dataset digest)."""
+    last: dict[str, Mapping[str, Any]] = {}
+    for row in rows:
+        last[str(row["case_id"])] = row
+    graded = [
+        last[c] for c in case_ids if c in last and "error" not in last[c] and "score" in last[c]
+    ]
+    per_example = []
+    for row in graded:
+        items = row["rubric_items"]
+        example = Example(
+            str(row["prompt_id"]),
+            (),
+            tuple(RubricItem(i["criterion"], i["points"], tuple(i["tags"])) for i in items),
+            tuple(row.get("example_tags", ())),
+            None,
+        )
+        per_example.append(example_metrics(example, [bool(i["criteria_met"]) for i in items]))
+    found = aggregate(per_example, samples, seed)
+    errors = sum(1 for c in case_ids if c in last and "error" in last[c])
+    overall = [m["overall_score"] for m in per_example if "overall_score" in m]
+    mean, ci95 = own_interval(overall, samples, seed)
+    return {
+        **head,
+        "score": found["score"],
+        "metrics": found["metrics"],
+        "examples": len(case_ids),
+        "graded": len(graded),
+        "errors": errors,
+        "bootstrap": {"samples": samples, "seed": seed, "rng": "numpy default_rng"},
+        # batchbench's own, beside simple-evals' figures (which have no interval): the
+        # overall score's 95 % percentile interval over the same resamples' shape, in the
+        # fields every run's summary has (status, list, compare read them).
+        "benchmarks": {"healthbench": {"n": len(overall), "mean": mean, "ci95": ci95}},
+        "overall_macro_mean": mean,
+        "overall_ci95": ci95,
+        "completed_cases": len(graded),
+    }
+
+
+def own_interval(
+    values: Sequence[float], samples: int = BOOTSTRAP_SAMPLES, seed: int = SEED
+) -> tuple[float, list[float]]:
+    """batchbench's interval for a clipped mean: the 2.5th and 97.5th percentiles of the
+    clipped means of ``samples`` resamples (its own stream: ``seed`` + 1). NaN without
+    values, as the reference's summary says an empty mean."""
+    if not values:
+        return float("nan"), [float("nan"), float("nan")]
+    found = np.asarray(values, dtype=float)
+    rng = np.random.default_rng(seed + 1)
+    picks = rng.integers(0, len(found), size=(samples, len(found)))
+    means = np.clip(found[picks].mean(axis=1), 0, 1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return _clipped_mean(found), [float(low), float(high)]
+
+
+def summary_text(summary: Mapping[str, Any]) -> str:
+    """The summary as the run prints it: simple-evals' figures, each a metric's clipped
+    mean with its n and bootstrap std, overall first, then themes and axes."""
+    metrics = summary["metrics"]
+    names = [k for k in metrics if ":" not in k.removeprefix("theme:").removeprefix("axis:")]
+    shown = ["overall_score"] + sorted(n for n in names if n.startswith(("theme:", "axis:")))
+    width = max(len(n) for n in shown)
+    lines = [
+        f"answer model {summary['answer_model']}  judge {summary['judge_model']}"
+        f"  protocol {summary['protocol_version']}",
+        f"dataset {summary['dataset_sha256']}",
+        f"{'metric'.ljust(width)}  {'n':>5}  {'score':>6}  bootstrap std (simple-evals')"
+        "  95% CI (batchbench's)",
+    ]
+    for name in shown:
+        if name not in metrics:
+            continue
+        n, std = metrics[f"{name}:n_samples"], metrics[f"{name}:bootstrap_std"]
+        ci = summary["overall_ci95"] if name == "overall_score" else None
+        own = f"  [{ci[0]:.4f}, {ci[1]:.4f}]" if ci else ""
+        lines.append(f"{name.ljust(width)}  {n:>5}  {metrics[name]:6.4f}  {std:27.4f}{own}")
+    boot = summary["bootstrap"]
+    lines.append(
+        f"graded {summary['graded']} of {summary['examples']} examples  errors"
+        f" {summary['errors']}  bootstrap {boot['samples']} resamples, seed {boot['seed']}"
+    )
+    return "\n".join(lines)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..bench.dataset import Dataset, load_dataset
+from ..bench.grading import load
 from ..engine.runconfig import NAME_RE, RunConfig
 from ..engine.rundir import Run
 from ..errors import ConfigError, NotFinished, ResultsError, UnknownRun
@@ -84,7 +85,7 @@ def run_dataset(config: RunConfig, given: Dataset | Path | None = None) -> Datas
     if isinstance(given, Dataset) and given.sha256 == config.dataset_sha256:
         return given
     path = given if isinstance(given, Path) else Path(config.dataset)
-    ds = _load(path) if path.is_dir() else load_dataset(path)
+    ds = _load(path) if path.is_dir() else load(path)[0]  # a file: HealthBench's JSONL
     if ds.sha256 != config.dataset_sha256:
         raise ConfigError(
             f"{path} is not the dataset run {config.name!r} was made with: its digest is"

@@ -113,7 +113,12 @@ def _summary_shaped(data: Any) -> bool:
 
 
 def summary_table(summary: Summary) -> str:
-    """A compact table: per-benchmark n, mean and interval, then the overall line."""
+    """A compact table: per-benchmark n, mean and interval, then the overall line (a
+    HealthBench run's: simple-evals' metrics)."""
+    if "metrics" in summary:
+        from .healthbench_scores import summary_text
+
+        return summary_text(cast("dict[str, Any]", summary))
     names = list(summary["benchmarks"])
     width = max([len("overall (macro)"), *(len(n) for n in names)])
     note = judge_note(str(summary["judge_model"])) if summary.get("judge_service") else None

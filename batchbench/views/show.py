@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import unicodedata
 from pathlib import Path
+from typing import Any
 
 from ..bench.dataset import Case
 from ..bench.results import read_rows
@@ -32,6 +33,7 @@ def _attempts(run: Run, case_id: str) -> list[str]:
     """Every request of the case, in order: stage, attempt, outcome, and the raw reply."""
     config = run.load_config()
     replies = read_replies(run, config, run.state(config.case_ids))
+    per_item = config.grading.per_item  # a grader asked once per rubric item (HealthBench)
     plans: dict[str, Plan] = {}
     lines: list[str] = []
     for event in run.events():
@@ -47,7 +49,11 @@ def _attempts(run: Run, case_id: str) -> list[str]:
                     f" {case_id} but never planned for it (a damaged journal)"
                 )
             detail = f": {outcome.detail}" if outcome.detail else ""
-            lines.append(f"  {plan.stage} #{line.attempt} ({event.sub}): {outcome.kind}{detail}")
+            stage: str = plan.stage
+            if plan.stage == "judges" and (per_item or plan.judge_pass > 1):
+                part = plan.judge_pass
+                stage += f" item_{part - 1}" if per_item else f" pass {part}"
+            lines.append(f"  {stage} #{line.attempt} ({event.sub}): {outcome.kind}{detail}")
             reply = replies.get(line.id(plan.stage))
             if reply is not None and (outcome.kind != "ok" or plan.stage == "judges"):
                 lines.append(f"    reply: {visible(reply[:800])}")
@@ -69,6 +75,19 @@ def _escape(c: str) -> str:
     return f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
 
 
+def _verdicts(case: Case, row: dict[str, Any]) -> dict[object, object]:
+    """Each rubric item's verdict in a row: its decisions by item id, or (HealthBench)
+    its rubric items' ``criteria_met`` in the rubric's order."""
+    decisions = row.get("decisions")
+    if isinstance(decisions, list):
+        return {d.get("item_id"): d.get("matched") for d in decisions if isinstance(d, dict)}
+    items = row.get("rubric_items")
+    if not isinstance(items, list):
+        return {}
+    ids = [it["item_id"] for it in case["rubric_items"]]
+    return {i: g.get("criteria_met") for i, g in zip(ids, items) if isinstance(g, dict)}
+
+
 def show_case(run: Run, case_id: str, dataset: Path | None = None) -> str:
     """The case, its answer, each rubric item with its points and verdict, its score, and
     every attempt it took (with the error and the raw reply of those that failed)."""
@@ -81,19 +100,19 @@ def show_case(run: Run, case_id: str, dataset: Path | None = None) -> str:
         else []
     )
     last = rows[-1] if rows else None
-    decisions = (last or {}).get("decisions")
-    verdicts = {
-        d.get("item_id"): d.get("matched")
-        for d in (decisions if isinstance(decisions, list) else [])
-        if isinstance(d, dict)
-    }
+    verdicts = _verdicts(case, last or {})
     if last is None:
         outcome = "not finished yet"
     elif "error" in last:
         outcome = f"error: {last['error']}"
-    else:
+    elif "score_components" in last:
         outcome = f"score {last['score']}  {json.dumps(last.get('score_components'))}"
+    else:  # HealthBench: simple-evals' score (achieved over positive points)
+        outcome = f"score {last['score']}"
     answer = (last or {}).get("answer")
+    completion = (last or {}).get("completion")
+    if answer is None and isinstance(completion, list):  # HealthBench: the completion
+        answer = "".join(str(m.get("content", "")) for m in completion)
     out = [
         f"case {case_id}  ({case['benchmark']}, {case['grading_method']})",
         f"  {visible(outcome)}",
@@ -106,9 +125,14 @@ def show_case(run: Run, case_id: str, dataset: Path | None = None) -> str:
         ),
         "RUBRIC  (x matched, . not matched, ? not judged)",
     ]
-    for item in case["rubric_items"]:
+    graded = (last or {}).get("rubric_items")
+    graded = graded if isinstance(graded, list) else []
+    why = [g.get("explanation", g.get("error")) if isinstance(g, dict) else None for g in graded]
+    for n, item in enumerate(case["rubric_items"]):
         verdict = verdicts.get(item["item_id"])
         mark = "x" if verdict is True else "." if verdict is False else "?"
         out.append(f"  [{mark}] {item['points']:+g}  {visible(item['text'])}  ({item['item_id']})")
+        if n < len(why) and why[n]:  # HealthBench: the grader's explanation, or the error
+            out.append(f"        {visible(why[n])}")
     out += ["ATTEMPTS", *(_attempts(run, case_id) or ["  none yet"])]
     return "\n".join(out)

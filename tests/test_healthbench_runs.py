@@ -1,0 +1,321 @@
+"""#65: HealthBench through every service's batch API, scored as simple-evals scores it.
+
+The witness is not batchbench: a scripted model (the emulator's responder) that answers
+each conversation and grades each grader request by a rule of this file's own, and
+records what every service was sent; the expectations — each grader message, each
+example's score, each metric's mean and ``n_samples`` — are rebuilt from the spec's
+written rules in plain Python (``support/healthbench_rules.py``). The emulator's ledger
+of executed lines says nothing was bought twice, kills included."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from support import healthbench_rules as rules
+from support.cli import assert_one_line_error, run_cli
+from support.providers import RIGS
+from support.runs import assert_no_duplicates, env, rows_of, run_args
+
+from batchbench._failpoints import Crash
+
+FILE = rules.FILE
+LINES = rules.lines()
+ITEMS = sum(len(line["rubrics"]) for line in LINES)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def _turns(value: Any) -> Iterator[tuple[str, str]]:
+    """Every ``{"role": …}`` message in a request as (role, its text), in order."""
+    if isinstance(value, dict):
+        if isinstance(value.get("role"), str):
+            yield value["role"], "".join(_strings(value.get("content", value.get("parts"))))
+            return
+        for v in value.values():
+            yield from _turns(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _turns(v)
+
+
+def _met(message: str) -> bool:
+    """This file's grader: an item is met when the message's SHA-256 starts below 0x96."""
+    return hashlib.sha256(message.encode()).digest()[0] < 0x96
+
+
+def _answer(n: str) -> str:
+    return f"Answer {n}: rest, fluids, and see a clinician if it lasts."
+
+
+class Scripted:
+    """The responder: grades grader requests by :func:`_met` (fenced JSON, as simple-evals
+    asks), answers each conversation with :func:`_answer`; records what it was sent.
+    ``invalid``: grader messages containing this text get a reply with no verdict."""
+
+    def __init__(self, invalid: str | None = None) -> None:
+        self.graders: list[str] = []
+        self.answers: list[Any] = []
+        self.invalid = invalid
+
+    def __call__(self, given: dict[str, Any]) -> str:
+        texts = list(_strings(given))
+        grader = next((t for t in texts if "\n# Rubric item\n" in t), None)
+        if grader is not None:
+            self.graders.append(grader)
+            if self.invalid is not None and self.invalid in grader:
+                return "I cannot grade this."
+            reply = {"explanation": "scripted", "criteria_met": _met(grader)}
+            return "```json\n" + json.dumps(reply, indent=2) + "\n```"
+        self.answers.append(given)
+        found = re.search(r"Synthetic question (\d+)", " ".join(texts))
+        assert found, texts
+        return _answer(found.group(1))
+
+
+def _question(line: dict) -> str:
+    found = re.search(
+        r"Synthetic question (\d+)",
+        line["prompt"][0]["content"] + " ".join(m["content"] for m in line["prompt"]),
+    )
+    assert found
+    return found.group(1)
+
+
+def _expected_messages() -> Counter[str]:
+    return Counter(
+        rules.grader_message(line, _answer(_question(line)), item)
+        for line in LINES
+        for item in line["rubrics"]
+    )
+
+
+def _check_rows_and_summary(run_dir, judge_model: str) -> None:
+    """Each row and the summary against the plain rules over the scripted verdicts."""
+    rows = {r["prompt_id"]: r for r in rows_of(run_dir / "results.jsonl")}
+    assert set(rows) == {line["prompt_id"] for line in LINES}
+    graded = []
+    for line in LINES:
+        row, answer = rows[line["prompt_id"]], _answer(_question(line))
+        met = [_met(rules.grader_message(line, answer, item)) for item in line["rubrics"]]
+        graded.append((line, met))
+        assert row["score"] == rules.score(line["rubrics"], met)
+        assert [i["criteria_met"] for i in row["rubric_items"]] == met
+        assert [(i["criterion"], i["points"], i["tags"]) for i in row["rubric_items"]] == [
+            (r["criterion"], r["points"], r["tags"]) for r in line["rubrics"]
+        ]
+        assert row["completion"] == [{"role": "assistant", "content": answer}]
+        assert (
+            row["completion_id"]
+            == hashlib.sha256((line["prompt_id"] + answer).encode()).hexdigest()
+        )
+        assert row["judge_model"] == judge_model
+    summary = json.loads((run_dir / "results.summary.json").read_text())
+    expected = rules.metric_values(graded)
+    metrics = summary["metrics"]
+    assert summary["score"] == pytest.approx(
+        rules.clipped_mean(expected["overall_score"]), abs=1e-12
+    )
+    for name, values in expected.items():
+        assert metrics[name] == pytest.approx(rules.clipped_mean(values), abs=1e-12), name
+        assert metrics[f"{name}:n_samples"] == len(values), name
+        assert metrics[f"{name}:bootstrap_std"] >= 0
+    assert {k for k in metrics if not k.endswith((":n_samples", ":bootstrap_std"))} == (
+        set(expected) | {"score"}
+    ) - {"score"}
+    assert (summary["graded"], summary["errors"], summary["examples"]) == (8, 0, 8)
+
+
+@pytest.mark.parametrize("rig", list(RIGS.values()), ids=list(RIGS))
+def test_every_service_answers_each_conversation_and_the_grader_each_item_once(
+    rig, batch_emulator_factory, tmp_path, fixture_dir
+):
+    """Answers on each of the thirteen services (the conversation, turn by turn, behind
+    the sampler's system message), the grader on OpenAI's: every grader message is the
+    spec's string for its item, each sent once; rows and summary are the plain rules'."""
+    scripted = Scripted()
+    emu = batch_emulator_factory(models=[rig.resolved], responder=scripted)
+    args = rig.args(emu, tmp_path, fixture_dir, "--dataset", str(FILE))
+    args[args.index("judge-model")] = "gpt-4.1-2025-04-14"
+    proc = run_cli(*args, env=rig.env(emu))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert Counter(scripted.graders) == _expected_messages()  # each item's, each once
+    assert_no_duplicates(emu)
+    assert len(scripted.answers) == len(LINES)
+    for line in LINES:  # the conversation, in order, on every service's wire
+        first = next(m["content"] for m in line["prompt"] if m["role"] != "system")
+        [sent] = [a for a in scripted.answers if first in set(_strings(a))]
+        strings = list(_strings(sent))
+        assert any(rules.SYSTEM in s for s in strings)
+        wanted = [(m["role"], m["content"]) for m in line["prompt"] if m["role"] != "system"]
+        turns = [("assistant" if r == "model" else r, t) for r, t in _turns(sent)]
+        assert turns[-len(wanted) :] == wanted
+        for m in line["prompt"]:
+            if m["role"] == "system":  # a conversation's own system message: sent too
+                assert any(m["content"] in s for s in strings)
+    _check_rows_and_summary(tmp_path / "jobs" / rig.name(), "gpt-4.1-2025-04-14")
+
+
+@pytest.mark.parametrize("judge", ["anthropic", "gemini", "bedrock"])
+def test_the_grader_on_another_service_grades_each_item_as_simple_evals_asks(
+    judge, batch_emulator_factory, tmp_path, fixture_dir
+):
+    """The grader is any service's model (--judge-model): each item's message, once."""
+    rig = RIGS[judge]
+    scripted = Scripted()
+    emu = batch_emulator_factory(models=[rig.resolved], responder=scripted)
+    args = run_args(emu, tmp_path, fixture_dir, "--dataset", str(FILE))
+    args[args.index("judge-model")] = rig.model
+    proc = run_cli(*args, env={**rig.env(emu), **env()})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert Counter(scripted.graders) == _expected_messages()
+    assert_no_duplicates(emu)
+    _check_rows_and_summary(tmp_path / "jobs" / "ans-model", rig.model)
+
+
+def test_an_item_never_graded_is_asked_max_attempts_times_then_failed_and_shown(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    """Where simple-evals asks for ever, batchbench asks up to --max-attempts: the item is
+    then failed, its example an error row showing every item, and the summary counts it."""
+    line = LINES[2]
+    criterion = line["rubrics"][1]["criterion"]
+    scripted = Scripted(invalid=criterion)
+    emu = batch_emulator_factory(responder=scripted)
+    args = run_args(emu, tmp_path, fixture_dir, "--dataset", str(FILE), "--max-attempts", "2")
+    proc = run_cli(*args, env=env())
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert sum(criterion in g for g in scripted.graders) == 2
+    assert_no_duplicates(emu)
+    run_dir = tmp_path / "jobs" / "ans-model"
+    [row] = [r for r in rows_of(run_dir / "results.jsonl") if r["prompt_id"] == line["prompt_id"]]
+    assert "score" not in row and "1 of 5 rubric items not graded (item_1:" in row["error"]
+    assert [i["criteria_met"] is None for i in row["rubric_items"]] == [
+        False,
+        True,
+        False,
+        False,
+        False,
+    ]
+    summary = json.loads((run_dir / "results.summary.json").read_text())
+    assert (summary["graded"], summary["errors"]) == (7, 1)
+    assert summary["metrics"]["overall_score:n_samples"] == 6  # 7 graded, one unscorable
+    status = json.loads(
+        run_cli("status", "ans-model", "--jobs-dir", str(tmp_path / "jobs"), "--json").stdout
+    )
+    assert status["cases"]["errors"] == 1
+
+
+@pytest.mark.parametrize(
+    "failpoint",
+    [
+        "planned:3",
+        "uploaded:4",
+        "created:5",
+        "rows_half_written:2",
+        "rows_written:4",
+        "journal_half_written:9",
+    ],
+)
+def test_a_run_killed_anywhere_resumes_to_the_same_rows_buying_nothing_twice(
+    failpoint, batch_emulator_factory, tmp_path, fixture_dir, monkeypatch
+):
+    """A crash at each dangerous moment (among the grader's parts: the 3rd plan, the
+    5th create…), then the same command: the rows and summary are an unkilled run's,
+    and the ledger shows each request bought once."""
+    scripted = Scripted()
+    emu = batch_emulator_factory(responder=scripted)
+    args = run_args(emu, tmp_path, fixture_dir, "--dataset", str(FILE), cap=4)
+    monkeypatch.setenv("BATCHBENCH_FAILPOINT", f"{failpoint}:raise")
+    with pytest.raises(Crash):
+        run_cli(*args, env=env())
+    monkeypatch.delenv("BATCHBENCH_FAILPOINT")
+    proc = run_cli(*args, env=env())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert_no_duplicates(emu)
+    run_dir = tmp_path / "jobs" / "ans-model"
+    assert len(rows_of(run_dir / "results.jsonl")) == len(LINES)  # each example's row once
+    _check_rows_and_summary(run_dir, "judge-model")
+
+
+def test_more_judge_passes_are_refused_in_one_line(tmp_path, fixture_dir, batch_emulator):
+    args = run_args(batch_emulator, tmp_path, fixture_dir, "--dataset", str(FILE))
+    proc = run_cli(*args, "--judge-passes", "2", env=env())
+    assert_one_line_error(proc, "--judge-passes 2", "once per rubric item")
+    assert not (tmp_path / "jobs" / "ans-model").exists()
+
+
+def test_the_dry_run_prices_one_grader_request_per_rubric_item():
+    """The judge stage is one request per rubric item, each the grader's message about
+    an answer of the assumed length; its input tokens, counted here by the o200k
+    tokenizer over the spec's messages (not batchbench's requests), 3 tokens a message and
+    3 priming the reply."""
+    bpe = pytest.importorskip("bpe_openai")
+    enc = bpe.get_encoding("o200k_base")
+    proc = run_cli(
+        "run",
+        "--answer-model",
+        "gpt-4.1",
+        "--judge-model",
+        "gpt-4.1-2025-04-14",
+        "--dataset",
+        str(FILE),
+        "--dry-run",
+        "--json",
+        "--assumed-answer-tokens",
+        "50",
+    )
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads(proc.stdout)
+    judges = plan["stages"]["judges"]
+    assert (plan["stages"]["answers"]["requests"], judges["requests"]) == (len(LINES), ITEMS)
+    answer = ("answer " * 50).strip()
+    expected = sum(
+        3
+        + sum(
+            3 + len(enc.encode_ordinary(text))
+            for text in (rules.SYSTEM, rules.grader_message(line, answer, item))
+        )
+        for line in LINES
+        for item in line["rubrics"]
+    )
+    assert judges["input_tokens"] == expected
+
+
+def test_show_prints_the_conversation_each_items_verdict_and_why(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    emu = batch_emulator_factory(responder=Scripted())
+    assert (
+        run_cli(*run_args(emu, tmp_path, fixture_dir, "--dataset", str(FILE)), env=env()).returncode
+        == 0
+    )
+    line = LINES[3]
+    proc = run_cli("show", "ans-model", line["prompt_id"], "--jobs-dir", str(tmp_path / "jobs"))
+    assert proc.returncode == 0, proc.stderr
+    answer = _answer(_question(line))
+    met = [_met(rules.grader_message(line, answer, item)) for item in line["rubrics"]]
+    text = proc.stdout
+    assert f"score {rules.score(line['rubrics'], met)}" in text
+    for m in line["prompt"]:
+        assert f"{m['role']}: {m['content']}" in text
+    assert answer in text
+    for n, (item, ok) in enumerate(zip(line["rubrics"], met)):
+        assert (
+            f"[{'x' if ok else '.'}] {item['points']:+g}  {item['criterion']}  (item_{n})" in text
+        )
+        assert f"judges item_{n} #1" in text
