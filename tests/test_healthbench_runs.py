@@ -58,8 +58,8 @@ def _met(message: str) -> bool:
     return hashlib.sha256(message.encode()).digest()[0] < 0x96
 
 
-def _answer(n: str) -> str:
-    return f"Answer {n}: rest, fluids, and see a clinician if it lasts."
+def _answer(n: str, model: str = "") -> str:
+    return f"Answer {n}: rest, fluids, and see a clinician if it lasts.{model}"
 
 
 class Scripted:
@@ -84,7 +84,10 @@ class Scripted:
         self.answers.append(given)
         found = re.search(r"Synthetic question (\d+)", " ".join(texts))
         assert found, texts
-        return _answer(found.group(1))
+        return _answer(found.group(1), self.model_in(given))
+
+    def model_in(self, given: dict[str, Any]) -> str:  # one answer for every model
+        return ""
 
 
 def _question(line: dict) -> str:
@@ -319,3 +322,192 @@ def test_show_prints_the_conversation_each_items_verdict_and_why(
             f"[{'x' if ok else '.'}] {item['points']:+g}  {item['criterion']}  (item_{n})" in text
         )
         assert f"judges item_{n} #1" in text
+
+
+class ByModel(Scripted):
+    """Each model answers in its own words (its name at the end): its verdicts differ."""
+
+    def model_in(self, given: dict[str, Any]) -> str:
+        return f" ({given.get('model')})"
+
+
+def test_compare_pairs_two_runs_per_metric_over_the_examples_both_graded(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    """Overall, per theme, per axis: each metric's clipped mean over the examples both
+    graded, and their difference, rebuilt from the plain rules; the interval holds it."""
+    emu = batch_emulator_factory(responder=ByModel(), models=["other-model"])
+    jobs = ["--jobs-dir", str(tmp_path / "jobs")]
+    for model in ("ans-model", "other-model"):
+        args = run_args(emu, tmp_path, fixture_dir, "--dataset", str(FILE))
+        at = args.index("ans-model")  # the run's name, then the answer model
+        args[at] = args[at + 2] = model
+        assert run_cli(*args, env=env()).returncode == 0
+    proc = run_cli("compare", "ans-model", "other-model", *jobs, "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["baseline"] == "ans-model"
+    [pairs] = [c["metrics"] for c in result["comparisons"] if c["run"] == "other-model"]
+
+    def values(model: str) -> dict[str, dict[str, float]]:
+        out: dict[str, dict[str, float]] = {}
+        for line in LINES:
+            answer = _answer(_question(line), f" ({model})")
+            met = [_met(rules.grader_message(line, answer, item)) for item in line["rubrics"]]
+            for name, found in rules.metric_values([(line, met)]).items():
+                out.setdefault(name, {})[line["prompt_id"]] = found[0]
+        return out
+
+    a, b = values("other-model"), values("ans-model")
+    named = {p["metric"]: p for p in pairs}
+    wanted = [n for n in a if n.startswith(("theme:", "axis:")) or n == "overall_score"]
+    assert set(named) == set(wanted)
+    for name in wanted:
+        both = [c for c in a[name] if c in b[name]]
+        mean_a = rules.clipped_mean([a[name][c] for c in both])
+        mean_b = rules.clipped_mean([b[name][c] for c in both])
+        p = named[name]
+        assert p["n"] == len(both)
+        assert p["run"] == pytest.approx(mean_a, abs=1e-12)
+        assert p["baseline"] == pytest.approx(mean_b, abs=1e-12)
+        assert p["ci95"][0] - 1e-12 <= p["difference"] <= p["ci95"][1] + 1e-12 or p["n"] == 1
+    text = run_cli("compare", "ans-model", "other-model", *jobs).stdout
+    assert "other-model vs ans-model" in text and "simple-evals' overall_score" in text
+
+
+def test_a_healthbench_run_is_not_compared_with_a_bedside_bench_run(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    emu = batch_emulator_factory(responder=Scripted())
+    assert (
+        run_cli(*run_args(emu, tmp_path, fixture_dir, "--dataset", str(FILE)), env=env()).returncode
+        == 0
+    )
+    plain = batch_emulator_factory()  # the simulated model, for BedsideBench's cases
+    other = run_args(plain, tmp_path, fixture_dir, "--limit", "3")
+    other[other.index("ans-model")] = "bedside"
+    assert run_cli(*other, env=env()).returncode == 0
+    proc = run_cli("compare", "ans-model", "bedside", "--jobs-dir", str(tmp_path / "jobs"))
+    assert_one_line_error(proc, "bedside", "not HealthBench runs")
+
+
+def _graded_run(batch_emulator_factory, tmp_path, fixture_dir, dataset=FILE) -> list[str]:
+    emu = batch_emulator_factory(responder=Scripted())
+    proc = run_cli(*run_args(emu, tmp_path, fixture_dir, "--dataset", str(dataset)), env=env())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return ["--jobs-dir", str(tmp_path / "jobs")]
+
+
+def _plain_scores() -> dict[str, float | None]:
+    out = {}
+    for line in LINES:
+        answer = _answer(_question(line))
+        met = [_met(rules.grader_message(line, answer, item)) for item in line["rubrics"]]
+        out[line["prompt_id"]] = rules.score(line["rubrics"], met)
+    return out
+
+
+def test_the_exports_carry_each_examples_score_and_simple_evals_metrics(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    """The table (a row per item with --decisions), Every Eval Ever records checked against
+    the schema's own files, and an Inspect log read back by inspect_ai: each example's
+    score and each metric are the plain rules'."""
+    jobs = _graded_run(batch_emulator_factory, tmp_path, fixture_dir)
+    plain = _plain_scores()
+    table = tmp_path / "items.csv"
+    assert run_cli("export", "ans-model", *jobs, "-o", str(table), "--decisions").returncode == 0
+    import csv
+
+    items = list(csv.DictReader(table.open()))
+    assert len(items) == ITEMS
+    for row in items:
+        want = plain[row["case_id"]]
+        assert (float(row["score"]) if row["score"] else None) == pytest.approx(want)
+    jsonschema = pytest.importorskip("jsonschema")
+    schemas = FILE.parents[1] / "eee"
+    out = tmp_path / "eee"
+    proc = run_cli("export", "ans-model", *jobs, "--format", "eee", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    [record] = out.glob("data/healthbench/*/*/*.json")
+    aggregate = json.loads(record.read_text())
+    validator = jsonschema.Draft7Validator(json.loads((schemas / "eval.schema.json").read_text()))
+    assert not list(validator.iter_errors(aggregate))
+    samples = [
+        json.loads(x)
+        for x in (out / aggregate["detailed_evaluation_results"]["file_path"])
+        .read_text()
+        .splitlines()
+    ]
+    each = jsonschema.Draft7Validator(
+        json.loads((schemas / "instance_level_eval.schema.json").read_text())
+    )
+    assert not [e for s in samples for e in each.iter_errors(s)]
+    assert {s["sample_id"]: s["evaluation"]["score"] for s in samples} == {
+        k: v for k, v in plain.items() if v is not None
+    }
+    by_name = {r["evaluation_name"]: r["score_details"] for r in aggregate["evaluation_results"]}
+    graded = [
+        (
+            line,
+            [
+                _met(rules.grader_message(line, _answer(_question(line)), i))
+                for i in line["rubrics"]
+            ],
+        )
+        for line in LINES
+    ]
+    for name, values in rules.metric_values(graded).items():
+        assert by_name[name]["score"] == pytest.approx(rules.clipped_mean(values), abs=1e-12)
+        assert by_name[name]["uncertainty"]["num_samples"] == len(values)
+    log_module = pytest.importorskip("inspect_ai.log")
+    path = tmp_path / "hb.eval"
+    assert (
+        run_cli("export", "ans-model", *jobs, "--format", "inspect", "-o", str(path)).returncode
+        == 0
+    )
+    log = log_module.read_eval_log(str(path))
+    assert {
+        s.id: (s.scores["healthbench"].value if s.scores else None) for s in log.samples
+    } == plain
+    overall = log.results.scores[0].metrics["overall_score"].value
+    assert overall == pytest.approx(
+        rules.clipped_mean([v for v in plain.values() if v is not None])
+    )
+    for sample, line in zip(sorted(log.samples, key=lambda s: s.id), LINES):
+        sent = [(m.role, m.text) for m in sample.messages][: len(line["prompt"]) + 1]
+        assert sent == [
+            ("system", rules.SYSTEM),
+            *((m["role"], m["content"]) for m in line["prompt"]),
+        ]
+
+
+def test_the_report_shows_simple_evals_figures_and_escapes_what_it_shows(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    """A criterion that is markup shows as text; the overall score and each theme's are
+    the plain rules' (their exact values in data-value)."""
+    hostile = tmp_path / "hostile.jsonl"
+    lines = rules.lines()
+    lines[1]["rubrics"][0]["criterion"] = "<script>alert('x')</script> gives <b>doses</b>"
+    hostile.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    jobs = _graded_run(batch_emulator_factory, tmp_path, fixture_dir, hostile)
+    page = tmp_path / "hb.html"
+    proc = run_cli("report", "ans-model", *jobs, "-o", str(page))
+    assert proc.returncode == 0, proc.stderr
+    text = page.read_text()
+    assert "<script>alert" not in text and "&lt;script&gt;alert(&#x27;x&#x27;)" in text
+    graded = []
+    for line in lines:
+        answer = _answer(_question(line))
+        graded.append(
+            (line, [_met(rules.grader_message(line, answer, i)) for i in line["rubrics"]])
+        )
+    values = rules.metric_values(graded)
+    overall = rules.clipped_mean(values["overall_score"])
+    assert f'data-value="{overall!r}"' in text
+    for name in (n for n in values if n.startswith("theme:")):
+        assert f"<td>{name.removeprefix('theme:')}</td>" in text
+        assert f'data-value="{rules.clipped_mean(values[name])!r}"' in text
+    for line in lines:
+        assert f"id='case-{line['prompt_id']}'" in text

@@ -83,6 +83,8 @@ def report(
     from ..views.page_sources import load_sources
 
     asked = _checklists(checklist or [])
+    if _healthbench_page(runs, jobs_dir, label, baseline, output, bool(asked or labels)):
+        return
     sources, ds = load_sources(runs, jobs_dir, dataset, label or (), warn=warn)
     sections = _calibrations(runs, jobs_dir, labels) if labels else []
     out = output or Path("report.html")
@@ -109,6 +111,41 @@ def report(
 
         atomic_write_text(as_json, json.dumps(record, indent=1) + "\n")
         typer.echo(f"wrote {as_json}")
+
+
+def _healthbench_page(
+    runs: list[str],
+    jobs_dir: Path,
+    label: list[str] | None,
+    baseline: str | None,
+    output: Path | None,
+    asked_more: bool,
+) -> bool:
+    """HealthBench runs: their page (True); BedsideBench's: False, for the page above."""
+    from ..bench.results import read_rows
+    from ..errors import ConfigError
+    from ..scores import healthbench_compare as hb
+    from ..scores.sources import resolve_all
+    from ..views.page import write_page
+    from ..views.page_healthbench import render
+
+    named = resolve_all(runs, jobs_dir, label or ())
+    sides = hb.loaded(named)
+    if sides is None:
+        return False
+    if asked_more:
+        raise ConfigError(
+            "--checklist and --labels are built for BedsideBench runs, not HealthBench's"
+        )
+    comparison = hb.compare(sides, baseline) if len(sides) > 1 else None
+    rows = {}
+    for n in named:
+        assert n.run is not None
+        rows[n.name] = {str(r["case_id"]): r for r in read_rows(n.run.results_path)}
+    out = output or Path("report.html")
+    write_page(out, render(named, sides, comparison, rows))
+    typer.echo(f"wrote {out} ({out.stat().st_size / 1e6:.1f} MB)")
+    return True
 
 
 def _checklists(names: list[str]) -> list[str]:

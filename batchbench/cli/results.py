@@ -225,14 +225,20 @@ def compare(
     """
 
     from ..bench.dataset import load_dataset
+    from ..scores import healthbench_compare as hb
     from ..scores.compare import compare as make_comparison
     from ..scores.compare import load_side
     from ..scores.judge_rankings import rankings, rankings_text
     from ..scores.sources import resolve_all
     from ..views.comparison import compare_text
 
-    ds = load_dataset(dataset) if dataset is not None else None
     named = resolve_all(runs, jobs_dir, label or ())
+    healthbench = hb.loaded(named)  # HealthBench runs: simple-evals' metrics, paired
+    if healthbench is not None:
+        paired = hb.compare(healthbench, baseline, bootstrap_samples, bootstrap_seed)
+        typer.echo(strict_json(paired) if as_json else hb.compare_text(paired))
+        return
+    ds = load_dataset(dataset) if dataset is not None else None
     sides = [load_side(n, ds, warn) for n in named]
     result = make_comparison(
         sides,

@@ -116,11 +116,11 @@ class Aggregate(TypedDict):
     detailed_evaluation_results: dict[str, Any]
 
 
-def _slug(text: str) -> str:
+def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "unknown"
 
 
-def _model_info(model: str) -> ModelInfo:
+def model_info(model: str) -> ModelInfo:
     spec = providers.spec(providers.route(model))
     developer = spec.developer or "unknown"
     return {
@@ -135,13 +135,13 @@ def _model_info(model: str) -> ModelInfo:
     }
 
 
-def _interval(ci: Sequence[float], method: str) -> ConfidenceInterval:
+def interval(ci: Sequence[float], method: str) -> ConfidenceInterval:
     return {"lower": ci[0], "upper": ci[1], "confidence_level": 0.95, "method": method}
 
 
 def _uncertainty(scores: Sequence[float], ci: Sequence[float], samples: int) -> Uncertainty:
     out: Uncertainty = {
-        "confidence_interval": _interval(
+        "confidence_interval": interval(
             ci, "percentile bootstrap over cases (the reference runner's, seed 42)"
         ),
         "num_samples": len(scores),
@@ -156,7 +156,7 @@ def _uncertainty(scores: Sequence[float], ci: Sequence[float], samples: int) -> 
 
 def _metric(judge_model: str) -> MetricConfig:
     judge: Judge = {
-        "model_info": _model_info(judge_model),
+        "model_info": model_info(judge_model),
         "temperature": protocol.JUDGE_TEMPERATURE,
     }
     return {
@@ -189,8 +189,8 @@ def records(
     _, last_ok = last_rows(rows)
     answer_model = str(summary["answer_model"])
     ident = str(uuid.UUID(run_id))
-    model = _model_info(answer_model)
-    folder = f"data/{BENCHMARK}/{_slug(model['developer'])}/{_slug(answer_model)}"
+    model = model_info(answer_model)
+    folder = f"data/{BENCHMARK}/{slug(model['developer'])}/{slug(answer_model)}"
     evaluation_id = f"{BENCHMARK}/{model['id']}/{int(now)}"
     instances = [
         _instance(row, cases[row["case_id"]], evaluation_id, model["id"])
@@ -226,7 +226,7 @@ def records(
         },
     }
     if provenance is not None:
-        _with_provenance(aggregate, provenance)
+        with_provenance(aggregate, provenance)
     return aggregate, instances, f"{folder}/{ident}"
 
 
@@ -244,7 +244,7 @@ def _served_details(stage: Mapping[str, Any]) -> dict[str, str]:
     return details
 
 
-def _with_provenance(aggregate: Aggregate, provenance: Mapping[str, Any]) -> None:
+def with_provenance(aggregate: Aggregate, provenance: Mapping[str, Any]) -> None:
     """The answer model's and the judge's served models and query spans beside the ones
     asked for (#66.1), and what a reviewer must be told, in the library's details."""
     aggregate["model_info"]["additional_details"].update(_served_details(provenance["answers"]))
@@ -290,14 +290,14 @@ def _results(
             "score": bench["mean"],
             "uncertainty": _uncertainty(scores[name], bench["ci95"], samples),
         }
-        results.append(_result(result_id, name, source, metric, details))
+        results.append(result(result_id, name, source, metric, details))
         corrected = calibrated.get(name)
         if corrected is not None:
             results.append(_calibrated(result_id, name, source, metric, corrected))
     overall: ScoreDetails = {
         "score": summary["overall_macro_mean"],
         "uncertainty": {
-            "confidence_interval": _interval(
+            "confidence_interval": interval(
                 summary["overall_ci95"], "stratified percentile bootstrap (the reference runner's)"
             ),
             "num_samples": int(summary["completed_cases"]),
@@ -305,11 +305,11 @@ def _results(
         },
     }
     name = "overall (macro mean of the benchmarks)"
-    results.append(_result(f"{BENCHMARK}.overall", name, source, metric, overall))
+    results.append(result(f"{BENCHMARK}.overall", name, source, metric, overall))
     return results
 
 
-def _result(
+def result(
     result_id: str, name: str, source: SourceData, metric: MetricConfig, details: ScoreDetails
 ) -> EvaluationResult:
     return {
@@ -346,12 +346,12 @@ def _calibrated(
         uncertainty["standard_error"] = {"value": corrected["se"], "method": "PPI++"}
     if corrected.get("ci95"):
         method = "PPI++ (prediction-powered inference) against physicians' labels"
-        uncertainty["confidence_interval"] = _interval(corrected["ci95"], method)
+        uncertainty["confidence_interval"] = interval(corrected["ci95"], method)
         uncertainty["num_samples"] = int(corrected["n"])
     if uncertainty:
         details["uncertainty"] = uncertainty
     title = f"{name} (judge calibrated against physicians, PPI++)"
-    return _result(f"{result_id}.calibrated", title, source, metric, details)
+    return result(f"{result_id}.calibrated", title, source, metric, details)
 
 
 def _instance(row: dict[str, Any], case: Case, evaluation_id: str, model_id: str) -> dict[str, Any]:

@@ -76,12 +76,7 @@ def write(
     ``usage`` has them, its output's model the one the service says ``served`` it, as
     Inspect's own providers record it), the rubric score, the summary's figures as
     metrics, the run's ``provenance`` in the spec's metadata."""
-    if not INSTALLED:
-        from ..providers import install_hint
-
-        raise ProviderUnavailable(
-            f"--format inspect writes with inspect_ai's own log writer: {install_hint('inspect')}"
-        )
+    require()
     last, _ = last_rows(rows)
     answer_model = str(summary["answer_model"])
     samples = [
@@ -97,6 +92,21 @@ def write(
     log = _log(samples, summary, run_name, run_id, inspect_model_name(answer_model))
     if provenance is not None:
         log.eval.metadata = {**(log.eval.metadata or {}), "provenance": dict(provenance)}
+    save(path, log)
+
+
+def require() -> None:
+    """inspect_ai is there (the ``[inspect]`` extra), else one line saying how to get it."""
+    if not INSTALLED:
+        from ..providers import install_hint
+
+        raise ProviderUnavailable(
+            f"--format inspect writes with inspect_ai's own log writer: {install_hint('inspect')}"
+        )
+
+
+def save(path: Path, log: EvalLog) -> None:
+    """The log written at ``path`` by inspect_ai's own writer, whole or not at all."""
     # inspect_ai's writer writes where it is told: into a temporary file beside the
     # target, renamed over it only when whole, as every -o is (a folder, a symlink or a
     # device there is refused, not written through or replaced).
@@ -110,7 +120,7 @@ def write(
             raise StorageError(f"cannot write {path}: inspect_ai's writer: {detail}") from None
 
 
-def _tokens(used: Mapping[str, int] | None) -> ModelUsage | None:
+def tokens(used: Mapping[str, int] | None) -> ModelUsage | None:
     """Inspect's reading of a reply's usage (as its OpenAI provider reads one): input
     without the cached part, which is its own figure."""
     if used is None:
@@ -162,16 +172,16 @@ def _sample(
             "judge_model": row.get("judge_model"),
         },
     )
-    tokens = _tokens(used)
+    found = tokens(used)
     output = ModelOutput.from_content(answer_model, answer)
-    output.usage = tokens
+    output.usage = found
     said = ChatMessageAssistant(content=answer, model=answer_model)
     return EvalSample(
         **shared,
         messages=[system, user, said],
         output=output,
         scores={"rubric": score},
-        model_usage={} if tokens is None else {inspect_model_name(answer_model): tokens},
+        model_usage={} if found is None else {inspect_model_name(answer_model): found},
     )
 
 
@@ -231,13 +241,13 @@ def _log(
         stats=EvalStats(
             started_at=started,
             completed_at=str(summary["finished_at"] or started),
-            model_usage=_total(samples, model),
+            model_usage=total(samples, model),
         ),
         samples=samples,
     )
 
 
-def _total(samples: Sequence[EvalSample], model: str) -> dict[str, ModelUsage]:
+def total(samples: Sequence[EvalSample], model: str) -> dict[str, ModelUsage]:
     """The answer model's tokens over every sample that has them (Inspect's stats)."""
     used = [s.model_usage[model] for s in samples if model in s.model_usage]
     if not used:

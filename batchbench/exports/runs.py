@@ -7,7 +7,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, NamedTuple
 
+from ..engine.rundir import Run
 from ..errors import ConfigError
 from ..scores.sources import Named
 
@@ -23,11 +25,16 @@ def export_table(
     """The runs (or files) as one table; how many rows it has. Runs compare would refuse
     together (other cases, other datasets) are refused here too."""
     from ..bench.dataset import load_dataset
+    from ..scores import healthbench_compare as hb
     from ..scores.compare import check_together, load_side
     from .tables import export_frame, write_export
 
-    ds = load_dataset(dataset) if dataset is not None else None
-    check_together([load_side(n, ds, warn) for n in sources])
+    healthbench = hb.loaded(sources)  # HealthBench runs: of one file, or refused
+    if healthbench is not None:
+        hb.check_together(healthbench)
+    else:
+        ds = load_dataset(dataset) if dataset is not None else None
+        check_together([load_side(n, ds, warn) for n in sources])
     frame = export_frame([(n.name, n.results) for n in sources], decisions)
     write_export(frame, output, fmt)
     return frame.height
@@ -49,6 +56,10 @@ def export_eee(
 
     if named.run is None:
         raise ConfigError(f"{named.name}: --format eee exports runs (by name), not results files")
+    if named.run.load_config().grading.per_item:
+        if labels:
+            raise ConfigError("--labels: PPI++ against physicians is built for BedsideBench runs")
+        return _healthbench_eee(named.run, out)
     graded = load_run(named, dataset, warn=warn)
     calibrated = None
     if labels:
@@ -71,6 +82,59 @@ def export_eee(
     return eee.write(out, aggregate, instances, stem)
 
 
+class _Finished(NamedTuple):
+    """A finished HealthBench run as its exports read it."""
+
+    rows: list[dict[str, Any]]
+    summary: dict[str, Any]
+    provenance: dict[str, Any]
+    run_id: str
+    started: str
+    finished: str
+
+
+def _healthbench(run: Run) -> _Finished:
+    import json
+    from datetime import datetime, timezone
+
+    from ..bench.results import read_rows
+    from ..engine.provenance import provenance
+    from ..errors import NotFinished
+    from ..scores.sources import not_finished
+
+    if not run.summary_path.is_file():
+        raise NotFinished(not_finished(run))
+    config = run.load_config()
+    state = run.state(config.case_ids)
+    when = [
+        datetime.fromtimestamp(t or 0, timezone.utc).isoformat()
+        for t in (state.started, state.ended)
+    ]
+    return _Finished(
+        read_rows(run.results_path),
+        json.loads(run.summary_path.read_text(encoding="utf-8")),
+        provenance(state, config),
+        config.run_id,
+        *when,
+    )
+
+
+def _healthbench_eee(run: Run, out: Path) -> Path:
+    """A HealthBench run's records (:mod:`.eee_healthbench`)."""
+    from . import eee, eee_healthbench
+
+    found = _healthbench(run)
+    aggregate, instances, stem = eee_healthbench.records(
+        found.rows,
+        found.summary,
+        run_id=found.run_id,
+        now=time.time(),
+        finished=found.finished,
+        provenance=found.provenance,
+    )
+    return eee.write(out, aggregate, instances, stem)
+
+
 def export_inspect(
     named: Named, path: Path, dataset: Path | None, warn: Callable[[str], None]
 ) -> Path:
@@ -82,6 +146,23 @@ def export_inspect(
 
     if named.run is None:
         raise ConfigError(f"{named.name}: --format inspect exports runs (by name), not files")
+    if named.run.load_config().grading.per_item:  # HealthBench
+        from . import inspect_healthbench
+
+        found = _healthbench(named.run)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        inspect_healthbench.write(
+            path,
+            found.rows,
+            found.summary,
+            run_name=named.name,
+            run_id=found.run_id,
+            started=found.started,
+            finished=found.finished,
+            usage=answer_usage(named.run),
+            provenance=found.provenance,
+        )
+        return path
     graded = load_run(named, dataset, errors=True, warn=warn)
     path.parent.mkdir(parents=True, exist_ok=True)
     config = named.run.load_config()

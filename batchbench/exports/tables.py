@@ -47,7 +47,7 @@ def export_frame(sources: list[tuple[str, Path]], decisions: bool = False) -> pl
                 parts = parts if isinstance(parts, dict) else {}
                 records.append({**base, **{c: parts.get(c) for c in COMPONENTS}})
                 continue
-            for d in row.get("decisions") or []:
+            for d in _decisions(row):
                 records.append(
                     {
                         **base,
@@ -72,6 +72,17 @@ def export_frame(sources: list[tuple[str, Path]], decisions: bool = False) -> pl
         else {c: pl.Float64 for c in COMPONENTS}
     )
     return pl.DataFrame(records, schema={**schema, **extra}, orient="row")
+
+
+def _decisions(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """A row's verdicts: its decisions, or (HealthBench) its rubric items' ``criteria_met``
+    under the ids the run gave them (``item_<n>``, rubric order; None: not graded)."""
+    if "decisions" in row or "rubric_items" not in row:
+        return list(row.get("decisions") or [])
+    return [
+        {"item_id": f"item_{n}", "points": g["points"], "matched": g.get("criteria_met")}
+        for n, g in enumerate(row["rubric_items"])
+    ]
 
 
 def write_export(frame: pl.DataFrame, out: Path, fmt: str) -> None:

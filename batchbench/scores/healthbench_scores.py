@@ -133,6 +133,20 @@ def summary_of_rows(
     return found
 
 
+def row_metrics(row: Mapping[str, Any]) -> dict[str, float]:
+    """A graded row's metrics, from what it holds (its items' points, tags and verdicts,
+    its example tags): simple-evals' per-example metrics."""
+    items = row["rubric_items"]
+    example = Example(
+        str(row["prompt_id"]),
+        (),
+        tuple(RubricItem(i["criterion"], i["points"], tuple(i["tags"])) for i in items),
+        tuple(row.get("example_tags", ())),
+        None,
+    )
+    return example_metrics(example, [bool(i["criteria_met"]) for i in items])
+
+
 def run_summary(
     rows: Sequence[Mapping[str, Any]],
     case_ids: Sequence[str],
@@ -150,17 +164,7 @@ def run_summary(
     graded = [
         last[c] for c in case_ids if c in last and "error" not in last[c] and "score" in last[c]
     ]
-    per_example = []
-    for row in graded:
-        items = row["rubric_items"]
-        example = Example(
-            str(row["prompt_id"]),
-            (),
-            tuple(RubricItem(i["criterion"], i["points"], tuple(i["tags"])) for i in items),
-            tuple(row.get("example_tags", ())),
-            None,
-        )
-        per_example.append(example_metrics(example, [bool(i["criteria_met"]) for i in items]))
+    per_example = [row_metrics(row) for row in graded]
     found = aggregate(per_example, samples, seed)
     errors = sum(1 for c in case_ids if c in last and "error" in last[c])
     overall = [m["overall_score"] for m in per_example if "overall_score" in m]

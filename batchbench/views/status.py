@@ -77,6 +77,7 @@ class RunStatusRecord(_RunStatus, total=False):
     summary_problem: str  # why the summary's figures are not shown
     project_file: str | None  # the project file the command's defaults came from
     judge_service: str  # the judge's, when its model is not OpenAI's (not the reference's)
+    benchmark: str  # what the run grades, when not BedsideBench ("HealthBench")
     provenance: dict[str, Any]  # requested and served models, query span (#66.1)
 
 
@@ -249,6 +250,8 @@ def run_status(
         "stalled": state.stalls,
         "cost": run_cost_of(state, config, pricing),
     }
+    if config.grading.per_item:
+        out["benchmark"] = config.grading.name
     service = judge_service(config.judge_model)
     if service is not None:  # named: not the reference's OpenAI judge
         out["judge_service"] = service
@@ -331,9 +334,13 @@ def status_text(status: RunStatusRecord, now: float | None = None) -> str:
         )
     if "overall_macro_mean" in status:
         lo, hi = status["overall_ci95"]
-        lines.append(
-            f"  overall macro mean {num(status['overall_macro_mean'])}  95% CI {interval([lo, hi])}"
+        mean = num(status["overall_macro_mean"])
+        said = (  # HealthBench's figure is simple-evals' score; the interval is ours
+            f"score {mean} (simple-evals' overall_score)  95% CI {interval([lo, hi])} (ours)"
+            if status.get("benchmark") == "HealthBench"
+            else f"overall macro mean {mean}  95% CI {interval([lo, hi])}"
         )
+        lines.append(f"  {said}")
     if "summary_problem" in status:
         lines.append(f"  summary not shown: {status['summary_problem']}")
     if "judge_noise" in status:
