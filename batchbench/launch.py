@@ -55,18 +55,15 @@ def prepare(
     """Check the options and the dataset, and that an existing run of this name matches."""
     chosen = options.cases
     name = check_name(options.run or default_name(options.answer_model, chosen.smoke))
-    for label, value in (
-        ("--answer-model", options.answer_model),
-        ("--judge-model", options.judge_model),
-    ):
-        if not value.strip():
-            raise ConfigError(f"{label} must not be empty")
+    options.check()  # the models named, every number in range (once more: Python callers)
     dataset_path = Path(chosen.dataset)
     ds, grading = load(dataset_path, chosen.dataset_format)
     grading.check_passes(options.judge_passes)
     selected = select_cases(
         ds, smoke=chosen.smoke, limit=chosen.limit, benchmarks=chosen.benchmarks
     )
+    given = options.answers_given  # --physician-completions: the examples that give one
+    selected = grading.giving_answers(selected) if given else selected
     check_samples(DEFAULT_SAMPLES, len(selected))  # the summary's, before anything is paid
     config = RunConfig(
         name=name,
@@ -81,7 +78,7 @@ def prepare(
         ),
         case_ids=[c["case_id"] for c in selected],
         services=new_services(
-            options.answer_model,
+            options.judge_model if given else options.answer_model,
             options.judge_model,
             options.services.base_url,
             options.services.base_urls,
@@ -89,6 +86,7 @@ def prepare(
         ),
         judge_passes=options.judge_passes,
         answers_from=options.answers_from,
+        answers_given=grading.given if given else None,
         analysis_plan=options.analysis_plan,
         created_at=options.clock.time(),
     )
@@ -208,7 +206,7 @@ def _look_up(
     bought: a single run's answer model first (the one the user named), the judges, every
     model of a group (with a did-you-mean), the on-demand endpoints. A group's members
     are looked up again one by one as they start: an unknown one sets its run aside."""
-    if len(group) == 1:
+    if len(group) == 1 and not prepared[0][1].answers_given:  # given answers: none asked
         check_answer_model(clients, services[0][0]["answers"], prepared[0][1].answer_model)
     for service, model in {
         (s["judges"], c.model("judges")) for (s, _), (_, c, _) in zip(services, prepared)

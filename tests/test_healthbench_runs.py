@@ -58,6 +58,11 @@ def _met(message: str) -> bool:
     return hashlib.sha256(message.encode()).digest()[0] < 0x96
 
 
+def _verdicts(line: dict, answer: str) -> list[bool]:
+    """What this file's grader says of each item of ``line`` about ``answer``."""
+    return [_met(rules.grader_message(line, answer, item)) for item in line["rubrics"]]
+
+
 def _answer(n: str, model: str = "") -> str:
     return f"Answer {n}: rest, fluids, and see a clinician if it lasts.{model}"
 
@@ -114,7 +119,7 @@ def _check_rows_and_summary(run_dir, judge_model: str) -> None:
     graded = []
     for line in LINES:
         row, answer = rows[line["prompt_id"]], _answer(_question(line))
-        met = [_met(rules.grader_message(line, answer, item)) for item in line["rubrics"]]
+        met = _verdicts(line, answer)
         graded.append((line, met))
         assert row["score"] == rules.score(line["rubrics"], met)
         assert [i["criteria_met"] for i in row["rubric_items"]] == met
@@ -311,7 +316,7 @@ def test_show_prints_the_conversation_each_items_verdict_and_why(
     proc = run_cli("show", "ans-model", line["prompt_id"], "--jobs-dir", str(tmp_path / "jobs"))
     assert proc.returncode == 0, proc.stderr
     answer = _answer(_question(line))
-    met = [_met(rules.grader_message(line, answer, item)) for item in line["rubrics"]]
+    met = _verdicts(line, answer)
     text = proc.stdout
     assert f"score {rules.score(line['rubrics'], met)}" in text
     for m in line["prompt"]:
@@ -353,7 +358,7 @@ def test_compare_pairs_two_runs_per_metric_over_the_examples_both_graded(
         out: dict[str, dict[str, float]] = {}
         for line in LINES:
             answer = _answer(_question(line), f" ({model})")
-            met = [_met(rules.grader_message(line, answer, item)) for item in line["rubrics"]]
+            met = _verdicts(line, answer)
             for name, found in rules.metric_values([(line, met)]).items():
                 out.setdefault(name, {})[line["prompt_id"]] = found[0]
         return out
@@ -402,7 +407,7 @@ def _plain_scores() -> dict[str, float | None]:
     out = {}
     for line in LINES:
         answer = _answer(_question(line))
-        met = [_met(rules.grader_message(line, answer, item)) for item in line["rubrics"]]
+        met = _verdicts(line, answer)
         out[line["prompt_id"]] = rules.score(line["rubrics"], met)
     return out
 
@@ -447,16 +452,7 @@ def test_the_exports_carry_each_examples_score_and_simple_evals_metrics(
         k: v for k, v in plain.items() if v is not None
     }
     by_name = {r["evaluation_name"]: r["score_details"] for r in aggregate["evaluation_results"]}
-    graded = [
-        (
-            line,
-            [
-                _met(rules.grader_message(line, _answer(_question(line)), i))
-                for i in line["rubrics"]
-            ],
-        )
-        for line in LINES
-    ]
+    graded = [(line, _verdicts(line, _answer(_question(line)))) for line in LINES]
     for name, values in rules.metric_values(graded).items():
         assert by_name[name]["score"] == pytest.approx(rules.clipped_mean(values), abs=1e-12)
         assert by_name[name]["uncertainty"]["num_samples"] == len(values)
@@ -500,9 +496,7 @@ def test_the_report_shows_simple_evals_figures_and_escapes_what_it_shows(
     graded = []
     for line in lines:
         answer = _answer(_question(line))
-        graded.append(
-            (line, [_met(rules.grader_message(line, answer, i)) for i in line["rubrics"]])
-        )
+        graded.append((line, _verdicts(line, answer)))
     values = rules.metric_values(graded)
     overall = rules.clipped_mean(values["overall_score"])
     assert f'data-value="{overall!r}"' in text
@@ -511,3 +505,97 @@ def test_the_report_shows_simple_evals_figures_and_escapes_what_it_shows(
         assert f'data-value="{rules.clipped_mean(values[name])!r}"' in text
     for line in lines:
         assert f"id='case-{line['prompt_id']}'" in text
+
+
+def test_physician_completions_are_graded_as_given_and_nothing_is_asked_for_them(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    """--physician-completions: the examples with an ideal completion, each graded per
+    item as simple-evals grades a model's answer; no answer request reaches any service."""
+    scripted = Scripted()
+    emu = batch_emulator_factory(responder=scripted)
+    args = run_args(emu, tmp_path, fixture_dir, "--dataset", str(FILE), "--physician-completions")
+    at = args.index("--answer-model")
+    del args[at : at + 2]
+    args[args.index("--run") + 1] = "physicians"
+    proc = run_cli(*args, env=env())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert scripted.answers == []  # nothing answered by a model
+    with_ideal = [
+        ln for ln in LINES if (ln.get("ideal_completions_data") or {}).get("ideal_completion")
+    ]
+    assert 0 < len(with_ideal) < len(LINES)
+    wanted = Counter(
+        rules.grader_message(ln, ln["ideal_completions_data"]["ideal_completion"], item)
+        for ln in with_ideal
+        for item in ln["rubrics"]
+    )
+    assert Counter(scripted.graders) == wanted
+    rows = rows_of(tmp_path / "jobs" / "physicians" / "results.jsonl")
+    assert {r["prompt_id"] for r in rows} == {ln["prompt_id"] for ln in with_ideal}
+    for row in rows:
+        [line] = [ln for ln in with_ideal if ln["prompt_id"] == row["prompt_id"]]
+        ideal = line["ideal_completions_data"]["ideal_completion"]
+        met = _verdicts(line, ideal)
+        assert row["score"] == rules.score(line["rubrics"], met)
+        assert row["completion"] == [{"role": "assistant", "content": ideal}]
+        assert row["answer_model"] == "physician-completions"
+    assert_no_duplicates(emu)
+    both = run_cli(*args, "--answer-model", "gpt-4.1", env=env())
+    assert_one_line_error(both, "--physician-completions", "leave out --answer-model")
+
+
+def test_the_grader_is_simple_evals_unless_named_and_bedside_bench_needs_a_judge(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    scripted = Scripted()
+    emu = batch_emulator_factory(responder=scripted, models=["gpt-4.1-2025-04-14"])
+    args = run_args(emu, tmp_path, fixture_dir, "--dataset", str(FILE), "--limit", "2")
+    at = args.index("--judge-model")
+    del args[at : at + 2]
+    proc = run_cli(*args, env=env())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [row, _] = rows_of(tmp_path / "jobs" / "ans-model" / "results.jsonl")
+    assert row["judge_model"] == "gpt-4.1-2025-04-14"
+    bedside = run_args(emu, tmp_path, fixture_dir, "--run", "bedside")
+    at = bedside.index("--judge-model")
+    del bedside[at : at + 2]
+    assert_one_line_error(run_cli(*bedside, env=env()), "run needs --judge-model MODEL")
+
+
+def test_what_is_not_built_for_healthbench_says_so_in_one_line(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    jobs = _graded_run(batch_emulator_factory, tmp_path, fixture_dir)
+    sheet = run_cli(
+        "calibrate", "sheet", "ans-model", *jobs, "--cases", "4", "-o", str(tmp_path / "s.csv")
+    )
+    assert_one_line_error(sheet, "HealthBench", "BedsideBench runs only")
+    report = run_cli(
+        "report", "ans-model", *jobs, "--checklist", "chart", "-o", str(tmp_path / "r.html")
+    )
+    assert_one_line_error(report, "--checklist", "BedsideBench runs")
+
+
+def test_a_healthbench_run_in_a_bucket_ticked_by_cron_finishes_once(
+    batch_emulator_factory, tmp_path, fixture_dir, clock
+):
+    """A team's bucket: --no-wait ticks (any machine's) until done; each grader request
+    bought once, the rows and summary the plain rules'."""
+    pytest.importorskip("obstore")
+    from support.buckets import pull
+
+    emu = batch_emulator_factory(latency=100.0, responder=Scripted())
+    uri = f"memory://{tmp_path.name}/runs"
+    args = run_args(emu, tmp_path, fixture_dir, "--dataset", str(FILE), cap=4)
+    args[args.index("--jobs-dir") + 1] = uri
+    for _ in range(40):
+        proc = run_cli(*args, "--no-wait", env=env())
+        assert proc.returncode in (0, 3), proc.stdout + proc.stderr
+        if proc.returncode == 0:
+            break
+        clock.advance(150)
+    assert proc.returncode == 0
+    assert_no_duplicates(emu)
+    got = pull(uri, "ans-model", {}, tmp_path / "pulled")
+    _check_rows_and_summary(got / "ans-model", "judge-model")

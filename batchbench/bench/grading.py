@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, cast
 
 from ..errors import ConfigError, JudgeReplyError
 from . import healthbench, protocol
@@ -43,6 +43,7 @@ class Grading:
     default_judge: str | None  # the judge model when none is named (None: the CLI's)
     sampling: dict[str, Sampling]  # by stage
     judge_reply: Callable[[Case, int], str]  # a valid reply to a part, for the dry run's count
+    given: str | None = None  # a case's field holding an answer it gives (graded instead)
 
     def parts(self, case: Case) -> int:
         """Judge requests one answer takes (one pass)."""
@@ -55,6 +56,20 @@ class Grading:
                 f"--judge-passes {judge_passes}: {self.name} asks its grader once per rubric"
                 " item; more passes of it are not built"
             )
+
+    def giving_answers(self, cases: Sequence[Case]) -> list[Case]:
+        """``--physician-completions``: the cases that give an answer of their own (as
+        simple-evals grades only those); one line when there are none."""
+        if self.given is None:
+            raise ConfigError(
+                f"--physician-completions: {self.name} gives no answers of its own"
+                " (HealthBench's ideal completions do)"
+            )
+        field = self.given
+        kept = [c for c in cases if isinstance(cast(dict[str, Any], c).get(field), str)]
+        if not kept:
+            raise ConfigError("--physician-completions: no chosen example has an ideal completion")
+        return kept
 
     def items_of(self, case: Case, part: int) -> list[str]:
         """The rubric item ids a part's reply decides."""
@@ -115,6 +130,7 @@ HEALTHBENCH = Grading(
     read_judge=_healthbench_judge,
     default_judge=healthbench.GRADER_MODEL,
     judge_reply=lambda case, part: _GRADE,
+    given="ideal_completion",
     sampling={  # simple-evals' ChatCompletionSampler, for the answers and the grader
         stage: Sampling(healthbench.TEMPERATURE, healthbench.MAX_TOKENS, False)
         for stage in ("answers", "judges")
@@ -146,9 +162,14 @@ def dataset_format(path: Path, named: str | None = None) -> DatasetFormat:
     raise ConfigError(f"--dataset-format {named!r}: {' or '.join(FORMATS)}")
 
 
+def grading_for(found: DatasetFormat) -> Grading:
+    """How a dataset of this format is graded."""
+    return HEALTHBENCH if found == "healthbench" else BEDSIDE
+
+
 def load(path: Path, named: str | None = None) -> tuple[Dataset, Grading]:
     """A dataset of either benchmark as the engine carries one, and how it is graded."""
-    if dataset_format(path, named) == "bedside-bench":
+    if grading_for(dataset_format(path, named)) is BEDSIDE:
         return load_dataset(path), BEDSIDE
     hb = healthbench.load_healthbench(path)
     cases = tuple(healthbench.as_case(e) for e in hb.examples)

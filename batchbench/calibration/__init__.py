@@ -50,6 +50,11 @@ def load_run(
             f"{named.results}: calibrate reads a run by its name (its judge's decisions, its"
             f" dataset and configuration), not a results file{hint}"
         )
+    if named.run.load_config().grading.per_item:
+        raise ConfigError(
+            f"run {named.name!r} graded HealthBench: calibrating its grader against"
+            " physicians is built for BedsideBench runs only, so far"
+        )
     found = load_finished(named, dataset, warn)
     from ..scores.summary import last_rows
 

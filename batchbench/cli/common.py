@@ -374,3 +374,15 @@ DatasetFormatOpt = Annotated[
         " simple-evals' shape, graded as simple-evals grades it); default: what --dataset is.",
     ),
 ]
+
+PhysicianCompletionsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--physician-completions",
+        metavar="",
+        rich_help_panel="Models",
+        help="HealthBench: grade the dataset's ideal completions (the physicians') instead of"
+        " a model's answers, as simple-evals' --run_mode=physician_completions does (the"
+        " examples that have one; no answer is bought; no --answer-model).",
+    ),
+]

@@ -22,23 +22,24 @@ FLEX = ", ".join(spec.label for spec in reversed(PROVIDERS) if spec.flex)
 # The options of `run`, by panel (each one its own type, so the command reads as
 # the steps it takes).
 AnswerModelOpt = Annotated[
-    list[str],
+    list[str] | None,
     typer.Option(
         metavar="MODEL",
         rich_help_panel=MODELS,
-        help="The model under test; repeat it to grade several in one go (any provider:"
-        f" {provider_labels()}).",
+        help="The model under test (required); repeat it to grade several in one go (any"
+        f" provider: {provider_labels()}).",
     ),
 ]
 
 JudgeModelOpt = Annotated[
-    list[str],
+    list[str] | None,
     typer.Option(
         metavar="MODEL",
         rich_help_panel=MODELS,
         help=f"The judge (a model of any service: {JUDGES}; the reference judges on OpenAI)."
         " Repeat it for a panel: every answer judged by each, the first judge's rows the run's,"
-        " each other's in a run of its own (RUN--JUDGE).",
+        " each other's in a run of its own (RUN--JUDGE). Required, but for HealthBench, whose"
+        " grader is simple-evals' gpt-4.1-2025-04-14 unless named.",
     ),
 ]
 

@@ -10,7 +10,15 @@ import typer
 if TYPE_CHECKING:
     from ..engine.spend import Scope
 
-from .common import DatasetFormatOpt, JobsDirOpt, LimitOpt, SmokeOpt, clock_of, friendly
+from .common import (
+    DatasetFormatOpt,
+    JobsDirOpt,
+    LimitOpt,
+    PhysicianCompletionsOpt,
+    SmokeOpt,
+    clock_of,
+    friendly,
+)
 from .finish import print_dry_run, run_group
 from .project import current_project
 from .run_options import (
@@ -55,8 +63,8 @@ from .run_options import (
 @with_account_flags
 def run(
     ctx: typer.Context,
-    answer_model: AnswerModelOpt,
-    judge_model: JudgeModelOpt,
+    answer_model: AnswerModelOpt = None,
+    judge_model: JudgeModelOpt = None,
     reasoning_effort: ReasoningEffortOpt = None,
     dataset: DatasetOpt = None,
     dataset_format: DatasetFormatOpt = None,
@@ -92,6 +100,7 @@ def run(
     resend_unknown: ResendUnknownOpt = False,
     settle_owed: SettleOwedOpt = False,
     resume_cancelled: ResumeCancelledOpt = False,
+    physician_completions: PhysicianCompletionsOpt = False,
     account_settings: dict[str, str] | None = None,  # the registry's flags (--s3-uri…)
 ) -> None:
     """Start or resume a run: submit, poll, judge, collect and score, surviving restarts.
@@ -128,7 +137,8 @@ def run(
         delete_remote_files=delete_remote_files,
         canary=canary,
     )
-    judges = list(dict.fromkeys(judge_model))
+    judges = list(dict.fromkeys(judge_model or _default_judge(chosen, dataset_format)))
+    answer_model = _answer_models(answer_model, physician_completions)
     options = RunOptions(
         answer_model[0],
         judges[0],
@@ -146,12 +156,43 @@ def run(
         resume_cancelled=resume_cancelled,
         analysis_plan=read_plan(analysis_plan).record() if analysis_plan else None,
         clock=clock_of(ctx),
+        answers_given=physician_completions,
     ).check()
     group = lineup(options, answer_model, judges, run_name, smoke, jobs_dir)
     if dry_run:
         print_dry_run(group, as_json)
         return
     run_group(group, options.clock)
+
+
+def _answer_models(given: list[str] | None, physicians: bool) -> list[str]:
+    """The models under test, or (``--physician-completions``) the physicians'."""
+    from ..engine.options import PHYSICIANS
+    from ..errors import ConfigError
+
+    if physicians and given:
+        raise ConfigError(
+            "--physician-completions grades the dataset's ideal completions: leave out"
+            " --answer-model"
+        )
+    if physicians:
+        return [PHYSICIANS]
+    if not given:
+        raise ConfigError("run needs --answer-model MODEL (the model under test)")
+    return given
+
+
+def _default_judge(dataset: Path, dataset_format: str | None) -> list[str]:
+    """The judge when none is named: the benchmark's own (HealthBench's grader), else one
+    line saying it is needed."""
+    from ..bench.grading import dataset_format as format_of
+    from ..bench.grading import grading_for
+    from ..errors import ConfigError
+
+    judge = grading_for(format_of(dataset, dataset_format)).default_judge
+    if judge is None:
+        raise ConfigError("run needs --judge-model MODEL (the model that marks each rubric item)")
+    return [judge]
 
 
 def _checked(dataset: Path | None, as_json: bool, dry_run: bool) -> Path:

@@ -62,7 +62,9 @@ def run_cost(
         off = pricing.discount(providers[stage], model).fraction
         one = StageCost(model=model, **usage_cost(used, price, off))  # type: ignore[typeddict-item]
         one.update(used)
-        if price is None:
+        if price is None and not any(used.values()):  # nothing bought: nothing to price
+            one["batch_usd"] = one["sync_usd"] = 0.0  # (the dataset's own answers, say)
+        elif price is None:
             one["no_price"] = pricing.why_unpriced(model)
         stages[stage] = one
     priced = [s for s in stages.values() if s["batch_usd"] is not None]

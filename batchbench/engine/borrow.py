@@ -18,6 +18,7 @@ from .._io import atomic_write_bytes
 from ..bench.dataset import Case
 from ..bench.results import append_rows, row_counts
 from ..errors import RunStateError
+from .cases import GIVEN
 from .events import Borrowed, BorrowedAnswer, Event
 from .rows import error_row
 from .runconfig import RunConfig
@@ -108,3 +109,30 @@ class Borrower:
         ]
         if rows:
             append_rows(self.run.results_path, rows, self.config.case_ids)
+
+
+class Given:
+    """The answers the dataset gives (``--physician-completions``: HealthBench's ideal
+    completions), taken once as the run's own in one :class:`.events.Borrowed` event
+    (their source :data:`GIVEN`: the dataset, no raw file), then judged as answers are.
+    Nothing of them is bought."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        state: Callable[[], RunState],
+        record: Callable[[Event], None],
+    ) -> None:
+        self.config, self.state, self.record = config, state, record
+
+    def step(self) -> bool:
+        state = self.state()
+        taken = {
+            case_id: BorrowedAnswer(GIVEN, case_id)
+            for case_id in self.config.case_ids
+            if state.cases[case_id].answers.status == "pending"
+        }
+        if not taken:
+            return False
+        self.record(Borrowed(run=f"(the dataset's {self.config.answers_given})", answers=taken))
+        return True

@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 from ..kinds import Stage, StageStatus
 
+GIVEN = "dataset"  # the source of an answer the dataset gave (no raw file holds it)
+
 
 @dataclass(slots=True)
 class StageState:

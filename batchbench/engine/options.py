@@ -80,6 +80,7 @@ class RunOptions:
     # Take a cancelled run up again (else it stays cancelled, whatever command runs it).
     resume_cancelled: bool = False
     answers_from: str | None = None  # a judge panel's other judge: the first's run (#50)
+    answers_given: bool = False  # --physician-completions: the dataset's ideal completions
     analysis_plan: dict[str, str] | None = None  # --plan: the sealed plan's hash and text
     clock: Clock = SYSTEM  # what the run reads and waits on (tests: the emulator's fake one)
 
@@ -133,6 +134,9 @@ class _Frozen(dict[ProviderName, str]):
 # A few passes measure a judge's noise; more only multiply the judges' bill (and a dry
 # run's requests held in memory).
 MAX_JUDGE_PASSES = 20
+# The answer model's name where the dataset's ideal completions are graded (HealthBench's
+# --physician-completions): nothing of it is asked of any service.
+PHYSICIANS = "physician-completions"
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 
 

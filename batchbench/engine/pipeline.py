@@ -30,7 +30,7 @@ from ..providers.ids import claim
 from ..providers.registry import BY_NAME
 from ..reporting import quiet
 from . import late
-from .borrow import Borrower
+from .borrow import Borrower, Given
 from .calls import call_kind, unknown_detail
 from .canary import Canary
 from .cancelling import take_asked_cancel
@@ -78,7 +78,13 @@ class Pipeline:
         self.limits = RetryLimits(
             settings.max_retries, settings.max_attempts, settings.hold_seconds
         )
-        self.answers = Answers(run, providers["answers"].wire, lambda: self.state)
+        given = config.answers_given  # the dataset's answers (its ideal completions)
+        self.answers = Answers(
+            run,
+            providers["answers"].wire,
+            lambda: self.state,
+            {c: str(dict(cases[c]).get(given)) for c in config.case_ids} if given else None,
+        )
         self.grading = config.grading
         self.parts = Parts(
             run, config, cases, providers["judges"].wire, self.answers, lambda: self.state
@@ -103,8 +109,11 @@ class Pipeline:
         self.canary = Canary(run.root.parent, config, providers, settings.canary, warn)
         self.late = late.Late(self.submitter, settings.resubmit_after, settings.tail_flex, warn)
         self._rubric: pl.DataFrame | None = None
-        self.borrower = None  # a judge panel's other judge: the first run's answers, taken
-        if config.answers_from is not None:
+        # a judge panel's other judge: the first run's answers, taken; or the dataset's
+        self.borrower: Borrower | Given | None = None
+        if config.answers_given is not None:
+            self.borrower = Given(config, lambda: self.state, self.record)
+        elif config.answers_from is not None:
             self.borrower = Borrower(
                 run, config, cases, lambda: self.state, self.record, clock.time
             )

@@ -121,7 +121,11 @@ def provenance(state: RunState, config: RunConfig) -> dict[str, Any]:
     if config.answers_from:
         borrowed = config.answers_from
         notes.append(f"answers: borrowed from run {borrowed} (its provenance is its own)")
-    if same:
+    if config.answers_given:  # HealthBench's --physician-completions
+        notes.append(
+            f"answers: the dataset's own ({config.answers_given}), none asked of a service"
+        )
+    elif same:
         notes.append(f"judge and answer model both from {vendors['answers']}")
     elif same is None:
         unknown = [str(stages[s]["requested"]) for s in STAGES if vendors[s] is None]

@@ -25,6 +25,7 @@ from ..bench.results import dump_row
 from ..bench.scoring import score_joined, score_records
 from ..errors import BatchFileError, InvariantError
 from . import lines
+from .cases import GIVEN
 from .runconfig import RunConfig
 from .rundir import Run
 from .state import RunState
@@ -251,7 +252,7 @@ def answer_columns(run: Run, columns: Sequence[str]) -> dict[str, dict[str, Any]
     wanted: dict[str, dict[str, str]] = {}  # raw file → custom id → case
     for case_id, case in state.cases.items():
         st = case.answers
-        if st.status == "ok" and st.source and st.custom_id:
+        if st.status == "ok" and st.source and st.custom_id and st.source != GIVEN:
             wanted.setdefault(st.source, {})[st.custom_id] = case_id
     out: dict[str, dict[str, Any]] = {}
     for source, ids in wanted.items():
@@ -265,14 +266,23 @@ def answer_columns(run: Run, columns: Sequence[str]) -> dict[str, dict[str, Any]
 class Answers:
     """Each case's answer text, read from the raw file it came from (each file once)."""
 
-    def __init__(self, run: Run, wire: Wire, state: Callable[[], RunState]) -> None:
+    def __init__(
+        self,
+        run: Run,
+        wire: Wire,
+        state: Callable[[], RunState],
+        given: Mapping[str, str] | None = None,
+    ) -> None:
         self.run, self.wire, self.state = run, wire, state
+        self.given = given or {}  # the dataset's own answers (--physician-completions)
         self._files: dict[str, dict[str, str]] = {}  # raw file → custom id → content
 
     def __call__(self, case_id: str) -> str:
         st = self.state().cases[case_id].answers
         if st.source is None or st.custom_id is None:
             raise BatchFileError(f"no answer recorded for case {case_id}")
+        if st.source == GIVEN:
+            return self.given[case_id]
         if st.source not in self._files:
             frame = self.run.read_results(self.wire, [st.source])
             self._files[st.source] = dict(zip(frame["custom_id"], frame["content"]))

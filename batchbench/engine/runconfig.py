@@ -35,6 +35,7 @@ IDENTITY_KEYS = (
     "providers",
     "judge_passes",
     "answers_from",
+    "answers_given",
 )
 
 
@@ -73,6 +74,8 @@ class RunConfig:
     # A judge panel's other judges (#50): the run whose answers this one judges (none of
     # its own are bought), in the same jobs folder.
     answers_from: str | None = None
+    # The answers the dataset gives (HealthBench's ideal completions, #65): none bought.
+    answers_given: str | None = None
     # The sealed analysis plan the run was started under (#66.7): its SHA-256 and text.
     analysis_plan: dict[str, str] | None = None
 

@@ -196,10 +196,40 @@ def records(
         _instance(row, cases[row["case_id"]], evaluation_id, model["id"])
         for row in sorted(last_ok.values(), key=lambda r: r["case_id"])
     ]
-    aggregate: Aggregate = {
+    aggregate = aggregate_record(
+        evaluation_id,
+        str(summary["finished_at"] or ""),
+        now,
+        {
+            "protocol_version": str(summary["protocol_version"]),
+            "dataset_sha256": str(summary["dataset_sha256"]),
+            "run_id": run_id,
+            "errors": str(summary["errors"]),
+        },
+        model,
+        _results(summary, last_ok.values(), calibrated or {}),
+        f"{folder}/{ident}_samples.jsonl",
+    )
+    if provenance is not None:
+        with_provenance(aggregate, provenance)
+    return aggregate, instances, f"{folder}/{ident}"
+
+
+def aggregate_record(
+    evaluation_id: str,
+    finished: str,
+    now: float,
+    details: dict[str, str],
+    model: ModelInfo,
+    results: list[EvaluationResult],
+    samples: str,
+) -> Aggregate:
+    """The aggregate record around a run's results (``details``: the library's key-value
+    strings; ``samples``: the per-case JSONL's path under the datastore)."""
+    return {
         "schema_version": SCHEMA_VERSION,
         "evaluation_id": evaluation_id,
-        "evaluation_timestamp": str(summary["finished_at"] or ""),
+        "evaluation_timestamp": finished,
         "retrieved_timestamp": str(int(now)),
         "source_metadata": {
             "source_name": "batchbench",
@@ -210,24 +240,16 @@ def records(
         "eval_library": {
             "name": "batchbench",
             "version": __version__,
-            "additional_details": {
-                "protocol_version": str(summary["protocol_version"]),
-                "dataset_sha256": str(summary["dataset_sha256"]),
-                "run_id": run_id,
-                "errors": str(summary["errors"]),
-            },
+            "additional_details": details,
         },
         "model_info": model,
-        "evaluation_results": _results(summary, last_ok.values(), calibrated or {}),
+        "evaluation_results": results,
         "detailed_evaluation_results": {
             "format": "jsonl",
-            "file_path": f"{folder}/{ident}_samples.jsonl",
+            "file_path": samples,
             "hash_algorithm": "sha256",
         },
     }
-    if provenance is not None:
-        with_provenance(aggregate, provenance)
-    return aggregate, instances, f"{folder}/{ident}"
 
 
 def _served_details(stage: Mapping[str, Any]) -> dict[str, str]:

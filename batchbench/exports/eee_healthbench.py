@@ -18,7 +18,6 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .. import __version__
 from ..bench import healthbench
 from .eee import (
     SCHEMA_VERSION,
@@ -28,6 +27,7 @@ from .eee import (
     ScoreDetails,
     SourceData,
     Uncertainty,
+    aggregate_record,
     interval,
     model_info,
     result,
@@ -149,36 +149,21 @@ def records(
         for _, row in sorted(last.items())
         if "error" not in row and row.get("score") is not None
     ]
-    aggregate: Aggregate = {
-        "schema_version": SCHEMA_VERSION,
-        "evaluation_id": evaluation_id,
-        "evaluation_timestamp": finished,
-        "retrieved_timestamp": str(int(now)),
-        "source_metadata": {
-            "source_name": "batchbench",
-            "source_type": "evaluation_run",
-            "source_organization_name": "batchbench",
-            "evaluator_relationship": "third_party",
+    aggregate = aggregate_record(
+        evaluation_id,
+        finished,
+        now,
+        {
+            "protocol_version": str(summary["protocol_version"]),
+            "dataset_sha256": str(summary["dataset_sha256"]),
+            "run_id": run_id,
+            "errors": str(summary["errors"]),
+            "examples": str(summary["examples"]),
         },
-        "eval_library": {
-            "name": "batchbench",
-            "version": __version__,
-            "additional_details": {
-                "protocol_version": str(summary["protocol_version"]),
-                "dataset_sha256": str(summary["dataset_sha256"]),
-                "run_id": run_id,
-                "errors": str(summary["errors"]),
-                "examples": str(summary["examples"]),
-            },
-        },
-        "model_info": model,
-        "evaluation_results": _results(summary, str(summary["judge_model"])),
-        "detailed_evaluation_results": {
-            "format": "jsonl",
-            "file_path": f"{folder}/{ident}_samples.jsonl",
-            "hash_algorithm": "sha256",
-        },
-    }
+        model,
+        _results(summary, str(summary["judge_model"])),
+        f"{folder}/{ident}_samples.jsonl",
+    )
     if provenance is not None:
         with_provenance(aggregate, provenance)
     return aggregate, instances, f"{folder}/{ident}"

@@ -8,7 +8,6 @@ provenance, and every example with each run's completion and each rubric item's 
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,19 +15,9 @@ from ..bench.healthbench import example_of
 from ..engine.provenance import provenance
 from ..scores.healthbench_compare import HealthBenchComparison, HealthBenchSide
 from ..scores.sources import Named
+from .page import _e, _num  # the page's cells: one home
 from .page_assets import STYLE
 from .provenance import provenance_html
-
-
-def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _num(value: Any, digits: int = 3, signed: bool = False) -> str:
-    if not isinstance(value, (int, float)) or value != value:
-        return '<td class="n" data-value="NaN">n/a</td>'
-    shown = f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
-    return f'<td class="n" data-value="{value!r}">{shown}</td>'
 
 
 def _metrics_table(sides: Sequence[HealthBenchSide], prefix: str, title: str) -> str:

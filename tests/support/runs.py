@@ -151,8 +151,8 @@ def normalised(run_dir: Path) -> tuple[list[dict], dict]:
             }
         )
     summary = json.loads((run_dir / "results.summary.json").read_text())
-    summary.pop("started_at")
-    summary.pop("finished_at")
+    summary.pop("started_at", None)  # (a HealthBench summary has neither)
+    summary.pop("finished_at", None)
     return sorted(rows, key=lambda r: r["case_id"]), summary
 
 

@@ -86,6 +86,7 @@ def simulate(
     fixture_dir: Path,
     moves: bool = False,
     removes: bool = False,
+    healthbench: Path | None = None,
 ) -> Outcome:
     """One seed's schedule, then the invariants (an AssertionError naming the seed). With
     ``moves``, a second stream of the seed moves the run between two prefixes of the bucket
@@ -93,7 +94,8 @@ def simulate(
     schedule otherwise the seed's own, unchanged). With ``removes``, a third stream has
     another machine try ``remove`` (no --force): refused while anything of the run may
     run on a service or another machine holds it; when it is done, the cron starts a run
-    afresh (a new run token: nothing of the old one is bought again under its name)."""
+    afresh (a new run token: nothing of the old one is bought again under its name). With
+    ``healthbench`` (a HealthBench JSONL), the run grades it: a grader request per item."""
     rng = random.Random(seed)
     moving = random.Random(seed * 7919 + 1)
     removing = random.Random(seed * 104729 + 3)
@@ -103,7 +105,8 @@ def simulate(
     out = Outcome(seed, provider)
     limit, cap = rng.choice([(4, 2), (6, 3), (6, 6)])
     reference = factory()
-    ref_args = rig.args(reference, tmp_path / "ref", fixture_dir, "--limit", str(limit), cap=cap)
+    chosen = ["--limit", str(limit), *(["--dataset", str(healthbench)] if healthbench else [])]
+    ref_args = rig.args(reference, tmp_path / "ref", fixture_dir, *chosen, cap=cap)
     done = run_cli(*ref_args, env=rig.env(reference))
     assert done.returncode == 0, done.stderr
     expected = normalised(tmp_path / "ref" / "jobs" / rig.name())
@@ -123,7 +126,7 @@ def simulate(
         for n in range(1, rng.randint(2, 3))
     ]
     out.faults["skewed machines"] = sum(1 for m in machines if m.skew)
-    args = rig.args(emu, tmp_path, fixture_dir, "--limit", str(limit), cap=cap)
+    args = rig.args(emu, tmp_path, fixture_dir, *chosen, cap=cap)
     args[args.index("--jobs-dir") + 1] = URI
     if random.Random(seed * 31 + 5).random() < 0.4:  # its own stream: the rest unchanged
         args.append("--canary")  # a canary first, as a real service's first run has it
