@@ -39,7 +39,11 @@ def write_run_summary(run: Run, config: RunConfig) -> Summary | None:
     if not run.results_path.exists():
         return None
     if config.grading.per_item:  # HealthBench: simple-evals' summary (numpy: imported here)
-        from .scores.healthbench_scores import run_summary
+        from .bench import healthbench_meta
+        from .scores import healthbench_meta_scores, healthbench_scores
+
+        meta = config.protocol_version == healthbench_meta.PROTOCOL_VERSION
+        run_summary = (healthbench_meta_scores if meta else healthbench_scores).run_summary
 
         head = {
             "protocol_version": config.protocol_version,

@@ -62,7 +62,7 @@ def prepare(
     selected = select_cases(
         ds, smoke=chosen.smoke, limit=chosen.limit, benchmarks=chosen.benchmarks
     )
-    given = options.answers_given  # --physician-completions: the examples that give one
+    given = options.answers_given or grading.always_given  # the dataset's own answers
     selected = grading.giving_answers(selected) if given else selected
     check_samples(DEFAULT_SAMPLES, len(selected))  # the summary's, before anything is paid
     config = RunConfig(

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from ..errors import ConfigError, JudgeReplyError
-from . import healthbench, protocol
+from . import healthbench, healthbench_meta, protocol
 from .dataset import Case, Dataset, load_dataset
 from .protocol import Prompt
 
@@ -44,6 +44,12 @@ class Grading:
     sampling: dict[str, Sampling]  # by stage
     judge_reply: Callable[[Case, int], str]  # a valid reply to a part, for the dry run's count
     given: str | None = None  # a case's field holding an answer it gives (graded instead)
+    always_given: bool = False  # the dataset's answers are what it grades (a meta-eval)
+    given_label: str | None = None  # the answer model's name where they are graded
+    # a case judged part by part: its row's fields from each part's grade, and its error
+    part_row: Callable[[Case, list[dict[str, Any]], str], tuple[dict[str, Any], str | None]] = (
+        lambda case, grades, answer: ({}, None)
+    )
 
     def parts(self, case: Case) -> int:
         """Judge requests one answer takes (one pass)."""
@@ -131,12 +137,29 @@ HEALTHBENCH = Grading(
     default_judge=healthbench.GRADER_MODEL,
     judge_reply=lambda case, part: _GRADE,
     given="ideal_completion",
+    given_label="physician-completions",
     sampling={  # simple-evals' ChatCompletionSampler, for the answers and the grader
         stage: Sampling(healthbench.TEMPERATURE, healthbench.MAX_TOKENS, False)
         for stage in ("answers", "judges")
     },
+    part_row=healthbench.part_row,
 )
-GRADINGS: Sequence[Grading] = (BEDSIDE, HEALTHBENCH)
+HEALTHBENCH_META = Grading(
+    "HealthBench meta-eval",
+    healthbench_meta.PROTOCOL_VERSION,
+    per_item=True,
+    answer_prompt=lambda case, effort: healthbench.answer_prompt(case, reasoning_effort=effort),
+    judge_prompt=healthbench_meta.grader_prompt,
+    read_judge=_healthbench_judge,
+    default_judge=healthbench.GRADER_MODEL,
+    judge_reply=lambda case, part: _GRADE,
+    given="completion",
+    always_given=True,
+    given_label="meta-eval-completions",
+    sampling=HEALTHBENCH.sampling,
+    part_row=healthbench_meta.part_row,
+)
+GRADINGS: Sequence[Grading] = (BEDSIDE, HEALTHBENCH, HEALTHBENCH_META)
 
 
 def grading_of(protocol_version: str) -> Grading:
@@ -147,14 +170,16 @@ def grading_of(protocol_version: str) -> Grading:
     raise ConfigError(f"protocol {protocol_version!r} is not one of {known}")
 
 
-DatasetFormat = Literal["bedside-bench", "healthbench"]
-FORMATS: tuple[DatasetFormat, ...] = ("bedside-bench", "healthbench")
+DatasetFormat = Literal["bedside-bench", "healthbench", "healthbench-meta"]
+FORMATS: tuple[DatasetFormat, ...] = ("bedside-bench", "healthbench", "healthbench-meta")
 
 
 def dataset_format(path: Path, named: str | None = None) -> DatasetFormat:
     """The format named (``--dataset-format``), else what the path is: a HealthBench JSONL
     by its first line, anything else a BedsideBench checkout."""
     if named is None:
+        if healthbench_meta.is_meta(path):
+            return "healthbench-meta"
         return "healthbench" if healthbench.is_healthbench(path) else "bedside-bench"
     for known in FORMATS:
         if named == known:
@@ -164,13 +189,17 @@ def dataset_format(path: Path, named: str | None = None) -> DatasetFormat:
 
 def grading_for(found: DatasetFormat) -> Grading:
     """How a dataset of this format is graded."""
-    return HEALTHBENCH if found == "healthbench" else BEDSIDE
+    return {"healthbench": HEALTHBENCH, "healthbench-meta": HEALTHBENCH_META}.get(found, BEDSIDE)
 
 
 def load(path: Path, named: str | None = None) -> tuple[Dataset, Grading]:
     """A dataset of either benchmark as the engine carries one, and how it is graded."""
     if grading_for(dataset_format(path, named)) is BEDSIDE:
         return load_dataset(path), BEDSIDE
+    grading = grading_for(dataset_format(path, named))
+    if grading is HEALTHBENCH_META:
+        found, digest = healthbench_meta.load_meta(path)
+        return Dataset(path, tuple(found), (healthbench_meta.BENCHMARK,), digest), grading
     hb = healthbench.load_healthbench(path)
     cases = tuple(healthbench.as_case(e) for e in hb.examples)
     return Dataset(path, cases, (healthbench.BENCHMARK,), hb.sha256), HEALTHBENCH

@@ -13,6 +13,7 @@ import functools
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -90,7 +91,7 @@ def _strings(where: str, value: Any, name: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _message(where: str, n: int, m: Any) -> dict[str, str]:
+def message(where: str, n: int, m: Any) -> dict[str, str]:
     here = f"{where}: prompt[{n}]"
     if not isinstance(m, dict):
         raise DatasetError(f"{here} is not an object with role and content")
@@ -133,7 +134,7 @@ def _example(where: str, line: Any) -> Example:
         raise DatasetError(f"{where}: 'ideal_completions_data.ideal_completion' is not a string")
     return Example(
         prompt_id,
-        tuple(_message(where, n, m) for n, m in enumerate(messages)),
+        tuple(message(where, n, m) for n, m in enumerate(messages)),
         tuple(_item(where, n, r) for n, r in enumerate(rubrics)),
         _strings(where, line.get("example_tags", []), "example_tags"),
         completion,
@@ -263,6 +264,46 @@ def grader_messages(example: Example, answer: str, item: RubricItem) -> list[dic
     prompt = grader_template().replace("<<conversation>>", conversation(example, answer))
     prompt = prompt.replace("<<rubric_item>>", str(item))
     return [{"role": "system", "content": SYSTEM_MESSAGE}, {"role": "user", "content": prompt}]
+
+
+def calculate_score(items: Sequence[RubricItem], met: Sequence[bool]) -> float | None:
+    """simple-evals' ``calculate_score``: achieved points over the positive points (None
+    when no item has positive points)."""
+    total = sum(i.points for i in items if i.points > 0)
+    if total == 0:
+        return None
+    return sum(i.points for i, m in zip(items, met) if m) / total
+
+
+def part_row(
+    case: Case, grades: list[dict[str, Any]], answer: str
+) -> tuple[dict[str, Any], str | None]:
+    """An example's row as simple-evals' ``example_level_metadata`` holds it (its score
+    from every item's grade: ``criteria_met`` and ``explanation``), and None; or, where an
+    item was never graded (``criteria_met`` None, its ``error``), the row with the error
+    and every item as it ended, and that error."""
+    example = example_of(case)
+    items = []
+    for item, grade in zip(example.rubrics, grades):
+        said = {"criterion": item.criterion, "points": item.points, "tags": list(item.tags)}
+        items.append({**said, **grade})  # criteria_met and explanation, or its error
+    failed = [(n, g["error"]) for n, g in enumerate(grades) if g["criteria_met"] is None]
+    row: dict[str, Any] = {}
+    error = None
+    if failed:
+        n, first = failed[0]
+        error = f"{len(failed)} of {len(grades)} rubric items not graded (item_{n}: {first})"
+        row["error"] = error
+    else:
+        row["score"] = calculate_score(example.rubrics, [bool(g["criteria_met"]) for g in grades])
+    row.update(
+        rubric_items=items,
+        prompt=[dict(m) for m in example.prompt],
+        completion=[{"role": "assistant", "content": answer}],
+        completion_id=completion_id(example.prompt_id, answer),
+        example_tags=list(example.example_tags),
+    )
+    return row, error
 
 
 def completion_id(prompt_id: str, answer: str) -> str:

@@ -53,7 +53,8 @@ def load_run(
     if named.run.load_config().grading.per_item:
         raise ConfigError(
             f"run {named.name!r} graded HealthBench: calibrating its grader against"
-            " physicians is built for BedsideBench runs only, so far"
+            " physicians is built for BedsideBench runs only, so far (HealthBench's own"
+            " meta-eval file, given as --dataset, grades the grader against physicians)"
         )
     found = load_finished(named, dataset, warn)
     from ..scores.summary import last_rows

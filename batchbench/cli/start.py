@@ -137,8 +137,9 @@ def run(
         delete_remote_files=delete_remote_files,
         canary=canary,
     )
-    judges = list(dict.fromkeys(judge_model or _default_judge(chosen, dataset_format)))
-    answer_model = _answer_models(answer_model, physician_completions)
+    answer_model, judges = _models(
+        chosen, dataset_format, answer_model, judge_model, physician_completions
+    )
     options = RunOptions(
         answer_model[0],
         judges[0],
@@ -165,34 +166,28 @@ def run(
     run_group(group, options.clock)
 
 
-def _answer_models(given: list[str] | None, physicians: bool) -> list[str]:
-    """The models under test, or (``--physician-completions``) the physicians'."""
-    from ..engine.options import PHYSICIANS
+def _models(
+    dataset: Path,
+    named_format: str | None,
+    answers: list[str] | None,
+    judges: list[str] | None,
+    physicians: bool,
+) -> tuple[list[str], list[str]]:
+    """The models under test (or, where the dataset's own answers are graded, their
+    label) and the judges (or the benchmark's own grader): one line when one is missing."""
+    from ..bench.grading import dataset_format, grading_for
     from ..errors import ConfigError
 
-    if physicians and given:
-        raise ConfigError(
-            "--physician-completions grades the dataset's ideal completions: leave out"
-            " --answer-model"
-        )
-    if physicians:
-        return [PHYSICIANS]
-    if not given:
+    grading = grading_for(dataset_format(dataset, named_format))
+    given = grading.given_label if physicians or grading.always_given else None
+    if given is not None and answers:
+        flag = "--physician-completions" if physicians else f"a {grading.name} file"
+        raise ConfigError(f"{flag} grades the dataset's own answers: leave out --answer-model")
+    if not answers and given is None:
         raise ConfigError("run needs --answer-model MODEL (the model under test)")
-    return given
-
-
-def _default_judge(dataset: Path, dataset_format: str | None) -> list[str]:
-    """The judge when none is named: the benchmark's own (HealthBench's grader), else one
-    line saying it is needed."""
-    from ..bench.grading import dataset_format as format_of
-    from ..bench.grading import grading_for
-    from ..errors import ConfigError
-
-    judge = grading_for(format_of(dataset, dataset_format)).default_judge
-    if judge is None:
+    if not judges and grading.default_judge is None:
         raise ConfigError("run needs --judge-model MODEL (the model that marks each rubric item)")
-    return [judge]
+    return answers or [str(given)], list(dict.fromkeys(judges or [str(grading.default_judge)]))
 
 
 def _checked(dataset: Path | None, as_json: bool, dry_run: bool) -> Path:

@@ -3,6 +3,8 @@ HealthBench JSONL (told apart by what it is) — its count and digest printed.""
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import typer
 
 from .common import SAMPLE_DATASET, DatasetFormatOpt, DatasetOpt, friendly
@@ -19,7 +21,14 @@ def validate(dataset: DatasetOpt = SAMPLE_DATASET, dataset_format: DatasetFormat
     from ..bench.healthbench import load_healthbench
 
     dataset = dataset or SAMPLE_DATASET
-    if grading.dataset_format(dataset, dataset_format) == "healthbench":
+    found = grading.dataset_format(dataset, dataset_format)
+    if found == "healthbench-meta":
+        ds, _ = grading.load(dataset, found)
+        labels = sum(len(cast(dict[str, Any], c)["binary_labels"]) for c in ds.cases)
+        typer.echo(f"{len(ds.cases)} HealthBench meta-eval lines, {labels} physicians' labels")
+        typer.echo(f"dataset_sha256 {ds.sha256}")
+        return
+    if found == "healthbench":
         hb = load_healthbench(dataset)
         items = sum(len(e.rubrics) for e in hb.examples)
         themes = {t for e in hb.examples for t in e.example_tags if t.startswith("theme:")}

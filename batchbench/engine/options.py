@@ -134,9 +134,6 @@ class _Frozen(dict[ProviderName, str]):
 # A few passes measure a judge's noise; more only multiply the judges' bill (and a dry
 # run's requests held in memory).
 MAX_JUDGE_PASSES = 20
-# The answer model's name where the dataset's ideal completions are graded (HealthBench's
-# --physician-completions): nothing of it is asked of any service.
-PHYSICIANS = "physician-completions"
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 
 

@@ -27,7 +27,6 @@ from ..bench.grading import Grading
 from ..bench.results import append_lines, dump_row, row_counts
 from ..errors import BatchFileError
 from ..providers.base import Wire
-from ..scores.healthbench_scores import calculate_score
 from . import rows
 from .collection import Collection
 from .runconfig import RunConfig
@@ -172,33 +171,11 @@ class Parts:
     def row(
         self, case_id: str, grades: list[dict[str, Any]], now: str
     ) -> tuple[dict[str, Any], str | None]:
-        """The example's row, as simple-evals' ``example_level_metadata`` holds it, under
-        the run's head; an error row when an item was never graded."""
+        """The case's row, in its benchmark's shape, under the run's head; an error row
+        when an item was never graded (with what was)."""
         case = self.cases[case_id]
-        example = healthbench.example_of(case)
-        answer = self.answer(case_id)
-        failed = [(n, g["error"]) for n, g in enumerate(grades) if g["criteria_met"] is None]
-        row: dict[str, Any] = head(case, self.config)
-        items = []
-        for item, grade in zip(example.rubrics, grades):
-            said = {"criterion": item.criterion, "points": item.points, "tags": list(item.tags)}
-            items.append({**said, **grade})  # criteria_met and explanation, or its error
-        error = None
-        if failed:
-            n, first = failed[0]
-            error = f"{len(failed)} of {len(grades)} rubric items not graded (item_{n}: {first})"
-            row.update(finished_at=now, error=error)
-        else:
-            met = [bool(g["criteria_met"]) for g in grades]
-            row.update(finished_at=now, score=calculate_score(example.rubrics, met))
-        row.update(
-            rubric_items=items,
-            prompt=[dict(m) for m in example.prompt],
-            completion=[{"role": "assistant", "content": answer}],
-            completion_id=healthbench.completion_id(example.prompt_id, answer),
-            example_tags=list(example.example_tags),
-        )
-        return row, error
+        fields, error = self.grading.part_row(case, grades, self.answer(case_id))
+        return {**head(case, self.config), "finished_at": now, **fields}, error
 
 
 def head(case: Case, config: RunConfig) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..bench import healthbench
-from .eee import (
+from .eee_schema import (
     SCHEMA_VERSION,
     Aggregate,
     EvaluationResult,

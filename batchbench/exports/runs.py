@@ -52,7 +52,7 @@ def export_eee(
     from ..calibration import load_run
     from ..calibration.analysis import calibrate
     from ..calibration.labels import read_labels
-    from . import eee
+    from . import eee, eee_schema
 
     if named.run is None:
         raise ConfigError(f"{named.name}: --format eee exports runs (by name), not results files")
@@ -79,7 +79,7 @@ def export_eee(
         calibrated=calibrated,
         provenance=provenance(named.run.state(config.case_ids), config),
     )
-    return eee.write(out, aggregate, instances, stem)
+    return eee_schema.write(out, aggregate, instances, stem)
 
 
 class _Finished(NamedTuple):
@@ -121,7 +121,7 @@ def _healthbench(run: Run) -> _Finished:
 
 def _healthbench_eee(run: Run, out: Path) -> Path:
     """A HealthBench run's records (:mod:`.eee_healthbench`)."""
-    from . import eee, eee_healthbench
+    from . import eee_healthbench, eee_schema
 
     found = _healthbench(run)
     aggregate, instances, stem = eee_healthbench.records(
@@ -132,7 +132,7 @@ def _healthbench_eee(run: Run, out: Path) -> Path:
         finished=found.finished,
         provenance=found.provenance,
     )
-    return eee.write(out, aggregate, instances, stem)
+    return eee_schema.write(out, aggregate, instances, stem)
 
 
 def export_inspect(

@@ -55,8 +55,19 @@ class HealthBenchComparison(TypedDict):
 
 
 def is_healthbench(named: Named) -> bool:
-    """A run of HealthBench (its protocol says so); a results file is not a run."""
-    return named.run is not None and named.run.load_config().grading.per_item
+    """A run of HealthBench (its protocol says so); a results file is not a run. A run of
+    its meta-eval (the grader against physicians) is refused in one line: its figures
+    are its summary's."""
+    if named.run is None:
+        return False
+    grading = named.run.load_config().grading
+    if grading.always_given:
+        raise ConfigError(
+            f"run {named.name!r} is {grading.name}: the grader against physicians, whose"
+            " figures are its summary's (status shows them); compare, report and export"
+            " read runs of answers"
+        )
+    return grading.per_item
 
 
 def load_side(named: Named) -> HealthBenchSide:

@@ -17,18 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from ..bench.healthbench import Example, RubricItem, completion_id
+from ..bench.healthbench import Example, RubricItem, calculate_score, completion_id
 
 BOOTSTRAP_SAMPLES = 1000
 SEED = 42
-
-
-def calculate_score(items: Sequence[RubricItem], met: Sequence[bool]) -> float | None:
-    """Achieved points over the positive points (None when no item has positive points)."""
-    total = sum(i.points for i in items if i.points > 0)
-    if total == 0:
-        return None
-    return sum(i.points for i, m in zip(items, met) if m) / total
 
 
 def example_metrics(example: Example, met: Sequence[bool]) -> dict[str, float]:

@@ -115,10 +115,14 @@ def _summary_shaped(data: Any) -> bool:
 def summary_table(summary: Summary) -> str:
     """A compact table: per-benchmark n, mean and interval, then the overall line (a
     HealthBench run's: simple-evals' metrics)."""
-    if "metrics" in summary:
-        from .healthbench_scores import summary_text
+    if "metrics" in summary:  # HealthBench's, or its meta-eval's
+        from . import healthbench_meta_scores, healthbench_scores
 
-        return summary_text(cast("dict[str, Any]", summary))
+        meta = "pairwise_model_f1_balanced" in cast("dict[str, Any]", summary)["metrics"]
+        found = cast("dict[str, Any]", summary)
+        if meta:
+            return healthbench_meta_scores.summary_text(found)
+        return healthbench_scores.summary_text(found)
     names = list(summary["benchmarks"])
     width = max([len("overall (macro)"), *(len(n) for n in names)])
     note = judge_note(str(summary["judge_model"])) if summary.get("judge_service") else None

@@ -82,6 +82,8 @@ def _verdicts(case: Case, row: dict[str, Any]) -> dict[object, object]:
     if isinstance(decisions, list):
         return {d.get("item_id"): d.get("matched") for d in decisions if isinstance(d, dict)}
     items = row.get("rubric_items")
+    if "criteria_met" in row:  # a meta-eval line: its one item's verdict
+        items = [{"criteria_met": row["criteria_met"]}]
     if not isinstance(items, list):
         return {}
     ids = [it["item_id"] for it in case["rubric_items"]]
@@ -113,6 +115,8 @@ def show_case(run: Run, case_id: str, dataset: Path | None = None) -> str:
     completion = (last or {}).get("completion")
     if answer is None and isinstance(completion, list):  # HealthBench: the completion
         answer = "".join(str(m.get("content", "")) for m in completion)
+    elif answer is None and isinstance(completion, str):  # its meta-eval's: as given
+        answer = completion
     out = [
         f"case {case_id}  ({case['benchmark']}, {case['grading_method']})",
         f"  {visible(outcome)}",

@@ -335,9 +335,10 @@ def status_text(status: RunStatusRecord, now: float | None = None) -> str:
     if "overall_macro_mean" in status:
         lo, hi = status["overall_ci95"]
         mean = num(status["overall_macro_mean"])
-        said = (  # HealthBench's figure is simple-evals' score; the interval is ours
-            f"score {mean} (simple-evals' overall_score)  95% CI {interval([lo, hi])} (ours)"
-            if status.get("benchmark") == "HealthBench"
+        named = status.get("benchmark")  # HealthBench's: simple-evals' score; the CI ours
+        said = (
+            f"score {mean} (simple-evals' {named} score)  95% CI {interval([lo, hi])} (ours)"
+            if named
             else f"overall macro mean {mean}  95% CI {interval([lo, hi])}"
         )
         lines.append(f"  {said}")
