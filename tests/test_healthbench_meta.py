@@ -135,6 +135,10 @@ def test_the_grader_is_asked_each_line_as_the_script_asks_and_scored_as_it_score
             assert found[key][rater]["value"] == pytest.approx(value), key
     shown = run_cli("status", "ans-model", "--jobs-dir", str(tmp_path / "jobs"))
     assert shown.returncode == 0, shown.stderr
+    # calibrate: the grader against the physicians whose labels the run carries
+    balanced = _plain_pairwise(own, labels, cats)["pairwise_model_f1_balanced"]
+    said = run_cli("calibrate", "ans-model", "--jobs-dir", str(tmp_path / "jobs")).stdout
+    assert f"balanced F1 (simple-evals' score) {balanced:.4f}" in said
 
 
 def test_a_bad_meta_eval_line_is_one_line_naming_it(tmp_path, fixture_dir, batch_emulator):

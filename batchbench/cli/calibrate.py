@@ -170,6 +170,8 @@ def calibrate(
         return
     if len(runs) != 1:
         raise ConfigError("calibrate takes one run (or `sheet RUN...`)")
+    if _meta_eval(runs[0], jobs_dir, bool(labels), as_json):
+        return
     if not labels:
         raise ConfigError("calibrate RUN needs --labels FILE (a filled labelling sheet)")
     if plan and (width is None or not 0 < width < 1):
@@ -177,6 +179,28 @@ def calibrate(
     typer.echo(
         _against(runs[0], jobs_dir, labels, labels_format, raters, width if plan else None, as_json)
     )
+
+
+def _meta_eval(name: str, jobs_dir: Path, labelled: bool, as_json: bool) -> bool:
+    """A run of HealthBench's meta-eval carries its physicians' labels: the grader against
+    them is its summary's (simple-evals' figures), printed here; True when it was one."""
+    import json
+
+    from ..engine.rundir import existing_run
+    from ..errors import ConfigError, NotFinished
+    from ..scores.sources import not_finished
+    from ..scores.summary_file import summary_table
+
+    run = existing_run(jobs_dir, name)
+    if not run.load_config().grading.always_given:
+        return False
+    if labelled:
+        raise ConfigError(f"run {name!r} is a meta-eval: its physicians' labels are its own")
+    if not run.summary_path.is_file():
+        raise NotFinished(not_finished(run))
+    summary = json.loads(run.summary_path.read_text(encoding="utf-8"))
+    typer.echo(json.dumps(summary, indent=1) if as_json else summary_table(summary))
+    return True
 
 
 def _against(
