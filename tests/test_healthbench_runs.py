@@ -226,6 +226,20 @@ def test_an_item_never_graded_is_asked_max_attempts_times_then_failed_and_shown(
         run_cli("status", "ans-model", "--jobs-dir", str(tmp_path / "jobs"), "--json").stdout
     )
     assert status["cases"]["errors"] == 1
+    # The same command again, the grader now answering: only the item that failed is
+    # asked again (the example's other items and answer are kept), and its row replaces
+    # the error row in the summary (the last row counts).
+    scripted.invalid = None
+    asked = len(scripted.graders)
+    again = run_cli(*args, env=env())
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert scripted.graders[asked:] == [
+        rules.grader_message(line, _answer(_question(line)), line["rubrics"][1])
+    ]
+    assert_no_duplicates(emu)
+    summary = json.loads((run_dir / "results.summary.json").read_text())
+    assert (summary["graded"], summary["errors"]) == (8, 0)
+    _check_rows_and_summary(run_dir, "judge-model")
 
 
 @pytest.mark.parametrize(
@@ -599,3 +613,26 @@ def test_a_healthbench_run_in_a_bucket_ticked_by_cron_finishes_once(
     assert_no_duplicates(emu)
     got = pull(uri, "ans-model", {}, tmp_path / "pulled")
     _check_rows_and_summary(got / "ans-model", "judge-model")
+
+
+def test_several_models_in_one_command_are_ranked_by_simple_evals_score(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    emu = batch_emulator_factory(responder=ByModel(), models=["other-model"])
+    args = run_args(
+        emu, tmp_path, fixture_dir, "--dataset", str(FILE), "--answer-model", "other-model"
+    )
+    at = args.index("--run")
+    del args[at : at + 2]
+    proc = run_cli(*args, env=env())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "leaderboard (simple-evals' HealthBench score)" in proc.stdout
+    scores = {}
+    for model in ("ans-model", "other-model"):
+        graded = [(ln, _verdicts(ln, _answer(_question(ln), f" ({model})"))) for ln in LINES]
+        scores[model] = rules.clipped_mean(rules.metric_values(graded)["overall_score"])
+    ranked = [m for m, _ in sorted(scores.items(), key=lambda kv: -kv[1])]
+    board = proc.stdout.split("leaderboard (simple-evals' HealthBench score)")[1]
+    assert board.index(ranked[0]) < board.index(ranked[1])
+    for score in scores.values():
+        assert f"{score:.3f}" in board

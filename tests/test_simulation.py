@@ -104,7 +104,7 @@ def test_a_seeded_healthbench_schedule_keeps_every_invariant(
 
 
 @pytest.mark.soak
-@pytest.mark.parametrize("seed", _seeds(range(304, 324)), ids=lambda s: f"seed-{s}")
+@pytest.mark.parametrize("seed", _seeds(range(304, 314)), ids=lambda s: f"seed-{s}")
 def test_many_more_seeded_healthbench_schedules_keep_every_invariant(
     seed, batch_emulator_factory, clock, tmp_path, fixture_dir, record_property
 ):

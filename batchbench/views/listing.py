@@ -105,10 +105,16 @@ def leaderboard_text(runs: list[Run], pricing: Pricing, hint: bool = True) -> st
     judges: dict[str, list[Run]] = {}
     for run in runs:
         judges.setdefault(run.load_config().judge_model, []).append(run)
+    grading = runs[0].load_config().grading if runs else None  # one command: one benchmark
+    what = (
+        f"simple-evals' {grading.name} score"
+        if grading and grading.per_item
+        else "overall macro mean"
+    )
     if len(judges) == 1:
-        return _board(runs, pricing, hint, "leaderboard (overall macro mean)")
+        return _board(runs, pricing, hint, f"leaderboard ({what})")
     return "\n\n".join(
-        _board(theirs, pricing, hint, f"leaderboard under judge {judge} (overall macro mean)")
+        _board(theirs, pricing, hint, f"leaderboard under judge {judge} ({what})")
         for judge, theirs in judges.items()
     )
 
