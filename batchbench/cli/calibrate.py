@@ -187,12 +187,15 @@ def _meta_eval(name: str, jobs_dir: Path, labelled: bool, as_json: bool) -> bool
     import json
 
     from ..engine.rundir import existing_run
-    from ..errors import ConfigError, NotFinished
+    from ..errors import BatchbenchError, ConfigError, NotFinished
     from ..scores.sources import not_finished
     from ..scores.summary_file import summary_table
 
-    run = existing_run(jobs_dir, name)
-    if not run.load_config().grading.always_given:
+    try:
+        run = existing_run(jobs_dir, name)
+        if not run.load_config().grading.always_given:
+            return False
+    except BatchbenchError:  # no run by that name: the command's own checks say what it is
         return False
     if labelled:
         raise ConfigError(f"run {name!r} is a meta-eval: its physicians' labels are its own")
