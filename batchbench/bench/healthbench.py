@@ -64,16 +64,23 @@ class HealthBench:
         return {e.prompt_id: e for e in self.examples}
 
 
-def is_healthbench(path: Path) -> bool:
-    """A file whose first line is a JSON object with a ``prompt`` list and ``rubrics``."""
+def first_object(path: Path) -> dict[str, Any]:
+    """A file's first line as a JSON object (empty when it is not a file of such lines):
+    what tells a JSONL's format by its content."""
     if not path.is_file():
-        return False
+        return {}
     try:
         with path.open("rb") as fh:
             first = json.loads(fh.readline())
-    except (OSError, ValueError):
-        return False
-    return isinstance(first, dict) and isinstance(first.get("prompt"), list) and "rubrics" in first
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return first if isinstance(first, dict) else {}
+
+
+def is_healthbench(path: Path) -> bool:
+    """A file whose first line is a JSON object with a ``prompt`` list and ``rubrics``."""
+    first = first_object(path)
+    return isinstance(first.get("prompt"), list) and "rubrics" in first
 
 
 def _field(where: str, line: dict[str, Any], name: str, kind: type, what: str) -> Any:

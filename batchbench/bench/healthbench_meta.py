@@ -32,14 +32,7 @@ MAX_BYTES = 1 << 30
 
 def is_meta(path: Path) -> bool:
     """A file whose first line is an object with a completion, a rubric and its labels."""
-    if not path.is_file():
-        return False
-    try:
-        with path.open("rb") as fh:
-            first = json.loads(fh.readline())
-    except (OSError, ValueError):
-        return False
-    return isinstance(first, dict) and {"completion", "rubric", "binary_labels"} <= set(first)
+    return {"completion", "rubric", "binary_labels"} <= set(healthbench.first_object(path))
 
 
 def _case(where: str, n: int, line: Any) -> Case:
