@@ -575,6 +575,8 @@ def test_the_grader_is_simple_evals_unless_named_and_bedside_bench_needs_a_judge
     at = bedside.index("--judge-model")
     del bedside[at : at + 2]
     assert_one_line_error(run_cli(*bedside, env=env()), "run needs --judge-model MODEL")
+    given = run_cli(*bedside, "--judge-model", "judge-model", "--physician-completions", env=env())
+    assert_one_line_error(given, "--physician-completions", "BedsideBench gives no answers")
 
 
 def test_what_is_not_built_for_healthbench_says_so_in_one_line(

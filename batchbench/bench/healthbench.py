@@ -13,7 +13,7 @@ import functools
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -148,21 +148,31 @@ def _example(where: str, line: Any) -> Example:
     )
 
 
+def jsonl(path: Path, what: str) -> tuple[bytes, Iterator[tuple[int, str, Any]]]:
+    """A JSONL file's bytes (bounded) and each non-blank line as ``(number, where, value)``;
+    a line that is not JSON is one line naming the file and the line."""
+    data = read_bounded(path, MAX_BYTES, DatasetError, str(path), f"over 1 GiB: not {what}")
+
+    def lines() -> Iterator[tuple[int, str, Any]]:
+        for n, raw in enumerate(data.split(b"\n"), 1):
+            if not raw.strip():
+                continue
+            where = f"{path}: line {n}"
+            try:
+                yield n, where, json.loads(raw)
+            except (ValueError, RecursionError):
+                raise DatasetError(f"{where}: not JSON") from None
+
+    return data, lines()
+
+
 def load_healthbench(path: Path) -> HealthBench:
     """Every line read and checked: a line that is not an example is one line naming the
     file, the line and the field; a ``prompt_id`` twice is refused."""
-    too_big = f"over {MAX_BYTES >> 30} GiB: not a HealthBench file"
-    data = read_bounded(path, MAX_BYTES, DatasetError, str(path), too_big)
+    data, lines = jsonl(path, "a HealthBench file")
     examples: list[Example] = []
     seen: dict[str, int] = {}
-    for n, raw in enumerate(data.split(b"\n"), 1):
-        if not raw.strip():
-            continue
-        where = f"{path}: line {n}"
-        try:
-            line = json.loads(raw)
-        except (ValueError, RecursionError):
-            raise DatasetError(f"{where}: not JSON") from None
+    for n, where, line in lines:
         example = _example(where, line)
         if example.prompt_id in seen:
             raise DatasetError(

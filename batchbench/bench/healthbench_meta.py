@@ -19,7 +19,6 @@ import json
 from pathlib import Path
 from typing import Any, cast
 
-from .._io import read_bounded
 from ..errors import DatasetError
 from . import healthbench
 from .dataset import Case
@@ -27,7 +26,6 @@ from .protocol import Prompt
 
 PROTOCOL_VERSION = "healthbench-meta-simple-evals-v1"
 BENCHMARK = "healthbench-meta"
-MAX_BYTES = 1 << 30
 
 
 def is_meta(path: Path) -> bool:
@@ -73,17 +71,8 @@ def _case(where: str, n: int, line: Any) -> Case:
 def load_meta(path: Path) -> tuple[list[Case], str]:
     """Every line read and checked (one line naming the file, line and field when one is
     not a meta-eval line); the cases and the file's digest."""
-    data = read_bounded(path, MAX_BYTES, DatasetError, str(path), "over 1 GiB: no meta-eval")
-    cases: list[Case] = []
-    for n, raw in enumerate(data.split(b"\n"), 1):
-        if not raw.strip():
-            continue
-        where = f"{path}: line {n}"
-        try:
-            line = json.loads(raw)
-        except (ValueError, RecursionError):
-            raise DatasetError(f"{where}: not JSON") from None
-        cases.append(_case(where, n, line))
+    data, lines = healthbench.jsonl(path, "a HealthBench meta-eval file")
+    cases = [_case(where, n, line) for n, where, line in lines]
     if not cases:
         raise DatasetError(f"{path}: no line in it")
     return cases, hashlib.sha256(data).hexdigest()

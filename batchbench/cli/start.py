@@ -179,6 +179,11 @@ def _models(
     from ..errors import ConfigError
 
     grading = grading_for(dataset_format(dataset, named_format))
+    if physicians and grading.given_label is None:
+        raise ConfigError(
+            f"--physician-completions: {grading.name} gives no answers of its own"
+            " (HealthBench's ideal completions do)"
+        )
     given = grading.given_label if physicians or grading.always_given else None
     if given is not None and answers:
         flag = "--physician-completions" if physicians else f"a {grading.name} file"
