@@ -90,6 +90,8 @@ def _expected(line: dict) -> dict:
         "cached_tokens": details.get("cached_tokens") or 0,
         "completion_tokens": usage.get("completion_tokens") or 0,
         "reasoning_tokens": reasoning.get("reasoning_tokens") or 0,
+        "cache_write_5m_tokens": 0,  # OpenAI's chat usage has no cache writes
+        "cache_write_1h_tokens": 0,
     }
 
 

@@ -187,11 +187,17 @@ class _OutputDetails(msgspec.Struct, gc=False):
     thinking_tokens: int | None = None
 
 
+class _CacheCreation(msgspec.Struct, gc=False):
+    ephemeral_5m_input_tokens: int | None = None
+    ephemeral_1h_input_tokens: int | None = None
+
+
 class _Usage(msgspec.Struct, gc=False):
     input_tokens: int | None = None
     output_tokens: int | None = None
     cache_read_input_tokens: int | None = None
     cache_creation_input_tokens: int | None = None
+    cache_creation: _CacheCreation | None = None
     output_tokens_details: _OutputDetails | None = None
 
 
@@ -251,6 +257,14 @@ def _status(error: msgspec.Raw) -> int:
     return STATUS_OF.get(kind or "", 500)
 
 
+def cache_writes(u: _Usage) -> dict[str, int]:
+    """Tokens written to cache by lifetime. A reply without the split (older API versions)
+    wrote them all at five minutes, the only lifetime there was."""
+    written = u.cache_creation_input_tokens or 0
+    hour = (u.cache_creation.ephemeral_1h_input_tokens or 0) if u.cache_creation else 0
+    return {"cache_write_5m_tokens": written - hour, "cache_write_1h_tokens": hour}
+
+
 def claude_reply(message: _Message | None) -> dict[str, Any]:
     """A Claude message's part of a result row, wherever it was served (a Message Batch,
     a Bedrock job): its text by the reference's rule, the empty reply's error, and its
@@ -267,6 +281,7 @@ def claude_reply(message: _Message | None) -> dict[str, Any]:
         + (u.cache_read_input_tokens or 0)
         + (u.cache_creation_input_tokens or 0),
         "cached_tokens": u.cache_read_input_tokens,
+        **cache_writes(u),
         "completion_tokens": u.output_tokens,
         "reasoning_tokens": details.thinking_tokens if details is not None else None,
         "served_model": message.model if message is not None else None,
@@ -279,7 +294,7 @@ def read_results(paths: Sequence[Path]) -> pl.DataFrame:
     (its text read by the reference's rule), ``errored`` the HTTP status its error type
     stands for with the error object as the body's text, ``canceled`` and ``expired``
     lines the service never ran."""
-    cols: dict[str, list[Any]] = {k: [] for k in frames.FRAME_SCHEMA if k != "row"}
+    rows: list[dict[str, Any]] = []
     read, unfit = frames.read_fitting(paths, _LINE, frames.IDS)
     for path, lineno, line in read:
         result = line.result
@@ -310,7 +325,6 @@ def read_results(paths: Sequence[Path]) -> pl.DataFrame:
             ),
             **claude_reply(message),
         }
-        for key, value in row.items():
-            cols[key].append(value)
-    built = frames.build({**cols, "row": list(range(len(cols["file"])))})
+        rows.append(row)
+    built = frames.from_rows(rows)
     return frames.with_unfit(built, unfit)

@@ -189,7 +189,7 @@ def read_output(paths: Sequence[Path]) -> pl.DataFrame:
     """``*.jsonl.out`` files → the common frame: a ``modelOutput`` is a 200 reply read by
     the reference's Claude rule, an ``error`` the status its code stands for with the
     error object as the body's text."""
-    cols: dict[str, list[Any]] = {k: [] for k in frames.FRAME_SCHEMA if k != "row"}
+    rows: list[dict[str, Any]] = []
     for path, lineno, line in frames.read_files(paths, _RECORD):
         message, error = line.modelOutput, line.error
         if (message is None) == (error is None):
@@ -206,6 +206,5 @@ def read_output(paths: Sequence[Path]) -> pl.DataFrame:
             "body_text": _ENCODE.encode(error).decode() if error is not None else None,
             **claude_reply(message),
         }
-        for key, value in row.items():
-            cols[key].append(value)
-    return frames.build({**cols, "row": list(range(len(cols["file"])))})
+        rows.append(row)
+    return frames.from_rows(rows)

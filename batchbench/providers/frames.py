@@ -39,7 +39,16 @@ from .._io import jsonl_lines
 from ..errors import BatchFileError, TruncatedFileError
 
 _SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads joins pairs: any left is lone
-USAGE_COLUMNS = ("prompt_tokens", "cached_tokens", "completion_tokens", "reasoning_tokens")
+# Input tokens include those read from cache (``cached_tokens``) and those written to it
+# (Anthropic's cache writes, by their lifetime: billed above the input price).
+USAGE_COLUMNS = (
+    "prompt_tokens",
+    "cached_tokens",
+    "completion_tokens",
+    "reasoning_tokens",
+    "cache_write_5m_tokens",
+    "cache_write_1h_tokens",
+)
 
 FRAME_SCHEMA: dict[str, Any] = {
     "file": pl.String,
@@ -59,7 +68,12 @@ FRAME_SCHEMA: dict[str, Any] = {
     "served_version": pl.String,
 }
 # Columns a reader may leave out (a line that says nothing of them): read as nulls.
-OPTIONAL_COLUMNS = ("served_model", "served_version")
+OPTIONAL_COLUMNS = (
+    "served_model",
+    "served_version",
+    "cache_write_5m_tokens",
+    "cache_write_1h_tokens",
+)
 
 
 def check_tail(data: bytes | mmap.mmap, path: Path) -> None:
@@ -306,6 +320,14 @@ def clean(value: Any) -> Any:
     if isinstance(value, dict):
         return {clean(k): clean(v) for k, v in value.items()}
     return value
+
+
+def from_rows(rows: Sequence[Mapping[str, Any]]) -> pl.DataFrame:
+    """The frame of rows, one a line, each a mapping of the frame's columns (a column a
+    row says nothing of — a cache write on a service that has none — is null: 0 for
+    usage). Every reader of a service's lines one at a time builds its frame here."""
+    columns = {k: [row.get(k) for row in rows] for k in FRAME_SCHEMA if k != "row"}
+    return build({**columns, "row": list(range(len(rows)))})
 
 
 def build(columns: Mapping[str, Sequence[Any] | str]) -> pl.DataFrame:

@@ -225,7 +225,7 @@ def read_results(paths: Sequence[Path]) -> pl.DataFrame:
     """Responses files → the common frame, every line checked: a ``response`` is a 200
     reply, an ``error`` (or ``status``) the HTTP status its code says, with the error
     object as the body's text."""
-    cols: dict[str, list[Any]] = {k: [] for k in frames.FRAME_SCHEMA if k != "row"}
+    rows: list[dict[str, Any]] = []
     read, unfit = frames.read_fitting(paths, _LINE, frames.IDS)
     for path, lineno, line in read:
         failure = line.error if bytes(line.error) != b"null" else line.status
@@ -251,7 +251,6 @@ def read_results(paths: Sequence[Path]) -> pl.DataFrame:
             "body_text": bytes(failure).decode("utf-8", "replace") if failed else None,
             **gemini_reply(line.response if not failed else None),
         }
-        for key, value in row.items():
-            cols[key].append(value)
-    built = frames.build({**cols, "row": list(range(len(cols["file"])))})
+        rows.append(row)
+    built = frames.from_rows(rows)
     return frames.with_unfit(built, unfit)

@@ -201,14 +201,6 @@ class _ClaudeLine(msgspec.Struct, gc=False):
     response: _Message | None = None
 
 
-def _collect(rows: list[dict[str, Any]]) -> pl.DataFrame:
-    cols: dict[str, list[Any]] = {k: [] for k in frames.FRAME_SCHEMA if k != "row"}
-    for row in rows:
-        for key, value in row.items():
-            cols[key].append(value)
-    return frames.build({**cols, "row": list(range(len(cols["file"])))})
-
-
 def _row(
     path: str | Path,
     lineno: int,
@@ -251,7 +243,7 @@ def read_gemini(paths: Sequence[Path]) -> pl.DataFrame:
         has = line.response is not None
         row, ok = _row(path, lineno, labels[ID_LABEL], line.status, has, _google_code)
         rows.append({**row, **gemini_reply(line.response if ok else None)})
-    return _collect(rows)
+    return frames.from_rows(rows)
 
 
 def read_claude(paths: Sequence[Path]) -> pl.DataFrame:
@@ -261,4 +253,4 @@ def read_claude(paths: Sequence[Path]) -> pl.DataFrame:
         has = line.response is not None
         row, ok = _row(path, lineno, line.custom_id, line.status, has, _claude_code)
         rows.append({**row, **claude_reply(line.response if ok else None)})
-    return _collect(rows)
+    return frames.from_rows(rows)
