@@ -18,7 +18,8 @@ from typing import Any, TypeVar
 
 from .catalogue import Catalogue
 from .clock import Clock
-from .model import Model
+from .model import Model, token_ids
+from .prompt_cache import PromptCache
 
 T = TypeVar("T")
 # Tests: a service that returns broken files. Called with the kind of file ("output",
@@ -138,6 +139,7 @@ class Store:
         self.decide = Decider(seed)
         self.lock = threading.RLock()
         self.executions: list[dict[str, Any]] = []
+        self.cache = PromptCache(token_ids)
         self.faults: dict[str, int] = {}
 
     def now(self) -> float:
@@ -148,14 +150,23 @@ class Store:
         rate = self.settings.anomalies.get(name)
         return rate is not None and self.decide.roll(name, key, rate)
 
-    def executed(self, provider: str, batch_id: str, custom_id: str, status: int | None) -> None:
-        """A line ran: what the service bills."""
+    def executed(
+        self,
+        provider: str,
+        batch_id: str,
+        custom_id: str,
+        status: int | None,
+        reply: Any = None,
+    ) -> None:
+        """A line ran: what the service bills (``reply``: the body it answered with, whose
+        usage is the tokens billed)."""
         self.executions.append(
             {
                 "provider": provider,
                 "batch_id": batch_id,
                 "custom_id": custom_id,
                 "status_code": status,
+                "billed": billed(reply),
             }
         )
 
@@ -164,6 +175,35 @@ class Store:
 
     def known_model(self, name: str) -> bool:
         return name not in self.settings.unknown_models and self.catalogue.knows(name)
+
+
+def billed(reply: Any) -> dict[str, int]:
+    """The tokens a reply's usage bills, whatever its service's shape (OpenAI's chat and
+    Responses, Anthropic's Messages, Gemini's ``usageMetadata``): ``input`` (cached and
+    written included), ``cached``, ``cache_write_5m``, ``cache_write_1h``, ``output``."""
+    out = dict.fromkeys(("input", "cached", "cache_write_5m", "cache_write_1h", "output"), 0)
+    if not isinstance(reply, dict):
+        return out
+    u = reply.get("usage") or {}
+    meta = reply.get("usageMetadata") or {}
+    if "cache_read_input_tokens" in u or "cache_creation_input_tokens" in u:  # Anthropic
+        split = u.get("cache_creation") or {}
+        written = int(u.get("cache_creation_input_tokens") or 0)
+        hour = int(split.get("ephemeral_1h_input_tokens") or 0)
+        out["cached"] = int(u.get("cache_read_input_tokens") or 0)
+        out["cache_write_1h"], out["cache_write_5m"] = hour, written - hour
+        out["input"] = int(u.get("input_tokens") or 0) + out["cached"] + written
+        out["output"] = int(u.get("output_tokens") or 0)
+    elif meta:  # Gemini
+        out["input"] = int(meta.get("promptTokenCount") or 0)
+        out["cached"] = int(meta.get("cachedContentTokenCount") or 0)
+        out["output"] = int(meta.get("candidatesTokenCount") or 0)
+    else:  # OpenAI's shapes
+        details = u.get("prompt_tokens_details") or u.get("input_tokens_details") or {}
+        out["input"] = int(u.get("prompt_tokens", u.get("input_tokens")) or 0)
+        out["cached"] = int(details.get("cached_tokens") or 0)
+        out["output"] = int(u.get("completion_tokens", u.get("output_tokens")) or 0)
+    return out
 
 
 def due_lines(total: int, start: float, now: float, latency: float, flush: bool) -> int:

@@ -104,6 +104,18 @@ def estimate_tokens(text: str) -> int:
     return max(1, _count(encode, text))
 
 
+def token_ids(text: str) -> list[Any]:
+    """A text's tokens themselves (ids from the real tokenizer, else four-character
+    pieces): what a prompt cache compares prefixes on."""
+    encode = _tokenizer()[1]
+    if encode is not None and len(text) <= CHUNK:
+        try:
+            return list(encode(text))
+        except ValueError:
+            pass
+    return [text[i : i + 4] for i in range(0, len(text), 4)]
+
+
 CHUNK = 100_000  # characters the tokenizer is given at once (it refuses very long input)
 
 

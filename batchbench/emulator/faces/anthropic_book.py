@@ -229,7 +229,9 @@ class AnthropicBook:
             if result["type"] == "succeeded"
             else ERROR_TYPES.get(str(result["error"].get("error", {}).get("type")), 500)
         )
-        self.store.executed("anthropic", batch.id, request["custom_id"], status)
+        self.store.executed(
+            "anthropic", batch.id, request["custom_id"], status, result.get("message")
+        )
 
     def _errored(self, status: int, message: str, kind: str | None = None) -> dict[str, Any]:
         return {"type": "errored", "error": error_body(status, message, kind, self._request_id())}
@@ -250,7 +252,9 @@ class AnthropicBook:
             return self._errored(500, f"responder failed: {exc}")
         if isinstance(reply, str):
             message_id = "msg_01" + self.store.decide.token(BASE58, 22)
-            return {"type": "succeeded", "message": message(params, reply, message_id)}
+            made = message(params, reply, message_id)
+            self._cache(batch, params, made["usage"])
+            return {"type": "succeeded", "message": made}
         if isinstance(reply, dict) and isinstance(reply.get("status_code"), int):
             status, body = reply["status_code"], reply.get("body")
             if 200 <= status < 300:
@@ -263,6 +267,21 @@ class AnthropicBook:
         return self._errored(
             500, f"responder returned {type(reply).__name__}; expected str or dict"
         )
+
+    def _cache(self, batch: MessageBatch, params: dict[str, Any], usage: dict[str, Any]) -> None:
+        """A request marking a prefix (``cache_control``) reads or writes it, as Anthropic
+        bills it (:meth:`...prompt_cache.PromptCache.marked`)."""
+        total = int(usage["input_tokens"])
+        use = self.store.cache.marked(
+            str(params["model"]), params, batch.id, total, self.store.now()
+        )
+        usage["input_tokens"] = use["input"]
+        usage["cache_read_input_tokens"] = use["read"]
+        usage["cache_creation_input_tokens"] = use["write_5m"] + use["write_1h"]
+        usage["cache_creation"] = {
+            "ephemeral_5m_input_tokens": use["write_5m"],
+            "ephemeral_1h_input_tokens": use["write_1h"],
+        }
 
     def _end(self, batch: MessageBatch, now: float, unfinished: str | None) -> None:
         store = self.store

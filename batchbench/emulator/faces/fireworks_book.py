@@ -191,7 +191,9 @@ class FireworksBook:
         result = self._run(job, line, f"{job.name}/{line['custom_id']}")
         job.results[index] = result
         status = 200 if "response" in result else int(result["error"].get("code") or 500)
-        self.store.executed("fireworks", job.name, line["custom_id"], status)
+        self.store.executed(
+            "fireworks", job.name, line["custom_id"], status, result.get("response")
+        )
 
     def _run(self, job: Job, line: Any, key: str) -> dict[str, Any]:
         """One executed line: ``{"response": ...}`` or ``{"error": ...}``."""

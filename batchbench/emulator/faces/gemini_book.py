@@ -182,7 +182,7 @@ class GeminiBook:
         )
         job.results[index] = result
         status = 200 if "response" in result else int(result["error"].get("code") or 500)
-        self.store.executed("gemini", job.id, key, status)
+        self.store.executed("gemini", job.id, key, status, result.get("response"))
 
     def _end(self, job: Job, state: str, now: float) -> None:
         job.state = state

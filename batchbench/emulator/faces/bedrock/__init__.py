@@ -268,7 +268,9 @@ class BedrockFace:
             )
         line = f"invoke/{self.store.decide.nth('bedrock-invoke')}"
         status, body = invoke(self.store, model_id, x.json(), line)
-        self.store.executed("bedrock-runtime", "on-demand", line, status)
+        self.store.executed(
+            "bedrock-runtime", "on-demand", line, status, body if status == 200 else None
+        )
         if status != 200:
             raise ApiFailure(status, str(body.get("message")))
         usage = body.get("usage") or {}

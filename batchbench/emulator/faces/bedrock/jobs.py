@@ -270,7 +270,7 @@ class Jobs:
         else:
             line["error"] = {"errorCode": status, "errorMessage": body.get("message", "")}
         job.results[rid] = line
-        self.store.executed("bedrock", job.id, rid, status)
+        self.store.executed("bedrock", job.id, rid, status, body if status == 200 else None)
 
     def _end(self, job: Job, when: float, status: str) -> None:
         store = self.store

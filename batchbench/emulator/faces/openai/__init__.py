@@ -224,7 +224,7 @@ class OpenAIFace:
             made, error = reply(store, where, "/v1/chat/completions", body, request_id, store.now())
             response = made or {"status_code": 500, "body": {"error": error}}
         status = int(response["status_code"])
-        store.executed(self.book.provider, tier or "sync", name, status)
+        store.executed(self.book.provider, tier or "sync", name, status, response["body"])
         return Reply(response["body"], status, {"x-request-id": request_id})
 
     # models -----------------------------------------------------------------

@@ -280,7 +280,9 @@ class OpenAIBook:
             )
         batch.results.append((line["custom_id"], response, error))
         status = None if response is None else response["status_code"]
-        self.store.executed(self.provider, batch.id, line["custom_id"], status)
+        self.store.executed(
+            self.provider, batch.id, line["custom_id"], status, (response or {}).get("body")
+        )
 
     def _finish(
         self, batch: Batch, now: float, status: str, code: str | None, message: str | None

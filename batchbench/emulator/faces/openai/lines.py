@@ -8,10 +8,14 @@ from typing import Any
 from ...anomalies import served
 from ...core import Store
 from ...endpoints import shape
+from ...prompt_cache import chat_prompt
 
 # The OpenAI-shaped services whose chat completions document a system_fingerprint
 # (OpenAI's chat completion object, Azure OpenAI's, Groq's); the others' are not said.
 FINGERPRINTED = frozenset({"openai", "azure", "groq"})
+# The services whose batches document automatic prompt caching in our sources (OpenAI's
+# Batch usage carries cached_tokens): the others report none (:mod:`...prompt_cache`).
+CACHING = frozenset({"openai"})
 
 
 def reply(
@@ -43,6 +47,8 @@ def reply(
         }, None
     if isinstance(result, str):
         reply = shape(endpoint, body, result, request_id, now)
+        if provider in CACHING:
+            cached_prompt(store, provider, body, reply, now)
         if reply.get("object") == "chat.completion":  # who served it, as OpenAI says
             model, fingerprint = served(store, str(body.get("model")), where)
             reply["model"] = model
@@ -72,3 +78,16 @@ def reply(
             }
         },
     }, None
+
+
+def cached_prompt(
+    store: Store, provider: str, body: dict[str, Any], reply: dict[str, Any], now: float
+) -> None:
+    """The reply's cached input tokens by the automatic rule (a chat or Responses reply)."""
+    usage = reply.get("usage")
+    details = (usage or {}).get("prompt_tokens_details", (usage or {}).get("input_tokens_details"))
+    if not isinstance(details, dict) or not isinstance(usage, dict):
+        return
+    total = int(usage.get("prompt_tokens", usage.get("input_tokens")) or 0)
+    model = str(body.get("model"))
+    details["cached_tokens"] = store.cache.automatic(provider, model, chat_prompt(body), total, now)

@@ -257,7 +257,7 @@ class Jobs:
             code, out = run_claude(self.store, job.model, request, where)
             out = {"custom_id": line.get("custom_id"), "request": request, **out}
         job.results[index] = out
-        self.store.executed("vertex", job.id, line_id(line, index), code)
+        self.store.executed("vertex", job.id, line_id(line, index), code, out.get("response"))
 
     def _end(self, job: Job, when: float, state: str) -> None:
         store = self.store
