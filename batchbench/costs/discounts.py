@@ -13,18 +13,52 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import ConfigError
+
+Stacking = Literal["stacks", "no", "unknown"]
+
+
+@dataclass(frozen=True)
+class CacheTerms:
+    """How a venue bills input read from its prompt cache inside a batch.
+
+    ``stacks``: at the cache-read price with the batch discount on top (Anthropic: "the
+    pricing discounts from prompt caching and Message Batches can stack"), or, where the
+    venue states it so (Fireworks: "a further 50%"), at ``cached_share`` of the batch
+    input price. ``no``: the batch price alone. ``unknown`` — no statement in our
+    sources — is priced as ``no``, never below the bill, and said so.
+    """
+
+    stacking: Stacking = "unknown"
+    source: str = "no statement on caching inside batches in our sources"
+    cached_share: float | None = None  # of the batch input price (None: cached_input's)
+
+    def uncached_why(self, venue: str) -> str | None:
+        """Why cached input on this venue is priced as uncached (None: it is not)."""
+        if self.stacking == "stacks":
+            return None
+        how = (
+            "does not discount cached input in a batch"
+            if self.stacking == "no"
+            else "has no stated price for cached input in a batch"
+        )
+        return f"{venue} {how} ({self.source})"
+
+
+UNKNOWN = CacheTerms()
 
 
 @dataclass(frozen=True)
 class Discount:
-    """A fraction off the synchronous list price, and where it was read."""
+    """A fraction off the synchronous list price, and where it was read; and how the
+    venue bills cached input under it."""
 
     fraction: float
     source: str
     as_of: str | None = None
+    cache: CacheTerms = UNKNOWN
 
     def text(self) -> str:
         """``batch discount 50%, per <source>, as of 2026-06``: for the dry run's lines."""
@@ -53,9 +87,26 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _terms(value: Any, where: str) -> CacheTerms:
+    """``caching: {"stacks": true | false | null, "source", "cached_share"}``."""
+    if value is None:
+        return UNKNOWN
+    if not isinstance(value, dict) or value.get("stacks") not in (True, False, None):
+        raise ConfigError(f"{where} must be an object whose 'stacks' is true, false or null")
+    said: dict[Any, Stacking] = {True: "stacks", False: "no", None: "unknown"}
+    stacking = said[value.get("stacks")]
+    share = value.get("cached_share")
+    return CacheTerms(
+        stacking,
+        _text(value.get("source")) or UNKNOWN.source,
+        None if share is None else _fraction(share, f"{where}.cached_share"),
+    )
+
+
 def parse_venues(data: Any, source: str) -> dict[str, VenueDiscount]:
     """``batch_discounts`` of a price file: venue → ``{"discount", "source", "as_of",
-    "models": {model: discount}}``; a one-line error names the field that is wrong."""
+    "models": {model: discount}, "caching": {...}}``; a one-line error names the field
+    that is wrong."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: batch_discounts must be an object of venues")
     venues: dict[str, VenueDiscount] = {}
@@ -65,14 +116,15 @@ def parse_venues(data: Any, source: str) -> dict[str, VenueDiscount]:
             raise ConfigError(f"{where} must be an object with 'discount' and 'source'")
         said = _text(entry.get("source")) or source
         as_of = _text(entry.get("as_of"))
-        usual = Discount(_fraction(entry.get("discount"), f"{where}.discount"), said, as_of)
+        terms = _terms(entry.get("caching"), f"{where}.caching")
+        usual = Discount(_fraction(entry.get("discount"), f"{where}.discount"), said, as_of, terms)
         models = entry.get("models") or {}
         if not isinstance(models, dict):
             raise ConfigError(f"{where}.models must map model names to discounts")
         venues[venue] = VenueDiscount(
             usual,
             {
-                name: Discount(_fraction(value, f"{where}.models.{name}"), said, as_of)
+                name: Discount(_fraction(value, f"{where}.models.{name}"), said, as_of, terms)
                 for name, value in models.items()
             },
         )

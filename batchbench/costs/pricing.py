@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -250,12 +250,35 @@ def cost(
     return {"batch_usd": round(sync * (1 - batch_discount), 6), "sync_usd": round(sync, 6)}
 
 
-def usage_cost(usage: dict[str, int], price: Price | None, discount: float) -> dict[str, Any]:
-    """Cost of a stage's recorded usage (reasoning tokens are billed within completion)."""
-    return cost(
-        price,
-        int(usage.get("prompt_tokens", 0)),
-        int(usage.get("cached_tokens", 0)),
-        int(usage.get("completion_tokens", 0)),
-        batch_discount=discount,
-    )
+# Anthropic's cache writes, as multiples of the input price ("5-minute cache write 1.25x
+# base input, 1-hour 2x", Anthropic's prompt-caching pricing); Claude reports them on
+# every venue that serves it.
+CACHE_WRITE = {"cache_write_5m_tokens": 1.25, "cache_write_1h_tokens": 2.0}
+
+
+def usage_cost(usage: Mapping[str, int], price: Price | None, discount: Discount) -> dict[str, Any]:
+    """Cost of a stage's recorded usage at this venue's terms (reasoning tokens are billed
+    within completion). Input read from cache is priced as the venue bills it inside a
+    batch (:class:`.discounts.CacheTerms`); writes at their multiple of the input price
+    with the batch discount. ``uncached``: cached tokens priced as uncached, if any."""
+    if price is None:
+        return {"batch_usd": None, "sync_usd": None}
+    cached = int(usage.get("cached_tokens", 0))
+    writes = sum(int(usage.get(k, 0)) * m for k, m in CACHE_WRITE.items()) * price.input
+    written = sum(int(usage.get(k, 0)) for k in CACHE_WRITE)
+    plain = max(int(usage.get("prompt_tokens", 0)) - cached - written, 0) * price.input
+    output = int(usage.get("completion_tokens", 0)) * price.output
+    keep = 1 - discount.fraction
+    terms = discount.cache
+    if terms.stacking != "stacks":
+        cached_batch = cached * price.input * keep
+    elif terms.cached_share is not None:
+        cached_batch = cached * price.input * keep * terms.cached_share
+    else:
+        cached_batch = cached * price.cached_input * keep
+    sync = (plain + cached * price.cached_input + writes + output) / 1e6
+    batch = ((plain + writes + output) * keep + cached_batch) / 1e6
+    out: dict[str, Any] = {"batch_usd": round(batch, 6), "sync_usd": round(sync, 6)}
+    if cached and terms.stacking != "stacks":
+        out["uncached"] = cached
+    return out

@@ -30,7 +30,10 @@ class StageCost(_StageCost, total=False):
     cached_tokens: int
     completion_tokens: int
     reasoning_tokens: int
+    cache_write_5m_tokens: int
+    cache_write_1h_tokens: int
     no_price: str
+    cache_note: str  # cached input priced as uncached, and why
 
 
 class TotalCost(TypedDict):
@@ -59,9 +62,14 @@ def run_cost(
     for stage, model in models.items():
         used = dict(usage.get(stage, {}))
         price = pricing.price(model)
-        off = pricing.discount(providers[stage], model).fraction
-        one = StageCost(model=model, **usage_cost(used, price, off))  # type: ignore[typeddict-item]
+        terms = pricing.discount(providers[stage], model)
+        bill = usage_cost(used, price, terms)
+        uncached = bill.pop("uncached", 0)
+        one = StageCost(model=model, **bill)  # type: ignore[typeddict-item]
         one.update(used)
+        why = terms.cache.uncached_why(providers[stage])
+        if uncached and why:
+            one["cache_note"] = f"{uncached:,} cached input tokens priced as uncached: {why}"
         if price is None and not any(used.values()):  # nothing bought: nothing to price
             one["batch_usd"] = one["sync_usd"] = 0.0  # (the dataset's own answers, say)
         elif price is None:
@@ -97,10 +105,14 @@ def total_text(cost: RunCost, digits: int = 4) -> str:
 
 
 def usage_text(stage: StageCost) -> str:
-    """``250 requests, 1,234,567 input (0 cached), 98,765 output (12,000 reasoning) tokens``."""
+    """``250 requests, 1,234,567 input (0 cached), 98,765 output (12,000 reasoning) tokens``;
+    cache writes, where there are any, beside the cached (``2,048 written to cache``)."""
+    written = stage.get("cache_write_5m_tokens", 0) + stage.get("cache_write_1h_tokens", 0)
+    writes = f", {written:,} written to cache" if written else ""
     return (
         f"{stage.get('requests', 0):,} requests, {stage.get('prompt_tokens', 0):,} input"
-        f" ({stage.get('cached_tokens', 0):,} cached), {stage.get('completion_tokens', 0):,}"
+        f" ({stage.get('cached_tokens', 0):,} cached{writes}),"
+        f" {stage.get('completion_tokens', 0):,}"
         f" output ({stage.get('reasoning_tokens', 0):,} reasoning) tokens"
     )
 
@@ -109,7 +121,8 @@ def stage_price_text(stage: StageCost) -> str:
     """``cost $0.0123 (sync $0.0246)`` or ``no price for m (why)``."""
     if stage["batch_usd"] is None:
         return f"no price for {stage['model']} ({stage.get('no_price', 'unknown')})"
-    return f"cost {usd(stage['batch_usd'])} (sync {usd(stage['sync_usd'])})"
+    note = f"; {stage['cache_note']}" if "cache_note" in stage else ""
+    return f"cost {usd(stage['batch_usd'])} (sync {usd(stage['sync_usd'])}){note}"
 
 
 def cost_line(cost: RunCost) -> str:

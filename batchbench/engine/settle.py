@@ -43,7 +43,7 @@ def settle_owed(pipeline: Pipeline, pricing: Pricing, say: Callable[[str], None]
         per = {c: int(used[c].sum()) / max(used.height, 1) for c in USAGE_COLUMNS}
         model = pipeline.config.model(sub.stage)
         price = pricing.price(model)
-        off = pricing.discount(pipeline.config.providers[sub.stage], model).fraction
+        off = pricing.discount(pipeline.config.providers[sub.stage], model)
         cost = usage_cost({c: round(v * len(missing)) for c, v in per.items()}, price, off)[
             "batch_usd"
         ]
