@@ -34,6 +34,7 @@ class CacheTerms:
     stacking: Stacking = "unknown"
     source: str = "no statement on caching inside batches in our sources"
     cached_share: float | None = None  # of the batch input price (None: cached_input's)
+    marked: bool = False  # reads only a prefix a request marks (Anthropic's cache_control)
 
     def uncached_why(self, venue: str) -> str | None:
         """Why cached input on this venue is priced as uncached (None: it is not)."""
@@ -88,7 +89,7 @@ def _text(value: Any) -> str | None:
 
 
 def _terms(value: Any, where: str) -> CacheTerms:
-    """``caching: {"stacks": true | false | null, "source", "cached_share"}``."""
+    """``caching: {"stacks": true | false | null, "source", "cached_share", "marked"}``."""
     if value is None:
         return UNKNOWN
     if not isinstance(value, dict) or value.get("stacks") not in (True, False, None):
@@ -100,6 +101,7 @@ def _terms(value: Any, where: str) -> CacheTerms:
         stacking,
         _text(value.get("source")) or UNKNOWN.source,
         None if share is None else _fraction(share, f"{where}.cached_share"),
+        value.get("marked") is True,
     )
 
 
