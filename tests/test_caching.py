@@ -93,6 +93,8 @@ def test_the_cost_ledger_equals_the_services_bill_with_cached_input(
     assert cost["total"]["batch_usd"] == pytest.approx(_bill(executions, bool(stacks)), rel=0.01)
     judges = cost["stages"]["judges"]
     assert judges["cached_tokens"] == sum(cached)
+    # the run's own last lines price it with the file it was given, as status does
+    assert f"total ${cost['total']['batch_usd']:,.4f}" in proc.stdout
     text = run_cli("status", "ans-model", *jobs).stdout
     said = f"{judges['cached_tokens']:,} cached input tokens priced as uncached: openai"
     assert (said in text) is (stacks is None)
@@ -171,6 +173,7 @@ def test_anthropic_cache_writes_and_reads_as_documented(batch_emulator_factory, 
     lines = [{"custom_id": cid, "result": r.model_dump(mode="json")} for cid, r in first.items()]
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     frame = read_results([path])
+    assert set(frame["service_tier"].to_list()) == {"batch"}  # the tier the reply names
     used = {c: int(frame[c].sum()) for c in ("prompt_tokens", "cached_tokens", "completion_tokens")}
     used["cache_write_1h_tokens"] = int(frame["cache_write_1h_tokens"].sum())
     assert used["cache_write_1h_tokens"] == 2 * written

@@ -4,6 +4,7 @@ run stands (summary, failures by cause, cost, or what to do next) and its exit s
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
@@ -37,9 +38,12 @@ def finish_run(
     note: str | None = None,
     now: float | None = None,
     cost_note: str | None = None,
+    pricing: Path | None = None,
 ) -> int:
-    """Print where the run stands after this invocation's work; its exit status."""
+    """Print where the run stands after this invocation's work; its exit status
+    (``pricing``: the price file the command was given, for its cost lines)."""
     from ..bench.causes import errors_line
+    from ..costs.pricing import load_pricing
     from ..costs.rollup import cost_line
     from ..scores.noise import noise_text
     from ..scores.summary_file import summary_table
@@ -51,7 +55,7 @@ def finish_run(
     if error is not None and not run.exists():
         typer.echo(f"{run.name}: not started ({error})")
         return 1
-    status = run_status(run)
+    status = run_status(run, load_pricing(pricing), now=now)
     if summary is not None and complete:
         typer.echo(summary_table(summary))
         if status["errors_by_cause"]:
@@ -95,6 +99,7 @@ def run_group(
     *,
     kept: bool = True,
     cost_note: Callable[[Run], str | None] | None = None,
+    pricing: Path | None = None,
 ) -> NoReturn:
     """Advance the runs lined up (with a progress line), say how each ended, show them
     side by side, and exit with the group's status (3 before 1 before 0). ``kept``: the
@@ -114,6 +119,7 @@ def run_group(
             temporary=not kept and r is results[-1],  # said once
             now=clock.time(),
             cost_note=cost_note(r.run) if cost_note is not None else None,
+            pricing=pricing,
         )
         for r in results
     ]

@@ -174,63 +174,6 @@ AsJsonOpt = Annotated[
     typer.Option("--json", metavar="", rich_help_panel=BUDGET, help="With --dry-run: print JSON."),
 ]
 
-MaxCostOpt = Annotated[
-    float | None,
-    typer.Option(
-        metavar="USD",
-        rich_help_panel=BUDGET,
-        help="Refuse to submit when the estimated batch cost exceeds this.",
-    ),
-]
-
-MaxSpendOpt = Annotated[
-    float | None,
-    typer.Option(
-        metavar="USD",
-        rich_help_panel=BUDGET,
-        help="A hard cap on what the run spends: what was billed and what is in flight at"
-        " its worst; a batch that could cross it is not bought, and the run stops (exit 6)"
-        " until the cap is raised.",
-    ),
-]
-
-MaxSpendOverOpt = Annotated[
-    str,
-    typer.Option(
-        metavar="SCOPE",
-        rich_help_panel=BUDGET,
-        help="What --max-spend holds together: run (each run its own cap), group (the"
-        " runs of this command) or jobs-folder (every run there: a team's bucket).",
-    ),
-]
-
-PricingOpt = Annotated[
-    Path | None,
-    typer.Option(
-        metavar="FILE",
-        rich_help_panel=BUDGET,
-        help="Prices (the built-in pricing.json's layout) for models it lacks.",
-    ),
-]
-
-AssumedAnswerTokensOpt = Annotated[
-    int,
-    typer.Option(
-        metavar="N",
-        rich_help_panel=BUDGET,
-        help="Answer length assumed when estimating the judge stage.",
-    ),
-]
-
-MaxEnqueuedTokensOpt = Annotated[
-    int | None,
-    typer.Option(
-        metavar="N",
-        rich_help_panel=BUDGET,
-        help="Keep each model's estimated prompt tokens in flight under N.",
-    ),
-]
-
 MaxRequestsPerBatchOpt = Annotated[
     int,
     typer.Option(

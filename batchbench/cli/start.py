@@ -10,6 +10,15 @@ import typer
 if TYPE_CHECKING:
     from ..engine.spend import Scope
 
+from .budget_options import (
+    AssumedAnswerTokensOpt,
+    DeadlineOpt,
+    MaxCostOpt,
+    MaxEnqueuedTokensOpt,
+    MaxSpendOpt,
+    MaxSpendOverOpt,
+    PricingOpt,
+)
 from .common import (
     DatasetFormatOpt,
     JobsDirOpt,
@@ -25,7 +34,6 @@ from .run_options import (
     AnalysisPlanOpt,
     AnswerModelOpt,
     AsJsonOpt,
-    AssumedAnswerTokensOpt,
     BaseUrlOpt,
     BenchmarkOpt,
     CanaryOpt,
@@ -36,17 +44,12 @@ from .run_options import (
     JudgeModelOpt,
     JudgePassesOpt,
     MaxAttemptsOpt,
-    MaxCostOpt,
-    MaxEnqueuedTokensOpt,
     MaxRequestsPerBatchOpt,
     MaxRetriesOpt,
-    MaxSpendOpt,
-    MaxSpendOverOpt,
     MoveServiceOpt,
     NoWaitOpt,
     OnDemandRemainderOpt,
     PollIntervalOpt,
-    PricingOpt,
     ReasoningEffortOpt,
     ResendUnknownOpt,
     ResubmitAfterOpt,
@@ -96,6 +99,7 @@ def run(
     resubmit_after: ResubmitAfterOpt = 12 * 3600.0,
     on_demand_remainder: OnDemandRemainderOpt = False,
     tail_flex: TailFlexOpt = None,
+    deadline: DeadlineOpt = None,
     create_wait: CreateWaitOpt = None,
     resend_unknown: ResendUnknownOpt = False,
     settle_owed: SettleOwedOpt = False,
@@ -113,6 +117,7 @@ def run(
     Example: batchbench run --answer-model gpt-5.4-mini --judge-model gpt-5.6-sol
     --dataset ../bedside-bench --smoke
     """
+    from ..engine.deadline import parse_deadline
     from ..engine.options import Budget, Cases, Services
     from ..engine.settings import Settings
     from ..launch import RunOptions
@@ -132,6 +137,7 @@ def run(
         resubmit_after=resubmit_after,
         on_demand_remainder=on_demand_remainder,
         tail_flex=tail_flex,
+        deadline=None if deadline is None else parse_deadline(deadline, clock_of(ctx).time()),
         create_wait=create_wait,
         max_enqueued_tokens=max_enqueued_tokens,
         delete_remote_files=delete_remote_files,
@@ -163,7 +169,7 @@ def run(
     if dry_run:
         print_dry_run(group, as_json)
         return
-    run_group(group, options.clock)
+    run_group(group, options.clock, pricing=pricing)
 
 
 def _models(

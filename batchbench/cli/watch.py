@@ -70,7 +70,8 @@ def status(
             if lines and not journaled:
                 typer.echo(f"({run.name} is being advanced by another process; it journals this)")
     prices = load_pricing(pricing)
-    statuses = [run_status(r, prices) for r in runs]
+    now = clock_of(ctx).time()
+    statuses = [run_status(r, prices, now=now) for r in runs]
     read = current_project()
     if as_json:
         for one_status in statuses:  # where the defaults of this command came from
@@ -85,7 +86,6 @@ def status(
     else:
         from ..scores.judge_rankings import panel_lines
 
-        now = clock_of(ctx).time()
         for run, one_status in zip(runs, statuses):
             typer.echo("\n".join([status_text(one_status, now), *panel_lines(run)]))
 

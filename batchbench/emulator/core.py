@@ -74,6 +74,9 @@ class Settings:
     flex_seconds: float = 0.01
     # Vertex AI: access tokens given before this time (the emulator's clock) have expired.
     expired_tokens: float = 0.0
+    # How long a batch runs, per face, as recorded turnaround quantiles in seconds
+    # ``[p50, p90, p99]`` (a face not named runs its batches in ``latency``).
+    turnaround: dict[str, list[float]] = field(default_factory=dict)
 
 
 class Decider:
@@ -170,11 +173,30 @@ class Store:
             }
         )
 
+    def run_seconds(self, face: str, batch_id: str) -> float:
+        """How long a batch of ``face`` runs: drawn, once per batch and seeded, from the
+        face's recorded turnaround (:func:`quantile`), else the settings' latency."""
+        recorded = self.settings.turnaround.get(face)
+        if not recorded:
+            return self.settings.latency
+        return quantile(recorded, self.decide.chance("turnaround", batch_id))
+
     def mangled(self, kind: str, lines: list[str]) -> list[str]:
         return self.mangle(kind, lines) if self.mangle is not None else lines
 
     def known_model(self, name: str) -> bool:
         return name not in self.settings.unknown_models and self.catalogue.knows(name)
+
+
+def quantile(recorded: Sequence[float], u: float) -> float:
+    """The ``u`` quantile of a turnaround recorded as ``[p50, p90, p99]`` seconds: log-linear
+    between them, from a tenth of the median at 0 to a heavy tail of 4x p99 at 1."""
+    p50, p90, p99 = recorded
+    points = [(0.0, p50 / 10), (0.5, p50), (0.9, p90), (0.99, p99), (1.0, 4 * p99)]
+    for (u0, v0), (u1, v1) in zip(points, points[1:]):
+        if u <= u1:
+            return float(v0 * (v1 / v0) ** ((u - u0) / (u1 - u0)))
+    return float(points[-1][1])
 
 
 def billed(reply: Any) -> dict[str, int]:

@@ -31,6 +31,7 @@ from .model import tokenizer_name, tokenizers
 
 _SETTINGS = (
     "latency",
+    "turnaround",
     "completion_window",
     "enqueued_token_limit",
     "paused",

@@ -53,6 +53,7 @@ class Emulator:
         judge_noise: float = 0.0,
         paused: bool = False,
         faces: Sequence[FaceFactory] = FACES,
+        turnaround: Mapping[str, Sequence[float]] | None = None,
     ) -> None:
         self.clock: Clock = clock or SystemClock()
         settings = Settings(latency, completion_window, enqueued_token_limit, paused)
@@ -62,6 +63,7 @@ class Emulator:
             raise ValueError(f"unknown anomaly {unknown[0]!r} (known: {', '.join(ANOMALIES)})")
         settings.anomalies = dict(anomalies or {})
         settings.judge_noise = judge_noise
+        settings.turnaround = {face: list(q) for face, q in (turnaround or {}).items()}
         self.store = Store(
             settings, self.clock, Model(responder, seed), Catalogue(models), seed, mangle
         )

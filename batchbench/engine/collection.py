@@ -69,6 +69,7 @@ class Collection:
     notice: str | None = None  # what the user should be told
     served: dict[str, int] = field(default_factory=dict)  # served model → good replies
     fingerprints: dict[str, int] = field(default_factory=dict)
+    tiers: dict[str, int] = field(default_factory=dict)  # service tier → good replies
     stop: str | None = None  # why the run cannot go on as asked (BatchFailure.stop)
     graded: dict[str, str | None] | None = None  # cases whose last part this ended (per item)
 
@@ -87,6 +88,7 @@ class Collection:
             hold_until=self.hold_until,
             served=self.served,
             fingerprints=self.fingerprints,
+            tiers=self.tiers,
         )
 
 
@@ -184,15 +186,16 @@ def classify(
 _OK = ~pl.col("has_error") & pl.col("status_code").is_between(200, 299)
 
 
-def served_of(frame: pl.DataFrame) -> tuple[dict[str, int], dict[str, int]]:
-    """How many good replies each served model and each fingerprint answered (#66.1)."""
+def served_of(frame: pl.DataFrame) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+    """How many good replies each served model, each fingerprint (#66.1) and each service
+    tier the replies name (#67.2) answered."""
     ok = frame.filter(_OK)
 
     def counts(column: str) -> dict[str, int]:
         values = ok.get_column(column).drop_nulls().to_list()
         return dict(sorted(Counter(values).items()))
 
-    return counts("served_model"), counts("served_version")
+    return counts("served_model"), counts("served_version"), counts("service_tier")
 
 
 def _with_fallbacks(
@@ -357,9 +360,9 @@ def collect(
         outcomes, usage, anomalies = classify(frame, expected, wire, expired, replies=judges)
         for cid, detail in (unknown or {}).items():  # sent one call at a time, never answered
             outcomes[cid] = Outcome(expected[cid].case_id, "unknown", detail)
-        served, fingerprints = served_of(frame)
+        served, fingerprints, tiers = served_of(frame)
         result = Collection(outcomes, usage=usage, anomalies=anomalies, served=served)
-        result.fingerprints = fingerprints
+        result.fingerprints, result.tiers = fingerprints, tiers
     invalid: dict[str, str] = {}
     if sub.stage == "judges" and frame is not None:
         replies = []

@@ -210,6 +210,7 @@ class Collected(Event, tag="collected"):
     hold_until: float | None = None  # and not before this time
     served: dict[str, int] = {}  # what served its good replies, as they say: model → replies
     fingerprints: dict[str, int] = {}  # and their system fingerprints (#66.1)
+    tiers: dict[str, int] = {}  # and the service tiers they name (#67.2)
     # Graded per item: the cases whose last part this ended (None: scored; else why not)
     graded: dict[str, str | None] | None = None
 
@@ -367,6 +368,13 @@ class Borrowed(Event, tag="borrowed"):
     answers: dict[str, BorrowedAnswer]  # by case id
 
 
+class DeadlineSet(Event, tag="deadline"):
+    """``run --deadline``: the run is to end by ``at`` (seconds since the epoch); kept
+    until another invocation names another (:mod:`.deadline`)."""
+
+    at: float
+
+
 AnyEvent = (
     Plan
     | UploadStarted
@@ -395,6 +403,7 @@ AnyEvent = (
     | Resumed
     | Redo
     | Borrowed
+    | DeadlineSet
 )
 ENCODER = msgspec.json.Encoder()
 DECODER = msgspec.json.Decoder(AnyEvent)

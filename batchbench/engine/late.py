@@ -11,9 +11,12 @@ from typing import TYPE_CHECKING
 
 from ..providers.base import BatchView
 from ..providers.registry import BY_NAME
+from . import deadline
 from .events import Stalled, Tailed
+from .runconfig import RunConfig
 from .state import RunState
 from .submission import Submission
+from .turnaround import Forecast
 
 if TYPE_CHECKING:
     from .submit import Submitter
@@ -127,9 +130,13 @@ class Late:
         resubmit_after: float,
         tail_flex: float | None,
         warn: Callable[[str], None],
+        config: RunConfig | None = None,
+        forecast: Callable[[], Forecast] | None = None,
     ) -> None:
         self.submitter, self.warn = submitter, warn
         self.resubmit_after, self.tail_flex = resubmit_after, tail_flex
+        self.config, self._forecast_of = config, forecast
+        self._forecast: Forecast | None = None  # read once an invocation, when first asked
         self.said_waiting: set[str] = set()  # resubmitted batches said to be waited for
         self.said_tail: set[str] = set()  # batches past --tail-flex said to run on
 
@@ -143,6 +150,11 @@ class Late:
         if waited is not None:
             self._stall(waited)
             return True
+        if state.deadline is not None and self.config is not None:
+            late = deadline.due(state, self.config, state.deadline, now, self.forecast())
+            if late is not None:
+                self._cut_for(late)
+                return True
         if self.tail_flex is None:
             return False
         due = tail_due(state, now, self.tail_flex, self.flexible, self.said_tail, self.warn)
@@ -150,6 +162,28 @@ class Late:
             return False
         self._cut(*due)
         return True
+
+    def forecast(self) -> Forecast:
+        """The folder's turnaround forecast (:mod:`.turnaround`), read once."""
+        if self._forecast is None:
+            self._forecast = self._forecast_of() if self._forecast_of else Forecast({})
+        return self._forecast
+
+    def _cut_for(self, late: deadline.Outlook) -> None:
+        """A batch that may not end by the deadline, at its latest safe moment: journaled,
+        then told to stop; what it returned is kept, the rest goes on flex."""
+        sub = late.sub
+        batch_id = sub.batch_id or ""
+        self.submitter.record(Tailed(sub=sub.id, batch_id=batch_id, remaining=late.unfinished))
+        view = self.submitter.providers[sub.stage].client.cancel(batch_id)
+        if view is not None:
+            self.submitter.record_batch(sub, view)
+        self.warn(
+            f"note: batch {batch_id} ({sub.id}) has a {late.chance:.0%} chance of ending by the"
+            f" deadline ({late.basis}): cancelled at its latest safe moment; what it returned"
+            f" is kept, and its {late.unfinished} unfinished lines go out on the flex tier, at"
+            " the batch price, once the service has ended it"
+        )
 
     def _stall(self, sub: Submission) -> None:
         """Tell a batch that never started to stop; its requests go out again once it has

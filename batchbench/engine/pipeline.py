@@ -48,6 +48,7 @@ from .spend import SpendCap
 from .state import RunState
 from .submission import Submission
 from .submit import Submitter
+from .turnaround import Forecast
 
 
 class Pipeline:
@@ -107,7 +108,14 @@ class Pipeline:
         )
         self.slots = Slots(run, lambda: self.state)  # a quota of batches at once
         self.canary = Canary(run.root.parent, config, providers, settings.canary, warn)
-        self.late = late.Late(self.submitter, settings.resubmit_after, settings.tail_flex, warn)
+        self.late = late.Late(
+            self.submitter,
+            settings.resubmit_after,
+            settings.tail_flex,
+            warn,
+            config,
+            lambda: Forecast.of_folder(run.root.parent),
+        )
         self._rubric: pl.DataFrame | None = None
         # a judge panel's other judge: the first run's answers, taken; or the dataset's
         self.borrower: Borrower | Given | None = None

@@ -74,6 +74,11 @@ def _temperature_sent(state: RunState, stage: Stage) -> dict[str, int]:
     return {"sent": sent, "not_sent": dropped}
 
 
+# Service tiers a reply may name that the service bills above its standard price
+# (OpenAI's and Anthropic's priority, OpenAI's scale): never a batch's price.
+DEARER_TIERS = frozenset({"priority", "scale"})
+
+
 def stage_record(state: RunState, config: RunConfig, stage: Stage) -> dict[str, Any]:
     """One stage's provenance: requested and served models, query span, parameters."""
     requested = config.answer_model if stage == "answers" else config.judge_model
@@ -86,6 +91,7 @@ def stage_record(state: RunState, config: RunConfig, stage: Stage) -> dict[str, 
         "service": config.providers[stage],
         "served": served,
         "fingerprints": dict(state.fingerprints.get(stage, {})),
+        "tiers": dict(state.tiers.get(stage, {})),
         "first_query": _when(span[0]) if span else None,
         "last_query": _when(span[1]) if span else None,
         "parameters": {
@@ -115,6 +121,9 @@ def provenance(state: RunState, config: RunConfig) -> dict[str, Any]:
             notes.append(f"{stage}: replies name {len(rec['served'])} served models: {named}")
         if len(rec["fingerprints"]) > 1 and len(rec["served"]) <= 1:
             notes.append(f"{stage}: replies carry {len(rec['fingerprints'])} system fingerprints")
+        dearer = sorted(set(rec["tiers"]) & DEARER_TIERS)
+        if dearer:  # billed above the batch price by the service, whatever we price
+            notes.append(f"{stage}: replies say they were served at the {dearer[0]} tier")
         unlike = [m for m in rec["served"] if not _same_model(str(rec["requested"]), m)]
         if unlike and len(rec["served"]) == 1:
             notes.append(f"{stage}: {rec['requested']} asked, {unlike[0]} served")

@@ -12,7 +12,8 @@ from ..formats import usd
 from ..providers import spec
 from ..storage import shown
 from .cancelling import take_asked_cancel
-from .events import Redo, Resumed
+from .deadline import stamp
+from .events import DeadlineSet, Redo, Resumed
 from .options import RunOptions
 from .pipeline import Pipeline
 from .runconfig import RunConfig
@@ -89,6 +90,13 @@ def reopen(
     command re-run for its other models, or a cron tick, would undo the cancel.
     """
     config = pipeline.config
+    deadline = pipeline.settings.deadline
+    if deadline is not None and pipeline.state.deadline != deadline:
+        pipeline.record(DeadlineSet(at=deadline))
+        say(
+            f"{config.name!r} is to end by {stamp(deadline)}: each batch is waited for while"
+            " it can end in time, then its unfinished lines go on flex at the batch price"
+        )
     if pipeline.run.home.leased:  # a cancel asked from another machine comes first
         take_asked_cancel(pipeline.submitter, say, stop_batches=not options.resume_cancelled)
     if pipeline.state.cancelled:

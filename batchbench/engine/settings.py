@@ -23,6 +23,7 @@ class Settings:
     # sent on demand, at the full price, only when the user says so.
     on_demand_remainder: bool = False
     tail_flex: float | None = None  # seconds before a small tail goes on flex (:mod:`.late`)
+    deadline: float | None = None  # the run is to end by then (:mod:`.deadline`)
     # How long a create with no answer may still land (None: its service's own bound)
     create_wait: float | None = None
     # A canary before the first real run on a service (:mod:`.canary`): None, on for a

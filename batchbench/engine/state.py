@@ -28,6 +28,7 @@ from .events import (
     Created,
     CreateRefused,
     CreateStarted,
+    DeadlineSet,
     Event,
     Plan,
     Redo,
@@ -76,7 +77,9 @@ class RunState:
     # fingerprint) → replies; and stage → [first query, last collection] times.
     served: dict[str, dict[str, int]] = field(default_factory=dict)
     fingerprints: dict[str, dict[str, int]] = field(default_factory=dict)
+    tiers: dict[str, dict[str, int]] = field(default_factory=dict)  # stage → tier → replies
     queried: dict[str, list[float]] = field(default_factory=dict)
+    deadline: float | None = None  # run --deadline: the run is to end by then
 
     def pending(self, stage: Stage, case_ids: Sequence[str], judge_pass: int = 1) -> list[str]:
         """Cases (in registry order) with a request of this stage (and judge pass) still
@@ -209,7 +212,11 @@ class RunState:
         span[0], span[1] = min(span[0], t), max(span[1], t)
 
     def _record_served(self, stage: str, event: Collected) -> None:
-        for kept, counts in ((self.served, event.served), (self.fingerprints, event.fingerprints)):
+        for kept, counts in (
+            (self.served, event.served),
+            (self.fingerprints, event.fingerprints),
+            (self.tiers, event.tiers),
+        ):
             into = kept.setdefault(stage, {})
             for name, n in counts.items():
                 into[name] = into.get(name, 0) + n
@@ -340,6 +347,10 @@ def _calls_stopped(state: RunState, event: CallsStopped) -> None:
         state.flex_cases.difference_update((sub.stage, line.case_id) for line in sub.lines)
 
 
+def _deadline(state: RunState, event: DeadlineSet) -> None:
+    state.deadline = event.at
+
+
 # One handler per event type: a table lookup, not a chain of isinstance tests
 # (``status`` and ``list`` fold every run's journal on each call).
 _RUN_EVENTS: dict[type, Callable[[RunState, Any], None]] = {
@@ -354,6 +365,7 @@ _RUN_EVENTS: dict[type, Callable[[RunState, Any], None]] = {
     CallSent: _call_sent,
     CallAnswered: _call_answered,
     CallsStopped: _calls_stopped,
+    DeadlineSet: _deadline,
 }
 
 

@@ -70,6 +70,7 @@ class Submission:
     owed_since: float | None = None
     contradicted_at: float | None = None
     seen_at: float | None = None  # when the service last said something new of its batch
+    ended_at: float | None = None  # when its batch was first seen ended (its turnaround's end)
     stalled: bool = False  # never started in time: told to stop, its requests sent again
     tailed: int = 0  # a small tail left late (its lines): told to stop, the rest on flex
     flex: bool = False  # its requests go one call at a time on the flex tier
@@ -190,6 +191,8 @@ def _seen(sub: Submission, event: BatchSeen) -> None:
     else:
         sub.view, sub.seen_at = event.view(), event.t
         sub.ran = max(sub.ran, sub.view.done)
+        if sub.view.phase == "ended" and sub.ended_at is None:
+            sub.ended_at = event.t
 
 
 def _downloaded(sub: Submission, event: Downloaded) -> None:

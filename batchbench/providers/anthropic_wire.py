@@ -198,6 +198,7 @@ class _Usage(msgspec.Struct, gc=False):
     cache_read_input_tokens: int | None = None
     cache_creation_input_tokens: int | None = None
     cache_creation: _CacheCreation | None = None
+    service_tier: str | None = None  # standard, priority or batch, as the reply says
     output_tokens_details: _OutputDetails | None = None
 
 
@@ -286,6 +287,7 @@ def claude_reply(message: _Message | None) -> dict[str, Any]:
         "reasoning_tokens": details.thinking_tokens if details is not None else None,
         "served_model": message.model if message is not None else None,
         "served_version": None,  # Claude's replies carry no fingerprint
+        "service_tier": u.service_tier,
     }
 
 

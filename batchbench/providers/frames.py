@@ -66,11 +66,13 @@ FRAME_SCHEMA: dict[str, Any] = {
     **{c: pl.Int64 for c in USAGE_COLUMNS},
     "served_model": pl.String,
     "served_version": pl.String,
+    "service_tier": pl.String,  # the tier the reply says served it (batch, flex, default…)
 }
 # Columns a reader may leave out (a line that says nothing of them): read as nulls.
 OPTIONAL_COLUMNS = (
     "served_model",
     "served_version",
+    "service_tier",
     "cache_write_5m_tokens",
     "cache_write_1h_tokens",
 )

@@ -55,6 +55,7 @@ class Body(msgspec.Struct, gc=False):
     usage: _Usage | None = None
     model: str | None = None  # the model that served the reply (a snapshot of the alias)
     system_fingerprint: str | None = None
+    service_tier: str | None = None  # the tier it was processed on, as the reply says
 
 
 class Response(msgspec.Struct, gc=False):
@@ -105,6 +106,7 @@ class _TextBody(msgspec.Struct, gc=False):
     usage: _Usage | None = None
     model: str | None = None
     system_fingerprint: str | None = None
+    service_tier: str | None = None
 
 
 class _TextResponse(msgspec.Struct, gc=False):
@@ -211,4 +213,5 @@ def chat_columns(bodies: Sequence[Body | _TextBody | None]) -> dict[str, list[An
         "reasoning_tokens": [d.reasoning_tokens if d is not None else None for d in completion],
         "served_model": [b.model if b is not None else None for b in bodies],
         "served_version": [b.system_fingerprint if b is not None else None for b in bodies],
+        "service_tier": [b.service_tier if b is not None else None for b in bodies],
     }

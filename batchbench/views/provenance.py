@@ -14,7 +14,9 @@ def served_text(rec: dict[str, Any]) -> str:
     served = rec.get("served") or {}
     if not served:
         return "not said by the service (or nothing collected yet)"
-    return ", ".join(f"{m} ({n})" for m, n in served.items())
+    tiers = rec.get("tiers") or {}
+    said = f" at tier {', '.join(f'{t} ({n})' for t, n in tiers.items())}" if tiers else ""
+    return ", ".join(f"{m} ({n})" for m, n in served.items()) + said
 
 
 def _span(rec: dict[str, Any]) -> str:

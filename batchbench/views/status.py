@@ -9,6 +9,8 @@ from typing import Any, TypedDict
 from ..bench.causes import error_cause, errors_line
 from ..costs.pricing import Pricing, load_pricing
 from ..costs.rollup import RunCost, run_cost, stage_price_text, total_text, usage_text
+from ..engine import deadline
+from ..engine.deadline import DeadlineRecord
 from ..engine.provenance import provenance
 from ..engine.runconfig import RunConfig
 from ..engine.rundir import Run
@@ -57,7 +59,7 @@ class _RunStatus(TypedDict):
 
 
 class FlexRecord(TypedDict):
-    """The tails sent on the flex tier (``--tail-flex``)."""
+    """The lines sent on the flex tier (a tail, ``--tail-flex``; a deadline's fallback)."""
 
     sent: int  # lines sent there
     finished: int  # of which finished (a row's answer or judgement came from flex)
@@ -79,6 +81,7 @@ class RunStatusRecord(_RunStatus, total=False):
     judge_service: str  # the judge's, when its model is not OpenAI's (not the reference's)
     benchmark: str  # what the run grades, when not BedsideBench ("HealthBench")
     provenance: dict[str, Any]  # requested and served models, query span (#66.1)
+    deadline: DeadlineRecord  # run --deadline: each batch in flight's chance (in progress)
 
 
 class StageStatus(TypedDict):
@@ -119,7 +122,7 @@ def stage_status(state: RunState, stage: Stage) -> StageStatus:
             running.append(f"{sub.id} queued since {since} UTC, not started{again}")
         elif sub.in_flight and sub.tailed:
             running.append(
-                f"{sub.id} {sub.word} (--tail-flex): its {sub.tailed}-line tail goes on flex"
+                f"{sub.id} {sub.word} (cut short): its {sub.tailed} unfinished lines go on flex"
                 " once the service has ended it"
             )
         elif sub.in_flight and sub.flex:
@@ -197,14 +200,18 @@ def flex_text(flex: FlexRecord) -> str:
     price = usd(flex["batch_usd"]) if flex["batch_usd"] is not None else "unpriced"
     return (
         f"flex: {flex['finished']} of the {flex['sent']} line(s) sent on the flex tier"
-        f" (--tail-flex) finished there, at the batch price: {price}"
+        f" (--tail-flex, --deadline) finished there, at the batch price: {price}"
     )
 
 
 def run_status(
-    run: Run, pricing: Pricing | None = None, state: RunState | None = None
+    run: Run,
+    pricing: Pricing | None = None,
+    state: RunState | None = None,
+    now: float | None = None,
 ) -> RunStatusRecord:
-    """All `batchbench status` shows, from the journal alone (``state``: already folded)."""
+    """All `batchbench status` shows, from the journal alone (``state``: already folded;
+    ``now``: when a deadline's chances are asked, the clock's time by default)."""
     pricing, config = pricing or load_pricing(), run.load_config()
     state = state or run.state(config.case_ids)
     finals = Counter(c.final for c in state.cases.values())
@@ -279,6 +286,9 @@ def run_status(
         projected = projected_cost(state, out["cost"], config.judge_passes)
         if projected is not None:
             out["projected_batch_usd"] = projected
+        if state.deadline is not None:
+            when = time.time() if now is None else now
+            out["deadline"] = deadline.record(state, config, run.root.parent, when)
     out["provenance"] = provenance(state, config)
     noise, problem = load_noise(run)
     if noise is not None:
@@ -321,6 +331,10 @@ def status_text(status: RunStatusRecord, now: float | None = None) -> str:
             f"  ETA {duration(status['eta_seconds'])} ({when}; at the pace of the batches in"
             " flight)"
         )
+    if "deadline" in status:
+        due = status["deadline"]
+        lines.append(f"  deadline {due['at']}: {duration(due['seconds_left'])} left")
+        lines.extend(f"    {line}" for line in due["batches"])
     if "projected_batch_usd" in status:
         proj = status["projected_batch_usd"]
         unknown = "? (no priced results yet)"

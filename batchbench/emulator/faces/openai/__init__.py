@@ -222,6 +222,10 @@ class OpenAIFace:
         if response is None:
             where = f"{tier or 'sync'}/{name}"
             made, error = reply(store, where, "/v1/chat/completions", body, request_id, store.now())
+            if made is not None and isinstance(made.get("body"), dict):
+                # "the response body will include the service_tier value based on the
+                # processing mode actually used" (the chat completion object)
+                made["body"]["service_tier"] = tier or "default"
             response = made or {"status_code": 500, "body": {"error": error}}
         status = int(response["status_code"])
         store.executed(self.book.provider, tier or "sync", name, status, response["body"])

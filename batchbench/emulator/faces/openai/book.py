@@ -192,13 +192,14 @@ class OpenAIBook:
             start = batch.stamps["in_progress"]
             total = len(batch.lines)
             t = min(now, deadline)
-            due = min(due_lines(total, start, t, lat, flush), total - stuck_tail(self.store, total))
+            run = self.store.run_seconds(self.provider, batch.id)
+            due = min(due_lines(total, start, t, run, flush), total - stuck_tail(self.store, total))
             while batch.executed < due:
                 self._execute(batch, batch.order[batch.executed], t)
                 batch.executed += 1
             if batch.executed >= total:  # finalizing from when its last line ran
                 batch.status = "finalizing"
-                batch.stamps["finalizing"] = now if flush else min(t, last_line(start, total, lat))
+                batch.stamps["finalizing"] = now if flush else min(t, last_line(start, total, run))
         if batch.status in ("validating", "in_progress") and now >= deadline and not flush:
             self._finish(
                 batch,

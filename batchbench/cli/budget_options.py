@@ -1,0 +1,83 @@
+"""The options of ``batchbench run`` that say what a run may cost and by when it ends
+(the Budget panel): what it is estimated to cost, what it may spend, and its deadline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..engine.deadline import TARGET
+from .run_options import BUDGET
+
+MaxCostOpt = Annotated[
+    float | None,
+    typer.Option(
+        metavar="USD",
+        rich_help_panel=BUDGET,
+        help="Refuse to submit when the estimated batch cost exceeds this.",
+    ),
+]
+
+MaxSpendOpt = Annotated[
+    float | None,
+    typer.Option(
+        metavar="USD",
+        rich_help_panel=BUDGET,
+        help="A hard cap on what the run spends: what was billed and what is in flight at"
+        " its worst; a batch that could cross it is not bought, and the run stops (exit 6)"
+        " until the cap is raised.",
+    ),
+]
+
+MaxSpendOverOpt = Annotated[
+    str,
+    typer.Option(
+        metavar="SCOPE",
+        rich_help_panel=BUDGET,
+        help="What --max-spend holds together: run (each run its own cap), group (the"
+        " runs of this command) or jobs-folder (every run there: a team's bucket).",
+    ),
+]
+
+PricingOpt = Annotated[
+    Path | None,
+    typer.Option(
+        metavar="FILE",
+        rich_help_panel=BUDGET,
+        help="Prices (the built-in pricing.json's layout) for models it lacks.",
+    ),
+]
+
+AssumedAnswerTokensOpt = Annotated[
+    int,
+    typer.Option(
+        metavar="N",
+        rich_help_panel=BUDGET,
+        help="Answer length assumed when estimating the judge stage.",
+    ),
+]
+
+MaxEnqueuedTokensOpt = Annotated[
+    int | None,
+    typer.Option(
+        metavar="N",
+        rich_help_panel=BUDGET,
+        help="Keep each model's estimated prompt tokens in flight under N.",
+    ),
+]
+
+DeadlineOpt = Annotated[
+    str | None,
+    typer.Option(
+        metavar="WHEN",
+        rich_help_panel=BUDGET,
+        help="End the run by WHEN (2026-12-08T09:00, local time unless it names its zone;"
+        " or +14h, +90m, +2d) as cheaply as possible: each batch is waited for while the"
+        f" forecast (the jobs folder's own batches, else each service's stated turnaround)"
+        f" gives it a {TARGET:.0%} chance of ending in time; at its latest safe moment its"
+        " unfinished lines go on the flex tier, at the batch price. `status` shows each"
+        " batch's chance.",
+    ),
+]

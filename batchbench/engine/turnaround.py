@@ -1,0 +1,161 @@
+"""How long a service takes to end a batch: forecast from the jobs folder's own history.
+
+Every journal line is time-stamped, so every batch a run of the folder created and saw
+end is a measured turnaround: from its create call to the first poll that saw it ended,
+with its service, model, size and the hour it was created. Those are the forecast, per
+service (per model where it has enough of its own). Until a service has
+:data:`MIN_HISTORY` of them, the forecast is a prior read from what the service says of
+itself (:data:`PRIORS`) — said so wherever a chance is shown.
+
+The one question asked of it: a batch that has run ``elapsed`` seconds — what is the
+chance it ends within ``left`` more? (``P(T <= elapsed + left | T > elapsed)``.) A batch
+already older than every one seen is asked of the prior's heavy tail instead: history
+that has never seen so long a wait says nothing of it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..errors import BatchbenchError
+from .rundir import list_runs
+
+MIN_HISTORY = 10  # ended batches before a service's own history is the forecast
+HOUR = 3600.0
+
+
+@dataclass(frozen=True)
+class Prior:
+    """A service's turnaround before there is history: p50, p90, p99 in seconds, and the
+    statement it was read from. Between them the forecast is log-linear; past p99 the
+    tail runs to 4x p99 (a batch may wait past its window, and be expired)."""
+
+    p50: float
+    p90: float
+    p99: float
+    source: str
+
+    def cdf(self, seconds: float) -> float:
+        points = [(self.p50 / 10, 0.0), (self.p50, 0.5), (self.p90, 0.9), (self.p99, 0.99)]
+        points.append((4 * self.p99, 1.0))
+        if seconds <= points[0][0]:
+            return 0.0
+        for (x0, u0), (x1, u1) in zip(points, points[1:]):
+            if seconds <= x1:
+                return u0 + (u1 - u0) * math.log(seconds / x0) / math.log(x1 / x0)
+        return 1.0
+
+
+PRIORS: dict[str, Prior] = {
+    "openai": Prior(
+        1 * HOUR,
+        6 * HOUR,
+        24 * HOUR,
+        "OpenAI's Batch FAQ: a 24-hour window, batches 'often' done sooner",
+    ),
+    "anthropic": Prior(
+        0.5 * HOUR,
+        2 * HOUR,
+        24 * HOUR,
+        "Anthropic's batch guide: 'most batches completing within 1 hour', 24 h at most",
+    ),
+    "gemini": Prior(
+        1 * HOUR,
+        12 * HOUR,
+        24 * HOUR,
+        "Gemini's batch mode: a 24-hour target, 'in the majority of cases' much sooner",
+    ),
+}
+DEFAULT_PRIOR = Prior(
+    2 * HOUR, 12 * HOUR, 24 * HOUR, "no statement in our sources: a 24-hour window assumed"
+)
+
+
+@dataclass(frozen=True)
+class Turnaround:
+    """One batch the folder saw end: how long it took, and what it was."""
+
+    service: str
+    model: str
+    lines: int
+    hour: int  # UTC hour of its create call
+    seconds: float
+
+
+def history(jobs_dir: Path) -> list[Turnaround]:
+    """Every ended batch of every run in the folder, as it ran: one cut short by the run
+    (a tail sent on flex, a batch never started sent again) or cancelled is no
+    turnaround. A run that does not read is passed over: it only adds history."""
+    found: list[Turnaround] = []
+    for run in list_runs(jobs_dir):
+        with contextlib.suppress(BatchbenchError, OSError, ValueError):
+            config = run.load_config()
+            state = run.state(config.case_ids)
+            for sub in state.subs.values():
+                start, end = sub.create_started, sub.ended_at
+                if start is None or end is None or sub.flex or sub.tailed or sub.stalled:
+                    continue
+                if sub.view is None or sub.view.ending not in (None, "completed"):
+                    continue
+                hour = datetime.fromtimestamp(start, timezone.utc).hour
+                service = config.providers[sub.stage]
+                model = config.model(sub.stage)
+                found.append(Turnaround(service, model, len(sub.lines), hour, end - start))
+    return found
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """Turnarounds by service (and by service and model), sorted, with the priors."""
+
+    seen: dict[tuple[str, str], list[float]]
+
+    @classmethod
+    def of(cls, turns: Iterable[Turnaround]) -> Forecast:
+        seen: dict[tuple[str, str], list[float]] = {}
+        for t in turns:
+            seen.setdefault((t.service, ""), []).append(t.seconds)
+            seen.setdefault((t.service, t.model), []).append(t.seconds)
+        return cls({k: sorted(v) for k, v in seen.items()})
+
+    @classmethod
+    def of_folder(cls, jobs_dir: Path) -> Forecast:
+        return cls.of(history(jobs_dir))
+
+    def _samples(self, service: str, model: str) -> Sequence[float] | None:
+        for key in ((service, model), (service, "")):
+            samples = self.seen.get(key, [])
+            if len(samples) >= MIN_HISTORY:
+                return samples
+        return None
+
+    def basis(self, service: str, model: str) -> str:
+        """What a chance for this service rests on, in words."""
+        samples = self._samples(service, model)
+        if samples is not None:
+            return f"history: {len(samples)} batches of this folder"
+        prior = PRIORS.get(service, DEFAULT_PRIOR)
+        return f"prior ({prior.source}) until {MIN_HISTORY} batches have ended here"
+
+    def chance(self, service: str, model: str, elapsed: float, left: float) -> float:
+        """The chance a batch that has run ``elapsed`` seconds ends within ``left`` more."""
+        if left <= 0:
+            return 0.0
+        samples = self._samples(service, model)
+        if samples is not None:
+            n = len(samples)
+            older = n - bisect.bisect_right(samples, elapsed)
+            if older > 0:
+                within = bisect.bisect_right(samples, elapsed + left) - (n - older)
+                return within / older
+        prior = PRIORS.get(service, DEFAULT_PRIOR)
+        before = prior.cdf(elapsed)
+        if before >= 1.0:
+            return 0.0
+        return (prior.cdf(elapsed + left) - before) / (1.0 - before)

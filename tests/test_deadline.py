@@ -1,0 +1,126 @@
+"""#67.3: ``run --deadline``, on the emulator's clock.
+
+The witnesses: the emulator's ledger (what ran where, each line once), its clock (when
+the last result came), the turnaround it was told to draw from, and plain arithmetic of
+the conditional chance over a history written here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+from support.cli import assert_one_line_error, run_cli
+from support.runs import assert_no_duplicates, env, run_args
+
+from batchbench.engine.deadline import TARGET, parse_deadline
+from batchbench.engine.turnaround import MIN_HISTORY, PRIORS, Forecast, Turnaround
+
+HOUR = 3600.0
+
+
+def test_a_deadline_is_a_time_or_a_span_from_now_and_never_past():
+    now = 1_800_000_000.0
+    assert parse_deadline("+14h", now) == now + 14 * HOUR
+    assert parse_deadline("+90m", now) == now + 90 * 60
+    assert parse_deadline("+2d", now) == now + 2 * 86400
+    # 1,800,000,000 s is 2027-01-15 08:00 UTC: 09:00 with its zone named is an hour on
+    assert parse_deadline("2027-01-15T09:00+00:00", now) == now + HOUR
+    assert parse_deadline("2027-01-15T10:00+01:00", now) == now + HOUR
+
+
+def test_a_bad_deadline_is_one_line(tmp_path, fixture_dir):
+    for given, said in (("tomorrow", "a time (2026-12-08T09:00)"), ("2001-01-01T00:00", "passed")):
+        argv = ["run", "--answer-model", "m", "--judge-model", "j", "--dataset", str(fixture_dir)]
+        proc = run_cli(*argv, "--jobs-dir", str(tmp_path), "--deadline", given)
+        assert_one_line_error(proc, said)
+
+
+def _turns(seconds: list[float]) -> list[Turnaround]:
+    return [Turnaround("openai", "m", 10, 0, s) for s in seconds]
+
+
+def test_the_forecast_is_the_folders_own_history_once_it_has_enough():
+    """With history: the share of batches older than ``elapsed`` that ended within
+    ``left`` more, counted plainly; before MIN_HISTORY of them, the service's prior."""
+    seconds = [600.0 * k for k in range(1, 21)]  # 10 min .. 200 min
+    forecast = Forecast.of(_turns(seconds))
+    elapsed, left = 3000.0, 3600.0
+    older = [s for s in seconds if s > elapsed]
+    expected = sum(1 for s in older if s <= elapsed + left) / len(older)
+    assert forecast.chance("openai", "m", elapsed, left) == pytest.approx(expected)
+    assert "history: 20 batches" in forecast.basis("openai", "m")
+    few = Forecast.of(_turns(seconds[: MIN_HISTORY - 1]))
+    prior = PRIORS["openai"]
+    assert few.chance("openai", "m", 0.0, prior.p50) == pytest.approx(0.5)
+    assert few.chance("openai", "m", 0.0, prior.p99) == pytest.approx(0.99)
+    assert "prior" in few.basis("openai", "m")
+    # older than every batch seen: the prior's tail answers, not a certain miss
+    assert 0 < forecast.chance("openai", "m", 1e5, 12 * HOUR) < 1
+
+
+def _args(emu, tmp_path, fixture_dir, *extra: str) -> list[str]:
+    """A run polling every two minutes: its batches take hours of the test's clock."""
+    args = run_args(emu, tmp_path, fixture_dir, *extra)
+    args[args.index("--poll-interval") + 1] = "120"
+    return args
+
+
+def _ran_where(emu) -> Counter:
+    return Counter(e["batch_id"] == "flex" for e in emu.ledger()["executions"])
+
+
+def test_a_batch_that_cannot_end_in_time_is_finished_on_flex_by_the_deadline(
+    batch_emulator_factory, tmp_path, fixture_dir, clock
+):
+    """OpenAI's batches here take about ten hours (p50), the deadline is three hours away:
+    the forecast (the prior, no history yet) gives them under 99 %, so at its latest safe
+    moment each is cancelled, what it returned kept, and the rest finished on flex — the
+    run ends before the deadline, each line executed once, every line at the batch price."""
+    emu = batch_emulator_factory(turnaround={"openai": [10 * HOUR, 20 * HOUR, 30 * HOUR]})
+    start = clock.time()
+    args = _args(emu, tmp_path, fixture_dir, "--deadline", "+3h", "--limit", "6")
+    proc = run_cli(*args, env=env())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "latest safe moment" in proc.stderr
+    assert clock.time() <= start + 3 * HOUR
+    assert_no_duplicates(emu)
+    where = _ran_where(emu)
+    assert where[True] > 0  # finished on flex
+    ran = Counter(e["custom_id"] for e in emu.ledger()["executions"])
+    assert all(n == 1 for n in ran.values())
+    jobs = ["--jobs-dir", str(tmp_path / "jobs")]
+    status = json.loads(run_cli("status", "ans-model", *jobs, "--json").stdout)
+    # each flex reply names its tier ("the processing mode actually used"): counted
+    flexed = [e for e in emu.ledger()["executions"] if e["batch_id"] == "flex"]
+    said = sum(
+        status["provenance"][stage]["tiers"].get("flex", 0) for stage in ("answers", "judges")
+    )
+    assert said == sum(1 for e in flexed if e["status_code"] == 200) > 0
+
+
+def test_a_batch_likely_in_time_is_waited_for_and_nothing_goes_to_flex(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    emu = batch_emulator_factory(turnaround={"openai": [60.0, 120.0, 300.0]})
+    args = _args(emu, tmp_path, fixture_dir, "--deadline", "+20h", "--limit", "6")
+    proc = run_cli(*args, env=env())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _ran_where(emu)[True] == 0
+    assert_no_duplicates(emu)
+
+
+def test_status_shows_each_batch_in_flight_against_the_deadline(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    emu = batch_emulator_factory(turnaround={"openai": [10 * HOUR, 20 * HOUR, 30 * HOUR]})
+    args = _args(emu, tmp_path, fixture_dir, "--deadline", "+20h", "--limit", "4")
+    proc = run_cli(*args, "--no-wait", env=env())
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    jobs = ["--jobs-dir", str(tmp_path / "jobs")]
+    status = json.loads(run_cli("status", "ans-model", *jobs, "--json").stdout)
+    due = status["deadline"]
+    assert due["chances"] and all(0 <= c < TARGET for c in due["chances"].values())
+    text = run_cli("status", "ans-model", *jobs).stdout
+    assert "chance of ending by the deadline" in text and "go on flex" in text
