@@ -3,7 +3,8 @@
 Each simulated run is a real ``batchbench run --deadline`` (in this process, on a fake
 clock) against a fresh emulator whose OpenAI batches take a time drawn, per batch and
 seeded, from a recorded turnaround (p50/p90/p99 seconds, a heavy tail to 4x p99 past
-it): the scenarios below. The forecast starts from its prior (no history in a fresh
+it): the scenarios below; each flex call takes five seconds, and a fifth of them are
+refused for want of capacity first. The forecast starts from its prior (no history in a fresh
 jobs folder), so it is not told the distribution it faces.
 
 Per run: the deadline is met when the run exits 0 with the emulator's clock at or before

@@ -124,7 +124,7 @@ def run_batchbench(cases: list[dict], paths: list[Path]) -> dict[str, list]:
     from batchbench.bench.results import append_lines
     from batchbench.bench.scoring import rubric_frame
     from batchbench.engine.collection import RetryLimits, collect
-    from batchbench.engine.events import Line
+    from batchbench.engine.event_records import Line
     from batchbench.engine.rows import rows_for
     from batchbench.engine.runconfig import RunConfig
     from batchbench.engine.state import fold

@@ -14,7 +14,8 @@ from support.runs import env, parse_id, rows_of, run_args
 
 from batchbench.costs.pricing import load_pricing
 from batchbench.emulator import FakeClock
-from batchbench.engine.events import BatchSeen, Created, Line, Plan
+from batchbench.engine.event_records import Line
+from batchbench.engine.events import BatchSeen, Created, Plan
 from batchbench.engine.state import fold
 from batchbench.views.progress import WIDTH, Progress, progress_line
 

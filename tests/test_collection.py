@@ -10,7 +10,7 @@ import pytest
 from batchbench.bench.dataset import Case
 from batchbench.bench.scoring import rubric_frame
 from batchbench.engine.collection import RetryLimits, collect
-from batchbench.engine.events import Line
+from batchbench.engine.event_records import Line
 from batchbench.engine.state import RunState, fold
 from batchbench.engine.submission import Submission
 from batchbench.kinds import Stage

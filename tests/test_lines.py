@@ -20,7 +20,7 @@ from batchbench.bench.decisions import Judged, lay_verdicts
 from batchbench.bench.scoring import rubric_frame
 from batchbench.engine import lines
 from batchbench.engine.collection import Outcome
-from batchbench.engine.events import Line
+from batchbench.engine.event_records import Line
 from batchbench.engine.rows import rows_for
 from batchbench.engine.runconfig import RunConfig
 from batchbench.engine.state import fold

@@ -19,7 +19,8 @@ from ..bench.dataset import Case
 from ..bench.results import append_rows, row_counts
 from ..errors import RunStateError
 from .cases import GIVEN
-from .events import Borrowed, BorrowedAnswer, Event
+from .event_records import BorrowedAnswer
+from .events import Borrowed, Event
 from .rows import error_row
 from .runconfig import RunConfig
 from .rundir import Run, open_run

@@ -11,7 +11,6 @@ them to frames. The pipeline journals the result and writes the rows.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -23,8 +22,9 @@ from ..bench.decisions import Judged, judge_decisions, part_verdicts
 from ..errors import BatchFileError
 from ..kinds import OutcomeKind
 from ..providers.base import BatchFailure, LineRules, Wire
-from ..providers.frames import USAGE_COLUMNS
-from .events import CaseOutcome, Collected
+from ..providers.frames import USAGE_COLUMNS, served_counts
+from .event_records import CaseOutcome
+from .events import Collected
 from .state import RunState
 from .submission import Submission
 
@@ -184,18 +184,6 @@ def classify(
 
 
 _OK = ~pl.col("has_error") & pl.col("status_code").is_between(200, 299)
-
-
-def served_of(frame: pl.DataFrame) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
-    """How many good replies each served model, each fingerprint (#66.1) and each service
-    tier the replies name (#67.2) answered."""
-    ok = frame.filter(_OK)
-
-    def counts(column: str) -> dict[str, int]:
-        values = ok.get_column(column).drop_nulls().to_list()
-        return dict(sorted(Counter(values).items()))
-
-    return counts("served_model"), counts("served_version"), counts("service_tier")
 
 
 def _with_fallbacks(
@@ -360,7 +348,7 @@ def collect(
         outcomes, usage, anomalies = classify(frame, expected, wire, expired, replies=judges)
         for cid, detail in (unknown or {}).items():  # sent one call at a time, never answered
             outcomes[cid] = Outcome(expected[cid].case_id, "unknown", detail)
-        served, fingerprints, tiers = served_of(frame)
+        served, fingerprints, tiers = served_counts(frame)
         result = Collection(outcomes, usage=usage, anomalies=anomalies, served=served)
         result.fingerprints, result.tiers = fingerprints, tiers
     invalid: dict[str, str] = {}

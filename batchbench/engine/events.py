@@ -18,38 +18,11 @@ import msgspec
 from ..kinds import Ending, Phase, ProviderName, Stage
 from ..providers import legacy
 from ..providers.base import BatchError, BatchView
+from .event_records import BorrowedAnswer, CaseOutcome, Line  # carried by the events
 
 
 class Event(msgspec.Struct, tag_field="ev", kw_only=True):
     t: float = 0.0  # when it was recorded (seconds since the epoch)
-
-
-class Line(msgspec.Struct, array_like=True, omit_defaults=True):
-    """One request of a submission: which case, which attempt, whether it sent temperature,
-    its id, what its wire noted of it (:attr:`Rendered.sent`; 0.2: a flag; 0.1: no id)."""
-
-    case_id: str
-    attempt: int
-    sent_temperature: bool
-    custom_id: str | None = None
-    legacy_flag: bool = False  # 0.2: a note its wire made then (:mod:`providers.legacy`)
-    sent: dict[str, Any] | None = None
-
-    def id(self, stage: Stage) -> str:
-        return self.custom_id or legacy.request_id(stage, self.case_id, self.attempt)
-
-    def note(self) -> dict[str, Any] | None:
-        """What the wire noted of this request when it was sent."""
-        return self.sent if self.sent is not None or not self.legacy_flag else legacy.SENT_NONE
-
-
-class BorrowedAnswer(msgspec.Struct, omit_defaults=True):
-    """One case's answer as the run it was borrowed from holds it (:class:`Borrowed`)."""
-
-    source: str | None = None  # the raw file holding its line (None: the answer failed)
-    custom_id: str | None = None
-    temperature: bool | None = None  # whether its request carried temperature
-    error: str | None = None  # its error row's, when it failed
 
 
 class Plan(Event, tag="plan", omit_defaults=True):
@@ -185,17 +158,6 @@ class BatchSeen(Event, tag="batch"):
 class Downloaded(Event, tag="downloaded"):
     sub: str
     file_id: str
-
-
-class CaseOutcome(msgspec.Struct, array_like=True, omit_defaults=True):
-    """What one request came to (:data:`~batchbench.kinds.OutcomeKind`; 0.2's two more kinds
-    read by :mod:`providers.legacy`); for ``retry``, its wire's adjustments to send again."""
-
-    kind: str
-    detail: str | None
-    source: str | None  # raw file id holding the successful line
-    custom_id: str
-    adjust: dict[str, Any] | None = None
 
 
 class Collected(Event, tag="collected"):

@@ -36,7 +36,8 @@ from .canary import Canary
 from .cancelling import take_asked_cancel
 from .candidates import check_candidate
 from .collection import RetryLimits, collect
-from .events import Event, Line, Plan
+from .event_records import Line
+from .events import Event, Plan
 from .parts import Parts
 from .requests import Request, build_request, check_minimum, fit_minimum, write_shards
 from .rows import Answers, append_pass_rows, pass_rows

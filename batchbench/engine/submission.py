@@ -13,6 +13,7 @@ from typing import Any
 
 from ..kinds import Stage
 from ..providers.base import CLOCK_SKEW, BatchView, Client
+from .event_records import Line
 from .events import (
     BatchSeen,
     Candidates,
@@ -23,7 +24,6 @@ from .events import (
     CreateStarted,
     Disowned,
     Downloaded,
-    Line,
     Owed,
     RemoteDeleted,
     Settled,

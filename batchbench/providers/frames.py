@@ -27,6 +27,7 @@ import json
 import mmap
 import os
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -362,3 +363,15 @@ def build(columns: Mapping[str, Sequence[Any] | str]) -> pl.DataFrame:
 
 def empty() -> pl.DataFrame:
     return pl.DataFrame(schema=FRAME_SCHEMA)
+
+
+def served_counts(frame: pl.DataFrame) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+    """How many good replies each served model, each fingerprint (#66.1) and each service
+    tier the replies name (#67.2) answered."""
+    ok = frame.filter(~pl.col("has_error") & pl.col("status_code").is_between(200, 299))
+
+    def counts(column: str) -> dict[str, int]:
+        values = ok.get_column(column).drop_nulls().to_list()
+        return dict(sorted(Counter(values).items()))
+
+    return counts("served_model"), counts("served_version"), counts("service_tier")
