@@ -67,6 +67,45 @@ def _args(emu, tmp_path, fixture_dir, *extra: str) -> list[str]:
     return args
 
 
+def test_the_forecast_asks_the_batches_most_like_the_one_in_flight():
+    """Small batches end in minutes, big ones in hours: a big batch is forecast from the
+    big ones (its size band), and from the small ones only where nothing else is known."""
+    small = [Turnaround("openai", "m", 10, 3, 60.0 * k) for k in range(1, 11)]
+    big = [Turnaround("openai", "m", 5000, 3, HOUR * k) for k in range(1, 11)]
+    forecast = Forecast.of(small + big)
+    assert forecast.chance("openai", "m", 0.0, 700.0, lines=5000, hour=0) == 0.0
+    assert forecast.chance("openai", "m", 0.0, 700.0, lines=10, hour=0) == 1.0
+    assert "size" in forecast.basis("openai", "m", lines=5000, hour=0)
+    # a size never seen: the model's whole history, 10 of 20 within 700 s
+    assert forecast.chance("openai", "m", 0.0, 700.0, lines=300, hour=0) == pytest.approx(0.5)
+
+
+def test_the_history_is_each_ended_batch_timed_from_its_create_to_the_poll_that_saw_it_end(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    """Read back from the folder's journals: every batch that ended, as long as the
+    service says it took (openai SDK: completed_at less created_at) and at most a poll
+    interval more (the run learns of an end at its next poll)."""
+    import openai
+
+    from batchbench.engine.turnaround import history
+
+    emu = batch_emulator_factory(turnaround={"openai": [600.0, 1800.0, 3600.0]})
+    proc = run_cli(*_args(emu, tmp_path, fixture_dir, "--limit", "6"), env=env())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    turns = history(tmp_path / "jobs")
+    sdk = openai.OpenAI(api_key="sk-test", base_url=emu.base_url, max_retries=0)
+    took = sorted(
+        b.completed_at - b.created_at
+        for b in (sdk.batches.retrieve(x["id"]) for x in emu.ledger()["batches"])
+        if b.status == "completed"
+    )
+    assert len(turns) == len(took) > 0
+    for seen, said in zip(sorted(t.seconds for t in turns), took):
+        assert said - 1 <= seen <= said + 120 + 1
+    assert {t.service for t in turns} == {"openai"}
+
+
 def _ran_where(emu) -> Counter:
     return Counter(e["batch_id"] == "flex" for e in emu.ledger()["executions"])
 

@@ -25,7 +25,7 @@ from ..providers.registry import BY_NAME
 from .runconfig import RunConfig
 from .state import RunState
 from .submission import Submission
-from .turnaround import Forecast
+from .turnaround import Forecast, hour_band
 
 TARGET = 0.99  # the chance a batch must have of ending in time to be waited for
 CANCEL_SECONDS = 600.0  # a cancel ends a batch within ten minutes (OpenAI's "cancelling")
@@ -100,15 +100,17 @@ def outlook(
         service, model = config.providers[sub.stage], config.model(sub.stage)
         view = sub.view
         unfinished = len(sub.lines) if view is None or not view.total else view.total - view.done
-        elapsed = now - (sub.create_started or sub.planned_at)
-        chance = forecast.chance(service, model, elapsed, deadline - now)
+        begun = sub.create_started or sub.planned_at
+        like = (len(sub.lines), hour_band(begun))  # its size and time of day
+        chance = forecast.chance(service, model, now - begun, deadline - now, *like)
         flexible = BY_NAME[service].flex
         # an answer still has its judge requests to come (one a pass; a HealthBench
         # answer's per-item graders are not counted): their fallback is reserved too
         later = len(sub.lines) * config.judge_passes if sub.stage == "answers" else 0
         reserve = fallback_seconds(later) if later else 0.0
         at = deadline - fallback_seconds(unfinished) - reserve if flexible else None
-        found.append(Outlook(sub, service, unfinished, chance, forecast.basis(service, model), at))
+        basis = forecast.basis(service, model, *like)
+        found.append(Outlook(sub, service, unfinished, chance, basis, at))
     return found
 
 

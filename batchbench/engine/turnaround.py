@@ -2,8 +2,9 @@
 
 Every journal line is time-stamped, so every batch a run of the folder created and saw
 end is a measured turnaround: from its create call to the first poll that saw it ended,
-with its service, model, size and the hour it was created. Those are the forecast, per
-service (per model where it has enough of its own). Until a service has
+with its service, model, size and the hour it was created. Those are the forecast: the
+batches most like the one asked about (same service, model, size band and quarter of
+the day; else fewer of those alike) once there are enough of them. Until a service has
 :data:`MIN_HISTORY` of them, the forecast is a prior read from what the service says of
 itself (:data:`PRIORS`) — said so wherever a chance is shown.
 
@@ -103,53 +104,82 @@ def history(jobs_dir: Path) -> list[Turnaround]:
                     continue
                 if sub.view is None or sub.view.ending not in (None, "completed"):
                     continue
-                hour = datetime.fromtimestamp(start, timezone.utc).hour
+                hour = datetime.fromtimestamp(start, timezone.utc).hour  # 0..23
                 service = config.providers[sub.stage]
                 model = config.model(sub.stage)
                 found.append(Turnaround(service, model, len(sub.lines), hour, end - start))
     return found
 
 
+Key = tuple[str, str, int, int]  # service, model ("": any), size band, hour band (-1: any)
+
+
+def size_band(lines: int) -> int:
+    """Batches of like size: 1, 2–3, 4–7, 8–15 … lines (powers of two)."""
+    return max(lines, 1).bit_length()
+
+
+def hour_band(when: float) -> int:
+    """The quarter of the UTC day a batch was created in (a service's load moves with it)."""
+    return datetime.fromtimestamp(when, timezone.utc).hour // 6
+
+
+def _keys(service: str, model: str, lines: int, hour: int) -> list[tuple[Key, str]]:
+    """Most specific first, each with its words: a batch's own kind before the service's."""
+    size = size_band(lines)
+    return [
+        ((service, model, size, hour), "its service, model, size and time of day"),
+        ((service, model, size, -1), "its service, model and size"),
+        ((service, model, 0, -1), "its service and model"),
+        ((service, "", 0, -1), "its service"),
+    ]
+
+
 @dataclass(frozen=True)
 class Forecast:
-    """Turnarounds by service (and by service and model), sorted, with the priors."""
+    """Turnarounds (sorted) by service, model, size and time of day, with the priors."""
 
-    seen: dict[tuple[str, str], list[float]]
+    seen: dict[Key, list[float]]
 
     @classmethod
     def of(cls, turns: Iterable[Turnaround]) -> Forecast:
-        seen: dict[tuple[str, str], list[float]] = {}
+        seen: dict[Key, list[float]] = {}
         for t in turns:
-            seen.setdefault((t.service, ""), []).append(t.seconds)
-            seen.setdefault((t.service, t.model), []).append(t.seconds)
+            for key, _ in _keys(t.service, t.model, t.lines, t.hour // 6):
+                seen.setdefault(key, []).append(t.seconds)
         return cls({k: sorted(v) for k, v in seen.items()})
 
     @classmethod
     def of_folder(cls, jobs_dir: Path) -> Forecast:
         return cls.of(history(jobs_dir))
 
-    def _samples(self, service: str, model: str) -> Sequence[float] | None:
-        for key in ((service, model), (service, "")):
+    def _samples(
+        self, service: str, model: str, lines: int, hour: int
+    ) -> tuple[Sequence[float], str] | None:
+        for key, said in _keys(service, model, lines, hour):
             samples = self.seen.get(key, [])
             if len(samples) >= MIN_HISTORY:
-                return samples
+                return samples, said
         return None
 
-    def basis(self, service: str, model: str) -> str:
-        """What a chance for this service rests on, in words."""
-        samples = self._samples(service, model)
-        if samples is not None:
-            return f"history: {len(samples)} batches of this folder"
+    def basis(self, service: str, model: str, lines: int = 0, hour: int = -1) -> str:
+        """What a chance for such a batch rests on, in words."""
+        found = self._samples(service, model, lines, hour)
+        if found is not None:
+            return f"history: {len(found[0])} batches of this folder like it ({found[1]})"
         prior = PRIORS.get(service, DEFAULT_PRIOR)
         return f"prior ({prior.source}) until {MIN_HISTORY} batches have ended here"
 
-    def chance(self, service: str, model: str, elapsed: float, left: float) -> float:
-        """The chance a batch that has run ``elapsed`` seconds ends within ``left`` more."""
+    def chance(
+        self, service: str, model: str, elapsed: float, left: float, lines: int = 0, hour: int = -1
+    ) -> float:
+        """The chance a batch (of ``lines``, created in ``hour`` band) that has run
+        ``elapsed`` seconds ends within ``left`` more."""
         if left <= 0:
             return 0.0
-        samples = self._samples(service, model)
-        if samples is not None:
-            n = len(samples)
+        found = self._samples(service, model, lines, hour)
+        if found is not None:
+            samples, n = found[0], len(found[0])
             older = n - bisect.bisect_right(samples, elapsed)
             if older > 0:
                 within = bisect.bisect_right(samples, elapsed + left) - (n - older)
