@@ -81,3 +81,14 @@ DeadlineOpt = Annotated[
         " batch's chance.",
     ),
 ]
+
+AllowListPriceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-list-price",
+        rich_help_panel=BUDGET,
+        help="With --deadline, on a service with no flex tier: a batch that may not end in"
+        " time is finished on demand, at the list price (Bedrock's InvokeModel); without"
+        " it, such a batch is waited for and `status` says the deadline is at risk.",
+    ),
+]

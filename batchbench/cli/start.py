@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from ..engine.spend import Scope
 
 from .budget_options import (
+    AllowListPriceOpt,
     AssumedAnswerTokensOpt,
     DeadlineOpt,
     MaxCostOpt,
@@ -100,6 +101,7 @@ def run(
     on_demand_remainder: OnDemandRemainderOpt = False,
     tail_flex: TailFlexOpt = None,
     deadline: DeadlineOpt = None,
+    allow_list_price: AllowListPriceOpt = False,
     create_wait: CreateWaitOpt = None,
     resend_unknown: ResendUnknownOpt = False,
     settle_owed: SettleOwedOpt = False,
@@ -138,6 +140,7 @@ def run(
         on_demand_remainder=on_demand_remainder,
         tail_flex=tail_flex,
         deadline=None if deadline is None else parse_deadline(deadline, clock_of(ctx).time()),
+        allow_list_price=_listed(allow_list_price, deadline),
         create_wait=create_wait,
         max_enqueued_tokens=max_enqueued_tokens,
         delete_remote_files=delete_remote_files,
@@ -217,6 +220,15 @@ def _checked(dataset: Path | None, as_json: bool, dry_run: bool) -> Path:
     if as_json and not dry_run:
         raise ConfigError("--json goes with --dry-run (use `batchbench status --json`)")
     return dataset
+
+
+def _listed(allowed: bool, deadline: str | None) -> bool:
+    """``--allow-list-price`` is a deadline's fallback: alone it would say nothing."""
+    from ..errors import ConfigError
+
+    if allowed and deadline is None:
+        raise ConfigError("--allow-list-price goes with --deadline (the fallback it allows)")
+    return allowed
 
 
 def _scope(given: str) -> Scope:

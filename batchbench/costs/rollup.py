@@ -9,11 +9,12 @@ texts here are the only ones that word a run's cost.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from ..formats import usd
 from ..kinds import Stage
-from .pricing import Pricing, usage_cost
+from .discounts import CacheTerms, Discount
+from .pricing import Price, Pricing, usage_cost
 
 
 class _StageCost(TypedDict):
@@ -34,6 +35,7 @@ class StageCost(_StageCost, total=False):
     cache_write_1h_tokens: int
     no_price: str
     cache_note: str  # cached input priced as uncached, and why
+    list_price_usd: float  # of batch_usd, what calls at the list price cost (a deadline's)
 
 
 class TotalCost(TypedDict):
@@ -50,20 +52,43 @@ class RunCost(TypedDict):
     pricing: str
 
 
+# What calls at the list price are billed: no batch discount, the cache read as the
+# synchronous API reads it.
+LIST_PRICE = Discount(0.0, "the list price", cache=CacheTerms("stacks", "the synchronous API"))
+
+
+def _bill(
+    used: Mapping[str, int], listed: Mapping[str, int], price: Price | None, terms: Discount
+) -> dict[str, Any]:
+    """A stage's cost: its usage at the venue's batch terms, but what was sent on demand
+    at the list price (``listed``: that part of ``used``) at the list price."""
+    batched = {k: v - listed.get(k, 0) for k, v in used.items()}
+    bill = usage_cost(batched, price, terms)
+    if not listed or price is None:
+        return bill
+    extra = usage_cost(listed, price, LIST_PRICE)
+    for key in ("batch_usd", "sync_usd"):
+        bill[key] = round(bill[key] + extra[key], 6)
+    bill["list_price_usd"] = extra["batch_usd"]
+    return bill
+
+
 def run_cost(
     usage: Mapping[str, Mapping[str, int]],
     models: Mapping[Stage, str],
     pricing: Pricing,
     providers: Mapping[Stage, str],
+    listed: Mapping[str, Mapping[str, int]] | None = None,
 ) -> RunCost:
     """The cost of each stage's usage (``models``: stage → the model it ran on;
-    ``providers``: stage → the venue, whose batch discount it got)."""
+    ``providers``: stage → the venue, whose batch discount it got; ``listed``: of the
+    usage, what calls at the list price used)."""
     stages: dict[str, StageCost] = {}
     for stage, model in models.items():
         used = dict(usage.get(stage, {}))
         price = pricing.price(model)
         terms = pricing.discount(providers[stage], model)
-        bill = usage_cost(used, price, terms)
+        bill = _bill(used, (listed or {}).get(stage, {}), price, terms)
         uncached = bill.pop("uncached", 0)
         one = StageCost(model=model, **bill)  # type: ignore[typeddict-item]
         one.update(used)
@@ -122,6 +147,8 @@ def stage_price_text(stage: StageCost) -> str:
     if stage["batch_usd"] is None:
         return f"no price for {stage['model']} ({stage.get('no_price', 'unknown')})"
     note = f"; {stage['cache_note']}" if "cache_note" in stage else ""
+    if "list_price_usd" in stage:
+        note += f"; of it {usd(stage['list_price_usd'])} at the list price (--allow-list-price)"
     return f"cost {usd(stage['batch_usd'])} (sync {usd(stage['sync_usd'])}){note}"
 
 

@@ -47,7 +47,7 @@ def call_kind(sub: Submission, wire: Wire) -> CallKind | None:
     (too few for the service's smallest batch: the user allowed it), else None."""
     if sub.flex:
         return "flex"
-    if len(sub.lines) < wire.limits.min_lines:
+    if sub.listed or len(sub.lines) < wire.limits.min_lines:  # the user allowed it
         return "ondemand"
     return None
 

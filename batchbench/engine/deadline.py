@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TypedDict
+from typing import Literal, TypedDict
 
 from ..errors import ConfigError
 from ..providers.registry import BY_NAME
@@ -63,6 +63,18 @@ def fallback_seconds(lines: int) -> float:
     return SAFETY * (CANCEL_SECONDS + lines * CALL_SECONDS)
 
 
+Via = Literal["flex", "list price"]
+
+
+def fallback(service: str, allow_list_price: bool) -> Via | None:
+    """Where a batch of the service cut short goes: its flex tier, at the batch price;
+    else, where the user allows it and the service has them, calls at the list price."""
+    spec = BY_NAME[service]
+    if spec.flex:
+        return "flex"
+    return "list price" if allow_list_price and spec.on_demand else None
+
+
 @dataclass(frozen=True)
 class Outlook:
     """A batch in flight against the deadline."""
@@ -73,18 +85,22 @@ class Outlook:
     chance: float  # of ending by the deadline, waited for
     basis: str  # what the chance rests on
     fallback_at: float | None  # its latest safe moment (None: no fallback on its service)
+    via: Via | None = None  # where its unfinished lines go then
 
     def text(self) -> str:
         sub = self.sub
         said = f"{sub.id} ({self.service}): {self.chance:.0%} chance of ending by the deadline"
+        where = "on flex, at the batch price" if self.via == "flex" else "at the list price"
         if sub.tailed:
-            return f"{sub.id} ({self.service}): cut short; its unfinished lines go on flex"
+            return f"{sub.id} ({self.service}): cut short; its unfinished lines go {where}"
         if self.fallback_at is None:
-            return f"{said}; no fallback ({self.service} has no flex tier) [{self.basis}]"
+            allow = BY_NAME[self.service].on_demand  # would it take calls at list price?
+            hint = " (--allow-list-price: on demand, at the list price)" if allow else ""
+            return f"{said}; no fallback: {self.service} has no flex tier{hint} [{self.basis}]"
         if self.chance >= TARGET:
             return f"{said}; waited for [{self.basis}]"
         return (
-            f"{said}; its {self.unfinished} unfinished lines go on flex, at the batch price,"
+            f"{said}; its {self.unfinished} unfinished lines go {where},"
             f" at {stamp(self.fallback_at)} unless it ends first [{self.basis}]"
         )
 
@@ -95,7 +111,7 @@ def outlook(
     """Each batch in flight (not itself on flex), its chance and its fallback."""
     found = []
     for sub in state.in_flight():
-        if sub.flex or sub.batch_id is None:
+        if sub.flex or sub.listed or sub.batch_id is None:
             continue
         service, model = config.providers[sub.stage], config.model(sub.stage)
         view = sub.view
@@ -103,14 +119,14 @@ def outlook(
         begun = sub.create_started or sub.planned_at
         like = (len(sub.lines), hour_band(begun))  # its size and time of day
         chance = forecast.chance(service, model, now - begun, deadline - now, *like)
-        flexible = BY_NAME[service].flex
+        via = fallback(service, state.allow_list_price)
         # an answer still has its judge requests to come (one a pass; a HealthBench
         # answer's per-item graders are not counted): their fallback is reserved too
         later = len(sub.lines) * config.judge_passes if sub.stage == "answers" else 0
         reserve = fallback_seconds(later) if later else 0.0
-        at = deadline - fallback_seconds(unfinished) - reserve if flexible else None
+        at = deadline - fallback_seconds(unfinished) - reserve if via is not None else None
         basis = forecast.basis(service, model, *like)
-        found.append(Outlook(sub, service, unfinished, chance, basis, at))
+        found.append(Outlook(sub, service, unfinished, chance, basis, at, via))
     return found
 
 

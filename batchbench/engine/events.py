@@ -40,6 +40,7 @@ class Plan(Event, tag="plan", omit_defaults=True):
         default=None, name=legacy.PLAN_SHARED_KEY
     )  # 0.2's name for it
     flex: bool = False  # the tail of a cancelled batch, sent one call at a time on flex
+    listed: bool = False  # ... or on demand at the list price (a deadline's fallback)
 
     def shares(self) -> dict[str, Any] | None:
         return self.shared if self.shared is not None else self.legacy_shared
@@ -253,6 +254,7 @@ class Tailed(Event, tag="tailed"):
     sub: str
     batch_id: str
     remaining: int
+    listed: bool = False  # the rest goes on demand at the list price (a deadline's fallback)
 
 
 class CallSent(Event, tag="call_sent", omit_defaults=True):
@@ -335,6 +337,7 @@ class DeadlineSet(Event, tag="deadline"):
     until another invocation names another (:mod:`.deadline`)."""
 
     at: float
+    allow_list_price: bool = False  # where there is no flex tier, on demand at list price
 
 
 AnyEvent = (

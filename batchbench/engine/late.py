@@ -174,15 +174,23 @@ class Late:
         then told to stop; what it returned is kept, the rest goes on flex."""
         sub = late.sub
         batch_id = sub.batch_id or ""
-        self.submitter.record(Tailed(sub=sub.id, batch_id=batch_id, remaining=late.unfinished))
+        listed = late.via == "list price"
+        self.submitter.record(
+            Tailed(sub=sub.id, batch_id=batch_id, remaining=late.unfinished, listed=listed)
+        )
         view = self.submitter.providers[sub.stage].client.cancel(batch_id)
         if view is not None:
             self.submitter.record_batch(sub, view)
+        where = (
+            "on demand, at the list price (--allow-list-price)"
+            if listed
+            else "on the flex tier, at the batch price"
+        )
         self.warn(
             f"note: batch {batch_id} ({sub.id}) has a {late.chance:.0%} chance of ending by the"
             f" deadline ({late.basis}): cancelled at its latest safe moment; what it returned"
-            f" is kept, and its {late.unfinished} unfinished lines go out on the flex tier, at"
-            " the batch price, once the service has ended it"
+            f" is kept, and its {late.unfinished} unfinished lines go out {where}, once the"
+            " service has ended it"
         )
 
     def _stall(self, sub: Submission) -> None:

@@ -279,17 +279,18 @@ class Pipeline:
 
         # A submission holds requests that share what the service takes per batch: cases
         # with the same fallbacks render the same, so one request of each tells.
-        # A batch's tail cut short (--tail-flex) goes in submissions of its own, on flex.
+        # A batch cut short goes in submissions of its own: on flex, or on demand (RunState.via).
         by_adjust: dict[str, list[str]] = {}
         for case_id in pending:
             adjust = self.state.cases[case_id].stage(stage, judge_pass).adjust
-            flex = (stage, case_id) in self.state.flex_cases
-            by_adjust.setdefault(_key([adjust, flex]), []).append(case_id)
-        groups: dict[str, tuple[dict[str, Any] | None, bool, list[str]]] = {}
+            by_adjust.setdefault(_key([adjust, *self.state.via(stage, case_id)]), []).append(
+                case_id
+            )
+        groups: dict[str, tuple[dict[str, Any] | None, tuple[bool, bool], list[str]]] = {}
         for cases in by_adjust.values():
             shared = request(cases[0]).rendered.shared
-            flex = (stage, cases[0]) in self.state.flex_cases
-            groups.setdefault(_key([shared, flex]), (shared, flex, []))[2].extend(cases)
+            via = self.state.via(stage, cases[0])
+            groups.setdefault(_key([shared, *via]), (shared, via, []))[2].extend(cases)
         seq = self.state.next_seq(stage)
         cap = min(
             self.settings.max_requests_per_batch,
@@ -297,11 +298,12 @@ class Pipeline:
             wire.limits.max_lines,
         )
         cap = fit_minimum(len(pending), cap, wire.limits.min_lines, wire.limits.max_lines)
-        if not self.settings.on_demand_remainder:
+        batched = [c for c in pending if not any(self.state.via(stage, c))]  # not one by one
+        if batched and not self.settings.on_demand_remainder:
             label = BY_NAME[wire.name].label
-            check_minimum(self.config.name, stage, len(pending), wire.limits.min_lines, label)
-        files: list[tuple[Path, list[Line], int, dict[str, Any] | None, bool]] = []
-        for shared, flex, cases in groups.values():
+            check_minimum(self.config.name, stage, len(batched), wire.limits.min_lines, label)
+        files: list[tuple[Path, list[Line], int, dict[str, Any] | None, tuple[bool, bool]]] = []
+        for shared, via, cases in groups.values():
             made = write_shards(
                 entries(cases, _key(shared)),
                 functools.partial(self._request_path, stage, seq + len(files)),
@@ -309,8 +311,8 @@ class Pipeline:
                 max_bytes=min(self.settings.max_bytes_per_batch, wire.limits.max_bytes),
                 max_tokens=budget,
             )
-            files += [(path, lines, tokens, shared, flex) for path, lines, tokens in made]
-        for offset, (path, lines, tokens, shared, flex) in enumerate(files):
+            files += [(path, lines, tokens, shared, via) for path, lines, tokens in made]
+        for offset, (path, lines, tokens, shared, via) in enumerate(files):
             _failpoints.hit("planned")
             self.record(
                 Plan(
@@ -322,7 +324,8 @@ class Pipeline:
                     tokens=tokens,
                     judge_pass=judge_pass,
                     shared=shared,
-                    flex=flex,
+                    flex=via[0],
+                    listed=via[1],
                 )
             )
 

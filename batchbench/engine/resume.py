@@ -91,8 +91,12 @@ def reopen(
     """
     config = pipeline.config
     deadline = pipeline.settings.deadline
-    if deadline is not None and pipeline.state.deadline != deadline:
-        pipeline.record(DeadlineSet(at=deadline))
+    listed = pipeline.settings.allow_list_price
+    if deadline is not None and (pipeline.state.deadline, pipeline.state.allow_list_price) != (
+        deadline,
+        listed,
+    ):
+        pipeline.record(DeadlineSet(at=deadline, allow_list_price=listed))
         say(
             f"{config.name!r} is to end by {stamp(deadline)}: each batch is waited for while"
             " it can end in time, then its unfinished lines go on flex at the batch price"

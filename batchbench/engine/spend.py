@@ -43,11 +43,18 @@ MAX_OUTPUT: dict[Stage, int] = {
 
 
 def worst_usd(
-    pricing: Pricing, provider: str, model: str, stage: Stage, input_tokens: int, requests: int
+    pricing: Pricing,
+    provider: str,
+    model: str,
+    stage: Stage,
+    input_tokens: int,
+    requests: int,
+    listed: bool = False,
 ) -> float | None:
     """The most ``requests`` of a stage can be billed: their input and each one's whole
-    output allowance, at the venue's batch price (None: the model has no price)."""
-    off = pricing.discount(provider, model).fraction
+    output allowance, at the venue's batch price — or, sent on demand (``listed``), at
+    the list price (None: the model has no price)."""
+    off = 0.0 if listed else pricing.discount(provider, model).fraction
     output = requests * MAX_OUTPUT[stage]
     return cost(pricing.price(model), input_tokens, 0, output, batch_discount=off)["batch_usd"]
 
@@ -84,13 +91,17 @@ class SpendCap:
         """The most a submission can be billed: its planned input tokens and every
         request's whole output allowance, at its venue's batch price."""
         stage, provider = sub.stage, config.providers[sub.stage]
+        model = config.model(stage)
         found = worst_usd(
-            self.pricing, provider, config.model(stage), stage, sub.tokens, len(sub.lines)
+            self.pricing, provider, model, stage, sub.tokens, len(sub.lines), sub.listed
         )
         return found or 0.0
 
     def billed(self, state: RunState, config: RunConfig) -> float:
-        total = run_cost(state.usage, config.models, self.pricing, config.providers)["total"]
+        billed = run_cost(
+            state.usage, config.models, self.pricing, config.providers, state.listed_usage
+        )
+        total = billed["total"]
         return total["priced_batch_usd"] or 0.0
 
     def committed(self, state: RunState, config: RunConfig, but: str | None = None) -> float:

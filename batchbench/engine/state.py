@@ -60,6 +60,8 @@ class RunState:
     stalls: int = 0  # batches that never started in time
     flex_cases: set[tuple[str, str]] = field(default_factory=set)  # (stage, case) to flex
     flex_usage: dict[str, dict[str, int]] = field(default_factory=dict)  # of flex calls
+    listed_cases: set[tuple[str, str]] = field(default_factory=set)  # (stage, case) on demand
+    listed_usage: dict[str, dict[str, int]] = field(default_factory=dict)  # at list price
     # Requests sent one call at a time (:mod:`.calls`): sent, their answer not journaled
     # (unknown: never sent again blind), and answered (id → the output line).
     calls_open: set[str] = field(default_factory=set)
@@ -80,6 +82,7 @@ class RunState:
     tiers: dict[str, dict[str, int]] = field(default_factory=dict)  # stage → tier → replies
     queried: dict[str, list[float]] = field(default_factory=dict)
     deadline: float | None = None  # run --deadline: the run is to end by then
+    allow_list_price: bool = False  # and may fall back on demand, at the list price
 
     def pending(self, stage: Stage, case_ids: Sequence[str], judge_pass: int = 1) -> list[str]:
         """Cases (in registry order) with a request of this stage (and judge pass) still
@@ -194,10 +197,11 @@ class RunState:
             event.judge_pass,
             event.shares(),
             flex=event.flex,
+            listed=event.listed,
         )
         self.subs[sub.id] = sub
         self.started = self.started or event.t
-        if sub.flex:  # its requests go out one call at a time, now
+        if sub.flex or sub.listed:  # its requests go out one call at a time, now
             self._queried(sub.stage, event.t)
         for line in sub.lines:
             case = self.cases[line.case_id]
@@ -205,6 +209,11 @@ class RunState:
             st.status, st.attempt, st.sub = "inflight", line.attempt, sub.id
             if case.started is None and sub.judge_pass == 1:
                 case.started = event.t
+
+    def via(self, stage: str, case_id: str) -> tuple[bool, bool]:
+        """Whether a case's request goes on flex, or on demand at list price (a batch cut
+        short for it: a tail, a deadline's fallback), rather than in a batch."""
+        return (stage, case_id) in self.flex_cases, (stage, case_id) in self.listed_cases
 
     def _queried(self, stage: str, t: float) -> None:
         """A query went out (or its results came back) at ``t``: the stage's span grows."""
@@ -271,8 +280,10 @@ class RunState:
             self.holds[stage] = max(self.holds.get(stage, 0.0), event.hold_until)
         if event.cap:
             self.caps[stage] = event.cap
-        for usage in (self.usage.setdefault(stage, {}),) + (
-            (self.flex_usage.setdefault(stage, {}),) if sub.flex else ()
+        for usage in (
+            (self.usage.setdefault(stage, {}),)
+            + ((self.flex_usage.setdefault(stage, {}),) if sub.flex else ())
+            + ((self.listed_usage.setdefault(stage, {}),) if sub.listed else ())
         ):
             for key, value in event.usage.items():
                 usage[key] = usage.get(key, 0) + int(value)
@@ -326,7 +337,8 @@ def _tailed(state: RunState, event: Tailed) -> None:
     if sub is None:
         return
     sub.tailed = max(1, event.remaining)
-    state.flex_cases.update((sub.stage, line.case_id) for line in sub.lines)
+    cases = state.listed_cases if event.listed else state.flex_cases
+    cases.update((sub.stage, line.case_id) for line in sub.lines)
 
 
 def _call_sent(state: RunState, event: CallSent) -> None:
@@ -345,10 +357,11 @@ def _calls_stopped(state: RunState, event: CallsStopped) -> None:
     sub = state.subs.get(event.sub)
     if sub is not None:
         state.flex_cases.difference_update((sub.stage, line.case_id) for line in sub.lines)
+        state.listed_cases.difference_update((sub.stage, line.case_id) for line in sub.lines)
 
 
 def _deadline(state: RunState, event: DeadlineSet) -> None:
-    state.deadline = event.at
+    state.deadline, state.allow_list_price = event.at, event.allow_list_price
 
 
 # One handler per event type: a table lookup, not a chain of isinstance tests

@@ -74,6 +74,7 @@ class Submission:
     stalled: bool = False  # never started in time: told to stop, its requests sent again
     tailed: int = 0  # a small tail left late (its lines): told to stop, the rest on flex
     flex: bool = False  # its requests go one call at a time on the flex tier
+    listed: bool = False  # ... or on demand, at the list price (a deadline's fallback)
     settled: bool = False  # its owed results settled by the user: what arrived is kept
     downloaded: set[str] = field(default_factory=set)
     # The most lines the service has said its batch ran: billed, whatever its counts say

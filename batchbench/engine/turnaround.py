@@ -100,7 +100,8 @@ def history(jobs_dir: Path) -> list[Turnaround]:
             state = run.state(config.case_ids)
             for sub in state.subs.values():
                 start, end = sub.create_started, sub.ended_at
-                if start is None or end is None or sub.flex or sub.tailed or sub.stalled:
+                cut = sub.flex or sub.listed or sub.tailed or sub.stalled
+                if start is None or end is None or cut:
                     continue
                 if sub.view is None or sub.view.ending not in (None, "completed"):
                     continue

@@ -238,6 +238,7 @@ BEDROCK = ProviderSpec(
     base_url_variable="AWS_ENDPOINT_URL_BEDROCK",
     default_base_url="",
     base_url_hint="Bedrock's control-plane endpoint (https://bedrock.REGION.amazonaws.com)",
+    on_demand=True,
     account_variables=("BEDROCK_ROLE_ARN", "BATCHBENCH_S3_URI"),
     movable_variables=("BEDROCK_ROLE_ARN", "BATCHBENCH_S3_URI"),  # each job keeps its own
     flags=(

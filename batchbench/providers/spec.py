@@ -107,6 +107,9 @@ class ProviderSpec:
     flags: tuple[Flag, ...] = ()  # ``run`` options for its account variables
     # A flex tier at the batch price (a batch's tail goes there with --tail-flex).
     flex: bool = False
+    # Synchronous calls at the list price the engine can send (Bedrock's InvokeModel): a
+    # deadline's fallback where there is no flex tier, only with --allow-list-price.
+    on_demand: bool = False
     # Who makes the models it serves, for results other tools read (Every Eval Ever's
     # developer; "" when the model's name does not say: a Fireworks account's models).
     developer: str = ""

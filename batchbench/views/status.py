@@ -125,9 +125,10 @@ def stage_status(state: RunState, stage: Stage) -> StageStatus:
                 f"{sub.id} {sub.word} (cut short): its {sub.tailed} unfinished lines go on flex"
                 " once the service has ended it"
             )
-        elif sub.in_flight and sub.flex:
+        elif sub.in_flight and (sub.flex or sub.listed):
             answered = sum(1 for rid in sub.ids() if rid in state.calls_done)
-            running.append(f"{sub.id} on flex: {answered}/{len(sub.lines)} lines answered")
+            where = "on flex" if sub.flex else "on demand at the list price"
+            running.append(f"{sub.id} {where}: {answered}/{len(sub.lines)} lines answered")
         elif sub.in_flight and view is not None and view.total:
             ran = f" ({sub.ran} ran before, billed)" if sub.ran > view.done else ""
             running.append(f"{sub.id} {sub.word}: {view.lines_text}{ran}")
@@ -159,7 +160,7 @@ def stage_status(state: RunState, stage: Stage) -> StageStatus:
 
 
 def run_cost_of(state: RunState, config: RunConfig, pricing: Pricing) -> RunCost:
-    return run_cost(state.usage, config.models, pricing, config.providers)
+    return run_cost(state.usage, config.models, pricing, config.providers, state.listed_usage)
 
 
 def flex_record(state: RunState, config: RunConfig, pricing: Pricing) -> FlexRecord | None:

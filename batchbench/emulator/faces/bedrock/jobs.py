@@ -211,12 +211,13 @@ class Jobs:
                 job.stamps["started"] = start
             if job.status == "InProgress":
                 start, total = job.stamps["started"], len(job.records)
-                due = due_lines(total, start, min(now, deadline), latency, flush)
+                run = self.store.run_seconds("bedrock", job.id)  # its recorded turnaround
+                due = due_lines(total, start, min(now, deadline), run, flush)
                 while job.executed < due:
                     self._execute(job, job.records[job.order[job.executed]])
                     job.executed += 1
                 if job.executed >= total:
-                    self._end(job, now if flush else last_line(start, total, latency), "Completed")
+                    self._end(job, now if flush else last_line(start, total, run), "Completed")
                 elif now >= deadline and not flush:
                     self._end(job, deadline, "PartiallyCompleted")
             elif job.status == "Scheduled" and now >= deadline and not flush:
