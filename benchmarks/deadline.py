@@ -13,7 +13,10 @@ flex calls, both at the batch price on OpenAI) over the all-batch price of the s
 requests (each request once, at the batch price): above 1 only if something ran twice.
 The list price is said beside it, for the receipt.
 
-    .venv/bin/python benchmarks/deadline.py [--runs 1000] [--workers 2]
+    .venv/bin/python benchmarks/deadline.py [--runs 1000] [--workers 2] [--bedrock-runs 200]
+
+Beside them, runs whose answers go to Bedrock (no flex tier) with --allow-list-price:
+how often those meet the deadline, and what the list-price fallback costs over all-batch.
 """
 
 from __future__ import annotations
@@ -41,8 +44,24 @@ MODELS = ("ans-model", "judge-model")
 FLEX_SECONDS = 5.0  # each flex call (OpenAI: "slower response times"); a fifth refused 429
 
 
-def one(seed: int, scenario: str) -> dict[str, float | bool]:
-    """One simulated run: met, the price paid, the all-batch and list prices."""
+BEDROCK_MODEL = "bedrock/anthropic.claude-opus-5-v1:0"
+BEDROCK_ENV = {  # the emulator's Bedrock face, as boto3 reaches it
+    "AWS_ACCESS_KEY_ID": "AKIDBENCH",
+    "AWS_SECRET_ACCESS_KEY": "bench",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_EC2_METADATA_DISABLED": "true",
+    "AWS_CONFIG_FILE": "/dev/null",
+    "AWS_SHARED_CREDENTIALS_FILE": "/dev/null",
+    "BEDROCK_ROLE_ARN": "arn:aws:iam::123456789012:role/bench",
+    "BATCHBENCH_S3_URI": "s3://batchbench/runs",
+    "BATCHBENCH_BEDROCK_MIN_RECORDS": "1",
+}
+
+
+def one(seed: int, scenario: str, venue: str = "openai") -> dict[str, float | bool]:
+    """One simulated run: met, the price paid, the all-batch and list prices. ``venue``:
+    where the answers go — OpenAI (flex: the batch price), or Bedrock (no flex tier:
+    --allow-list-price, on demand at the list price)."""
     from typer.testing import CliRunner
 
     from batchbench.cli import app
@@ -50,41 +69,54 @@ def one(seed: int, scenario: str) -> dict[str, float | bool]:
     from batchbench.emulator.clock import FakeClock
 
     clock = FakeClock(1_800_000_000.0 + seed)
+    answers = MODELS[0] if venue == "openai" else BEDROCK_MODEL
     with (
         tempfile.TemporaryDirectory() as tmp,
         Emulator(
             clock=clock,
             seed=seed,
-            models=MODELS,
-            turnaround={"openai": SCENARIOS[scenario]},
+            models=(*MODELS, BEDROCK_MODEL),
+            turnaround={venue: SCENARIOS[scenario], "openai": SCENARIOS[scenario]},
         ) as emu,
     ):
         emu.store.settings.flex_seconds = FLEX_SECONDS
+        emu.store.settings.bedrock_min_records = 1
         prices = Path(tmp) / "prices.json"
-        prices.write_text(json.dumps({"models": dict.fromkeys(MODELS, PRICE)}))
-        argv = ["run", "--answer-model", MODELS[0], "--judge-model", MODELS[1]]
+        table = dict.fromkeys((*MODELS, BEDROCK_MODEL), PRICE)
+        prices.write_text(json.dumps({"batch_discount": 0.5, "models": table}))
+        argv = ["run", "--answer-model", answers, "--judge-model", MODELS[1]]
         argv += ["--dataset", str(FIXTURE), "--limit", "6", "--jobs-dir", f"{tmp}/jobs"]
         argv += ["--base-url", emu.base_url, "--poll-interval", "120", "--deadline", DEADLINE]
         argv += ["--pricing", str(prices), "--no-canary"]
+        env = {"OPENAI_API_KEY": "sk-bench"}
+        if venue == "bedrock":
+            argv.append("--allow-list-price")
+            url = emu.base_urls["bedrock"]
+            env |= BEDROCK_ENV | {
+                "AWS_ENDPOINT_URL_S3": url,
+                "AWS_ENDPOINT_URL_BEDROCK": url,
+                "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": url,
+            }
         start = clock.time()
-        result = CliRunner().invoke(
-            app, argv, env={"OPENAI_API_KEY": "sk-bench"}, obj={"clock": clock}
-        )
+        result = CliRunner().invoke(app, argv, env=env, obj={"clock": clock})
         ended = clock.time()
-        executions = emu.ledger()["executions"]
-    billed = [e["billed"] for e in executions if e["status_code"] == 200]
-    paid = sum(b["input"] * PRICE["input"] + b["output"] * PRICE["output"] for b in billed)
-    once: dict[str, dict[str, int]] = {}
-    for e in executions:
-        if e["status_code"] == 200:
-            once.setdefault(e["custom_id"], e["billed"])
-    single = sum(b["input"] * PRICE["input"] + b["output"] * PRICE["output"] for b in once.values())
+        executions = [e for e in emu.ledger()["executions"] if e["status_code"] == 200]
+
+    def usd(lines: list[dict]) -> float:
+        billed = [e["billed"] for e in lines]
+        return (
+            sum(b["input"] * PRICE["input"] + b["output"] * PRICE["output"] for b in billed) / 1e6
+        )
+
+    listed = [e for e in executions if e["provider"] == "bedrock-runtime"]  # on demand
     return {
         "met": result.exit_code == 0 and ended <= start + 6 * HOUR,
-        "paid": paid * 0.5 / 1e6,  # batch and flex: the batch price
-        "all_batch": single * 0.5 / 1e6,
-        "list": single / 1e6,
-        "flex": sum(1 for e in executions if e["batch_id"] == "flex"),
+        # batch and flex lines at the batch price, on-demand calls at the list price
+        "paid": usd(executions) * 0.5 + usd(listed) * 0.5,
+        "all_batch": usd(executions) * 0.5,  # each request ran once (the tests prove it)
+        "list": usd(executions),
+        "fallback": sum(1 for e in executions if e["batch_id"] == "flex") + len(listed),
+        "listed": len(listed),
     }
 
 
@@ -92,6 +124,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=1000)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--bedrock-runs", type=int, default=200)
     opts = ap.parse_args()
     names = list(SCENARIOS)
     jobs = [(seed, names[seed % len(names)]) for seed in range(opts.runs)]
@@ -104,11 +137,24 @@ def main() -> None:
     paid = sum(float(r["paid"]) for r in results)
     all_batch = sum(float(r["all_batch"]) for r in results)
     listed = sum(float(r["list"]) for r in results)
-    flexed = sum(1 for r in results if r["flex"])
+    flexed = sum(1 for r in results if r["fallback"])
+    aside = [(seed, names[seed % len(names)], "bedrock") for seed in range(opts.bedrock_runs)]
+    with ProcessPoolExecutor(opts.workers) as pool:
+        bedrock = list(pool.map(one, *zip(*aside), chunksize=8)) if aside else []
     for scenario in names:
         n = sum(1 for _, s in jobs if s == scenario)
         print(f"{scenario} ({SCENARIOS[scenario]} s): deadline met in {by[scenario]} of {n}")
     print(f"runs that finished some lines on flex: {flexed} of {len(results)}")
+    if bedrock:
+        b_met = sum(bool(r["met"]) for r in bedrock)
+        b_paid = sum(float(r["paid"]) for r in bedrock)
+        b_all = sum(float(r["all_batch"]) for r in bedrock)
+        b_listed = sum(1 for r in bedrock if r["listed"])
+        print(
+            f"no flex tier (answers on Bedrock, --allow-list-price): deadline met in {b_met}"
+            f" of {len(bedrock)}; {b_listed} finished some lines at the list price; price"
+            f" {b_paid / b_all:.3f} x the all-batch price"
+        )
     print(f"paid ${paid:,.4f}; all-batch ${all_batch:,.4f}; list price ${listed:,.4f}")
     print(
         f"deadline met in {met} of {len(results)} simulated runs;"
