@@ -230,3 +230,26 @@ def test_allow_list_price_goes_with_a_deadline(tmp_path, fixture_dir):
     argv = ["run", "--answer-model", "m", "--judge-model", "j", "--dataset", str(fixture_dir)]
     proc = run_cli(*argv, "--jobs-dir", str(tmp_path), "--allow-list-price")
     assert_one_line_error(proc, "--allow-list-price goes with --deadline")
+
+
+def test_a_crash_between_the_cut_and_its_cancel_resumes_with_nothing_bought_twice(
+    batch_emulator_factory, tmp_path, fixture_dir, monkeypatch, clock
+):
+    """Killed after the journal says a batch is cut short and before the service is told:
+    the same command tells it, finishes the rest on flex by the deadline, each line run
+    once (the emulator's ledger)."""
+    from batchbench._failpoints import Crash
+
+    emu = batch_emulator_factory(turnaround={"openai": [10 * HOUR, 20 * HOUR, 30 * HOUR]})
+    start = clock.time()
+    args = _args(emu, tmp_path, fixture_dir, "--deadline", "+3h", "--limit", "6")
+    monkeypatch.setenv("BATCHBENCH_FAILPOINT", "cut:1:raise")
+    with pytest.raises(Crash):
+        run_cli(*args, env=env())
+    monkeypatch.delenv("BATCHBENCH_FAILPOINT")
+    proc = run_cli(*args, env=env())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert clock.time() <= start + 3 * HOUR
+    assert_no_duplicates(emu)
+    ran = Counter(e["custom_id"] for e in emu.ledger()["executions"])
+    assert all(n == 1 for n in ran.values()) and _ran_where(emu)[True] > 0

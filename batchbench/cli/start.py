@@ -140,6 +140,7 @@ def run(
         on_demand_remainder=on_demand_remainder,
         tail_flex=tail_flex,
         deadline=None if deadline is None else parse_deadline(deadline, clock_of(ctx).time()),
+        deadline_given=deadline or "",
         allow_list_price=_listed(allow_list_price, deadline),
         create_wait=create_wait,
         max_enqueued_tokens=max_enqueued_tokens,

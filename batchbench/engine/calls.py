@@ -71,11 +71,11 @@ def _legacy_unknown(line: dict[str, Any]) -> bool:
 @dataclass
 class Elsewhere:
     """What the other folders holding this run said: calls sent and answered, and the
-    batches they cut short for a flex tail (batch id → its remaining lines)."""
+    batches they cut short (batch id → the event: its remaining lines, where they go)."""
 
     open: dict[str, str] = field(default_factory=dict)  # request id → the folder
     done: dict[str, tuple[dict[str, Any], str]] = field(default_factory=dict)
-    tailed: dict[str, int] = field(default_factory=dict)
+    tailed: dict[str, Tailed] = field(default_factory=dict)
 
 
 def elsewhere(run: Run, run_id: str) -> Elsewhere:
@@ -101,7 +101,7 @@ def elsewhere(run: Run, run_id: str) -> Elsewhere:
                 if event.reply is not None:
                     found.done[event.rid] = (event.reply, where)
             elif isinstance(event, Tailed):
-                found.tailed[event.batch_id] = event.remaining
+                found.tailed[event.batch_id] = event
     return found
 
 
@@ -133,15 +133,23 @@ class CallRunner:
         return self._elsewhere
 
     def adopt_tails(self) -> None:
-        """A batch of this run another folder cut short for a flex tail is cut short here
-        too, so its rest goes out as the same calls (found there, not bought again)."""
+        """A batch of this run another folder cut short (a flex tail, a deadline's fallback)
+        is cut short here too, so its rest goes out as the same calls (found there, not
+        bought again)."""
         tailed = self.others.tailed
         if not tailed:
             return
         for sub in list(self.state().subs.values()):
             if sub.batch_id in tailed and not sub.tailed:
-                remaining = tailed[sub.batch_id]
-                self.record(Tailed(sub=sub.id, batch_id=sub.batch_id, remaining=remaining))
+                cut = tailed[sub.batch_id]
+                self.record(
+                    Tailed(
+                        sub=sub.id,
+                        batch_id=sub.batch_id,
+                        remaining=cut.remaining,
+                        listed=cut.listed,
+                    )
+                )
 
     def run_calls(self, sub: Submission, calls: Calls) -> BatchView:
         """Every request of ``sub`` not yet answered, one call each; the submission's batch

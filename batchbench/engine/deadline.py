@@ -108,13 +108,16 @@ class Outlook:
 def outlook(
     state: RunState, config: RunConfig, deadline: float, now: float, forecast: Forecast
 ) -> list[Outlook]:
-    """Each batch in flight (not itself on flex), its chance and its fallback."""
+    """Each batch still running (not itself on flex or on demand), its chance and its
+    fallback."""
     found = []
     for sub in state.in_flight():
-        if sub.flex or sub.listed or sub.batch_id is None:
-            continue
-        service, model = config.providers[sub.stage], config.model(sub.stage)
         view = sub.view
+        if sub.flex or sub.listed or sub.batch_id is None or sub.terminal:
+            continue
+        if view is not None and (view.phase == "cancelling" or view.awaiting):
+            continue  # told to stop already, or ended with its results on the way
+        service, model = config.providers[sub.stage], config.model(sub.stage)
         unfinished = len(sub.lines) if view is None or not view.total else view.total - view.done
         begun = sub.create_started or sub.planned_at
         like = (len(sub.lines), hour_band(begun))  # its size and time of day

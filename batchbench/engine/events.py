@@ -338,6 +338,7 @@ class DeadlineSet(Event, tag="deadline"):
 
     at: float
     allow_list_price: bool = False  # where there is no flex tier, on demand at list price
+    given: str = ""  # as the user wrote it: the same words again (+14h) keep ``at``
 
 
 AnyEvent = (

@@ -9,6 +9,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from .. import _failpoints
 from ..providers.base import BatchView
 from ..providers.registry import BY_NAME
 from . import deadline
@@ -118,6 +119,13 @@ def stuck(
     return None
 
 
+def _cut_untold(sub: Submission) -> bool:
+    """Cut short in the journal (a tail, a deadline's fallback) while the service still
+    runs it: the process stopped between the journal and the cancel."""
+    view = sub.view
+    return bool(sub.tailed) and view is not None and view.phase in ("pending", "running")
+
+
 class Late:
     """What a run does about its late batches, one step at a time: a batch never started
     is cancelled and sent again (``--resubmit-after``), a lingering tail is cut short and
@@ -150,6 +158,10 @@ class Late:
         if waited is not None:
             self._stall(waited)
             return True
+        untold = next((s for s in state.in_flight() if _cut_untold(s)), None)
+        if untold is not None:  # journaled as cut short, its cancel lost to a crash
+            self._tell_stop(untold)
+            return True
         if state.deadline is not None and self.config is not None:
             late = deadline.due(state, self.config, state.deadline, now, self.forecast())
             if late is not None:
@@ -178,6 +190,7 @@ class Late:
         self.submitter.record(
             Tailed(sub=sub.id, batch_id=batch_id, remaining=late.unfinished, listed=listed)
         )
+        _failpoints.hit("cut")  # crash tests: journaled, not yet told to stop
         view = self.submitter.providers[sub.stage].client.cancel(batch_id)
         if view is not None:
             self.submitter.record_batch(sub, view)
@@ -192,6 +205,12 @@ class Late:
             f" is kept, and its {late.unfinished} unfinished lines go out {where}, once the"
             " service has ended it"
         )
+
+    def _tell_stop(self, sub: Submission) -> None:
+        """The cancel a cut batch never got: sent now (asking again is safe); one that has
+        ended meanwhile is seen as it is (never asked again and again)."""
+        client, batch_id = self.submitter.providers[sub.stage].client, sub.batch_id or ""
+        self.submitter.record_batch(sub, client.cancel(batch_id) or client.retrieve(batch_id))
 
     def _stall(self, sub: Submission) -> None:
         """Tell a batch that never started to stop; its requests go out again once it has

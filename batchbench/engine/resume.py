@@ -91,12 +91,12 @@ def reopen(
     """
     config = pipeline.config
     deadline = pipeline.settings.deadline
-    listed = pipeline.settings.allow_list_price
-    if deadline is not None and (pipeline.state.deadline, pipeline.state.allow_list_price) != (
-        deadline,
-        listed,
-    ):
-        pipeline.record(DeadlineSet(at=deadline, allow_list_price=listed))
+    listed, given = pipeline.settings.allow_list_price, pipeline.settings.deadline_given
+    state = pipeline.state
+    if deadline is not None and given == state.deadline_given and state.deadline is not None:
+        deadline = state.deadline  # the same words again (a cron tick's +14h): the same time
+    if deadline is not None and (state.deadline, state.allow_list_price) != (deadline, listed):
+        pipeline.record(DeadlineSet(at=deadline, allow_list_price=listed, given=given))
         say(
             f"{config.name!r} is to end by {stamp(deadline)}: each batch is waited for while"
             " it can end in time, then its unfinished lines go on flex at the batch price"

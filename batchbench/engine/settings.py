@@ -24,6 +24,7 @@ class Settings:
     on_demand_remainder: bool = False
     tail_flex: float | None = None  # seconds before a small tail goes on flex (:mod:`.late`)
     deadline: float | None = None  # the run is to end by then (:mod:`.deadline`)
+    deadline_given: str = ""  # as written: a span (+14h) is from the first invocation's now
     allow_list_price: bool = False  # its fallback may be on demand at list price
     # How long a create with no answer may still land (None: its service's own bound)
     create_wait: float | None = None

@@ -83,6 +83,7 @@ class RunState:
     queried: dict[str, list[float]] = field(default_factory=dict)
     deadline: float | None = None  # run --deadline: the run is to end by then
     allow_list_price: bool = False  # and may fall back on demand, at the list price
+    deadline_given: str = ""  # the deadline as the user wrote it
 
     def pending(self, stage: Stage, case_ids: Sequence[str], judge_pass: int = 1) -> list[str]:
         """Cases (in registry order) with a request of this stage (and judge pass) still
@@ -362,6 +363,7 @@ def _calls_stopped(state: RunState, event: CallsStopped) -> None:
 
 def _deadline(state: RunState, event: DeadlineSet) -> None:
     state.deadline, state.allow_list_price = event.at, event.allow_list_price
+    state.deadline_given = event.given
 
 
 # One handler per event type: a table lookup, not a chain of isinstance tests
