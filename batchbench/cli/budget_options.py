@@ -74,7 +74,8 @@ DeadlineOpt = Annotated[
         metavar="WHEN",
         rich_help_panel=BUDGET,
         help="End the run by WHEN (2026-12-08T09:00, local time unless it names its zone;"
-        " or +14h, +90m, +2d: from the invocation that first gives it) as cheaply as possible: each batch is waited for while the"
+        " or +14h, +90m, +2d: from the invocation that first gives it) as cheaply as"
+        " possible: each batch is waited for while the"
         f" forecast (the jobs folder's own batches, else each service's stated turnaround)"
         f" gives it a {TARGET:.0%} chance of ending in time; at its latest safe moment its"
         " unfinished lines go on the flex tier, at the batch price. `status` shows each"
