@@ -87,6 +87,7 @@ AllowListPriceOpt = Annotated[
     bool,
     typer.Option(
         "--allow-list-price",
+        metavar="",
         rich_help_panel=BUDGET,
         help="With --deadline, on a service with no flex tier: a batch that may not end in"
         " time is finished on demand, at the list price (Bedrock's InvokeModel); without"

@@ -23,6 +23,7 @@ from typing import Any
 
 from batchbench import _failpoints
 from batchbench._failpoints import Crash
+from batchbench.providers.registry import BY_NAME
 
 from .buckets import emulator_s3, pull
 from .cli import run_cli
@@ -141,6 +142,12 @@ def simulate(
         models["judge-model"] = {"input": 1.0, "output": 2.0}
         table.write_text(json.dumps({"batch_discount": 0.5, "models": models}))
         args += ["--pricing", str(table)]
+    hurried = random.Random(seed * 2750159 + 11)  # its own stream: the rest unchanged
+    if hurried.random() < 0.3:  # ticks under a deadline: a late batch is cut short
+        out.faults["deadlines"] += 1
+        args += ["--deadline", hurried.choice(["+30m", "+90m", "+4h"])]
+        if not BY_NAME[rig.provider].flex:  # where it has no flex tier: at list price
+            args.append("--allow-list-price")
     cancelled = False
     for _ in range(rng.randint(6, 16)):
         machine = rng.choice(machines)
