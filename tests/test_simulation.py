@@ -1,6 +1,7 @@
 """The seeded simulation of the whole system (#61; :mod:`support.simulation`): several
 machines with clocks of their own tick one run in a team's bucket while the seed draws
-faults, late and lost creates, kills, clock jumps and cancels; every invariant is checked
+faults, late and lost creates, kills, clock jumps, cancels and deadlines (a late batch
+cut short and finished on flex or at list price); every invariant is checked
 after each seed. A failure names its seed; ``-k 'seed-N'`` replays it exactly.
 
 The default set runs a fixed budget of seeds (with moves, and with removes, in families
