@@ -12,7 +12,7 @@ import json
 
 import anthropic
 import pytest
-from support.cli import run_cli
+from support.cli import assert_one_line_error, run_cli
 from support.runs import assert_no_duplicates, env, run_args
 
 from batchbench.costs.pricing import load_pricing, usage_cost
@@ -191,3 +191,20 @@ def test_anthropic_cache_writes_and_reads_as_documented(batch_emulator_factory, 
         / 1e6
     )
     assert got["batch_usd"] == pytest.approx(expected, abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("caching", "said"),
+    [
+        ({"stacks": "yes"}, "batch_discounts.openai.caching must be an object"),
+        ({"stacks": True, "cached_share": 2}, "batch_discounts.openai.caching.cached_share"),
+        ("stacks", "batch_discounts.openai.caching must be an object"),
+    ],
+)
+def test_a_bad_caching_fact_in_a_price_file_is_one_line(tmp_path, fixture_dir, caching, said):
+    table = tmp_path / "prices.json"
+    venue = {"discount": 0.5, "caching": caching}
+    table.write_text(json.dumps({"models": {}, "batch_discounts": {"openai": venue}}))
+    argv = ["run", "--answer-model", "gpt-4.1", "--judge-model", "gpt-4.1", "--dry-run"]
+    proc = run_cli(*argv, "--dataset", str(fixture_dir), "--pricing", str(table))
+    assert_one_line_error(proc, str(table), said)

@@ -77,13 +77,11 @@ def caching(
     marked = terms is not None and terms.cache.marked
     readable = 0 if marked else _readable(texts, count)
     share = readable / input_tokens if input_tokens else 0.0
-    per_request = input_tokens / len(texts) if texts else 0.0
+    repeats = passes > 1 and not marked and input_tokens / max(len(texts), 1) >= MIN_CACHED_PREFIX
     saving: float | None = None
     if terms is not None and price is not None and terms.cache.stacking == "stacks":
-        keep = 1 - terms.fraction
-        share_of = terms.cache.cached_share
-        cached = price.input * share_of if share_of is not None else price.cached_input
-        saving = round(readable * (price.input - cached) * keep / 1e6, 6)
+        cached = terms.cache.read_price(price.input, price.cached_input)
+        saving = round(readable * (price.input - cached) * (1 - terms.fraction) / 1e6, 6)
     if marked:
         note = (
             f"{venue} caches only a prefix a request marks (cache_control); batchbench marks"
@@ -99,7 +97,7 @@ def caching(
     if passes > 1 and not marked:
         note += f"; judge passes 2..{passes} repeat each request exactly" + (
             ", long enough to be read from cache where the service caches repeats"
-            if per_request >= MIN_CACHED_PREFIX
+            if repeats
             else f", each under {MIN_CACHED_PREFIX:,} tokens: not cached either"
         )
     if readable and terms is not None:
@@ -111,7 +109,7 @@ def caching(
         min_prefix_tokens=MIN_CACHED_PREFIX,
         cacheable_tokens=readable,
         cacheable_share=share,
-        repeats_cacheable=passes > 1 and per_request >= MIN_CACHED_PREFIX and not marked,
+        repeats_cacheable=repeats,
         saving_usd=saving,
         note=note,
     )

@@ -36,6 +36,13 @@ class CacheTerms:
     cached_share: float | None = None  # of the batch input price (None: cached_input's)
     marked: bool = False  # reads only a prefix a request marks (Anthropic's cache_control)
 
+    def read_price(self, input_price: float, cached_input: float) -> float:
+        """A cache read's price (per 1M tokens, before the batch discount) where it
+        stacks: ``cached_share`` of the input price where the venue states one, else the
+        model's cached-input price."""
+        share = self.cached_share
+        return input_price * share if share is not None else cached_input
+
     def uncached_why(self, venue: str) -> str | None:
         """Why cached input on this venue is priced as uncached (None: it is not)."""
         if self.stacking == "stacks":

@@ -270,12 +270,9 @@ def usage_cost(usage: Mapping[str, int], price: Price | None, discount: Discount
     output = int(usage.get("completion_tokens", 0)) * price.output
     keep = 1 - discount.fraction
     terms = discount.cache
-    if terms.stacking != "stacks":
-        cached_batch = cached * price.input * keep
-    elif terms.cached_share is not None:
-        cached_batch = cached * price.input * keep * terms.cached_share
-    else:
-        cached_batch = cached * price.cached_input * keep
+    stacks = terms.stacking == "stacks"
+    read = terms.read_price(price.input, price.cached_input) if stacks else price.input
+    cached_batch = cached * read * keep
     sync = (plain + cached * price.cached_input + writes + output) / 1e6
     batch = ((plain + writes + output) * keep + cached_batch) / 1e6
     out: dict[str, Any] = {"batch_usd": round(batch, 6), "sync_usd": round(sync, 6)}
