@@ -9,7 +9,11 @@ from typing import Annotated
 import typer
 
 from ..engine.deadline import TARGET
+from ..providers.registry import PROVIDERS
 from .run_options import BUDGET
+
+FLEX = ", ".join(spec.label for spec in reversed(PROVIDERS) if spec.flex)
+LISTED = ", ".join(spec.label for spec in reversed(PROVIDERS) if spec.on_demand)
 
 MaxCostOpt = Annotated[
     float | None,
@@ -78,8 +82,8 @@ DeadlineOpt = Annotated[
         " possible: each batch is waited for while the"
         f" forecast (the jobs folder's own batches, else each service's stated turnaround)"
         f" gives it a {TARGET:.0%} chance of ending in time; at its latest safe moment its"
-        " unfinished lines go on the flex tier, at the batch price. `status` shows each"
-        " batch's chance.",
+        f" unfinished lines go on the flex tier, at the batch price ({FLEX}). `status`"
+        " shows each batch's chance.",
     ),
 ]
 
@@ -90,7 +94,7 @@ AllowListPriceOpt = Annotated[
         metavar="",
         rich_help_panel=BUDGET,
         help="With --deadline, on a service with no flex tier: a batch that may not end in"
-        " time is finished on demand, at the list price (Bedrock's InvokeModel); without"
-        " it, such a batch is waited for and `status` says the deadline is at risk.",
+        f" time is finished one call at a time, at the list price ({LISTED}); without it,"
+        " such a batch is waited for and `status` says the deadline is at risk.",
     ),
 ]

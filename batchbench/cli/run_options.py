@@ -17,7 +17,7 @@ from .common import SELECTION
 
 MODELS, API, BUDGET, ADVANCED = "Models", "API", "Budget", "Advanced"
 JUDGES = " or ".join(spec.label for spec in reversed(PROVIDERS) if spec.judges)
-FLEX = ", ".join(spec.label for spec in reversed(PROVIDERS) if spec.flex)
+FLEX = ", ".join(spec.label for spec in reversed(PROVIDERS) if spec.flex_tail)
 
 # The options of `run`, by panel (each one its own type, so the command reads as
 # the steps it takes).

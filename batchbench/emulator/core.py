@@ -67,8 +67,8 @@ class Settings:
     judge_noise: float = 0.0  # share of the simulated judge's verdicts flipped (seeded)
     azure_deployments: dict[str, str] = field(default_factory=dict)  # deployment → model
     bedrock_min_records: int = 100  # Bedrock: the account's minimum records per job
-    # OpenAI's flex tier: the share of calls refused 429 for want of capacity (unbilled),
-    # and how long each served call takes (on the emulator's clock).
+    # A flex tier (OpenAI's, Gemini's): the share of calls refused for want of capacity
+    # (unbilled), and how long each served call takes (on the emulator's clock).
     flex_busy: float = 0.2
     flex_busy_tries: int = 0  # and each flex call's first tries refused so, every time
     flex_seconds: float = 0.01
@@ -152,6 +152,17 @@ class Store:
         """Whether the bad day ``name`` (when switched on) strikes this object."""
         rate = self.settings.anomalies.get(name)
         return rate is not None and self.decide.roll(name, key, rate)
+
+    def shed(self, name: str) -> bool:
+        """Whether a flex call (``name``, each try of it counted) is refused for want of
+        capacity — nothing runs, nothing is billed; else it is served, slowly."""
+        tries = self.decide.nth("flex/" + name)
+        busy = tries < self.settings.flex_busy_tries
+        if busy or self.decide.roll("flex-busy", f"{name}/{tries}", self.settings.flex_busy):
+            self.faults["flex-busy"] = self.faults.get("flex-busy", 0) + 1
+            return True
+        self.clock.sleep(self.settings.flex_seconds)
+        return False
 
     def executed(
         self,

@@ -13,6 +13,7 @@ batches are shown with their chance, and the run says the deadline may be missed
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from dataclasses import dataclass
@@ -123,9 +124,10 @@ def outlook(
         like = (len(sub.lines), hour_band(begun))  # its size and time of day
         chance = forecast.chance(service, model, now - begun, deadline - now, *like)
         via = fallback(service, state.allow_list_price)
-        # an answer still has its judge requests to come (one a pass; a HealthBench
-        # answer's per-item graders are not counted): their fallback is reserved too
-        later = len(sub.lines) * config.judge_passes if sub.stage == "answers" else 0
+        # an answer still has its judge requests to come (one a pass, or a HealthBench
+        # rubric's items): their fallback is kept back too
+        each = state.judge_requests * config.judge_passes
+        later = math.ceil(len(sub.lines) * each) if sub.stage == "answers" else 0
         reserve = fallback_seconds(later) if later else 0.0
         at = deadline - fallback_seconds(unfinished) - reserve if via is not None else None
         basis = forecast.basis(service, model, *like)

@@ -339,6 +339,9 @@ class DeadlineSet(Event, tag="deadline"):
     at: float
     allow_list_price: bool = False  # where there is no flex tier, on demand at list price
     given: str = ""  # as the user wrote it: the same words again (+14h) keep ``at``
+    # Judge requests an answer takes, one pass, over the run's cases on average (1, or a
+    # HealthBench rubric's items): their fallback is kept back from an answer's time.
+    judge_requests: float = 1.0
 
 
 AnyEvent = (

@@ -149,8 +149,9 @@ class Late:
         self.said_tail: set[str] = set()  # batches past --tail-flex said to run on
 
     def flexible(self, sub: Submission) -> bool:
-        """Whether the submission's service has a flex tier (the registry says)."""
-        return BY_NAME[self.submitter.providers[sub.stage].wire.name].flex
+        """Whether the submission's service has a flex tail: a flex tier, and counts of a
+        running batch's finished lines to see the tail by (the registry says)."""
+        return BY_NAME[self.submitter.providers[sub.stage].wire.name].flex_tail
 
     def act(self, state: RunState, now: float) -> bool:
         """One late batch dealt with (True), or none is due."""

@@ -96,10 +96,16 @@ def reopen(
     if deadline is not None and given == state.deadline_given and state.deadline is not None:
         deadline = state.deadline  # the same words again (a cron tick's +14h): the same time
     if deadline is not None and (state.deadline, state.allow_list_price) != (deadline, listed):
-        pipeline.record(DeadlineSet(at=deadline, allow_list_price=listed, given=given))
+        parts = [pipeline.grading.parts(pipeline.cases[c]) for c in config.case_ids]
+        judges = sum(parts) / len(parts) if parts else 1.0  # an answer's, one pass
+        pipeline.record(
+            DeadlineSet(at=deadline, allow_list_price=listed, given=given, judge_requests=judges)
+        )
+        also = " (or, where there is none, on demand at the list price)" if listed else ""
         say(
             f"{config.name!r} is to end by {stamp(deadline)}: each batch is waited for while"
-            " it can end in time, then its unfinished lines go on flex at the batch price"
+            " it can end in time, then its unfinished lines go one call at a time on its"
+            f" service's flex tier, at the batch price{also}"
         )
     if pipeline.run.home.leased:  # a cancel asked from another machine comes first
         take_asked_cancel(pipeline.submitter, say, stop_batches=not options.resume_cancelled)

@@ -192,7 +192,9 @@ def flex_note(stages: Mapping[Stage, Service]) -> str:
     said = []
     for stage, service in stages.items():
         spec = providers.spec(service.provider)
-        tier = "its tail on flex" if spec.flex else "no flex tail: its batches run to their end"
+        tier = (
+            "its tail on flex" if spec.flex_tail else "no flex tail: its batches run to their end"
+        )
         said.append(f"{stage} on {spec.label}, {tier}")
     return "--tail-flex: " + "; ".join(said)
 

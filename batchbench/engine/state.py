@@ -84,6 +84,7 @@ class RunState:
     deadline: float | None = None  # run --deadline: the run is to end by then
     allow_list_price: bool = False  # and may fall back on demand, at the list price
     deadline_given: str = ""  # the deadline as the user wrote it
+    judge_requests: float = 1.0  # an answer's judge requests, one pass (DeadlineSet)
 
     def pending(self, stage: Stage, case_ids: Sequence[str], judge_pass: int = 1) -> list[str]:
         """Cases (in registry order) with a request of this stage (and judge pass) still
@@ -363,7 +364,7 @@ def _calls_stopped(state: RunState, event: CallsStopped) -> None:
 
 def _deadline(state: RunState, event: DeadlineSet) -> None:
     state.deadline, state.allow_list_price = event.at, event.allow_list_price
-    state.deadline_given = event.given
+    state.deadline_given, state.judge_requests = event.given, event.judge_requests
 
 
 # One handler per event type: a table lookup, not a chain of isinstance tests

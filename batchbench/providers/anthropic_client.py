@@ -23,6 +23,7 @@ import anthropic
 
 from ..errors import ApiError, ApiNotFoundError
 from ..kinds import Ending, Phase
+from .anthropic_on_demand import on_demand_calls
 from .base import (
     CLOCK_SKEW,
     LANDS_WITHIN,
@@ -100,8 +101,9 @@ class AnthropicClient(ClientBase):
         self._call.check_models(models, self.sdk.models.retrieve, self.sdk.models.list, self.where)
 
     def calls(self, kind: CallKind, model: str) -> Calls | None:
-        """None: no flex tier, no on-demand remainder."""
-        return None
+        """On demand, each request one Messages call at the list price (a deadline's
+        fallback, with --allow-list-price); Anthropic has no flex tier."""
+        return on_demand_calls(self.sdk) if kind == "ondemand" else None
 
     def upload(self, path: Path, tag: Tag) -> None:
         """Nothing: Message Batches take their requests inline, in the create call."""

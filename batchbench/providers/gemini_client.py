@@ -41,6 +41,7 @@ from .base import (
 from .client_base import ClientBase
 from .closing import shut
 from .downloads import verbatim
+from .gemini_flex import flex_calls
 from .google_errors import genai_errors
 from .marked import Marked
 from .one_by_one import CallKind, Calls
@@ -175,8 +176,9 @@ class GeminiClient(ClientBase):
                 raise ApiError(str(exc)) from None
 
     def calls(self, kind: CallKind, model: str) -> Calls | None:
-        """None: Gemini's flex reports no progress of a running job to judge a tail by."""
-        return None
+        """On flex, each request one generateContent call at the batch price (a deadline's
+        fallback; a running job reports no progress to judge a --tail-flex tail by)."""
+        return flex_calls(self.sdk, model) if kind == "flex" else None
 
     def upload(self, path: Path, tag: Tag) -> str:
         config = types.UploadFileConfig(display_name=path.name, mime_type="jsonl")

@@ -53,6 +53,7 @@ ANTHROPIC = ProviderSpec(
     base_url_hint="without /v1: the SDK adds it (https://api.anthropic.com)",
     refused_endings=("/v1",),
     aliases={"opus-5": "claude-opus-5", "claude-opus-5": "claude-opus-5"},
+    on_demand=True,  # the Messages API, at the list price
     developer="anthropic",
     inspect_prefix="anthropic/",
 )
@@ -72,6 +73,7 @@ GEMINI = ProviderSpec(
     " (https://generativelanguage.googleapis.com)",
     refused_endings=("/v1", "/v1beta"),
     aliases={"gemini-3.1-pro": "gemini-3.1-pro-preview"},
+    flex=True,  # service_tier "flex": synchronous, at the batch price (its cookbook)
     developer="google",
     inspect_prefix="google/",
 )
@@ -188,6 +190,7 @@ OPENAI = ProviderSpec(
     account_variables=("OPENAI_ORG_ID", "OPENAI_PROJECT_ID"),
     base_url_flag=True,
     flex=True,
+    flex_tail=True,
     developer="openai",
     inspect_prefix="openai/",
 )

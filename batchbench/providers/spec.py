@@ -105,8 +105,11 @@ class ProviderSpec:
     # batchbench, only checked as keys are, so a stray line break is named, not echoed.
     credential_variables: tuple[str, ...] = ()
     flags: tuple[Flag, ...] = ()  # ``run`` options for its account variables
-    # A flex tier at the batch price (a batch's tail goes there with --tail-flex).
+    # A flex tier at the batch price: where a deadline's fallback goes.
     flex: bool = False
+    # Its running batches count their finished lines, so a small tail can be seen and
+    # sent to the flex tier (--tail-flex); without counts there is no tail to judge.
+    flex_tail: bool = False
     # Synchronous calls at the list price the engine can send (Bedrock's InvokeModel): a
     # deadline's fallback where there is no flex tier, only with --allow-list-price.
     on_demand: bool = False

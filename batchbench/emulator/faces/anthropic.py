@@ -51,6 +51,7 @@ class AnthropicFace(AnthropicBook):
             route("POST", b + r"/([^/]+)/cancel$", self.cancel, writes=True),
             route("DELETE", b + r"/([^/]+)$", self.delete, writes=True),
             route("GET", b + r"/([^/]+)/results$", self.results),
+            route("POST", r"^/v1/messages$", self.message, writes=True),
             route("GET", r"^/v1/models$", self.models),
             route("GET", r"^/v1/models/(.+)$", self.model),
         ]
@@ -156,6 +157,15 @@ class AnthropicFace(AnthropicBook):
         batch_id = "msgbatch_01" + self.store.decide.token(BASE58, 22)
         batch = self._add(batch_id, requests, self.store.now(), x.header("anthropic-version"))
         return self._reply(self._obj(batch, x))
+
+    def message(self, x: Exchange) -> Reply:
+        """The Messages API: one request answered now, at the list price, by the same
+        simulated model as a batch's. ``X-Client-Request-Id`` (which the service
+        ignores) names the call in the ledger."""
+        params = x.json()
+        name = x.header("X-Client-Request-Id") or f"call-{self.store.decide.nth('messages')}"
+        status, body = self.sync(x.header("anthropic-version"), params, name)
+        return Reply(body, status, {"request-id": self._request_id()})
 
     def _add(
         self, batch_id: str, requests: list[dict[str, Any]], created: float, version: str

@@ -120,8 +120,10 @@ def input_tokens(params: dict[str, Any]) -> int:
     return tokens(system_text + request_text(params))
 
 
-def message(params: dict[str, Any], text: str, message_id: str) -> dict[str, Any]:
-    """A Messages API reply holding one text block."""
+def message(
+    params: dict[str, Any], text: str, message_id: str, tier: str = "batch"
+) -> dict[str, Any]:
+    """A Messages API reply holding one text block (``tier``: the usage's service tier)."""
     return {
         "id": message_id,
         "type": "message",
@@ -135,7 +137,7 @@ def message(params: dict[str, Any], text: str, message_id: str) -> dict[str, Any
             "output_tokens": tokens(text),
             "cache_creation_input_tokens": 0,
             "cache_read_input_tokens": 0,
-            "service_tier": "batch",
+            "service_tier": tier,
         },
     }
 
@@ -200,12 +202,13 @@ class AnthropicBook:
             deadline = batch.created + settings.completion_window
             total = len(batch.requests)
             if batch.status == "in_progress":
-                due = due_lines(total, batch.created, min(now, deadline), settings.latency, flush)
+                run = self.store.run_seconds("anthropic", batch.id)  # recorded turnaround
+                due = due_lines(total, batch.created, min(now, deadline), run, flush)
                 while batch.executed < due:
                     self._execute(batch, batch.order[batch.executed])
                     batch.executed += 1
                 if batch.executed >= total:
-                    done = now if flush else last_line(batch.created, total, settings.latency)
+                    done = now if flush else last_line(batch.created, total, run)
                     batch.stamps.setdefault("done", done)
                     # Results are written a while after the last line (long-finalizing).
                     ready = batch.stamps["done"] + settings.latency * settings.anomalies.get(
@@ -222,7 +225,8 @@ class AnthropicBook:
 
     def _execute(self, batch: MessageBatch, index: int) -> None:
         request = batch.requests[index]
-        result = self._run(batch, request)
+        line = f"{batch.id}/{request['custom_id']}"
+        result = self._run(batch.version, batch.id, request.get("params"), line)
         batch.results[request["custom_id"]] = result
         status = (
             200
@@ -236,24 +240,38 @@ class AnthropicBook:
     def _errored(self, status: int, message: str, kind: str | None = None) -> dict[str, Any]:
         return {"type": "errored", "error": error_body(status, message, kind, self._request_id())}
 
-    def _run(self, batch: MessageBatch, request: dict[str, Any]) -> dict[str, Any]:
-        """One executed request's ``result``: the responder's reply in this API's shapes."""
-        params = request.get("params")
-        problem = check_params(params, VERSIONS.get(batch.version, PARAMS))
+    def sync(self, version: str, params: Any, name: str) -> tuple[int, dict[str, Any]]:
+        """One Messages API call (``name``: what the ledger calls it), billed at the list
+        price: ``(status, body)``, the message or the error envelope."""
+        result = self._run(version, f"sync/{name}", params, f"sync/{name}", "standard")
+        if result["type"] == "succeeded":
+            status, body = 200, result["message"]
+        else:
+            body = result["error"]
+            status = ERROR_TYPES.get(str(body.get("error", {}).get("type")), 500)
+        self.store.executed("anthropic", "sync", name, status, body if status == 200 else None)
+        return status, body
+
+    def _run(
+        self, version: str, batch_id: str, params: Any, line: str, tier: str = "batch"
+    ) -> dict[str, Any]:
+        """One executed request's ``result``: the responder's reply in this API's shapes
+        (``batch_id``: where its cache writes are, which its batch's own lines cannot
+        read)."""
+        problem = check_params(params, VERSIONS.get(version, PARAMS))
         if problem is not None:
             return self._errored(400, problem)
         assert isinstance(params, dict)
         if not self.store.known_model(str(params["model"])):
             return self._errored(404, f"model: {params['model']}", "not_found_error")
-        line = f"{batch.id}/{request['custom_id']}"
         try:
             reply = self.store.model.reply(params, params, line, self.store.settings.judge_noise)
         except Exception as exc:  # a broken responder is an api_error for that line
             return self._errored(500, f"responder failed: {exc}")
         if isinstance(reply, str):
             message_id = "msg_01" + self.store.decide.token(BASE58, 22)
-            made = message(params, reply, message_id)
-            self._cache(batch, params, made["usage"])
+            made = message(params, reply, message_id, tier)
+            self._cache(batch_id, params, made["usage"])
             return {"type": "succeeded", "message": made}
         if isinstance(reply, dict) and isinstance(reply.get("status_code"), int):
             status, body = reply["status_code"], reply.get("body")
@@ -268,12 +286,12 @@ class AnthropicBook:
             500, f"responder returned {type(reply).__name__}; expected str or dict"
         )
 
-    def _cache(self, batch: MessageBatch, params: dict[str, Any], usage: dict[str, Any]) -> None:
+    def _cache(self, batch_id: str, params: dict[str, Any], usage: dict[str, Any]) -> None:
         """A request marking a prefix (``cache_control``) reads or writes it, as Anthropic
         bills it (:meth:`...prompt_cache.PromptCache.marked`)."""
         total = int(usage["input_tokens"])
         use = self.store.cache.marked(
-            str(params["model"]), params, batch.id, total, self.store.now()
+            str(params["model"]), params, batch_id, total, self.store.now()
         )
         usage["input_tokens"] = use["input"]
         usage["cache_read_input_tokens"] = use["read"]

@@ -326,13 +326,22 @@ class GeminiFace(GeminiBook):
         return Reply({"models": [self._model(m) for m in self.store.catalogue.listed("gemini")]})
 
     def generate(self, x: Exchange, version: str, model: str) -> Reply:
-        """The synchronous generateContent, answered by the same simulated model."""
+        """The synchronous generateContent, answered by the same simulated model; with
+        ``serviceTier: flex``, at the batch price, slower, and refused 429 when flex has
+        no capacity (a seeded share of calls: "best-effort (sheddable)").
+        ``X-Client-Request-Id`` (which the service ignores) names the call in the
+        ledger."""
         name = self._known(model)
         request = x.json()
-        line = f"sync/{self.store.decide.nth('gemini-generate')}"
-        result = run_request(self.store, request, f"models/{name}", False, line)
+        tier = request.pop("serviceTier", None) if isinstance(request, dict) else None
+        call = x.header("X-Client-Request-Id") or f"call-{self.store.decide.nth('generate')}"
+        if tier == "flex" and self.store.shed(call):
+            raise ApiFailure(429, "Flex capacity is exhausted; please retry later.")
+        result = run_request(self.store, request, f"models/{name}", False, f"sync/{call}")
+        status = int(result["error"].get("code") or 500) if "error" in result else 200
+        self.store.executed("gemini", tier or "sync", call, status, result.get("response"))
         if "error" in result:
-            return Reply(result, int(result["error"].get("code") or 500))
+            return Reply(result, status)
         return Reply(sync_response(result))
 
 

@@ -135,12 +135,13 @@ class GeminiBook:
                 self._validate(job, now if flush else min(job.created + settings.latency, deadline))
             if job.state == "RUNNING":
                 start = job.stamps["running"]
-                due = due_lines(len(job.lines), start, min(now, deadline), settings.latency, flush)
+                run = self.store.run_seconds("gemini", job.id)  # its recorded turnaround
+                due = due_lines(len(job.lines), start, min(now, deadline), run, flush)
                 while job.executed < due:
                     self._execute(job, job.order[job.executed])
                     job.executed += 1
                 if job.executed >= len(job.lines):
-                    last = last_line(start, len(job.lines), settings.latency)
+                    last = last_line(start, len(job.lines), run)
                     self._end(job, "SUCCEEDED", now if flush else min(now, last))
             if job.state in ("PENDING", "RUNNING") and now >= deadline and not flush:
                 self._end(job, "EXPIRED", deadline)

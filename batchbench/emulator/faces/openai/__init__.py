@@ -201,18 +201,13 @@ class OpenAIFace:
         tier = body.pop("service_tier", None)
         name = x.header("X-Client-Request-Id") or f"call-{self.store.decide.nth('chat')}"
         store = self.store
-        if tier == "flex":
-            tries = store.decide.nth("flex/" + name)
-            busy = tries < store.settings.flex_busy_tries
-            if busy or store.decide.roll("flex-busy", f"{name}/{tries}", store.settings.flex_busy):
-                store.faults["flex-busy"] = store.faults.get("flex-busy", 0) + 1
-                raise ApiFailure(
-                    429,
-                    "Resource unavailable: flex processing has no capacity right now;"
-                    " please retry later.",
-                    code="resource_unavailable",
-                )
-            store.clock.sleep(store.settings.flex_seconds)
+        if tier == "flex" and store.shed(name):
+            raise ApiFailure(
+                429,
+                "Resource unavailable: flex processing has no capacity right now;"
+                " please retry later.",
+                code="resource_unavailable",
+            )
         if not self.model_known(str(body.get("model"))):
             raise ApiFailure(
                 404, f"The model `{body.get('model')}` does not exist.", code="model_not_found"

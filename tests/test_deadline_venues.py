@@ -1,0 +1,175 @@
+"""#67.3 on the services beside OpenAI and Bedrock: a deadline's fallback on Gemini's flex
+tier (at the batch price) and on Anthropic's Messages API (at the list price, only with
+``--allow-list-price``).
+
+The witnesses: the emulator's ledger (what ran where, each line once), its clock, and
+the plain bill of what it executed, priced by this file's own table.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+from support.cli import run_cli
+from support.providers import RIGS
+from support.runs import assert_no_duplicates
+
+HOUR = 3600.0
+SLOW = [10 * HOUR, 20 * HOUR, 30 * HOUR]  # p50, p90, p99: ten hours at the median
+LIST = {"input": 3.0, "output": 15.0}  # USD per 1M tokens, this file's own
+
+
+def _rig_run(batch_emulator_factory, tmp_path, fixture_dir, service: str, *extra: str):
+    """Answers on ``service``, whose batches take about ten hours, judges on OpenAI;
+    priced by this file's own table (list price; half of it in a batch)."""
+    rig = RIGS[service]
+    emu = batch_emulator_factory(models=[rig.resolved], turnaround={rig.face_name: SLOW})
+    emu.store.settings.flex_busy = 0.0
+    emu.store.settings.flex_busy_tries = 1  # flex sheds each call's first try: tried again
+    table = tmp_path / "prices.json"
+    prices = {rig.model: LIST, "judge-model": LIST}
+    table.write_text(json.dumps({"batch_discount": 0.5, "models": prices}))
+    args = rig.args(emu, tmp_path, fixture_dir, "--limit", "6", "--pricing", str(table), *extra)
+    args[args.index("--poll-interval") + 1] = "120"
+    return rig, emu, args, ["--jobs-dir", str(tmp_path / "jobs"), "--pricing", str(table)]
+
+
+def _usd(executed: list[dict], share: float) -> float:
+    """The plain bill of what ran: its billed tokens at ``share`` of the list price."""
+    billed = [e["billed"] for e in executed]
+    spent = sum(b["input"] * LIST["input"] + b["output"] * LIST["output"] for b in billed)
+    return spent * share / 1e6
+
+
+def _answers(emu, provider: str) -> tuple[list[dict], list[dict]]:
+    """What the service billed for answers: in its batches, and one call at a time."""
+    ran = [e for e in emu.ledger()["executions"] if e["provider"] == provider]
+    ok = [e for e in ran if e["status_code"] == 200]
+    return [e for e in ok if e["batch_id"] not in ("flex", "sync")], [
+        e for e in ok if e["batch_id"] in ("flex", "sync")
+    ]
+
+
+def test_a_gemini_job_that_cannot_end_in_time_is_finished_on_gemini_flex(
+    batch_emulator_factory, tmp_path, fixture_dir, clock
+):
+    """Gemini's jobs take about ten hours, the deadline is three hours away: each job is
+    cancelled at its latest safe moment and its unfinished requests go one
+    generateContent call at a time with service_tier flex — the run ends by the
+    deadline, each request executed once, all of it at the batch price."""
+    start = clock.time()
+    rig, emu, args, jobs = _rig_run(
+        batch_emulator_factory, tmp_path, fixture_dir, "gemini", "--deadline", "+3h"
+    )
+    proc = run_cli(*args, env=rig.env(emu))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "latest safe moment" in proc.stderr
+    assert clock.time() <= start + 3 * HOUR
+    assert_no_duplicates(emu)
+    batched, flexed = _answers(emu, "gemini")
+    assert flexed and all(e["batch_id"] == "flex" for e in flexed)
+    assert len(batched) + len(flexed) == 6  # each answer once, here or there
+    assert emu.store.faults.get("flex-busy", 0) == len(flexed)  # each shed once, then served
+    status = json.loads(run_cli("status", rig.name(), *jobs, "--json").stdout)
+    answers = status["cost"]["stages"]["answers"]
+    assert answers["batch_usd"] == pytest.approx(_usd(batched + flexed, 0.5), abs=2e-6)
+    assert not answers.get("list_price_usd")
+
+
+def test_status_says_a_gemini_job_goes_on_flex(batch_emulator_factory, tmp_path, fixture_dir):
+    rig, emu, args, jobs = _rig_run(
+        batch_emulator_factory, tmp_path, fixture_dir, "gemini", "--deadline", "+20h", "--no-wait"
+    )
+    proc = run_cli(*args, env=rig.env(emu))
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    text = run_cli("status", rig.name(), *jobs).stdout
+    assert "(gemini): " in text and "go on flex, at the batch price" in text
+
+
+def test_an_anthropic_batch_falls_back_to_the_messages_api_at_list_price_when_allowed(
+    batch_emulator_factory, tmp_path, fixture_dir, clock
+):
+    """--allow-list-price: at its latest safe moment the Message Batch is cancelled and its
+    unfinished requests go one Messages call at a time at the list price; the answers'
+    cost is the plain bill of what ran where — the batch's at half the list price, the
+    calls' at the whole of it — and each request ran once."""
+    start = clock.time()
+    rig, emu, args, jobs = _rig_run(
+        batch_emulator_factory,
+        tmp_path,
+        fixture_dir,
+        "anthropic",
+        "--deadline",
+        "+3h",
+        "--allow-list-price",
+    )
+    proc = run_cli(*args, env=rig.env(emu))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "on demand, at the list price (--allow-list-price)" in proc.stderr
+    assert clock.time() <= start + 3 * HOUR
+    assert_no_duplicates(emu)
+    batched, listed = _answers(emu, "anthropic")
+    assert listed and all(e["batch_id"] == "sync" for e in listed)
+    assert len(batched) + len(listed) == 6
+    ran = Counter(e["custom_id"] for e in emu.ledger()["executions"])
+    assert all(n == 1 for n in ran.values())
+    status = json.loads(run_cli("status", rig.name(), *jobs, "--json").stdout)
+    answers = status["cost"]["stages"]["answers"]
+    assert answers["batch_usd"] == pytest.approx(_usd(batched, 0.5) + _usd(listed, 1.0), abs=2e-6)
+    assert answers["list_price_usd"] == pytest.approx(_usd(listed, 1.0), abs=2e-6)
+    # each call's reply names the tier it was served on: counted, and shown
+    tiers = status["provenance"]["answers"]["tiers"]
+    assert tiers.get("standard") == len(listed)
+
+
+def test_without_leave_an_anthropic_batch_is_waited_for_and_status_says_how_to_allow_it(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    rig, emu, args, jobs = _rig_run(
+        batch_emulator_factory, tmp_path, fixture_dir, "anthropic", "--deadline", "+3h", "--no-wait"
+    )
+    proc = run_cli(*args, env=rig.env(emu))
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    text = run_cli("status", rig.name(), *jobs).stdout
+    assert "no fallback: anthropic has no flex tier (--allow-list-price" in text
+    assert not [e for e in emu.ledger()["executions"] if e["batch_id"] == "sync"]
+
+
+def test_a_healthbench_answer_keeps_back_time_for_a_grader_call_per_rubric_item(
+    batch_emulator_factory, tmp_path, fixture_dir, clock
+):
+    """The latest safe moment of an answers batch keeps back the fallback's time for its
+    judges, and a HealthBench answer has one grader request per rubric item — here
+    counted from the dataset file itself — not one. The written rule (docs/costs.md):
+    the deadline less the time the batch's unfinished lines and its judges would take
+    on the fallback (a cancel, then one call after another), with half again to spare."""
+    from support import healthbench_rules as rules
+
+    from batchbench.engine import deadline as rule
+    from batchbench.engine.rundir import open_run
+    from batchbench.engine.turnaround import Forecast
+
+    examples = rules.lines()
+    items = sum(len(line["rubrics"]) for line in examples)
+    emu = batch_emulator_factory(turnaround={"openai": SLOW})
+    args = RIGS["openai"].args(
+        emu, tmp_path, fixture_dir, "--dataset", str(rules.FILE), "--deadline", "+20h"
+    )
+    args[args.index("--poll-interval") + 1] = "120"
+    proc = run_cli(*args, "--no-wait", env=RIGS["openai"].env(emu))
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    run = open_run(tmp_path / "jobs", RIGS["openai"].name())
+    config = run.load_config()
+    state = run.state(list(config.case_ids))
+    assert state.deadline is not None
+    seen = rule.outlook(state, config, state.deadline, clock.time(), Forecast({}))
+    (answers,) = [o for o in seen if o.sub.stage == "answers"]
+    assert len(answers.sub.lines) == len(examples)
+
+    def spare(calls: int) -> float:  # the rule, with its numbers: 10-minute cancel, 10 s a call
+        return 1.5 * (600 + calls * 10)
+
+    expected = state.deadline - spare(answers.unfinished) - spare(items)
+    assert answers.fallback_at == pytest.approx(expected, abs=1e-3)
