@@ -52,23 +52,25 @@ def _answers(emu, provider: str) -> tuple[list[dict], list[dict]]:
     ]
 
 
-def test_a_gemini_job_that_cannot_end_in_time_is_finished_on_gemini_flex(
-    batch_emulator_factory, tmp_path, fixture_dir, clock
+@pytest.mark.parametrize("service", ["gemini", "azure"])
+def test_a_batch_that_cannot_end_in_time_is_finished_on_its_services_flex_tier(
+    batch_emulator_factory, tmp_path, fixture_dir, clock, service
 ):
-    """Gemini's jobs take about ten hours, the deadline is three hours away: each job is
-    cancelled at its latest safe moment and its unfinished requests go one
-    generateContent call at a time with service_tier flex — the run ends by the
-    deadline, each request executed once, all of it at the batch price."""
+    """The service's batches take about ten hours, the deadline is three hours away: each
+    is cancelled at its latest safe moment and its unfinished requests go one call at a
+    time with service_tier flex (Gemini's generateContent, Azure OpenAI's chat
+    completions) — the run ends by the deadline, each request executed once, all of it
+    at the batch price."""
     start = clock.time()
     rig, emu, args, jobs = _rig_run(
-        batch_emulator_factory, tmp_path, fixture_dir, "gemini", "--deadline", "+3h"
+        batch_emulator_factory, tmp_path, fixture_dir, service, "--deadline", "+3h"
     )
     proc = run_cli(*args, env=rig.env(emu))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "latest safe moment" in proc.stderr
     assert clock.time() <= start + 3 * HOUR
     assert_no_duplicates(emu)
-    batched, flexed = _answers(emu, "gemini")
+    batched, flexed = _answers(emu, rig.face_name)
     assert flexed and all(e["batch_id"] == "flex" for e in flexed)
     assert len(batched) + len(flexed) == 6  # each answer once, here or there
     assert emu.store.faults.get("flex-busy", 0) == len(flexed)  # each shed once, then served
@@ -78,29 +80,32 @@ def test_a_gemini_job_that_cannot_end_in_time_is_finished_on_gemini_flex(
     assert not answers.get("list_price_usd")
 
 
-def test_status_says_a_gemini_job_goes_on_flex(batch_emulator_factory, tmp_path, fixture_dir):
+@pytest.mark.parametrize("service", ["gemini", "azure"])
+def test_status_says_the_batch_goes_on_flex(batch_emulator_factory, tmp_path, fixture_dir, service):
     rig, emu, args, jobs = _rig_run(
-        batch_emulator_factory, tmp_path, fixture_dir, "gemini", "--deadline", "+20h", "--no-wait"
+        batch_emulator_factory, tmp_path, fixture_dir, service, "--deadline", "+20h", "--no-wait"
     )
     proc = run_cli(*args, env=rig.env(emu))
     assert proc.returncode == 3, proc.stdout + proc.stderr
     text = run_cli("status", rig.name(), *jobs).stdout
-    assert "(gemini): " in text and "go on flex, at the batch price" in text
+    assert f"({service}): " in text and "go on flex, at the batch price" in text
 
 
-def test_an_anthropic_batch_falls_back_to_the_messages_api_at_list_price_when_allowed(
-    batch_emulator_factory, tmp_path, fixture_dir, clock
+@pytest.mark.parametrize("service", ["anthropic", "groq"])
+def test_a_batch_falls_back_to_calls_at_list_price_when_allowed(
+    batch_emulator_factory, tmp_path, fixture_dir, clock, service
 ):
-    """--allow-list-price: at its latest safe moment the Message Batch is cancelled and its
-    unfinished requests go one Messages call at a time at the list price; the answers'
-    cost is the plain bill of what ran where — the batch's at half the list price, the
-    calls' at the whole of it — and each request ran once."""
+    """--allow-list-price: at its latest safe moment the batch is cancelled and its
+    unfinished requests go one call at a time at the list price (Anthropic's Messages
+    API; Groq's chat completions, whose flex tier costs the same); the answers' cost is
+    the plain bill of what ran where — the batch's at half the list price, the calls'
+    at the whole of it — and each request ran once."""
     start = clock.time()
     rig, emu, args, jobs = _rig_run(
         batch_emulator_factory,
         tmp_path,
         fixture_dir,
-        "anthropic",
+        service,
         "--deadline",
         "+3h",
         "--allow-list-price",
@@ -110,7 +115,7 @@ def test_an_anthropic_batch_falls_back_to_the_messages_api_at_list_price_when_al
     assert "on demand, at the list price (--allow-list-price)" in proc.stderr
     assert clock.time() <= start + 3 * HOUR
     assert_no_duplicates(emu)
-    batched, listed = _answers(emu, "anthropic")
+    batched, listed = _answers(emu, rig.face_name)
     assert listed and all(e["batch_id"] == "sync" for e in listed)
     assert len(batched) + len(listed) == 6
     ran = Counter(e["custom_id"] for e in emu.ledger()["executions"])
@@ -119,9 +124,9 @@ def test_an_anthropic_batch_falls_back_to_the_messages_api_at_list_price_when_al
     answers = status["cost"]["stages"]["answers"]
     assert answers["batch_usd"] == pytest.approx(_usd(batched, 0.5) + _usd(listed, 1.0), abs=2e-6)
     assert answers["list_price_usd"] == pytest.approx(_usd(listed, 1.0), abs=2e-6)
-    # each call's reply names the tier it was served on: counted, and shown
-    tiers = status["provenance"]["answers"]["tiers"]
-    assert tiers.get("standard") == len(listed)
+    if service == "anthropic":  # each reply names the tier it was served on: counted
+        tiers = status["provenance"]["answers"]["tiers"]
+        assert tiers.get("standard") == len(listed)
 
 
 def test_without_leave_an_anthropic_batch_is_waited_for_and_status_says_how_to_allow_it(

@@ -25,8 +25,10 @@ import openai
 from ..errors import ApiNotFoundError, ConfigError
 from . import tls
 from .base import Service
+from .closing import shut
 from .one_by_one import CallKind, Calls
 from .openai_client import OpenAIClient
+from .openai_flex import chat_calls
 from .stainless import timeout
 
 V1_PATH = "/openai/v1"
@@ -55,10 +57,26 @@ class AzureClient(OpenAIClient):
         note = api_version()[1]
         if note is not None:
             self.warn(note)
+        # Chat Completions on the v1 API through the plain client, as Microsoft's flex
+        # example sends them: AzureOpenAI would rewrite the path to /deployments/…
+        self._chat = openai.OpenAI(
+            api_key=api_key,
+            base_url=f"{self.service.base_url}{V1_PATH}",
+            max_retries=0,
+            timeout=timeout(openai),
+            http_client=tls.http_client(openai),
+        )
+
+    def close(self) -> None:
+        super().close()
+        shut(self._chat)
 
     def calls(self, kind: CallKind, model: str) -> Calls | None:
-        """None: Azure OpenAI has no flex tier."""
-        return None
+        """The flex tier (preview), at the batch price: "a 50% discount compared with
+        Standard processing", ``service_tier: "flex"`` on Chat Completions (Microsoft
+        Learn, "Use Flex processing with Azure OpenAI"); a deployment whose model has no
+        flex answers 400, and those requests fail as any 400 does."""
+        return chat_calls(self._chat) if kind == "flex" else None
 
     def make_sdk(self, service: Service, api_key: str) -> openai.OpenAI:
         return openai.AzureOpenAI(

@@ -1,8 +1,9 @@
 """Groq's Batch API through the groq SDK (Stainless-made, as openai's is: the same files,
 batches and models calls, the same exception family). Batches carry the run's mark as
 ``metadata``, which Groq keeps, so a lost create is found by listing, as on OpenAI
-(:class:`.openai_client.OpenAIClient`) — Groq's list is one whole list, no pages. No
-flex tier."""
+(:class:`.openai_client.OpenAIClient`) — Groq's list is one whole list, no pages. Its
+flex tier costs what on demand does: a deadline's fallback is on demand, at the list
+price."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from .base import Service
 from .client_base import stainless_sdk
 from .one_by_one import CallKind, Calls
 from .openai_client import OpenAIClient
+from .openai_flex import chat_calls
 from .prefixes import GROQ as PREFIX
 
 
@@ -40,5 +42,8 @@ class GroqClient(OpenAIClient):
         return model.removeprefix(PREFIX)
 
     def calls(self, kind: CallKind, model: str) -> Calls | None:
-        """None: Groq has no flex tier for a batch's tail."""
-        return None
+        """On demand, each request one chat completion at the list price (a deadline's
+        fallback, with --allow-list-price). Groq's flex tier is priced as on demand
+        ("Pricing matches the on-demand tier", its Flex Processing page), so it is no
+        cheaper fallback than this."""
+        return chat_calls(self.sdk, "ondemand", self.module()) if kind == "ondemand" else None

@@ -37,7 +37,7 @@ from .closing import shut
 from .http_errors import one_line
 from .marked import Marked
 from .one_by_one import CallKind, Calls
-from .openai_flex import flex_calls
+from .openai_flex import chat_calls
 from .openai_wire import ENDPOINT
 
 ENDINGS: dict[str, Ending] = {
@@ -149,8 +149,8 @@ class OpenAIClient(StainlessBatches):
         return model
 
     def calls(self, kind: CallKind, model: str) -> Calls | None:
-        """A batch's tail on the flex tier (:mod:`.openai_flex`)."""
-        return flex_calls(self.sdk) if kind == "flex" else None
+        """A batch's tail, or a deadline's fallback, on the flex tier (:mod:`.openai_flex`)."""
+        return chat_calls(self.sdk) if kind == "flex" else None
 
     def upload(self, path: Path, tag: Tag) -> str | None:
         def send() -> Any:

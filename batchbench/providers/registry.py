@@ -114,6 +114,7 @@ GROQ = _venue(
     default_base_url="https://api.groq.com",
     base_url_hint="without /openai/v1 (https://api.groq.com)",
     refused_endings=("/openai/v1", "/openai"),
+    on_demand=True,  # chat completions at the list price (its flex is priced the same)
 )
 TOGETHER = _venue(
     prefixes.TOGETHER,
@@ -218,6 +219,8 @@ AZURE = ProviderSpec(
     refused_endings=("/openai", "/openai/v1"),
     priced_as=lambda model: model.removeprefix("azure/"),
     cloud=True,
+    flex=True,  # service_tier "flex" (preview): 50% off Standard, as a batch is
+    flex_tail=True,  # its batches count their lines as OpenAI's do
     developer="openai",
     inspect_prefix="openai/",  # Inspect's Azure OpenAI: openai/azure/DEPLOYMENT
 )
