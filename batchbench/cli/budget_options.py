@@ -98,3 +98,16 @@ AllowListPriceOpt = Annotated[
         " such a batch is waited for and `status` says the deadline is at risk.",
     ),
 ]
+
+PlaceAmongOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        metavar="MODEL",
+        rich_help_panel=BUDGET,
+        help="With --deadline: the answer model as another service names it (Claude as"
+        " bedrock/… or vertex/…; gpt-oss as groq/…, together/…, fireworks/…, bedrock/…);"
+        " repeat for each. At the run's start its answers go where the forecast gives their"
+        f" batch a {TARGET:.0%} chance of ending in time, the cheapest of those (else the"
+        " likeliest), and stay there; the run keeps the first model's name.",
+    ),
+]

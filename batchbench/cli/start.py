@@ -18,6 +18,7 @@ from .budget_options import (
     MaxEnqueuedTokensOpt,
     MaxSpendOpt,
     MaxSpendOverOpt,
+    PlaceAmongOpt,
     PricingOpt,
 )
 from .common import (
@@ -28,6 +29,7 @@ from .common import (
     SmokeOpt,
     clock_of,
     friendly,
+    warn,
 )
 from .finish import print_dry_run, run_group
 from .project import current_project
@@ -102,6 +104,7 @@ def run(
     tail_flex: TailFlexOpt = None,
     deadline: DeadlineOpt = None,
     allow_list_price: AllowListPriceOpt = False,
+    place_among: PlaceAmongOpt = None,
     create_wait: CreateWaitOpt = None,
     resend_unknown: ResendUnknownOpt = False,
     settle_owed: SettleOwedOpt = False,
@@ -124,6 +127,7 @@ def run(
     from ..engine.settings import Settings
     from ..launch import RunOptions
     from ..lineup import lineup
+    from ..placement import placed
     from ..scores.sealed import read_plan
 
     chosen = _checked(dataset, as_json, dry_run)
@@ -169,6 +173,8 @@ def run(
         clock=clock_of(ctx),
         answers_given=physician_completions,
     ).check()
+    if place_among:  # one model, several services: where its answers go, and its name
+        answer_model[0], run_name = placed(options, answer_model, place_among, smoke, warn)
     group = lineup(options, answer_model, judges, run_name, smoke, jobs_dir)
     if dry_run:
         print_dry_run(group, as_json)
