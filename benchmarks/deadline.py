@@ -13,10 +13,12 @@ flex calls, both at the batch price on OpenAI) over the all-batch price of the s
 requests (each request once, at the batch price): above 1 only if something ran twice.
 The list price is said beside it, for the receipt.
 
-    .venv/bin/python benchmarks/deadline.py [--runs 1000] [--workers 2] [--bedrock-runs 200]
+    .venv/bin/python benchmarks/deadline.py [--runs 1000] [--workers 2] [--other-runs 200]
 
-Beside them, runs whose answers go to Bedrock (no flex tier) with --allow-list-price:
-how often those meet the deadline, and what the list-price fallback costs over all-batch.
+Beside them, runs whose answers go to another service, the same scenarios: Gemini (its
+flex tier, at the batch price), and Bedrock and Anthropic (no flex tier: with
+--allow-list-price, on demand at the list price): how often those meet the deadline, and
+what their fallback costs over all-batch.
 """
 
 from __future__ import annotations
@@ -45,6 +47,13 @@ FLEX_SECONDS = 5.0  # each flex call (OpenAI: "slower response times"); a fifth 
 
 
 BEDROCK_MODEL = "bedrock/anthropic.claude-opus-5-v1:0"
+ANSWERS = {  # venue → its answer model (the judges stay on OpenAI)
+    "openai": MODELS[0],
+    "bedrock": BEDROCK_MODEL,
+    "gemini": "gemini-3.1-pro-preview",
+    "anthropic": "claude-opus-5",
+}
+LISTED = {"bedrock", "anthropic"}  # no flex tier: --allow-list-price
 BEDROCK_ENV = {  # the emulator's Bedrock face, as boto3 reaches it
     "AWS_ACCESS_KEY_ID": "AKIDBENCH",
     "AWS_SECRET_ACCESS_KEY": "bench",
@@ -58,10 +67,33 @@ BEDROCK_ENV = {  # the emulator's Bedrock face, as boto3 reaches it
 }
 
 
+def _env(venue: str, url: str) -> dict[str, str]:
+    """The answers' service reached at the emulator's face (the judges': OpenAI)."""
+    env = {"OPENAI_API_KEY": "sk-bench"}
+    if venue == "bedrock":
+        env |= BEDROCK_ENV | {
+            "AWS_ENDPOINT_URL_S3": url,
+            "AWS_ENDPOINT_URL_BEDROCK": url,
+            "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": url,
+        }
+    elif venue == "gemini":
+        env |= {"GEMINI_API_KEY": "bench", "GOOGLE_GEMINI_BASE_URL": url}
+    elif venue == "anthropic":
+        env |= {"ANTHROPIC_API_KEY": "sk-ant-bench", "ANTHROPIC_BASE_URL": url}
+    return env
+
+
+def _listed(e: dict) -> bool:
+    """An on-demand call, at the list price (Bedrock's InvokeModel, Anthropic's Messages)."""
+    return e["provider"] == "bedrock-runtime" or (
+        e["provider"] == "anthropic" and e["batch_id"] == "sync"
+    )
+
+
 def one(seed: int, scenario: str, venue: str = "openai") -> dict[str, float | bool]:
     """One simulated run: met, the price paid, the all-batch and list prices. ``venue``:
-    where the answers go — OpenAI (flex: the batch price), or Bedrock (no flex tier:
-    --allow-list-price, on demand at the list price)."""
+    where the answers go — OpenAI or Gemini (flex: the batch price), or Bedrock or
+    Anthropic (no flex tier: --allow-list-price, on demand at the list price)."""
     from typer.testing import CliRunner
 
     from batchbench.cli import app
@@ -69,34 +101,27 @@ def one(seed: int, scenario: str, venue: str = "openai") -> dict[str, float | bo
     from batchbench.emulator.clock import FakeClock
 
     clock = FakeClock(1_800_000_000.0 + seed)
-    answers = MODELS[0] if venue == "openai" else BEDROCK_MODEL
+    answers = ANSWERS[venue]
     with (
         tempfile.TemporaryDirectory() as tmp,
         Emulator(
             clock=clock,
             seed=seed,
-            models=(*MODELS, BEDROCK_MODEL),
+            models=(*MODELS, *ANSWERS.values()),
             turnaround={venue: SCENARIOS[scenario], "openai": SCENARIOS[scenario]},
         ) as emu,
     ):
         emu.store.settings.flex_seconds = FLEX_SECONDS
         emu.store.settings.bedrock_min_records = 1
         prices = Path(tmp) / "prices.json"
-        table = dict.fromkeys((*MODELS, BEDROCK_MODEL), PRICE)
+        table = dict.fromkeys((*MODELS, *ANSWERS.values()), PRICE)
         prices.write_text(json.dumps({"batch_discount": 0.5, "models": table}))
         argv = ["run", "--answer-model", answers, "--judge-model", MODELS[1]]
         argv += ["--dataset", str(FIXTURE), "--limit", "6", "--jobs-dir", f"{tmp}/jobs"]
         argv += ["--base-url", emu.base_url, "--poll-interval", "120", "--deadline", DEADLINE]
         argv += ["--pricing", str(prices), "--no-canary"]
-        env = {"OPENAI_API_KEY": "sk-bench"}
-        if venue == "bedrock":
-            argv.append("--allow-list-price")
-            url = emu.base_urls["bedrock"]
-            env |= BEDROCK_ENV | {
-                "AWS_ENDPOINT_URL_S3": url,
-                "AWS_ENDPOINT_URL_BEDROCK": url,
-                "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": url,
-            }
+        argv += ["--allow-list-price"] if venue in LISTED else []
+        env = _env(venue, emu.base_urls[venue])
         start = clock.time()
         result = CliRunner().invoke(app, argv, env=env, obj={"clock": clock})
         ended = clock.time()
@@ -108,7 +133,7 @@ def one(seed: int, scenario: str, venue: str = "openai") -> dict[str, float | bo
             sum(b["input"] * PRICE["input"] + b["output"] * PRICE["output"] for b in billed) / 1e6
         )
 
-    listed = [e for e in executions if e["provider"] == "bedrock-runtime"]  # on demand
+    listed = [e for e in executions if _listed(e)]  # on demand
     return {
         "met": result.exit_code == 0 and ended <= start + 6 * HOUR,
         # batch and flex lines at the batch price, on-demand calls at the list price
@@ -124,7 +149,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=1000)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--bedrock-runs", type=int, default=200)
+    ap.add_argument("--other-runs", type=int, default=200, help="on each other service")
     opts = ap.parse_args()
     names = list(SCENARIOS)
     jobs = [(seed, names[seed % len(names)]) for seed in range(opts.runs)]
@@ -138,22 +163,27 @@ def main() -> None:
     all_batch = sum(float(r["all_batch"]) for r in results)
     listed = sum(float(r["list"]) for r in results)
     flexed = sum(1 for r in results if r["fallback"])
-    aside = [(seed, names[seed % len(names)], "bedrock") for seed in range(opts.bedrock_runs)]
-    with ProcessPoolExecutor(opts.workers) as pool:
-        bedrock = list(pool.map(one, *zip(*aside), chunksize=8)) if aside else []
+    others = {}
+    for venue in ("gemini", "bedrock", "anthropic"):
+        aside = [(seed, names[seed % len(names)], venue) for seed in range(opts.other_runs)]
+        with ProcessPoolExecutor(opts.workers) as pool:
+            others[venue] = list(pool.map(one, *zip(*aside), chunksize=8)) if aside else []
     for scenario in names:
         n = sum(1 for _, s in jobs if s == scenario)
         print(f"{scenario} ({SCENARIOS[scenario]} s): deadline met in {by[scenario]} of {n}")
     print(f"runs that finished some lines on flex: {flexed} of {len(results)}")
-    if bedrock:
-        b_met = sum(bool(r["met"]) for r in bedrock)
-        b_paid = sum(float(r["paid"]) for r in bedrock)
-        b_all = sum(float(r["all_batch"]) for r in bedrock)
-        b_listed = sum(1 for r in bedrock if r["listed"])
+    for venue, done in others.items():
+        if not done:
+            continue
+        how = "--allow-list-price, on demand" if venue in LISTED else "its flex tier"
+        o_met = sum(bool(r["met"]) for r in done)
+        o_paid = sum(float(r["paid"]) for r in done)
+        o_all = sum(float(r["all_batch"]) for r in done)
+        o_fell = sum(1 for r in done if r["fallback"])
         print(
-            f"no flex tier (answers on Bedrock, --allow-list-price): deadline met in {b_met}"
-            f" of {len(bedrock)}; {b_listed} finished some lines at the list price; price"
-            f" {b_paid / b_all:.3f} x the all-batch price"
+            f"answers on {venue} ({how}): deadline met in {o_met} of {len(done)};"
+            f" {o_fell} finished some lines by the fallback; price {o_paid / o_all:.3f} x"
+            " the all-batch price"
         )
     print(f"paid ${paid:,.4f}; all-batch ${all_batch:,.4f}; list price ${listed:,.4f}")
     print(

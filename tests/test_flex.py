@@ -103,6 +103,25 @@ def test_a_lingering_tail_finishes_on_flex_with_the_same_rows_paid_once(
     assert status["flex"]["batch_usd"] == pytest.approx(expected, abs=1e-6)  # to the micro-dollar
 
 
+def test_an_azure_tail_finishes_on_azure_flex_paid_once(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    """Azure OpenAI's batches count their lines as OpenAI's do, and its flex tier (a
+    preview, "a 50% discount compared with Standard processing") takes the tail: through
+    the v1 API's chat completions, each request once."""
+    rig = RIGS["azure"]
+    emu = batch_emulator_factory(latency=SLOW, seed=3)
+    emu.store.settings.flex_busy = 0.0
+    argv = rig.args(emu, tmp_path, fixture_dir, "--limit", "40", cap=40)
+    proc = run_cli(*argv, "--poll-interval", "20", "--tail-flex", "300", env=rig.env(emu))
+    assert proc.returncode == 0, proc.stderr
+    assert_no_duplicates(emu)
+    on_flex = [e for e in emu.ledger()["executions"] if e["batch_id"] == "flex"]
+    tailed = [e for e in _events(tmp_path / "jobs" / rig.name()) if e["ev"] == "tailed"]
+    assert tailed and "azure" in {e["provider"] for e in on_flex}  # answers (judges: OpenAI)
+    assert 0 < len(on_flex) <= sum(e["remaining"] for e in tailed)
+
+
 def test_without_the_option_nothing_goes_to_flex(batch_emulator_factory, tmp_path, fixture_dir):
     emu = batch_emulator_factory(latency=SLOW)
     argv = OPENAI.args(emu, tmp_path, fixture_dir, "--limit", "40", cap=40)

@@ -1,5 +1,5 @@
-"""Requests sent one call at a time instead of as a batch — a flex tail, Bedrock's
-on-demand remainder: how one service makes one such call.
+"""Requests sent one call at a time instead of as a batch — a flex tail, a deadline's
+fallback, Bedrock's on-demand remainder: how one service makes one such call.
 
 A client offers :class:`Calls` for the kinds it has (:meth:`.base.Client.calls`); the
 run's engine (:mod:`batchbench.engine.calls`) sends them, journaling each call before
@@ -17,8 +17,10 @@ from typing import Any, Literal
 
 from .ids import run_token
 
-# How a submission's requests go when not as a batch: on OpenAI's flex tier (a batch's
-# tail), or on demand (Bedrock: too few records for a job, sent by the user's choice).
+# How a submission's requests go when not as a batch: on a flex tier, at the batch price
+# (a batch's tail, a deadline's fallback), or on demand at the list price (a deadline's
+# fallback with --allow-list-price; Bedrock: too few records for a job), by the user's
+# choice.
 CallKind = Literal["flex", "ondemand"]
 
 

@@ -206,7 +206,7 @@ def simulate(
     emu.flush()
     ledger = emu.ledger()
     made_twice, ran_twice = duplicates(ledger)
-    one_by_one = [e for e in ledger["executions"] if e["batch_id"] in ("flex", "on-demand")]
+    one_by_one = [e for e in ledger["executions"] if e["batch_id"] in ("flex", "on-demand", "sync")]
     out.faults["lines finished by a deadline's fallback"] += len(one_by_one)
     assert not made_twice and not ran_twice, (out.said(), made_twice, ran_twice, out.steps)
     got = pull(homes[home], rig.name(), emulator_s3(emu), tmp_path / "pulled")
