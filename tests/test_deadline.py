@@ -12,7 +12,6 @@ from collections import Counter
 
 import pytest
 from support.cli import assert_one_line_error, run_cli
-from support.providers import RIGS
 from support.runs import assert_no_duplicates, env, run_args
 
 from batchbench.engine.deadline import TARGET, parse_deadline
@@ -164,66 +163,6 @@ def test_status_shows_each_batch_in_flight_against_the_deadline(
     assert due["chances"] and all(0 <= c < TARGET for c in due["chances"].values())
     text = run_cli("status", "ans-model", *jobs).stdout
     assert "chance of ending by the deadline" in text and "go on flex" in text
-
-
-def _bedrock(batch_emulator_factory, tmp_path, fixture_dir, *extra: str):
-    """Answers on Bedrock (no flex tier) whose jobs take about ten hours, judges on
-    OpenAI; priced by this file's own table (list price; half of it in a batch)."""
-    rig = RIGS["bedrock"]
-    slow = {"bedrock": [10 * HOUR, 20 * HOUR, 30 * HOUR]}
-    emu = batch_emulator_factory(models=[rig.resolved], turnaround=slow)
-    table = tmp_path / "prices.json"
-    prices = {rig.model: LIST, "judge-model": LIST}
-    table.write_text(json.dumps({"batch_discount": 0.5, "models": prices}))
-    args = rig.args(emu, tmp_path, fixture_dir, "--limit", "4", "--pricing", str(table), *extra)
-    args[args.index("--poll-interval") + 1] = "120"
-    return rig, emu, args, ["--jobs-dir", str(tmp_path / "jobs"), "--pricing", str(table)]
-
-
-LIST = {"input": 3.0, "output": 15.0}  # USD per 1M tokens, this file's own
-
-
-def test_without_flex_a_deadline_falls_back_at_list_price_only_when_allowed(
-    batch_emulator_factory, tmp_path, fixture_dir
-):
-    """--allow-list-price: at its latest safe moment the Bedrock job is stopped and its
-    unfinished records go on demand (InvokeModel) at the list price; the run ends by the
-    deadline, and the answers' cost is the plain bill of what ran where — the job's
-    records at half the list price, the on-demand calls at the whole of it."""
-    rig, emu, args, jobs = _bedrock(
-        batch_emulator_factory, tmp_path, fixture_dir, "--deadline", "+3h", "--allow-list-price"
-    )
-    proc = run_cli(*args, env=rig.env(emu))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "on demand, at the list price (--allow-list-price)" in proc.stderr
-    assert_no_duplicates(emu)
-    ran = emu.ledger()["executions"]
-    batch = [e["billed"] for e in ran if e["provider"] == "bedrock" and e["status_code"] == 200]
-    listed = [e["billed"] for e in ran if e["provider"] == "bedrock-runtime"]
-    assert listed, "nothing went on demand"
-    assert len(batch) + len(listed) == 4  # each answer once, here or there
-
-    def usd(tokens: list[dict], share: float) -> float:
-        spent = sum(b["input"] * LIST["input"] + b["output"] * LIST["output"] for b in tokens)
-        return spent * share / 1e6
-
-    status = json.loads(run_cli("status", rig.name(), *jobs, "--json").stdout)
-    answers = status["cost"]["stages"]["answers"]
-    assert answers["batch_usd"] == pytest.approx(usd(batch, 0.5) + usd(listed, 1.0), abs=2e-6)
-    assert answers["list_price_usd"] == pytest.approx(usd(listed, 1.0), abs=2e-6)
-
-
-def test_without_flex_or_leave_the_batch_is_waited_for_and_status_says_so(
-    batch_emulator_factory, tmp_path, fixture_dir
-):
-    rig, emu, args, jobs = _bedrock(
-        batch_emulator_factory, tmp_path, fixture_dir, "--deadline", "+3h", "--no-wait"
-    )
-    proc = run_cli(*args, env=rig.env(emu))
-    assert proc.returncode == 3, proc.stdout + proc.stderr
-    text = run_cli("status", rig.name(), *jobs).stdout
-    assert "no fallback: bedrock has no flex tier (--allow-list-price" in text
-    assert not [e for e in emu.ledger()["executions"] if e["provider"] == "bedrock-runtime"]
 
 
 def test_allow_list_price_goes_with_a_deadline(tmp_path, fixture_dir):
