@@ -193,6 +193,30 @@ def test_a_machine_killed_mid_tick_is_taken_over_and_nothing_bought_twice(
     assert len(emu.ledger()["batches"]) == 2  # the answers' batch, adopted; the judges'
 
 
+def test_a_plan_cut_short_by_a_kill_leaves_nothing_in_the_bucket_to_stand_in_the_way(
+    batch_emulator_factory, tmp_path, fixture_dir, monkeypatch, clock
+):
+    """Found by the seeded simulation (seed 503): killed after the first of a stage's
+    request files was journaled and before the second's plan was, the second stood in the
+    bucket — written once there — and the plan made again, with other cases in it, was
+    refused for ever ("holds other bytes"). A request file reaches the bucket with its
+    plan now: the run planned again (here in smaller files) goes on, buying each once."""
+    from batchbench._failpoints import Crash
+
+    emu = batch_emulator_factory()
+    uri, variables = _store("emulator-s3", emu, None, tmp_path)
+    args = run_args(emu, tmp_path, fixture_dir, "--limit", "6", "--max-requests-per-batch", "3")
+    args[args.index("--jobs-dir") + 1] = uri
+    monkeypatch.setenv("BATCHBENCH_FAILPOINT", "planned:2:raise")
+    with pytest.raises(Crash):
+        run_cli(*args, env={**env(), **variables})
+    monkeypatch.delenv("BATCHBENCH_FAILPOINT")
+    clock.advance(1200)  # the killed machine's lease lapsed
+    proc = run_cli(*args, "--max-enqueued-tokens", "1", env={**env(), **variables})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert_no_duplicates(emu)
+
+
 def test_a_bucket_uri_with_credentials_or_a_missing_bucket_is_one_line(
     batch_emulator_factory, tmp_path, fixture_dir
 ):

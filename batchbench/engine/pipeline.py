@@ -30,6 +30,7 @@ from ..providers.ids import claim
 from ..providers.registry import BY_NAME
 from ..reporting import quiet
 from . import late
+from . import requests as files_of
 from .borrow import Borrower, Given
 from .calls import call_kind, unknown_detail
 from .canary import Canary
@@ -39,7 +40,6 @@ from .collection import RetryLimits, collect
 from .event_records import Line
 from .events import Event, Plan
 from .parts import Parts
-from .requests import Request, build_request, check_minimum, fit_minimum, write_shards
 from .rows import Answers, append_pass_rows, pass_rows
 from .runconfig import RunConfig
 from .rundir import Run
@@ -232,7 +232,7 @@ class Pipeline:
 
     # planning -----------------------------------------------------------------
     def _request_path(self, stage: Stage, first: int, k: int) -> Path:
-        return self.run.requests_dir / f"{stage}-{first + k:04d}.jsonl"
+        return files_of.staged(self.run.requests_dir / f"{stage}-{first + k:04d}.jsonl")
 
     def _plan(self, stage: Stage, judge_pass: int = 1) -> None:
         """Write the request files for every pending case of a stage (and judge pass),
@@ -248,9 +248,9 @@ class Pipeline:
             pending = self.canary.first(stage, pending, wire.limits.min_lines)
         used = self.state.used_ids()
 
-        def request(case_id: str) -> Request:
+        def request(case_id: str) -> files_of.Request:
             st = self.state.cases[case_id].stage(stage, judge_pass)
-            return build_request(
+            return files_of.build_request(
                 wire,
                 stage,
                 self.cases[case_id],
@@ -297,14 +297,16 @@ class Pipeline:
             self.state.caps.get(stage, 10**9),
             wire.limits.max_lines,
         )
-        cap = fit_minimum(len(pending), cap, wire.limits.min_lines, wire.limits.max_lines)
+        cap = files_of.fit_minimum(len(pending), cap, wire.limits.min_lines, wire.limits.max_lines)
         batched = [c for c in pending if not any(self.state.via(stage, c))]  # not one by one
         if batched and not self.settings.on_demand_remainder:
             label = BY_NAME[wire.name].label
-            check_minimum(self.config.name, stage, len(batched), wire.limits.min_lines, label)
+            files_of.check_minimum(
+                self.config.name, stage, len(batched), wire.limits.min_lines, label
+            )
         files: list[tuple[Path, list[Line], int, dict[str, Any] | None, tuple[bool, bool]]] = []
         for shared, via, cases in groups.values():
-            made = write_shards(
+            made = files_of.write_shards(
                 entries(cases, _key(shared)),
                 functools.partial(self._request_path, stage, seq + len(files)),
                 max_lines=cap,
@@ -312,8 +314,9 @@ class Pipeline:
                 max_tokens=budget,
             )
             files += [(path, lines, tokens, shared, via) for path, lines, tokens in made]
-        for offset, (path, lines, tokens, shared, via) in enumerate(files):
+        for offset, (staged_at, lines, tokens, shared, via) in enumerate(files):
             _failpoints.hit("planned")
+            path = files_of.put_in_place(staged_at)
             self.record(
                 Plan(
                     sub=path.stem,

@@ -195,6 +195,23 @@ def write_shards(
     return done
 
 
+STAGED = ".staged"
+
+
+def staged(final: Path) -> Path:
+    """Where a request file waits until its plan is journaled: a hidden name, which a
+    bucket never receives. There a file is written once, so one whose plan a kill cut
+    short would stand in the way of the plan made again (with other cases, say)."""
+    return final.with_name(f".{final.name}{STAGED}")
+
+
+def put_in_place(path: Path) -> Path:
+    """A staged request file under its own name, its plan about to be journaled."""
+    final = path.with_name(path.name[1:].removesuffix(STAGED))
+    durable_replace(path, final)
+    return final
+
+
 def fit_minimum(requests: int, cap: int, minimum: int, most: int) -> int:
     """The most requests a batch holds so that no batch falls below the service's
     ``minimum`` (where there is one): as few batches as ``cap`` allows, else as many as
