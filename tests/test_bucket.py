@@ -217,6 +217,38 @@ def test_a_plan_cut_short_by_a_kill_leaves_nothing_in_the_bucket_to_stand_in_the
     assert_no_duplicates(emu)
 
 
+def test_a_request_file_no_journal_line_names_is_replaced_by_the_plan_made_again(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    """The narrower window: a kill between a request file's push and its plan's journal
+    line leaves the file in the bucket, named by no line. It is no one's (nothing was
+    bought from it: a batch is made only after its plan is journaled), so the plan made
+    again replaces it; here it stands there before the run's first line."""
+    import boto3
+
+    emu = batch_emulator_factory()
+    uri, variables = _store("emulator-s3", emu, None, tmp_path)
+    args = run_args(emu, tmp_path, fixture_dir, "--limit", "2")
+    args[args.index("--jobs-dir") + 1] = uri
+    bucket, prefix = uri.removeprefix("s3://").split("/", 1)
+    s3 = boto3.client("s3", endpoint_url=variables["AWS_ENDPOINT_URL_S3"], **_keys())
+    stale = f"{prefix}/ans-model/requests/answers-0001.jsonl"
+    s3.put_object(Bucket=bucket, Key=stale, Body=b'{"custom_id": "not this run"}\n')
+    proc = run_cli(*args, env={**env(), **variables})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    held = s3.get_object(Bucket=bucket, Key=stale)["Body"].read()
+    assert b"not this run" not in held and held.count(b"\n") == 2
+    assert_no_duplicates(emu)
+
+
+def _keys() -> dict[str, str]:
+    return {
+        "region_name": AWS["AWS_DEFAULT_REGION"],
+        "aws_access_key_id": AWS["AWS_ACCESS_KEY_ID"],
+        "aws_secret_access_key": AWS["AWS_SECRET_ACCESS_KEY"],
+    }
+
+
 def test_a_bucket_uri_with_credentials_or_a_missing_bucket_is_one_line(
     batch_emulator_factory, tmp_path, fixture_dir
 ):

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -260,7 +261,7 @@ class Remote:
                 if not self.objects.create(version, data):
                     raise StorageError(f"{self.shown()}/{name}: another writer's copy stands there")
             elif name.split("/")[0] in ONCE or name == "run.json":
-                if not self.objects.create(self.key(name), data):
+                if not self.objects.create(self.key(name), data) and not self._orphan(name, data):
                     raise StorageError(
                         f"{self.shown()}/{name} holds other bytes than this run's: a file"
                         " is written once; nothing more is done"
@@ -271,6 +272,20 @@ class Remote:
                     self.objects.overwrite(self.key(name), data)
                     self.held[name] = digest
             self._mark(name)
+
+    def _orphan(self, name: str, data: bytes) -> bool:
+        """A request file no journal line names (a kill came between its push and its
+        plan's line) is no one's: it is replaced by the plan made again (True). Any name
+        the journal holds is refused: the journal's create-only lines fence the rest."""
+        if not name.startswith("requests/"):
+            return False
+        self.fetch(JOURNAL)
+        journal = self.root / JOURNAL
+        said = journal.read_bytes() if journal.exists() else b""  # a new run: no line yet
+        if json.dumps(name.split("/", 1)[1]).encode() in said:
+            return False
+        self.objects.overwrite(self.key(name), data)
+        return True
 
     # advancing -----------------------------------------------------------------
     @contextlib.contextmanager
