@@ -192,3 +192,20 @@ def test_a_crash_between_the_cut_and_its_cancel_resumes_with_nothing_bought_twic
     assert_no_duplicates(emu)
     ran = Counter(e["custom_id"] for e in emu.ledger()["executions"])
     assert all(n == 1 for n in ran.values()) and _ran_where(emu)[True] > 0
+
+
+def test_a_canary_cut_short_by_the_deadline_is_judged_by_its_calls_not_by_the_cut(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    """Found by the seeded simulation (seed 539): a canary's batch cut at its latest safe
+    moment came back with its lines unfinished, and the canary called that "none good",
+    stopping the run. The cut lines go on flex; their answers decide the canary. (Here
+    the batches are still validating when cut, so nothing of them ran; the emulator
+    takes as long to cancel as to validate, so this deadline is missed: not the point.)"""
+    emu = batch_emulator_factory(latency=6 * HOUR)
+    args = _args(emu, tmp_path, fixture_dir, "--deadline", "+3h", "--limit", "6", "--canary")
+    proc = run_cli(*args, env=env())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "canary passed" in proc.stderr and "none good" not in proc.stderr
+    assert _ran_where(emu)[True] > 0  # the cut lines, on flex
+    assert_no_duplicates(emu)

@@ -112,8 +112,10 @@ class Canary:
 
     def collected(self, sub: Submission, outcomes: Mapping[str, Outcome]) -> None:
         """After a file of a stage whose canary is due is collected: none of its cases
-        good, and the run stops here, naming what the service answered."""
-        if not self.due[sub.stage] or sub.judge_pass != 1:
+        good, and the run stops here, naming what the service answered. A file cut short
+        (a deadline's, a flex tail's) is not judged by what the cut left: its unfinished
+        lines go one call at a time, and that submission's answers decide."""
+        if not self.due[sub.stage] or sub.judge_pass != 1 or sub.tailed:
             return
         if any(o.kind == "ok" for o in outcomes.values()):
             return
