@@ -99,7 +99,9 @@ def test_a_lingering_tail_finishes_on_flex_with_the_same_rows_paid_once(
             expected += (usage["prompt_tokens"] * i + usage["completion_tokens"] * o) / 2e6
     jobs = ["--jobs-dir", str(tmp_path / "jobs"), "--pricing", str(table)]
     status = json.loads(run_cli("status", OPENAI.name(), *jobs, "--json").stdout)
-    assert status["flex"]["sent"] == status["flex"]["finished"] == len(on_flex)
+    # "sent" is the lines planned on flex: one the stopping batch still returned is among
+    # them when the stop came first (the race above; CI saw 4 planned, 3 run on flex)
+    assert status["flex"]["finished"] == len(on_flex) <= status["flex"]["sent"] == planned
     assert status["flex"]["batch_usd"] == pytest.approx(expected, abs=1e-6)  # to the micro-dollar
 
 
