@@ -182,3 +182,30 @@ def test_a_healthbench_answer_keeps_back_time_for_a_grader_call_per_rubric_item(
 
     expected = state.deadline - spare(answers.unfinished) - spare(items)
     assert answers.fallback_at == pytest.approx(expected, abs=1e-3)
+
+
+@pytest.mark.parametrize(("service", "point"), [("anthropic", "invoked"), ("gemini", "flexed")])
+def test_a_fallback_call_a_kill_lost_is_never_sent_blind_again(
+    batch_emulator_factory, tmp_path, fixture_dir, monkeypatch, service, point
+):
+    """Killed after a fallback call was paid for (the service ran it) and before the
+    journal said so: the same command again never sends that request blind — its case
+    ends in an error row naming --resend-unknown — and the ledger shows each once."""
+    from batchbench._failpoints import Crash
+
+    extra = ["--allow-list-price"] if service == "anthropic" else []
+    rig, emu, args, _ = _rig_run(
+        batch_emulator_factory, tmp_path, fixture_dir, service, "--deadline", "+3h", *extra
+    )
+    emu.store.settings.flex_busy_tries = 0
+    monkeypatch.setenv("BATCHBENCH_FAILPOINT", f"{point}:1:raise")
+    with pytest.raises(Crash):
+        run_cli(*args, env=rig.env(emu))
+    monkeypatch.delenv("BATCHBENCH_FAILPOINT")
+    [lost] = [e["custom_id"] for e in emu.ledger()["executions"] if e["batch_id"] in ALONE]
+    proc = run_cli(*args, env=rig.env(emu))
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # that case: an error row
+    assert "--resend-unknown" in " ".join(proc.stderr.split())
+    ran = [e["custom_id"] for e in emu.ledger()["executions"]]
+    assert ran.count(lost) == 1
+    assert_no_duplicates(emu)
