@@ -1,18 +1,25 @@
-"""Gemini's flex tier: a batch job's requests sent one ``generateContent`` call at a time
-with ``service_tier: "flex"``, synchronous and at the batch price ("Flex and Batch both
-at a 50% discount", Google's cookbook) — a deadline's fallback.
+"""Gemini's flex tier: a batch job's requests sent one ``generateContent`` call at a time,
+synchronous and at the batch price — a deadline's fallback. On the Gemini API it is
+``service_tier: "flex"`` ("Flex and Batch both at a 50% discount", Google's cookbook);
+on Vertex AI it is Flex PayGo, two headers on the global endpoint only ("a 50%
+discount compared to Standard PayGo", as a batch job has; its reply's
+``usageMetadata.trafficType`` says ``ON_DEMAND_FLEX``).
 
-Each answer is written as the job's responses file would hold it (``{key, response}``
-or ``{key, error}``, the response verbatim: the SDK hands back the raw body when asked),
-so the rows are the batch path's. Flex is "best-effort (sheddable)": a 429
-(``RESOURCE_EXHAUSTED``) or 503 (``UNAVAILABLE``) ran nothing and is not billed, and
-the engine tries it again later. ``X-Client-Request-Id``, which the service ignores,
-carries the request's key, so a call can be traced.
+Each answer is written as the job's output file would hold it — the Gemini API's
+``{key, response}`` or ``{key, error}``; Vertex's ``{request, response, status: ""}``
+or ``{request, status: "Reason: {error}"}`` — the response verbatim (the SDK hands back
+the raw body when asked), so the rows are the batch path's. Flex is "best-effort
+(sheddable)": a 429 (``RESOURCE_EXHAUSTED``) or 503 (``UNAVAILABLE``) ran nothing and
+is not billed, and the engine tries it again later. On the Gemini API
+``X-Client-Request-Id``, which the service ignores, carries the request's key, so a
+call can be traced; a Vertex request carries its id in its labels already.
 """
 
 from __future__ import annotations
 
+import http
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from google import genai
@@ -21,37 +28,78 @@ from google.genai import errors, types
 from .. import _failpoints
 from . import transport
 from .one_by_one import Answered, Busy, Calls, OutcomeUnknown
+from .vertex_wire import ID_LABEL
 
-TIMEOUT_MS = 900_000  # the tier's target is "1-15 min"
+TIMEOUT_MS = 900_000  # the tier's target is "1-15 min" (Vertex allows up to 30)
 BUSY = (429, 503)  # shed: not run, not billed
+# Vertex AI's Flex PayGo, and only it: no Provisioned Throughput first (Google's page).
+VERTEX_FLEX = {
+    "X-Vertex-AI-LLM-Request-Type": "shared",
+    "X-Vertex-AI-LLM-Shared-Request-Type": "flex",
+}
 
 
-def _error(key: str, exc: errors.APIError) -> dict[str, Any]:
-    return {"key": key, "error": {"code": exc.code, "message": exc.message, "status": exc.status}}
+@dataclass(frozen=True)
+class _Shape:
+    """Where one service's job lines keep their id and request, and how its output
+    file writes an answer and a refusal."""
+
+    vertex: bool
+
+    def key(self, line: dict[str, Any]) -> str:
+        if self.vertex:
+            return str(line["request"]["labels"][ID_LABEL])
+        return str(line["key"])
+
+    def config(self, line: dict[str, Any]) -> types.GenerateContentConfig:
+        request = line["request"]
+        if self.vertex:
+            headers = dict(VERTEX_FLEX)
+            extra: dict[str, Any] = {"labels": request.get("labels")}
+        else:
+            headers = {"X-Client-Request-Id": self.key(line)}
+            extra = {"service_tier": types.ServiceTier.FLEX}
+        return types.GenerateContentConfig(
+            **(request.get("generation_config") or {}),
+            **extra,
+            should_return_http_response=True,  # the body as it came
+            http_options=types.HttpOptions(timeout=TIMEOUT_MS, headers=headers),
+        )
+
+    def answered(self, line: dict[str, Any], body: Any) -> dict[str, Any]:
+        if self.vertex:
+            return {"request": line["request"], "response": body, "status": ""}
+        return {"key": self.key(line), "response": body}
+
+    def refused(self, line: dict[str, Any], exc: errors.APIError) -> dict[str, Any]:
+        error = {"code": exc.code, "message": exc.message, "status": exc.status}
+        if not self.vertex:
+            return {"key": self.key(line), "error": error}
+        try:
+            reason = http.HTTPStatus(exc.code).phrase
+        except ValueError:
+            reason = "Error"
+        return {"request": line["request"], "status": f"{reason}: {json.dumps({'error': error})}"}
+
+    def ok(self, line: dict[str, Any]) -> bool:
+        return "response" in line and not line.get("status")
 
 
-def flex_calls(sdk: genai.Client, model: str) -> Calls:
+def flex_calls(sdk: genai.Client, model: str, *, vertex: bool = False) -> Calls:
     """A job's request line sent as one flex call of ``model`` (no retries of the SDK's
-    own: each try is the engine's, journaled)."""
+    own: each try is the engine's, journaled); ``vertex``: as Vertex AI takes it (the
+    ``sdk`` bound to the global endpoint)."""
+    shape = _Shape(vertex)
 
     def send(line: dict[str, Any]) -> Answered | Busy:
-        key, request = str(line["key"]), dict(line["request"])
-        config = types.GenerateContentConfig(
-            **(request.get("generation_config") or {}),
-            service_tier=types.ServiceTier.FLEX,
-            should_return_http_response=True,  # the body as it came
-            http_options=types.HttpOptions(
-                timeout=TIMEOUT_MS, headers={"X-Client-Request-Id": key}
-            ),
-        )
         try:
             made = sdk.models.generate_content(
-                model=model, contents=request["contents"], config=config
+                model=model, contents=line["request"]["contents"], config=shape.config(line)
             )
         except errors.APIError as exc:
             if exc.code in BUSY:
                 return Busy(f"{exc.code}: {exc.message or exc.status}"[:200])
-            return Answered(_error(key, exc))
+            return Answered(shape.refused(line, exc))
         except Exception as exc:  # the transport's own (httpx), unwrapped
             found = transport.fault(exc)
             if found == "connect":  # never reached: not run, not billed
@@ -62,13 +110,13 @@ def flex_calls(sdk: genai.Client, model: str) -> Calls:
         _failpoints.hit("flexed")  # crash tests: paid for, not yet journaled
         raw = made.sdk_http_response
         body = json.loads(raw.body) if raw is not None and raw.body else {}
-        return Answered({"key": key, "response": body})
+        return Answered(shape.answered(line, body))
 
     return Calls(
         kind="flex",
-        key=lambda line: str(line["key"]),
+        key=shape.key,
         send=send,
-        ok=lambda line: "response" in line,
+        ok=shape.ok,
         label="flex",
         status="SUCCEEDED (on flex)",
     )

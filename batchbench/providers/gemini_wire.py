@@ -159,6 +159,7 @@ class _Usage(msgspec.Struct, gc=False, rename="camel"):
     cached_content_token_count: int | None = None
     candidates_token_count: int | None = None
     thoughts_token_count: int | None = None
+    traffic_type: str | None = None  # Vertex AI's: ON_DEMAND, ON_DEMAND_FLEX…
 
 
 class _Response(
@@ -218,6 +219,7 @@ def gemini_reply(response: _Response | None) -> dict[str, Any]:
         "reasoning_tokens": thoughts,
         "served_model": response.model_version if response is not None else None,
         "served_version": None,
+        "service_tier": u.traffic_type,
     }
 
 

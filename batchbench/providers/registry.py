@@ -274,7 +274,11 @@ VERTEX_LOCATION = "us-central1"
 
 def _vertex_url(env: Mapping[str, str]) -> str:
     """The API's endpoint for the environment's location (``us-central1`` when unset)."""
-    location = env.get("GOOGLE_CLOUD_LOCATION") or VERTEX_LOCATION
+    return vertex_url(env.get("GOOGLE_CLOUD_LOCATION") or VERTEX_LOCATION)
+
+
+def vertex_url(location: str) -> str:
+    """Google's endpoint of Vertex AI in a location."""
     if location == "global":
         return "https://aiplatform.googleapis.com"
     return f"https://{location}-aiplatform.googleapis.com"
@@ -291,6 +295,7 @@ def _vertex(
     inspect_prefix: str,
     named: str,
     priced_as: Callable[[str], str] | None = None,
+    flex: bool = False,
 ) -> ProviderSpec:
     """Vertex AI, for one publisher's models: the same settings, each its own wire."""
     return ProviderSpec(
@@ -321,6 +326,7 @@ def _vertex(
             ),
         ),
         region_url=_vertex_url,
+        flex=flex,
         cloud=True,
         default_location=VERTEX_LOCATION,
     )
@@ -346,6 +352,7 @@ VERTEX_GEMINI = _vertex(
     wire=halves.vertex_gemini_wire,
     client=halves.vertex_gemini_client,
     priced_as=lambda model: model.removeprefix("vertex/"),  # Vertex's batch price is Gemini's
+    flex=True,  # Flex PayGo, on the global endpoint: "a 50% discount", as a batch job has
     developer="google",
     inspect_prefix="google/",  # google/vertex/gemini-…
 )

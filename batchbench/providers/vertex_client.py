@@ -58,8 +58,10 @@ from .closing import shut
 from .downloads import verbatim
 from .gemini_client import ENDINGS as GEMINI_ENDINGS
 from .gemini_client import PHASES
+from .gemini_flex import flex_calls
 from .google_errors import genai_errors
 from .one_by_one import CallKind, Calls
+from .registry import vertex_url
 from .vertex_wire import family, model_name
 
 T = TypeVar("T")
@@ -95,6 +97,7 @@ class VertexClient(ClientBase):
     lands_within: float = LANDS_WITHIN  # a create of unknown outcome may land this late
 
     publisher: Family  # whose models its jobs run (:class:`VertexGeminiClient`, …Claude…)
+    _flex_sdk: genai.Client | None = None  # on the global endpoint, made when first asked
 
     def connect(self, api_key: str) -> None:
         service, context, publisher = self.service, self.context, self.publisher
@@ -111,7 +114,8 @@ class VertexClient(ClientBase):
                 "Claude batch jobs on Vertex AI run in a region, not 'global': set"
                 " GOOGLE_CLOUD_LOCATION to one (us-east5, europe-west1…)"
             )
-        creds = gcs.credentials()
+        creds = self.creds = gcs.credentials()
+        self.project, self._flex_sdk = project, None
         self.bucket = gcs.Bucket(service.setting("BATCHBENCH_GCS_URI"), project, creds)
         shared = tls.context()
         options = types.HttpOptions(
@@ -154,7 +158,7 @@ class VertexClient(ClientBase):
     # the service ---------------------------------------------------------------
     def close(self) -> None:
         """Its connections released (the run has ended)."""
-        shut(self.sdk, getattr(self.bucket, "client", None))
+        shut(self.sdk, self._flex_sdk, getattr(self.bucket, "client", None))
 
     def check_models(self, models: Iterable[str]) -> None:
         """Before anything is paid: each model the publisher's (and there), the bucket."""
@@ -180,8 +184,32 @@ class VertexClient(ClientBase):
         return f"bb-{tag.token}"
 
     def calls(self, kind: CallKind, model: str) -> Calls | None:
-        """None: no flex tier, no on-demand remainder."""
-        return None
+        """Gemini's Flex PayGo (:mod:`.gemini_flex`), on the global endpoint whatever
+        the jobs' location (the only one it is served on); Claude: none."""
+        if kind != "flex" or self.publisher != "google":
+            return None
+        return flex_calls(self._global(), model_name(model), vertex=True)
+
+    def _global(self) -> genai.Client:
+        """A client of the project on the global endpoint: the run's base URL where one
+        is given (an emulator, a proxy), else Google's global one."""
+        if self._flex_sdk is None:
+            base = self.service.base_url
+            if base == vertex_url(self.location):  # Google's own: its global twin
+                base = vertex_url("global")
+            shared = tls.context()
+            options = types.HttpOptions(
+                base_url=base, api_version="v1", client_args={"verify": shared}
+            )
+            with self._errors("Vertex AI's settings"):
+                self._flex_sdk = genai.Client(
+                    vertexai=True,
+                    project=self.project,
+                    location="global",
+                    credentials=self.creds,
+                    http_options=options,
+                )
+        return self._flex_sdk
 
     def upload(self, path: Path, tag: Tag) -> str:
         uri = self.bucket.uri(self._folder(tag), path.name)

@@ -40,11 +40,13 @@ from . import jwt
 from .gcs import DEFAULT_BUCKET, Storage, StorageRoutes
 from .gcs_xml import PREFIX, XmlRoutes, xml_errors
 from .jobs import Jobs, publisher_of
+from .lines import line_id, run_gemini
 
 PROJECT = "batchbench-demo"
 KEY_ID = "emulator"  # the credentials file's private_key_id: a self-signed JWT's kid
 LOCATION = "us-central1"
 PARENT = r"^/v1(?:beta1)?/(projects/[^/]+/locations/[^/]+)"
+GENERATE = "/publishers/google/models/([^/:]+):generateContent$"
 _VERSIONED = ("/v1/projects/", "/v1/publishers/", "/v1beta1/projects/", "/v1beta1/publishers/")
 _PROJECT = re.compile(r"^/v1(?:beta1)?/projects/([^/]+)/")
 _SERVICE_ACCOUNT = re.compile(r"^[^@]+@([a-z][-a-z0-9]{4,28}[a-z0-9])\.iam\.gserviceaccount\.com$")
@@ -72,6 +74,7 @@ class VertexFace:
             route("POST", PARENT + "/batchPredictionJobs/([0-9]+):cancel$", self.cancel, True),
             route("DELETE", PARENT + "/batchPredictionJobs/([0-9]+)$", self.delete, True),
             route("GET", PARENT + "/publishers/([^/]+)/models/([^/:]+)$", self.model),
+            route("POST", PARENT + GENERATE, self.generate),
             route("GET", "^/v1(?:beta1)?/publishers/([^/]+)/models/([^/:]+)$", self.global_model),
             route("POST", r"^/upload/storage/v1/b/([^/]+)/o$", self.gcs.upload, writes=True),
             route("PUT", r"^/upload/storage/v1/b/([^/]+)/o$", self.gcs.resume, writes=True),
@@ -266,6 +269,36 @@ class VertexFace:
 
     def model(self, x: Exchange, parent: str, publisher: str, model: str) -> Reply:
         return self.global_model(x, publisher, model)
+
+    def generate(self, x: Exchange, parent: str, model: str) -> Reply:
+        """A synchronous generateContent of a Gemini model, labels and all. With Flex
+        PayGo's two headers (``X-Vertex-AI-LLM-Request-Type: shared``,
+        ``X-Vertex-AI-LLM-Shared-Request-Type: flex``) at the batch price, slower, and
+        refused 429 when flex has no capacity; served on the global endpoint only
+        (Google's page: "doesn't support regional or multi-regional endpoints"; what a
+        region answers is not documented — refused here, so a client that sends it
+        there is seen). The reply's ``usageMetadata.trafficType`` says which it was."""
+        self.global_model(x, "google", model)
+        request = x.json()
+        if not isinstance(request, dict):
+            raise ApiFailure(400, "Invalid JSON payload received.", code="INVALID_ARGUMENT")
+        shared = x.header("X-Vertex-AI-LLM-Request-Type") == "shared"
+        flex = shared and x.header("X-Vertex-AI-LLM-Shared-Request-Type") == "flex"
+        if flex and not parent.endswith("/locations/global"):
+            raise ApiFailure(
+                400, "Flex PayGo is served on the global endpoint only.", code="INVALID_ARGUMENT"
+            )
+        call = line_id({"request": request}, self.store.decide.nth("vertex-generate"))
+        if flex and self.store.shed(call):
+            raise self.fault("429")
+        status, out = run_gemini(self.store, unquote(model), request, f"sync/{call}")
+        response = out.get("response")
+        self.store.executed("vertex", "flex" if flex else "sync", call, status, response)
+        if response is None:
+            return Reply(json.loads(out["status"].partition(": ")[2]), status)
+        usage = response.setdefault("usageMetadata", {})
+        usage["trafficType"] = "ON_DEMAND_FLEX" if flex else "ON_DEMAND"
+        return Reply(response)
 
     def global_model(self, x: Exchange, publisher: str, model: str) -> Reply:
         model = unquote(model)

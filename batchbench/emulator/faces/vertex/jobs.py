@@ -195,12 +195,13 @@ class Jobs:
             if job.state == "JOB_STATE_RUNNING":
                 begun, total = job.stamps["started"], len(job.lines)
                 deadline = begun + window
-                due = due_lines(total, begun, min(now, deadline), latency, flush)
+                run = self.store.run_seconds("vertex", job.id)  # its recorded turnaround
+                due = due_lines(total, begun, min(now, deadline), run, flush)
                 while job.executed < due:
                     self._execute(job, job.order[job.executed])
                     job.executed += 1
                 if job.executed >= total:
-                    when = now if flush else last_line(begun, total, latency)
+                    when = now if flush else last_line(begun, total, run)
                     self._end(job, when, "JOB_STATE_SUCCEEDED")
                 elif now >= deadline and not flush:
                     self._end(job, deadline, "JOB_STATE_PARTIALLY_SUCCEEDED")
