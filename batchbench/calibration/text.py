@@ -284,6 +284,26 @@ def _notes(c: Calibration) -> list[str]:
                 f"{lead} interval's half-width in {len(moved)} benchmark(s), furthest first:"
                 f" {shown}"
             )
+    notes.extend(_agreement(c))
+    notes.append(
+        "n: the benchmark's labelled cases, N: its cases nobody labelled; sens/spec: the"
+        " judge's 'met' against the physicians'; κ: Cohen's, judge against physicians;"
+        " ρ²: judge–physician correlation squared; n_eff = n/(1−ρ²), what the labels are"
+        " worth with the judge"
+    )
+    notes.append(
+        "assumptions: PPI++ needs the labelled cases to be a random draw of the run's and"
+        " models nothing of the judge's errors; Rogan–Gladen needs the judge's sensitivity"
+        " and specificity to be the same on the unlabelled items as on the labelled ones,"
+        " and corrects the share of items met, not the points-weighted score"
+    )
+    return notes
+
+
+def _agreement(c: Calibration) -> list[str]:
+    """How the judge agrees with the physicians: per rater, per kind of rubric item, and
+    the share of items met corrected for its errors (Rogan–Gladen)."""
+    notes = []
     for rater, f1 in c["per_rater"].items():
         ceiling = (
             f", a physician against the others {_num(f1['ceiling_f1'], 2)}"
@@ -314,18 +334,6 @@ def _notes(c: Calibration) -> list[str]:
             "Rogan–Gladen, the share of rubric items met, judge's → corrected for its"
             f" sensitivity and specificity: {'; '.join(shares)}"
         )
-    notes.append(
-        "n: the benchmark's labelled cases, N: its cases nobody labelled; sens/spec: the"
-        " judge's 'met' against the physicians'; κ: Cohen's, judge against physicians;"
-        " ρ²: judge–physician correlation squared; n_eff = n/(1−ρ²), what the labels are"
-        " worth with the judge"
-    )
-    notes.append(
-        "assumptions: PPI++ needs the labelled cases to be a random draw of the run's and"
-        " models nothing of the judge's errors; Rogan–Gladen needs the judge's sensitivity"
-        " and specificity to be the same on the unlabelled items as on the labelled ones,"
-        " and corrects the share of items met, not the points-weighted score"
-    )
     return notes
 
 

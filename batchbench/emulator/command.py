@@ -20,86 +20,106 @@ def fail(message: str) -> NoReturn:
     raise typer.Exit(2)
 
 
+Host = Annotated[str, typer.Option(help="Address to listen on (keep it loopback).", metavar="HOST")]
+Port = Annotated[int, typer.Option(help="Port; 0 picks a free one.", metavar="PORT")]
+Latency = Annotated[
+    float,
+    typer.Option(
+        help="Seconds each phase takes: validating, in_progress, finalizing.", metavar="SECONDS"
+    ),
+]
+Window = Annotated[
+    float,
+    typer.Option(help="Seconds the emulated '24h' window lasts before expiry.", metavar="SECONDS"),
+]
+Responder = Annotated[
+    str | None,
+    typer.Option(
+        help="FILE.py:FUNCTION called once per executed line with the request body;"
+        " returns the reply content (str) or {'status_code', 'body'}.",
+        metavar="FILE.py:FUNCTION",
+    ),
+]
+FaultRate = Annotated[
+    float, typer.Option(help="Fraction of API calls answered 429 or 500.", metavar="RATE")
+]
+SlowRate = Annotated[float, typer.Option(help="Fraction of API calls delayed.", metavar="RATE")]
+SlowSeconds = Annotated[float, typer.Option(help="Delay of a slow call.", metavar="SECONDS")]
+TruncateRate = Annotated[
+    float, typer.Option(help="Fraction of file downloads cut off mid-body.", metavar="RATE")
+]
+Seed = Annotated[int, typer.Option(help="Seed for ids, shuffling and faults.", metavar="N")]
+TokenLimit = Annotated[
+    int | None,
+    typer.Option(
+        help="Per-model in-flight prompt tokens; over it a batch fails with token_limit_exceeded.",
+        metavar="N",
+    ),
+]
+ApiKey = Annotated[
+    str | None, typer.Option(help="Accept only this bearer token (default: any).", metavar="KEY")
+]
+Models = Annotated[
+    list[str] | None,
+    typer.Option(
+        help="A model name every face knows, besides the price table's and the simulated"
+        " ones (sim-answer, claude-sim...); repeatable.",
+        metavar="NAME",
+    ),
+]
+UnknownModels = Annotated[
+    list[str] | None,
+    typer.Option(help="A model answered as unknown anyway (repeatable).", metavar="MODEL"),
+]
+JudgeNoise = Annotated[
+    float,
+    typer.Option(
+        help="Share of the simulated judge's verdicts flipped (seeded per line and item),"
+        " so --judge-passes can be rehearsed.",
+        metavar="RATE",
+    ),
+]
+Anomalies = Annotated[
+    list[str] | None,
+    typer.Option(
+        metavar="NAME[=RATE]",
+        help="The real service's bad days (repeatable): "
+        + "; ".join(
+            f"{name}: {what} (default {rate:g})" for name, (what, rate) in ANOMALIES.items()
+        ),
+    ),
+]
+
+
+def _check(port: int, seconds: dict[str, float], rates: dict[str, float]) -> None:
+    """Each number in its range, or one line naming the option."""
+    if not 0 <= port <= 65535:
+        fail(f"--port must be between 0 and 65535, got {port}")
+    for name, value in seconds.items():
+        if not math.isfinite(value) or value < 0:
+            fail(f"--{name} must be a finite number of seconds, at least 0; got {value}")
+    for name, rate in rates.items():
+        if not 0 <= rate <= 1:
+            fail(f"--{name} must be between 0 and 1, got {rate}")
+
+
 def emulator_command(
-    host: Annotated[
-        str, typer.Option(help="Address to listen on (keep it loopback).", metavar="HOST")
-    ] = ("127.0.0.1"),
-    port: Annotated[int, typer.Option(help="Port; 0 picks a free one.", metavar="PORT")] = 8765,
-    latency: Annotated[
-        float,
-        typer.Option(
-            help="Seconds each phase takes: validating, in_progress, finalizing.", metavar="SECONDS"
-        ),
-    ] = 1.0,
-    completion_window: Annotated[
-        float,
-        typer.Option(
-            help="Seconds the emulated '24h' window lasts before expiry.", metavar="SECONDS"
-        ),
-    ] = 86400.0,
-    responder: Annotated[
-        str | None,
-        typer.Option(
-            help="FILE.py:FUNCTION called once per executed line with the request body;"
-            " returns the reply content (str) or {'status_code', 'body'}.",
-            metavar="FILE.py:FUNCTION",
-        ),
-    ] = None,
-    fault_rate: Annotated[
-        float, typer.Option(help="Fraction of API calls answered 429 or 500.", metavar="RATE")
-    ] = 0.0,
-    slow_rate: Annotated[
-        float, typer.Option(help="Fraction of API calls delayed.", metavar="RATE")
-    ] = 0.0,
-    slow_seconds: Annotated[
-        float, typer.Option(help="Delay of a slow call.", metavar="SECONDS")
-    ] = 1.0,
-    truncate_rate: Annotated[
-        float, typer.Option(help="Fraction of file downloads cut off mid-body.", metavar="RATE")
-    ] = 0.0,
-    seed: Annotated[int, typer.Option(help="Seed for ids, shuffling and faults.", metavar="N")] = 0,
-    enqueued_token_limit: Annotated[
-        int | None,
-        typer.Option(
-            help="Per-model in-flight prompt tokens; over it a batch fails"
-            " with token_limit_exceeded.",
-            metavar="N",
-        ),
-    ] = None,
-    api_key: Annotated[
-        str | None,
-        typer.Option(help="Accept only this bearer token (default: any).", metavar="KEY"),
-    ] = None,
-    model: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="A model name every face knows, besides the price table's and the simulated"
-            " ones (sim-answer, claude-sim...); repeatable.",
-            metavar="NAME",
-        ),
-    ] = None,
-    unknown_model: Annotated[
-        list[str] | None,
-        typer.Option(help="A model answered as unknown anyway (repeatable).", metavar="MODEL"),
-    ] = None,
-    judge_noise: Annotated[
-        float,
-        typer.Option(
-            help="Share of the simulated judge's verdicts flipped (seeded per line and item),"
-            " so --judge-passes can be rehearsed.",
-            metavar="RATE",
-        ),
-    ] = 0.0,
-    anomaly: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="NAME[=RATE]",
-            help="The real service's bad days (repeatable): "
-            + "; ".join(
-                f"{name}: {what} (default {rate:g})" for name, (what, rate) in ANOMALIES.items()
-            ),
-        ),
-    ] = None,
+    host: Host = "127.0.0.1",
+    port: Port = 8765,
+    latency: Latency = 1.0,
+    completion_window: Window = 86400.0,
+    responder: Responder = None,
+    fault_rate: FaultRate = 0.0,
+    slow_rate: SlowRate = 0.0,
+    slow_seconds: SlowSeconds = 1.0,
+    truncate_rate: TruncateRate = 0.0,
+    seed: Seed = 0,
+    enqueued_token_limit: TokenLimit = None,
+    api_key: ApiKey = None,
+    model: Models = None,
+    unknown_model: UnknownModels = None,
+    judge_noise: JudgeNoise = 0.0,
+    anomaly: Anomalies = None,
 ) -> None:
     """Serve the providers' batch APIs on one loopback port (every face) until Ctrl-C.
     What it executed, as a real service would bill it (each request, batch and fault),
@@ -114,24 +134,16 @@ def emulator_command(
     from .model import load_responder  # the server only when it is asked for
     from .service import Emulator, serve
 
-    if not 0 <= port <= 65535:
-        fail(f"--port must be between 0 and 65535, got {port}")
-    for name, seconds in (
-        ("latency", latency),
-        ("completion-window", completion_window),
-        ("slow-seconds", slow_seconds),
-    ):
-        if not math.isfinite(seconds) or seconds < 0:
-            fail(f"--{name} must be a finite number of seconds, at least 0; got {seconds}")
-    rates = (
-        ("fault-rate", fault_rate),
-        ("slow-rate", slow_rate),
-        ("truncate-rate", truncate_rate),
-        ("judge-noise", judge_noise),
+    _check(
+        port,
+        {"latency": latency, "completion-window": completion_window, "slow-seconds": slow_seconds},
+        {
+            "fault-rate": fault_rate,
+            "slow-rate": slow_rate,
+            "truncate-rate": truncate_rate,
+            "judge-noise": judge_noise,
+        },
     )
-    for name, rate in rates:
-        if not 0 <= rate <= 1:
-            fail(f"--{name} must be between 0 and 1, got {rate}")
     try:
         fn = load_responder(responder) if responder else None
     except ValueError as exc:

@@ -45,6 +45,47 @@ class Parsed:
     tokens: int
 
 
+def _request(
+    n: int, text: str, endpoint: str, limits: Limits, seen: set[str]
+) -> dict[str, Any] | tuple[str, str]:
+    """Line ``n`` as the service reads its envelope (JSON, its four keys, a new
+    ``custom_id``, ``POST`` to the batch's endpoint, a body that does not stream), or the
+    code and message it fails the batch with."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError:
+        return "invalid_json_line", f"Line {n} is not valid JSON."
+    if not isinstance(obj, dict):
+        return "invalid_json_line", f"Line {n} is not a JSON object."
+    for key in ("custom_id", "method", "url", "body"):
+        if key not in obj:
+            return "missing_required_parameter", f"Missing required parameter '{key}' on line {n}."
+    custom_id = obj["custom_id"]
+    if not isinstance(custom_id, str):
+        return "invalid_request", f"custom_id must be a string on line {n}."
+    if limits.max_id is not None and len(custom_id) > limits.max_id:
+        return (
+            "invalid_request",
+            f"custom_id on line {n} has {len(custom_id)} characters; at most"
+            f" {limits.max_id} are allowed.",
+        )
+    if custom_id in seen:
+        return "duplicate_custom_id", f"The custom_id '{custom_id}' on line {n} is not unique."
+    seen.add(custom_id)
+    if obj["method"] != "POST":
+        return "invalid_request", f"Only POST is supported (line {n})."
+    if not limits.url_ok(obj["url"], endpoint):
+        return (
+            "invalid_url",
+            f"The url '{obj['url']}' on line {n} does not match the batch endpoint '{endpoint}'.",
+        )
+    if not isinstance(obj["body"], dict):
+        return "invalid_request", f"body must be an object on line {n}."
+    if obj["body"].get("stream") is True:
+        return "streaming_unsupported", f"Streaming is not supported (line {n})."
+    return obj
+
+
 def parse_input(
     endpoint: str, data: bytes, store: Store, limits: Limits, knows: Callable[[str], bool]
 ) -> Parsed | dict[str, Any]:
@@ -81,49 +122,10 @@ def parse_input(
     lines: list[dict[str, Any]] = []
     tokens = 0
     for n, text in enumerate(raw_lines, 1):
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError:
-            return fail("invalid_json_line", f"Line {n} is not valid JSON.", n)
-        if not isinstance(obj, dict):
-            return fail("invalid_json_line", f"Line {n} is not a JSON object.", n)
-        for key in ("custom_id", "method", "url", "body"):
-            if key not in obj:
-                return fail(
-                    "missing_required_parameter",
-                    f"Missing required parameter '{key}' on line {n}.",
-                    n,
-                )
-        if not isinstance(obj["custom_id"], str):
-            return fail("invalid_request", f"custom_id must be a string on line {n}.", n)
-        if limits.max_id is not None and len(obj["custom_id"]) > limits.max_id:
-            return fail(
-                "invalid_request",
-                f"custom_id on line {n} has {len(obj['custom_id'])} characters; at most"
-                f" {limits.max_id} are allowed.",
-                n,
-            )
-        if obj["custom_id"] in seen:
-            return fail(
-                "duplicate_custom_id",
-                f"The custom_id '{obj['custom_id']}' on line {n} is not unique.",
-                n,
-            )
-        seen.add(obj["custom_id"])
-        if obj["method"] != "POST":
-            return fail("invalid_request", f"Only POST is supported (line {n}).", n)
-        if not limits.url_ok(obj["url"], endpoint):
-            return fail(
-                "invalid_url",
-                f"The url '{obj['url']}' on line {n} does not match the batch"
-                f" endpoint '{endpoint}'.",
-                n,
-            )
+        obj = _request(n, text, endpoint, limits, seen)
+        if isinstance(obj, tuple):
+            return fail(*obj, n)
         body = obj["body"]
-        if not isinstance(body, dict):
-            return fail("invalid_request", f"body must be an object on line {n}.", n)
-        if body.get("stream") is True:
-            return fail("streaming_unsupported", f"Streaming is not supported (line {n}).", n)
         line_model = body.get("model")
         if not isinstance(line_model, str) or not line_model:
             return fail("missing_required_parameter", f"Missing 'model' on line {n}.", n)
