@@ -295,3 +295,40 @@ def plan_labels(
             plan["wider"] = {"width": wider, "needed": labels_needed(y, f, f_all, wider)}
         out[name] = plan
     return {"width": width, "benchmarks": out}
+
+
+def plan_text(p: dict[str, Any]) -> str:
+    """The labelling plan (:func:`plan_labels`), for people."""
+    lines = [
+        f"labelled cases per benchmark for a corrected interval of ±{p['width']:g}"
+        " (from the pilot's judge–physician agreement):"
+    ]
+    for name, b in p["benchmarks"].items():
+        reach = ""
+        if "narrowest" in b:
+            wider = b["wider"]
+            # rounded up, never to the width asked: ±0.0504 is not ±0.05 met (#63.9)
+            best = math.ceil(b["narrowest"] * 1000 - 1e-9) / 1000
+            reach = (
+                f"; with all {b['cases']} of its cases labelled ±{best:.3f} at best,"
+                f" wider than ±{p['width']:g}"
+                + (
+                    f", ±{wider['width']:g} takes {wider['needed']}"
+                    if wider["needed"] is not None
+                    else ""
+                )
+            )
+        if b["needed"] is None:
+            why = (
+                "the pilot has fewer than 2 labelled cases here: label 2 or more to plan"
+                if b["pilot"] < 2
+                else "not reachable: the judge's spread over the run's cases alone is wider"
+            )
+            lines.append(f"  {name:<26} {why}{reach}")
+        else:
+            more = max(0, b["needed"] - b["pilot"])
+            cap = " (more than the benchmark holds" + reach + ")" if reach else ""
+            lines.append(
+                f"  {name:<26} {b['needed']:>4} ({b['pilot']} in the pilot, {more} more){cap}"
+            )
+    return "\n".join(lines)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from html import escape
-from typing import Any
 
 from ..formats import MISSING
 from ..scores.stats import SMALL_N, Z95
@@ -354,42 +353,6 @@ def calibration_text(c: Calibration) -> str:
     lines = [f"run {c['run']}: {_who(c)}", *verdict(c), "", line(list(HEADER))]
     lines += [line(cells) for cells in _cells(c)]
     return "\n".join(lines + _notes(c) + ["", *rating_lines(c["rating"])])
-
-
-def plan_text(p: dict[str, Any]) -> str:
-    lines = [
-        f"labelled cases per benchmark for a corrected interval of ±{p['width']:g}"
-        " (from the pilot's judge–physician agreement):"
-    ]
-    for name, b in p["benchmarks"].items():
-        reach = ""
-        if "narrowest" in b:
-            wider = b["wider"]
-            # rounded up, never to the width asked: ±0.0504 is not ±0.05 met (#63.9)
-            best = math.ceil(b["narrowest"] * 1000 - 1e-9) / 1000
-            reach = (
-                f"; with all {b['cases']} of its cases labelled ±{best:.3f} at best,"
-                f" wider than ±{p['width']:g}"
-                + (
-                    f", ±{wider['width']:g} takes {wider['needed']}"
-                    if wider["needed"] is not None
-                    else ""
-                )
-            )
-        if b["needed"] is None:
-            why = (
-                "the pilot has fewer than 2 labelled cases here: label 2 or more to plan"
-                if b["pilot"] < 2
-                else "not reachable: the judge's spread over the run's cases alone is wider"
-            )
-            lines.append(f"  {name:<26} {why}{reach}")
-        else:
-            more = max(0, b["needed"] - b["pilot"])
-            cap = " (more than the benchmark holds" + reach + ")" if reach else ""
-            lines.append(
-                f"  {name:<26} {b['needed']:>4} ({b['pilot']} in the pilot, {more} more){cap}"
-            )
-    return "\n".join(lines)
 
 
 def calibration_html(c: Calibration) -> str:

@@ -219,11 +219,11 @@ def _against(
     interval of that half-width needs), as text or JSON."""
     from ..calibration import judge_panel, load_run
     from ..calibration.analysis import calibrate as calibrate_run
-    from ..calibration.analysis import plan_labels
+    from ..calibration.analysis import plan_labels, plan_text
     from ..calibration.judge_choice import panel_text
     from ..calibration.labels import formats_of
     from ..calibration.raters import read_raters
-    from ..calibration.text import calibration_text, plan_text
+    from ..calibration.text import calibration_text
     from ..scores.sources import resolve
 
     graded = load_run(resolve(name, jobs_dir), warn=warn)
