@@ -69,9 +69,11 @@ def caching(
     venue: str = "",
     terms: Discount | None = None,
     price: Price | None = None,
+    together: bool = False,
 ) -> Caching:
     """What the stage's prompts share, what a cache could read of it, and what that
-    saves at ``venue``'s terms (``terms``: its discount and how it bills cached input)."""
+    saves at ``venue``'s terms (``terms``: its discount and how it bills cached input;
+    ``together``: its judge passes laid out side by side, :mod:`batchbench.engine.planning`)."""
     texts = [_text(p) for p in prompts]
     shared = count(os.path.commonprefix(texts)) if len(texts) > 1 else 0
     marked = terms is not None and terms.cache.marked
@@ -95,7 +97,8 @@ def caching(
             " starts at: nothing to save"
         )
     if passes > 1 and not marked:
-        note += f"; judge passes 2..{passes} repeat each request exactly" + (
+        laid = "side by side in one batch" if together else "each pass its own batch"
+        note += f"; judge passes 2..{passes} repeat each request exactly, {laid}" + (
             ", long enough to be read from cache where the service caches repeats"
             if repeats
             else f", each under {MIN_CACHED_PREFIX:,} tokens: not cached either"

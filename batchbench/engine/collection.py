@@ -77,8 +77,10 @@ class Collection:
         return Collected(
             graded=self.graded,
             sub=sub.id,
-            outcomes={
-                o.case_id: CaseOutcome(o.kind, o.detail, o.source, cid, o.adjust)
+            outcomes={  # by case; a packed submission's by request id (a case a pass)
+                cid if sub.packed else o.case_id: CaseOutcome(
+                    o.kind, o.detail, o.source, cid, o.adjust
+                )
                 for cid, o in self.outcomes.items()
             },
             usage=self.usage,
@@ -104,7 +106,8 @@ def expected_lines(sub: Submission, state: RunState | None = None) -> dict[str, 
     """``custom_id → Sent`` for every request the submission sent."""
     out = {}
     for line in sub.lines:
-        adjust = state.cases[line.case_id].stage(sub.stage, sub.judge_pass).adjust if state else {}
+        st = state.cases[line.case_id].stage(sub.stage, sub.pass_of(line)) if state else None
+        adjust = st.adjust if st is not None else {}
         out[line.id(sub.stage)] = Sent(line.case_id, line.note(), adjust)
     return out
 

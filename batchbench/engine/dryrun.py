@@ -20,6 +20,7 @@ from ..costs.rollup import priced_text
 from ..formats import usd
 from ..kinds import Stage
 from ..providers.base import Wire
+from ..providers.registry import BY_NAME
 from .requests import Request, build_request, fit_minimum, shard
 from .spend import worst_usd
 
@@ -132,6 +133,7 @@ def _stage(
             venue=wire.name,
             terms=off,
             price=price,
+            together=BY_NAME[wire.name].passes_together,
         ),
         "model": model,
         "provider": wire.name,

@@ -14,7 +14,9 @@ from ..providers import legacy
 
 class Line(msgspec.Struct, array_like=True, omit_defaults=True):
     """One request of a submission: which case, which attempt, whether it sent temperature,
-    its id, what its wire noted of it (:attr:`Rendered.sent`; 0.2: a flag; 0.1: no id)."""
+    its id, what its wire noted of it (:attr:`Rendered.sent`; 0.2: a flag; 0.1: no id),
+    and, in a submission of several judge passes (:mod:`.planning`), its pass (0: the
+    submission's one)."""
 
     case_id: str
     attempt: int
@@ -22,6 +24,7 @@ class Line(msgspec.Struct, array_like=True, omit_defaults=True):
     custom_id: str | None = None
     legacy_flag: bool = False  # 0.2: a note its wire made then (:mod:`providers.legacy`)
     sent: dict[str, Any] | None = None
+    judge_pass: int = 0
 
     def id(self, stage: Stage) -> str:
         return self.custom_id or legacy.request_id(stage, self.case_id, self.attempt)

@@ -11,10 +11,7 @@ means is :mod:`.collection`'s, rows are :mod:`.rows`', and :class:`.group.Group`
 from __future__ import annotations
 
 import functools
-import json
-from collections.abc import Callable, Iterator, Mapping
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable, Mapping
 
 import polars as pl
 
@@ -22,24 +19,21 @@ from .. import _failpoints
 from ..bench.dataset import Case
 from ..bench.scoring import rubric_frame
 from ..clock import SYSTEM, Clock
-from ..costs.pricing import prompt_tokens, token_counter
-from ..errors import ConfigError, InvariantError
+from ..errors import ConfigError
 from ..kinds import STAGES, Stage
-from ..providers.base import Provider
-from ..providers.ids import claim
+from ..providers.base import Provider, Wire
 from ..providers.registry import BY_NAME
 from ..reporting import quiet
-from . import late
-from . import requests as files_of
+from . import late, together
 from .borrow import Borrower, Given
 from .calls import call_kind, unknown_detail
 from .canary import Canary
 from .cancelling import take_asked_cancel
 from .candidates import check_candidate
-from .collection import RetryLimits, collect
-from .event_records import Line
-from .events import Event, Plan
+from .collection import Collection, RetryLimits, collect
+from .events import Event
 from .parts import Parts
+from .planning import Planner
 from .rows import Answers, append_pass_rows, pass_rows
 from .runconfig import RunConfig
 from .rundir import Run
@@ -117,6 +111,19 @@ class Pipeline:
             config,
             lambda: Forecast.of_folder(run.root.parent),
         )
+        self.planner = Planner(
+            run,
+            config,
+            cases,
+            providers,
+            settings,
+            lambda: self.state,
+            self.record,
+            canary=self.canary,
+            answers=self.answers,
+            by_pass=self.parts.by_pass,
+            spend=spend,
+        )
         self._rubric: pl.DataFrame | None = None
         # a judge panel's other judge: the first run's answers, taken; or the dataset's
         self.borrower: Borrower | Given | None = None
@@ -187,13 +194,13 @@ class Pipeline:
                 if self.canary.holds(self.state, stage):
                     continue  # its canary first: the rest waits for its results
                 if self.state.pending(stage, self.config.case_ids):
-                    self._plan(stage)
+                    self.planner.plan(stage)
                     return True
             for judge_pass, having in self.parts.by_pass.items():
                 if self.canary.holds(self.state, "judges"):
                     break
                 if self.state.pending("judges", having, judge_pass):
-                    self._plan("judges", judge_pass)
+                    self.planner.plan("judges", judge_pass)
                     return True
         for sub in st.subs.values():
             if sub.terminal and not sub.collected and not self.submitter.owed.later(sub):
@@ -230,108 +237,6 @@ class Pipeline:
     def in_flight(self) -> list[Submission]:
         return self.state.in_flight()
 
-    # planning -----------------------------------------------------------------
-    def _request_path(self, stage: Stage, first: int, k: int) -> Path:
-        return files_of.staged(self.run.requests_dir / f"{stage}-{first + k:04d}.jsonl")
-
-    def _plan(self, stage: Stage, judge_pass: int = 1) -> None:
-        """Write the request files for every pending case of a stage (and judge pass),
-        then journal them."""
-        model = self.config.model(stage)
-        wire = self.providers[stage].wire
-        budget = self.settings.max_enqueued_tokens
-        counted = budget is not None or self.spend is not None  # both weigh what goes out
-        count = token_counter(model)[1] if counted else None
-        having = self.parts.by_pass.get(judge_pass, self.config.case_ids)
-        pending = self.state.pending(stage, having, judge_pass)
-        if judge_pass == 1:
-            pending = self.canary.first(stage, pending, wire.limits.min_lines)
-        used = self.state.used_ids()
-
-        def request(case_id: str) -> files_of.Request:
-            st = self.state.cases[case_id].stage(stage, judge_pass)
-            return files_of.build_request(
-                wire,
-                stage,
-                self.cases[case_id],
-                model,
-                st.attempt + 1,
-                self.config.run_id,
-                adjust=st.adjust,
-                reasoning_effort=self.config.reasoning_effort,
-                answer=self.answers(case_id) if stage == "judges" else None,
-                judge_pass=judge_pass,
-                grading=self.grading,
-            )
-
-        def entries(cases: list[str], shared: str) -> Iterator[tuple[Line, bytes, int]]:
-            for case_id in cases:
-                made = request(case_id)
-                if _key(made.rendered.shared) != shared:
-                    raise InvariantError(f"{case_id}: its request shares other parameters")
-                claim(made.custom_id, case_id, used)
-                tokens = prompt_tokens(made.prompt, count) if count is not None else 0
-                rendered = made.rendered
-                line = Line(
-                    case_id, made.attempt, rendered.temperature, made.custom_id, sent=rendered.sent
-                )
-                yield line, made.line, tokens
-
-        # A submission holds requests that share what the service takes per batch: cases
-        # with the same fallbacks render the same, so one request of each tells.
-        # A batch cut short goes in submissions of its own: on flex, or on demand (RunState.via).
-        by_adjust: dict[str, list[str]] = {}
-        for case_id in pending:
-            adjust = self.state.cases[case_id].stage(stage, judge_pass).adjust
-            by_adjust.setdefault(_key([adjust, *self.state.via(stage, case_id)]), []).append(
-                case_id
-            )
-        groups: dict[str, tuple[dict[str, Any] | None, tuple[bool, bool], list[str]]] = {}
-        for cases in by_adjust.values():
-            shared = request(cases[0]).rendered.shared
-            via = self.state.via(stage, cases[0])
-            groups.setdefault(_key([shared, *via]), (shared, via, []))[2].extend(cases)
-        seq = self.state.next_seq(stage)
-        cap = min(
-            self.settings.max_requests_per_batch,
-            self.state.caps.get(stage, 10**9),
-            wire.limits.max_lines,
-        )
-        cap = files_of.fit_minimum(len(pending), cap, wire.limits.min_lines, wire.limits.max_lines)
-        batched = [c for c in pending if not any(self.state.via(stage, c))]  # not one by one
-        if batched and not self.settings.on_demand_remainder:
-            label = BY_NAME[wire.name].label
-            files_of.check_minimum(
-                self.config.name, stage, len(batched), wire.limits.min_lines, label
-            )
-        files: list[tuple[Path, list[Line], int, dict[str, Any] | None, tuple[bool, bool]]] = []
-        for shared, via, cases in groups.values():
-            made = files_of.write_shards(
-                entries(cases, _key(shared)),
-                functools.partial(self._request_path, stage, seq + len(files)),
-                max_lines=cap,
-                max_bytes=min(self.settings.max_bytes_per_batch, wire.limits.max_bytes),
-                max_tokens=budget,
-            )
-            files += [(path, lines, tokens, shared, via) for path, lines, tokens in made]
-        for offset, (staged_at, lines, tokens, shared, via) in enumerate(files):
-            _failpoints.hit("planned")
-            path = files_of.put_in_place(staged_at)
-            self.record(
-                Plan(
-                    sub=path.stem,
-                    stage=stage,
-                    seq=seq + offset,
-                    path=path.name,
-                    lines=lines,
-                    tokens=tokens,
-                    judge_pass=judge_pass,
-                    shared=shared,
-                    flex=via[0],
-                    listed=via[1],
-                )
-            )
-
     # downloading and collecting ------------------------------------------------
     def _collect(self, sub: Submission) -> None:
         wire = self.providers[sub.stage].wire
@@ -344,6 +249,30 @@ class Pipeline:
             frame = self.submitter.owed.read(sub, kept, lambda: self.run.read_results(wire, files))
             if frame is None:  # owed: waited for, bounded (never bought again)
                 return
+        parts = together.split(sub, frame) if sub.packed else [(sub, frame)]
+        del frame  # each part's rows held by its collection only (:meth:`_collected`)
+        results = []
+        while parts:
+            results.append(self._collected(*parts.pop(0), wire))
+        result = results[0] if len(results) == 1 else together.merged(results)
+        for line in result.anomalies:
+            self.warn(f"warning: {line}")
+        if result.notice:
+            self.warn(result.notice)
+        _failpoints.hit("rows_written")
+        self.record(result.event(sub))
+        self.canary.collected(sub, result.outcomes)
+        if result.stop:  # the run cannot go on as asked: one line, nothing more is sent
+            provider = self.providers[sub.stage]
+            raise ConfigError(
+                f"{BY_NAME[provider.wire.name].label} at {provider.client.service.base_url}"
+                f" refused batch {sub.batch_id} for {self.config.model(sub.stage)}: {result.stop};"
+                " nothing of it ran or was billed"
+            )
+
+    def _collected(self, sub: Submission, frame: pl.DataFrame | None, wire: Wire) -> Collection:
+        """One pass's outcomes (a submission's only one, but for a packed one's), its rows
+        written: before the journal line that counts them."""
         part = sub.judge_pass
         items = {  # this file's cases' (not the dataset's: 100,000 lists at each collection)
             line.case_id: self.grading.items_of(self.cases[line.case_id], part)
@@ -369,10 +298,6 @@ class Pipeline:
             read=functools.partial(self.parts.read, part=part) if per_item else None,
         )
         del frame  # read: not held while the rows are written (a million decisions' replies)
-        for line in result.anomalies:
-            self.warn(f"warning: {line}")
-        if result.notice:
-            self.warn(result.notice)
         if per_item:  # the cases whose last part this is: their rows
             result.graded = self.parts.ended(sub, result, self.clock.time())
         elif sub.judge_pass == 1:
@@ -383,18 +308,4 @@ class Pipeline:
                 self.run,
                 pass_rows(sub.judge_pass, result.outcomes, result.judged, self.cases),
             )
-        _failpoints.hit("rows_written")
-        self.record(result.event(sub))
-        self.canary.collected(sub, result.outcomes)
-        if result.stop:  # the run cannot go on as asked: one line, nothing more is sent
-            provider = self.providers[sub.stage]
-            raise ConfigError(
-                f"{BY_NAME[provider.wire.name].label} at {provider.client.service.base_url}"
-                f" refused batch {sub.batch_id} for {self.config.model(sub.stage)}: {result.stop};"
-                " nothing of it ran or was billed"
-            )
-
-
-def _key(value: object) -> str:
-    """A JSON value as a key (what a request's fallbacks or shared parameters are)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+        return result

@@ -206,10 +206,10 @@ class RunState:
         if sub.flex or sub.listed:  # its requests go out one call at a time, now
             self._queried(sub.stage, event.t)
         for line in sub.lines:
-            case = self.cases[line.case_id]
-            st = case.stage(sub.stage, sub.judge_pass)
+            case, judge_pass = self.cases[line.case_id], sub.pass_of(line)
+            st = case.stage(sub.stage, judge_pass)
             st.status, st.attempt, st.sub = "inflight", line.attempt, sub.id
-            if case.started is None and sub.judge_pass == 1:
+            if case.started is None and judge_pass == 1:
                 case.started = event.t
 
     def via(self, stage: str, case_id: str) -> tuple[bool, bool]:
@@ -238,20 +238,20 @@ class RunState:
         sub.collected = True
         self.ended = event.t
         self._record_served(sub.stage, event)
-        stage = sub.stage
-        sent = {line.case_id: line.sent_temperature for line in sub.lines}
+        stage, keyed = sub.stage, sub.keyed()
         # An extra judge pass writes no row, ends no case; nor does a part of a case judged
         # part by part: its collection says which cases it ended (``graded``).
-        main = sub.judge_pass == 1 and (stage == "answers" or event.graded is None)
-        for case_id, outcome in event.outcomes.items():
-            case = self.cases[case_id]
-            st = case.stage(stage, sub.judge_pass)
+        rows = stage == "answers" or event.graded is None
+        for key, outcome in event.outcomes.items():
+            case_id, judge_pass, temperature = keyed.get(key) or (key, sub.judge_pass, True)
+            case, main = self.cases[case_id], judge_pass == 1 and rows
+            st = case.stage(stage, judge_pass)
             if st.sub != sub.id:
                 continue  # superseded (cannot happen in order, but never regress)
             kind = outcome.kind
             if kind == "ok":
                 st.status, st.source, st.custom_id = "ok", outcome.source, outcome.custom_id
-                st.used_temperature = sent.get(case_id, True)
+                st.used_temperature = temperature
                 if stage == "judges" and main:
                     case.final = "scored"
                     case.rows += 1

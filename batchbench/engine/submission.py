@@ -7,6 +7,7 @@ journal on each call).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,7 +45,7 @@ class Submission:
     lines: list[Line]
     planned_at: float
     tokens: int = 0
-    judge_pass: int = 1  # judges: which pass these requests are
+    judge_pass: int = 1  # judges: which pass these requests are (packed: the first)
     shared: dict[str, Any] | None = None  # what its requests share (the wire's own)
     uploaded: bool = False  # its request file is where the service reads it from
     file_id: str | None = None  # the uploaded input, for services that take one
@@ -119,6 +120,35 @@ class Submission:
     def ids(self) -> dict[str, Line]:
         """Each request's id → its line (the journaled mapping)."""
         return {line.id(self.stage): line for line in self.lines}
+
+    @property
+    def packed(self) -> bool:
+        """Its lines are of several judge passes, each line naming its own (a case's K
+        requests together: :mod:`.planning`)."""
+        return any(line.judge_pass for line in self.lines)
+
+    def pass_of(self, line: Line) -> int:
+        return line.judge_pass or self.judge_pass
+
+    def keyed(self) -> dict[str, tuple[str, int, bool]]:
+        """How its collected outcomes are keyed → each one's case, judge pass and whether
+        its request sent temperature: by case (one pass a submission) or, packed, by
+        request id (a case is there once a pass)."""
+        if self.packed:
+            return {
+                line.id(self.stage): (line.case_id, self.pass_of(line), line.sent_temperature)
+                for line in self.lines
+            }
+        return {
+            line.case_id: (line.case_id, self.judge_pass, line.sent_temperature)
+            for line in self.lines
+        }
+
+    def of_pass(self, judge_pass: int) -> Submission:
+        """The submission as if it held only this pass's lines (a packed one is collected
+        a pass at a time, each as its own)."""
+        lines = [line for line in self.lines if self.pass_of(line) == judge_pass]
+        return dataclasses.replace(self, lines=lines, judge_pass=judge_pass)
 
 
 def _created(sub: Submission, event: Created) -> None:

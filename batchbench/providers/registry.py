@@ -192,6 +192,7 @@ OPENAI = ProviderSpec(
     base_url_flag=True,
     flex=True,
     flex_tail=True,
+    passes_together=True,
     developer="openai",
     inspect_prefix="openai/",
 )

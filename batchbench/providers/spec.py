@@ -110,6 +110,11 @@ class ProviderSpec:
     # Its running batches count their finished lines, so a small tail can be seen and
     # sent to the flex tier (--tail-flex); without counts there is no tail to judge.
     flex_tail: bool = False
+    # Its cache routes identical requests together, whichever batch holds them (OpenAI:
+    # "routed to a machine based on a hash of the initial prefix"), so a case's K judge
+    # passes go in one batch, side by side; elsewhere each pass is its own batch
+    # (Anthropic: K cold copies in one batch would each pay a cache write).
+    passes_together: bool = False
     # Synchronous calls at the list price the engine can send (Bedrock's InvokeModel): a
     # deadline's fallback where there is no flex tier, only with --allow-list-price.
     on_demand: bool = False

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..bench.dataset import Case
 from ..bench.results import read_rows
+from ..engine.event_records import CaseOutcome, Line
 from ..engine.events import Collected, Plan
 from ..engine.replies import read_replies
 from ..engine.rundir import Run
@@ -39,25 +40,37 @@ def _attempts(run: Run, case_id: str) -> list[str]:
     for event in run.events():
         if isinstance(event, Plan):
             plans[event.sub] = event
-        elif isinstance(event, Collected) and case_id in event.outcomes:
-            outcome = event.outcomes[case_id]
-            plan = plans.get(event.sub)
-            line = next((x for x in plan.lines if x.case_id == case_id), None) if plan else None
-            if plan is None or line is None:
-                raise RunStateError(
-                    f"{run.journal_path}: submission {event.sub!r} was collected for case"
-                    f" {case_id} but never planned for it (a damaged journal)"
-                )
-            detail = f": {outcome.detail}" if outcome.detail else ""
-            stage: str = plan.stage
-            if plan.stage == "judges" and (per_item or plan.judge_pass > 1):
-                part = plan.judge_pass
-                stage += f" item_{part - 1}" if per_item else f" pass {part}"
-            lines.append(f"  {stage} #{line.attempt} ({event.sub}): {outcome.kind}{detail}")
-            reply = replies.get(line.id(plan.stage))
-            if reply is not None and (outcome.kind != "ok" or plan.stage == "judges"):
-                lines.append(f"    reply: {visible(reply[:800])}")
+        elif isinstance(event, Collected):
+            for outcome, line, plan in _of_case(run, event, plans.get(event.sub), case_id):
+                detail = f": {outcome.detail}" if outcome.detail else ""
+                stage: str = plan.stage
+                part = line.judge_pass or plan.judge_pass
+                if plan.stage == "judges" and (per_item or part > 1):
+                    stage += f" item_{part - 1}" if per_item else f" pass {part}"
+                lines.append(f"  {stage} #{line.attempt} ({event.sub}): {outcome.kind}{detail}")
+                reply = replies.get(line.id(plan.stage))
+                if reply is not None and (outcome.kind != "ok" or plan.stage == "judges"):
+                    lines.append(f"    reply: {visible(reply[:800])}")
     return lines
+
+
+def _of_case(
+    run: Run, event: Collected, plan: Plan | None, case_id: str
+) -> list[tuple[CaseOutcome, Line, Plan]]:
+    """The case's outcomes in a collection, each with its planned line: keyed by case or,
+    in a submission of several judge passes, by request id (one a pass)."""
+    if plan is not None and any(line.judge_pass for line in plan.lines):
+        ids = {line.id(plan.stage): line for line in plan.lines if line.case_id == case_id}
+        return [(o, ids[o.custom_id], plan) for o in event.outcomes.values() if o.custom_id in ids]
+    if case_id not in event.outcomes:
+        return []
+    line = next((x for x in plan.lines if x.case_id == case_id), None) if plan else None
+    if plan is None or line is None:
+        raise RunStateError(
+            f"{run.journal_path}: submission {event.sub!r} was collected for case"
+            f" {case_id} but never planned for it (a damaged journal)"
+        )
+    return [(event.outcomes[case_id], line, plan)]
 
 
 def visible(text: object) -> str:
