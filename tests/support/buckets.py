@@ -42,7 +42,8 @@ def variables(values: dict[str, str]) -> Iterator[None]:
 
 
 def pull(uri: str, run: str, values: dict[str, str], into: Path) -> Path:
-    """The run's files a reader needs (journal, rows, summary, config) under ``into/run``."""
+    """The run's files a reader needs (journal, rows, judge pass rows, summary, config)
+    under ``into/run``."""
     from batchbench.engine.rundir import Run
     from batchbench.storage import close_all, jobs_path
 
@@ -50,7 +51,13 @@ def pull(uri: str, run: str, values: dict[str, str], into: Path) -> Path:
         try:
             found = Run(jobs_path(uri) / run)
             (into / run).mkdir(parents=True, exist_ok=True)
-            for name in ("config_path", "journal_path", "results_path", "summary_path"):
+            for name in (
+                "config_path",
+                "journal_path",
+                "results_path",
+                "summary_path",
+                "passes_path",
+            ):
                 path = getattr(found, name)
                 if path.exists():
                     (into / run / path.name).write_bytes(path.read_bytes())

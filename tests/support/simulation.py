@@ -107,6 +107,10 @@ def simulate(
     limit, cap = rng.choice([(4, 2), (6, 3), (6, 6)])
     reference = factory()
     chosen = ["--limit", str(limit), *(["--dataset", str(healthbench)] if healthbench else [])]
+    noisy = random.Random(seed * 6700417 + 13)  # its own stream: the rest unchanged
+    if noisy.random() < 0.3 and healthbench is None:  # K judge passes (OpenAI's together)
+        chosen += ["--judge-passes", str(noisy.choice([2, 3]))]
+        out.faults["judge passes"] += 1
     ref_args = rig.args(reference, tmp_path / "ref", fixture_dir, *chosen, cap=cap)
     done = run_cli(*ref_args, env=rig.env(reference))
     assert done.returncode == 0, done.stderr
@@ -211,9 +215,18 @@ def simulate(
     assert not made_twice and not ran_twice, (out.said(), made_twice, ran_twice, out.steps)
     got = pull(homes[home], rig.name(), emulator_s3(emu), tmp_path / "pulled")
     assert normalised(got / rig.name()) == expected, (out.said(), out.steps)
+    ref_passes = _pass_rows(tmp_path / "ref" / "jobs" / rig.name())
+    assert _pass_rows(got / rig.name()) == ref_passes, (out.said(), out.steps)
     if out.faults["moves"]:  # one home: the other place holds the move's note at most
         _one_home(homes[1 - home], rig.name(), emu, out)
     return out
+
+
+def _pass_rows(run: Path) -> dict[tuple[str, int], dict[str, Any]]:
+    """Each case's and judge pass's row (a crash may repeat one: the last counts)."""
+    path = run / "judge_passes.jsonl"
+    rows = [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+    return {(r["case_id"], r["pass"]): r for r in rows}
 
 
 def _one_home(uri: str, name: str, emu: Any, out: Outcome) -> None:
