@@ -275,11 +275,7 @@ VERTEX_LOCATION = "us-central1"
 
 def _vertex_url(env: Mapping[str, str]) -> str:
     """The API's endpoint for the environment's location (``us-central1`` when unset)."""
-    return vertex_url(env.get("GOOGLE_CLOUD_LOCATION") or VERTEX_LOCATION)
-
-
-def vertex_url(location: str) -> str:
-    """Google's endpoint of Vertex AI in a location."""
+    location = env.get("GOOGLE_CLOUD_LOCATION") or VERTEX_LOCATION
     if location == "global":
         return "https://aiplatform.googleapis.com"
     return f"https://{location}-aiplatform.googleapis.com"

@@ -22,6 +22,8 @@ class ClientContext:
     base_url_variable: str  # the SDK's own variable for another base URL
     where: str  # how its base URL is set, and what one looks like
     default_location: str  # where its jobs run when the account names none ("": n/a)
+    # Google's or AWS's endpoint for the environment's location or region (None: one URL)
+    region_url: Callable[[Mapping[str, str]], str] | None = None
 
     @classmethod
     def of(cls, spec: ProviderSpec) -> ClientContext:
@@ -34,6 +36,7 @@ class ClientContext:
             base_url_variable=spec.base_url_variable,
             where=spec.where(),
             default_location=spec.default_location,
+            region_url=spec.region_url,
         )
 
 

@@ -61,7 +61,6 @@ from .gemini_client import PHASES
 from .gemini_flex import flex_calls
 from .google_errors import genai_errors
 from .one_by_one import CallKind, Calls
-from .registry import vertex_url
 from .vertex_wire import family, model_name
 
 T = TypeVar("T")
@@ -194,9 +193,9 @@ class VertexClient(ClientBase):
         """A client of the project on the global endpoint: the run's base URL where one
         is given (an emulator, a proxy), else Google's global one."""
         if self._flex_sdk is None:
-            base = self.service.base_url
-            if base == vertex_url(self.location):  # Google's own: its global twin
-                base = vertex_url("global")
+            base, google = self.service.base_url, self.context.region_url
+            if google is not None and base == google({"GOOGLE_CLOUD_LOCATION": self.location}):
+                base = google({"GOOGLE_CLOUD_LOCATION": "global"})  # Google's own: its twin
             shared = tls.context()
             options = types.HttpOptions(
                 base_url=base, api_version="v1", client_args={"verify": shared}
