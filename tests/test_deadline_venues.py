@@ -99,13 +99,14 @@ def test_status_says_the_batch_goes_on_flex(batch_emulator_factory, tmp_path, fi
     assert f"({service}): " in text and "go on flex, at the batch price" in text
 
 
-@pytest.mark.parametrize("service", ["anthropic", "groq", "bedrock"])
+@pytest.mark.parametrize("service", ["anthropic", "groq", "bedrock", "together"])
 def test_a_batch_falls_back_to_calls_at_list_price_when_allowed(
     batch_emulator_factory, tmp_path, fixture_dir, clock, service
 ):
     """--allow-list-price: at its latest safe moment the batch is cancelled and its
     unfinished requests go one call at a time at the list price (Anthropic's Messages
-    API; Groq's chat completions, whose flex tier costs the same; Bedrock's InvokeModel);
+    API; Groq's chat completions, whose flex tier costs the same; Bedrock's InvokeModel;
+    Together's chat completions);
     the answers' cost is
     the plain bill of what ran where — the batch's at half the list price, the calls'
     at the whole of it — and each request ran once."""
@@ -217,4 +218,26 @@ def test_a_fallback_call_a_kill_lost_is_never_sent_blind_again(
     assert "--resend-unknown" in " ".join(proc.stderr.split())
     ran = [e["custom_id"] for e in emu.ledger()["executions"]]
     assert ran.count(lost) == 1
+    assert_no_duplicates(emu)
+
+
+def test_a_cut_batch_whose_cancelling_reads_as_running_is_told_once(
+    batch_emulator_factory, tmp_path, fixture_dir
+):
+    """Together's cancelling batch reads IN_PROGRESS until it has ended: the batch cut at
+    its latest safe moment is told to stop once by the invocation that cut it (it once
+    asked again at every step, for ever), and its rest still goes at the list price."""
+    rig, emu, args, _ = _rig_run(
+        batch_emulator_factory,
+        tmp_path,
+        fixture_dir,
+        "together",
+        "--deadline",
+        "+3h",
+        "--allow-list-price",
+    )
+    proc = run_cli(*args, env=rig.env(emu))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    cancels = {k: n for k, n in emu.calls("together").items() if k.endswith("/cancel")}
+    assert cancels and set(cancels.values()) == {1}, cancels  # each cut batch, once
     assert_no_duplicates(emu)

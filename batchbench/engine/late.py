@@ -147,6 +147,10 @@ class Late:
         self._forecast: Forecast | None = None  # read once an invocation, when first asked
         self.said_waiting: set[str] = set()  # resubmitted batches said to be waited for
         self.said_tail: set[str] = set()  # batches past --tail-flex said to run on
+        # Cut batches told to stop by this invocation: a service whose cancelling batch
+        # reads as running until it ends (Together's IN_PROGRESS) is not asked again and
+        # again in one invocation; the next asks once more (asking again is safe).
+        self.told: set[str] = set()
 
     def flexible(self, sub: Submission) -> bool:
         """Whether the submission's service has a flex tail: a flex tier, and counts of a
@@ -159,7 +163,9 @@ class Late:
         if waited is not None:
             self._stall(waited)
             return True
-        untold = next((s for s in state.in_flight() if _cut_untold(s)), None)
+        untold = next(
+            (s for s in state.in_flight() if _cut_untold(s) and s.id not in self.told), None
+        )
         if untold is not None:  # journaled as cut short, its cancel lost to a crash
             self._tell_stop(untold)
             return True
@@ -192,6 +198,7 @@ class Late:
             Tailed(sub=sub.id, batch_id=batch_id, remaining=late.unfinished, listed=listed)
         )
         _failpoints.hit("cut")  # crash tests: journaled, not yet told to stop
+        self.told.add(sub.id)
         view = self.submitter.providers[sub.stage].client.cancel(batch_id)
         if view is not None:
             self.submitter.record_batch(sub, view)
@@ -211,6 +218,7 @@ class Late:
         """The cancel a cut batch never got: sent now (asking again is safe); one that has
         ended meanwhile is seen as it is (never asked again and again)."""
         client, batch_id = self.submitter.providers[sub.stage].client, sub.batch_id or ""
+        self.told.add(sub.id)
         self.submitter.record_batch(sub, client.cancel(batch_id) or client.retrieve(batch_id))
 
     def _stall(self, sub: Submission) -> None:
@@ -233,6 +241,7 @@ class Late:
         cancel cuts short always do, in a flex submission)."""
         batch_id = sub.batch_id or ""
         self.submitter.record(Tailed(sub=sub.id, batch_id=batch_id, remaining=remaining))
+        self.told.add(sub.id)
         view = self.submitter.providers[sub.stage].client.cancel(batch_id)
         if view is not None:
             self.submitter.record_batch(sub, view)

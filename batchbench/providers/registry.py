@@ -129,6 +129,7 @@ TOGETHER = _venue(
     default_base_url="https://api.together.ai",
     base_url_hint="without /v1 (https://api.together.ai)",
     refused_endings=("/v1",),
+    on_demand=True,  # chat completions at the list price (no flex tier)
 )
 MISTRAL = _venue(
     prefixes.MISTRAL,

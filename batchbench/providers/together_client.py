@@ -33,6 +33,7 @@ from .base import (
 from .client_base import StainlessBatches, phase_of, sdk_calls, stainless_sdk
 from .closing import shut
 from .one_by_one import CallKind, Calls
+from .openai_flex import chat_calls
 from .openai_wire import ENDPOINT
 from .prefixes import TOGETHER as PREFIX
 
@@ -92,8 +93,11 @@ class TogetherClient(StainlessBatches):
         )
 
     def calls(self, kind: CallKind, model: str) -> Calls | None:
-        """None: Together has no flex tier for a batch's tail."""
-        return None
+        """On demand, each request one chat completion at the list price (a deadline's
+        fallback, with --allow-list-price); Together has no flex tier."""
+        import together
+
+        return chat_calls(self.sdk, "ondemand", together) if kind == "ondemand" else None
 
     def upload(self, path: Path, tag: Tag) -> str | None:
         """The file, under its marked name (a link to it: the SDK names an upload by its

@@ -103,6 +103,7 @@ class TogetherFace(OpenAIFace):
             route("GET", p + r"/v1/batches$", self.list_batches),
             route("GET", p + r"/v1/batches/([^/]+)$", self.get_batch),
             route("POST", p + r"/v1/batches/([^/]+)/cancel$", self.cancel, writes=True),
+            route("POST", p + r"/v1/chat/completions$", self.chat, writes=True),
             route("GET", p + r"/v2/supported-models$", self.models),
             route("GET", p + r"/v2/supported-models/(.+)$", self.model),
         ]
