@@ -99,14 +99,14 @@ def test_status_says_the_batch_goes_on_flex(batch_emulator_factory, tmp_path, fi
     assert f"({service}): " in text and "go on flex, at the batch price" in text
 
 
-@pytest.mark.parametrize("service", ["anthropic", "groq", "bedrock", "together"])
+@pytest.mark.parametrize("service", ["anthropic", "groq", "bedrock", "together", "xai"])
 def test_a_batch_falls_back_to_calls_at_list_price_when_allowed(
     batch_emulator_factory, tmp_path, fixture_dir, clock, service
 ):
     """--allow-list-price: at its latest safe moment the batch is cancelled and its
     unfinished requests go one call at a time at the list price (Anthropic's Messages
     API; Groq's chat completions, whose flex tier costs the same; Bedrock's InvokeModel;
-    Together's chat completions);
+    Together's and xAI's chat completions, xAI's written as its results pages are);
     the answers' cost is
     the plain bill of what ran where — the batch's at half the list price, the calls'
     at the whole of it — and each request ran once."""
@@ -241,3 +241,34 @@ def test_a_cut_batch_whose_cancelling_reads_as_running_is_told_once(
     cancels = {k: n for k, n in emu.calls("together").items() if k.endswith("/cancel")}
     assert cancels and set(cancels.values()) == {1}, cancels  # each cut batch, once
     assert_no_duplicates(emu)
+
+
+def test_an_xai_call_at_list_price_is_read_as_its_results_page_holds_it(tmp_path):
+    """xAI's calls at the list price are written as its batch results are (a page a
+    line, a failure as the google.rpc.Status its HTTP status stands for: 400 → 3,
+    503 → 14, google.rpc's own mapping) and read back as the reply each was."""
+    from batchbench.providers.xai_wire import XAIWire, result_page
+
+    completion = {
+        "id": "c1",
+        "object": "chat.completion",
+        "model": "grok-4.3",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "an answer"}}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13},
+    }
+    pages = [
+        result_page("ok", 200, completion),
+        result_page("bad", 400, {"code": "Client specified an invalid argument", "error": "no"}),
+        result_page("busy", 503, {"code": "Service unavailable", "error": "later"}),
+    ]
+    assert [p["results"][0]["batch_result"].get("error", {}).get("code") for p in pages] == [
+        None,
+        3,
+        14,
+    ]
+    path = tmp_path / "results.jsonl"
+    path.write_text("".join(json.dumps(p) + "\n" for p in pages))
+    frame = XAIWire().read_results([path])
+    got = dict(zip(frame["custom_id"].to_list(), frame["status_code"].to_list()))
+    assert got == {"ok": 200, "bad": 400, "busy": 503}
+    assert frame.filter(frame["custom_id"] == "ok")["content"].to_list() == ["an answer"]

@@ -11,6 +11,7 @@ so a call can be traced.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -34,10 +35,16 @@ def _line(
     return {"id": made, "custom_id": custom_id, "response": response}
 
 
-def chat_calls(sdk: Any, kind: CallKind = "flex", module: ModuleType = openai) -> Calls:
+def chat_calls(
+    sdk: Any,
+    kind: CallKind = "flex",
+    module: ModuleType = openai,
+    write: Callable[[str, int, Any], dict[str, Any]] | None = None,
+) -> Calls:
     """A batch request line sent as one chat completion of the given kind, through ``sdk``
     (of ``module``: openai's, or groq's of the same make), no retries of the SDK's own:
-    each try is the engine's, journaled."""
+    each try is the engine's, journaled. ``write``: the reply (id, status, body) as the
+    service's own results hold it, where they are not the Batch API's output lines."""
     quiet = sdk.with_options(max_retries=0, timeout=TIMEOUT)
     tier = {"service_tier": "flex"} if kind == "flex" else {}
 
@@ -53,7 +60,11 @@ def chat_calls(sdk: Any, kind: CallKind = "flex", module: ModuleType = openai) -
                 extra_body=body,  # the rest of the batch line's body, as it is
                 extra_headers={"X-Client-Request-Id": custom_id},
             ),
-            lambda status, rid, reply: _line(kind, custom_id, status, rid, reply),
+            lambda status, rid, reply: (
+                write(custom_id, status, reply)
+                if write is not None
+                else _line(kind, custom_id, status, rid, reply)
+            ),
             busy={429},
             request_id="x-request-id",
             timeout=TIMEOUT,

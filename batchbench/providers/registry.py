@@ -158,6 +158,7 @@ XAI = _venue(
     base_url_variable="XAI_BASE_URL",
     default_base_url="https://api.x.ai/v1",
     base_url_hint="ending in /v1 (https://api.x.ai/v1)",
+    on_demand=True,  # chat completions at the list price (no flex tier)
     developer="xai",
     inspect_prefix="grok/",
 )

@@ -28,7 +28,9 @@ from .client_base import stainless_sdk
 from .downloads import Sink, verbatim
 from .one_by_one import CallKind, Calls
 from .openai_client import OpenAIClient
+from .openai_flex import chat_calls
 from .prefixes import XAI as PREFIX
+from .xai_wire import result_page
 
 PAGE = 100
 
@@ -102,8 +104,14 @@ class XAIClient(OpenAIClient):
         return model.removeprefix(PREFIX)
 
     def calls(self, kind: CallKind, model: str) -> Calls | None:
-        """None: xAI has no flex tier for a batch's tail."""
-        return None
+        """On demand, each request one chat completion at the list price (a deadline's
+        fallback, with --allow-list-price; xAI has no flex tier), written as a results
+        page."""
+        if kind != "ondemand":
+            return None
+        import openai
+
+        return chat_calls(self.sdk, "ondemand", openai, write=result_page)
 
     def _get(self, what: str, path: str, batch_id: str | None = None, **params: Any) -> Any:
         options: Any = {"params": {k: v for k, v in params.items() if v is not None}}

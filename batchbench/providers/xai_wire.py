@@ -14,6 +14,7 @@ statuses) apply to it as to OpenAI's.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +47,23 @@ STATUS_OF: Final = {
     14: 503,  # UNAVAILABLE
     16: 401,  # UNAUTHENTICATED
 }
+
+
+# An HTTP failure → the google.rpc.Code xAI writes for it (the first of STATUS_OF's).
+CODE_OF: Final = {http: code for code, http in reversed(STATUS_OF.items())}
+
+
+def result_page(custom_id: str, status: int, body: object) -> dict[str, object]:
+    """One reply as a results page holds it (a call at the list price written as the
+    batch's own results are, so :meth:`XAIWire.read_results` reads it): a completion, or
+    the failure as the ``google.rpc.Status`` its HTTP status stands for."""
+    if 200 <= status < 300:
+        outcome: dict[str, object] = {"response": {"chat_get_completion": body}}
+    else:
+        said = body.get("error") if isinstance(body, dict) else body
+        message = said if isinstance(said, str) else json.dumps(said)
+        outcome = {"error": {"code": CODE_OF.get(status, 2), "message": message}}
+    return {"results": [{"batch_request_id": custom_id, "batch_result": outcome}]}
 
 
 class _Status(msgspec.Struct, gc=False):
