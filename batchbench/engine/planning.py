@@ -94,6 +94,24 @@ class Planner:
             keys += [(case_id, p) for p in passes if case.stage(stage, p).status == "pending"]
         return keys
 
+    def _request(self, state: RunState, stage: Stage, model: str, key: Key) -> files_of.Request:
+        """The request of one case and judge pass, at its next attempt."""
+        case_id, p = key
+        st = state.cases[case_id].stage(stage, p)
+        return files_of.build_request(
+            self.providers[stage].wire,
+            stage,
+            self.cases[case_id],
+            model,
+            st.attempt + 1,
+            self.config.run_id,
+            adjust=st.adjust,
+            reasoning_effort=self.config.reasoning_effort,
+            answer=self.answers(case_id) if stage == "judges" else None,
+            judge_pass=p,
+            grading=self.config.grading,
+        )
+
     def plan(self, stage: Stage, judge_pass: int = 1) -> None:
         """Write the request files for every pending case of a stage (and judge pass),
         then journal them."""
@@ -111,22 +129,7 @@ class Planner:
         together = len(keys) > len(pending)
         used = state.used_ids()
 
-        def request(key: Key) -> files_of.Request:
-            case_id, p = key
-            st = state.cases[case_id].stage(stage, p)
-            return files_of.build_request(
-                wire,
-                stage,
-                self.cases[case_id],
-                model,
-                st.attempt + 1,
-                self.config.run_id,
-                adjust=st.adjust,
-                reasoning_effort=self.config.reasoning_effort,
-                answer=self.answers(case_id) if stage == "judges" else None,
-                judge_pass=p,
-                grading=self.config.grading,
-            )
+        request = functools.partial(self._request, state, stage, model)
 
         def entries(group: list[Key], shared: str) -> Iterator[tuple[Line, bytes, int]]:
             for key in group:
