@@ -34,9 +34,10 @@ def _seeds(default: range) -> list[int]:
 # buy twice or to end wrong: 110, a look that missed under a skewed clock; 247, a resume
 # after a cancel asked of a dead holder; 445 and 468, a late create waited out on
 # another machine's clock; 503, a request file pushed before its plan was journaled,
-# refused for ever when planned again). With moves: 539, a canary cut by the deadline
-# judged by the cut.
-FOUND = [110, 247, 445, 468, 503]
+# refused for ever when planned again; 700 and 708, a canary batch cancelled before its
+# lines ran, read as "none good" and the run stopped). With moves: 539, a canary cut by
+# the deadline judged by the cut.
+FOUND = [110, 247, 445, 468, 503, 700, 708]
 FOUND_MOVES = [539]
 
 

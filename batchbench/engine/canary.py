@@ -114,8 +114,12 @@ class Canary:
         """After a file of a stage whose canary is due is collected: none of its cases
         good, and the run stops here, naming what the service answered. A file cut short
         (a deadline's, a flex tail's) is not judged by what the cut left: its unfinished
-        lines go one call at a time, and that submission's answers decide."""
+        lines go one call at a time, and that submission's answers decide. Nor is one
+        whose every line the service lost (a batch cancelled or expired before they ran):
+        nothing was said of them, and they go out again, a canary still."""
         if not self.due[sub.stage] or sub.judge_pass != 1 or sub.tailed:
+            return
+        if all(o.kind == "lost" for o in outcomes.values()):
             return
         if any(o.kind == "ok" for o in outcomes.values()):
             return
