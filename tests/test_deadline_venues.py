@@ -193,7 +193,13 @@ def test_a_healthbench_answer_keeps_back_time_for_a_grader_call_per_rubric_item(
 
 @pytest.mark.parametrize(
     ("service", "point"),
-    [("anthropic", "invoked"), ("gemini", "flexed"), ("vertex-gemini", "flexed")],
+    [
+        ("anthropic", "invoked"),
+        ("gemini", "flexed"),
+        ("vertex-gemini", "flexed"),
+        ("together", "invoked"),
+        ("xai", "invoked"),
+    ],
 )
 def test_a_fallback_call_a_kill_lost_is_never_sent_blind_again(
     batch_emulator_factory, tmp_path, fixture_dir, monkeypatch, service, point
@@ -203,7 +209,7 @@ def test_a_fallback_call_a_kill_lost_is_never_sent_blind_again(
     ends in an error row naming --resend-unknown — and the ledger shows each once."""
     from batchbench._failpoints import Crash
 
-    extra = ["--allow-list-price"] if service == "anthropic" else []
+    extra = ["--allow-list-price"] if point == "invoked" else []
     rig, emu, args, _ = _rig_run(
         batch_emulator_factory, tmp_path, fixture_dir, service, "--deadline", "+3h", *extra
     )
