@@ -74,13 +74,12 @@ class Collection:
     graded: dict[str, str | None] | None = None  # cases whose last part this ended (per item)
 
     def event(self, sub: Submission) -> Collected:
+        by_id = sub.packed  # by case; a packed submission's by request id (a case a pass)
         return Collected(
             graded=self.graded,
             sub=sub.id,
-            outcomes={  # by case; a packed submission's by request id (a case a pass)
-                cid if sub.packed else o.case_id: CaseOutcome(
-                    o.kind, o.detail, o.source, cid, o.adjust
-                )
+            outcomes={
+                cid if by_id else o.case_id: CaseOutcome(o.kind, o.detail, o.source, cid, o.adjust)
                 for cid, o in self.outcomes.items()
             },
             usage=self.usage,
