@@ -32,7 +32,9 @@ from .vertex_wire import ID_LABEL
 
 TIMEOUT_MS = 900_000  # the tier's target is "1-15 min" (Vertex allows up to 30)
 BUSY = (429, 503)  # shed: not run, not billed
-# Vertex AI's Flex PayGo, and only it: no Provisioned Throughput first (Google's page).
+# Vertex AI's Flex PayGo, and only it: no Provisioned Throughput first (Google's page,
+# docs.cloud.google.com/vertex-ai/generative-ai/docs/flex-paygo; third-party clients send
+# the same two headers, e.g. for Vertex's shared request types "priority" and "flex").
 VERTEX_FLEX = {
     "X-Vertex-AI-LLM-Request-Type": "shared",
     "X-Vertex-AI-LLM-Shared-Request-Type": "flex",
